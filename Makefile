@@ -1,0 +1,37 @@
+# Two entry points, both self-sufficient on a fresh machine with Python 3.11 and make:
+#   make run   -> the manager against an embedded local cluster (demo)
+#   make test  -> ruff, mypy, import-linter contracts and pytest
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck contracts pytest venv clean bench
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/aiokcm run --embedded $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+contracts: $(STAMP)
+	$(BIN)/lint-imports
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test: lint typecheck contracts pytest
+
+clean:
+	rm -rf $(VENV) build *.egg-info

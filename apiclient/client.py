@@ -1,0 +1,388 @@
+"""`KubeClient`: raw JSON access to any resource, throttled and instrumented.
+
+Why not the generated per-kind APIs: building kubernetes_asyncio's models costs ~10x the CPU of
+orjson, and a controller manager spends most of its time decoding pods. We still go through
+kubernetes_asyncio's `ApiClient` (authentication, TLS, kubeconfig, exec plugins), asking for
+raw responses (`_preload_content=False`). With raw responses the generated client checks no
+status code, so this module does, raising `ApiError` with the server's `Status`.
+
+The client-side token bucket and the `rest_client_*` metrics are installed on the
+`ApiClient`'s REST layer, so every request made with that `ApiClient` (ours, and the ones the
+leader-election `LeaseLock` makes through the generated API) waits for a token and is counted.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from apiclient import metrics
+from apiclient.errors import ApiError
+from apiclient.resources import PODS, Resource
+from apiclient.throttle import TokenBucket
+
+PatchType = Literal["merge", "strategic", "json", "apply"]
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+QueryValue = str | int | bool
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event: `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR` (object is a Status)."""
+
+    type: str
+    object: Obj
+
+
+def _install_rest_hooks(api_client: k8s_client.ApiClient, bucket: TokenBucket) -> None:
+    """Wrap the REST layer once: token bucket first, then timing and counting."""
+    rest: Any = api_client.rest_client
+    if getattr(rest, "_aiokcm_instrumented", False):
+        rest._aiokcm_bucket = bucket
+        return
+    host = urlsplit(api_client.configuration.host).netloc or api_client.configuration.host
+    original = rest.request
+    rest._aiokcm_bucket = bucket
+
+    async def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        verb = method.upper()
+        waited = await rest._aiokcm_bucket.acquire()
+        metrics.RATE_LIMITER_DURATION.labels(verb, host).observe(waited)
+        start = time.perf_counter()
+        code = "<error>"
+        try:
+            response = await original(method, url, *args, **kwargs)
+            code = str(getattr(response, "status", "<error>"))
+            return response
+        except ApiException as exc:
+            code = str(exc.status)
+            raise
+        finally:
+            metrics.REQUEST_DURATION.labels(verb, host).observe(time.perf_counter() - start)
+            metrics.REQUESTS_TOTAL.labels(code, verb, host).inc()
+
+    rest.request = request
+    rest._aiokcm_instrumented = True
+
+
+def _query(params: Mapping[str, QueryValue | None]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out.append((key, "true" if value else "false"))
+        else:
+            out.append((key, str(value)))
+    return out
+
+
+def _decode_error(status: int, raw: bytes, method: str, path: str) -> ApiError:
+    body: Obj | None
+    try:
+        parsed = orjson.loads(raw) if raw else None
+        body = parsed if isinstance(parsed, dict) else None
+    except orjson.JSONDecodeError:
+        body = None
+    if body is None:
+        text = raw.decode("utf-8", "replace").strip()
+        body = {"message": text} if text else {}
+    return ApiError(status, body, method=method, path=path)
+
+
+class KubeClient:
+    """The one way product code talks to the API server."""
+
+    def __init__(
+        self,
+        api_client: k8s_client.ApiClient,
+        *,
+        qps: float = 20.0,
+        burst: int = 30,
+        request_timeout: float = 60.0,
+    ) -> None:
+        self.api_client = api_client
+        self.bucket = TokenBucket(qps, burst)
+        self.request_timeout = request_timeout
+        _install_rest_hooks(api_client, self.bucket)
+
+    @property
+    def host(self) -> str:
+        return str(self.api_client.configuration.host)
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- raw requests -----------------------------------------------------------------
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, QueryValue | None] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | aiohttp.ClientTimeout | None,
+    ) -> aiohttp.ClientResponse:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        response: aiohttp.ClientResponse = await self.api_client.call_api(
+            path,
+            method,
+            query_params=_query(query or {}),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=timeout if timeout is not None else self.request_timeout,
+        )
+        return response
+
+    async def request_raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, QueryValue | None] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> bytes:
+        """Send one request and return the body bytes of a 2xx answer; raise `ApiError` otherwise."""
+        response = await self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        try:
+            raw = await response.read()
+        finally:
+            response.release()
+        if not 200 <= response.status <= 299:
+            raise _decode_error(response.status, raw, method, path)
+        return raw
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, QueryValue | None] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Obj:
+        raw = await self.request_raw(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        parsed = orjson.loads(raw) if raw else {}
+        return parsed if isinstance(parsed, dict) else {"items": parsed}
+
+    # -- verbs ------------------------------------------------------------------------
+
+    async def get(
+        self, res: Resource, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> Obj:
+        return await self.request("GET", res.path(namespace, name, subresource))
+
+    async def list(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        timeout: float | None = None,
+    ) -> Obj:
+        """One page of a LIST: the List object with `items` and `metadata.continue`."""
+        query: dict[str, QueryValue | None] = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "limit": limit,
+            "continue": continue_token,
+            "resourceVersion": resource_version,
+        }
+        return await self.request("GET", res.path(namespace), query=query, timeout=timeout)
+
+    async def list_all(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> builtins.list[Obj]:
+        """Every item, following `continue` tokens."""
+        items: builtins.list[Obj] = []
+        token: str | None = None
+        while True:
+            page = await self.list(
+                res,
+                namespace=namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=page_size,
+                continue_token=token,
+            )
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue") or None
+            if not token:
+                return items
+
+    async def create(
+        self,
+        res: Resource,
+        body: Obj,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> Obj:
+        if subresource:
+            if name is None:
+                raise ValueError("a subresource create needs the parent's name")
+            path = res.path(namespace, name, subresource)
+        else:
+            path = res.path(namespace)
+        return await self.request("POST", path, body=body)
+
+    async def replace(
+        self,
+        res: Resource,
+        body: Obj,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> Obj:
+        """PUT: guarded by the body's `metadata.resourceVersion` when it has one."""
+        obj_name = name or str(body["metadata"]["name"])
+        return await self.request("PUT", res.path(namespace, obj_name, subresource), body=body)
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Obj | Sequence[Obj],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        patch_type: PatchType = "merge",
+        field_manager: str | None = None,
+        force: bool | None = None,
+    ) -> Obj:
+        query: dict[str, QueryValue | None] = {"fieldManager": field_manager, "force": force}
+        return await self.request(
+            "PATCH",
+            res.path(namespace, name, subresource),
+            query=query,
+            body=patch,
+            content_type=_PATCH_CONTENT_TYPES[patch_type],
+        )
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
+        preconditions: Obj | None = None,
+    ) -> Obj:
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if preconditions:
+            options["preconditions"] = preconditions
+        return await self.request("DELETE", res.path(namespace, name), body=options)
+
+    async def evict(self, namespace: str, name: str, *, delete_options: Obj | None = None) -> Obj:
+        """POST a policy/v1 Eviction: the API server checks PodDisruptionBudgets."""
+        body: Obj = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if delete_options:
+            body["deleteOptions"] = delete_options
+        return await self.request("POST", PODS.path(namespace, name, "eviction"), body=body)
+
+    # -- watch ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def watch(
+        self,
+        res: Resource,
+        *,
+        resource_version: str | None,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+        """Open a WATCH; yields an async iterator of events, closed when the block exits.
+
+        A context manager rather than a bare async generator so the HTTP response is always
+        released, even when the consumer is cancelled mid-stream.
+        """
+        query: dict[str, QueryValue | None] = {
+            "watch": True,
+            "resourceVersion": resource_version,
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "timeoutSeconds": timeout_seconds,
+            "allowWatchBookmarks": allow_bookmarks or None,
+        }
+        read_timeout = (timeout_seconds or 600) + 30
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout, sock_read=read_timeout)
+        path = res.path(namespace)
+        response = await self._send(
+            "GET", path, query=query, body=None, content_type="application/json", timeout=timeout
+        )
+        try:
+            if not 200 <= response.status <= 299:
+                raw = await response.read()
+                raise _decode_error(response.status, raw, "WATCH", path)
+            yield _iter_events(response)
+        finally:
+            response.close()
+
+
+async def _iter_events(response: aiohttp.ClientResponse) -> AsyncIterator[WatchEvent]:
+    while True:
+        line = await response.content.readline()
+        if not line:
+            return
+        line = line.strip()
+        if not line:
+            continue
+        frame = orjson.loads(line)
+        yield WatchEvent(str(frame.get("type", "")), frame.get("object") or {})

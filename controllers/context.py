@@ -1,0 +1,71 @@
+"""What a controller gets from the manager: clients, informers, events, gates, options.
+
+A plain object rather than globals so that tests build one per test and two managers can run
+in one process (the leader hand-off tests do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from apiclient import KubeClient
+from informers import SharedInformerFactory
+
+
+class EventRecorder(Protocol):
+    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None: ...
+
+
+class EventRecorderFactory(Protocol):
+    def recorder(self, component: str) -> EventRecorder: ...
+
+
+class FeatureGates(Protocol):
+    def enabled(self, name: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class StaticGates:
+    """Gates from a plain mapping; unknown gates read as disabled."""
+
+    values: Mapping[str, bool] = field(default_factory=dict)
+
+    def enabled(self, name: str) -> bool:
+        return bool(self.values.get(name, False))
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    """Per-controller settings from the command line (`--concurrent-*-syncs` and the like)."""
+
+    concurrent_syncs: Mapping[str, int] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def workers(self, controller_name: str, default: int) -> int:
+        return int(self.concurrent_syncs.get(controller_name, default))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.extra.get(name, default)
+
+
+class _DiscardRecorder:
+    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        return None
+
+
+class DiscardEvents:
+    """An event sink for tests that do not look at events."""
+
+    def recorder(self, component: str) -> EventRecorder:
+        return _DiscardRecorder()
+
+
+@dataclass
+class ControllerContext:
+    client: KubeClient
+    informers: SharedInformerFactory
+    events: EventRecorderFactory = field(default_factory=DiscardEvents)
+    gates: FeatureGates = field(default_factory=StaticGates)
+    options: ControllerOptions = field(default_factory=ControllerOptions)

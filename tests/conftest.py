@@ -1,0 +1,25 @@
+"""Shared fixtures: a task-leak guard for every async test, the local cluster, a client to it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+async def _no_leaked_tasks() -> AsyncIterator[None]:
+    """Fail any test that leaves a task running: every background task must be owned and cancelled."""
+    before = set(asyncio.all_tasks())
+    yield
+    current = asyncio.current_task()
+    for _ in range(20):
+        leaked = {t for t in asyncio.all_tasks() - before if t is not current and not t.done()}
+        if not leaked:
+            return
+        await asyncio.sleep(0.01)
+    names = sorted(t.get_name() + ": " + repr(t.get_coro()) for t in leaked)
+    for t in leaked:
+        t.cancel()
+    pytest.fail("test left tasks running:\n  " + "\n  ".join(names))
