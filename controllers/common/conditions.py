@@ -1,0 +1,107 @@
+"""Status conditions on plain-dict objects, and the patches that write them.
+
+Two shapes of writer share these helpers:
+
+- a controller that owns a whole status (ReplicaSet, Deployment) edits a *copy* of its status
+  with `set_condition` / `remove_condition` and writes it once, only if something changed;
+- a controller that answers on someone else's object (a pod's `EvacuationInitiated`) must touch
+  only its own condition: `pod_condition_patch` builds a strategic-merge patch keyed by the
+  condition `type` (the merge key of `PodStatus.conditions`), so other conditions, and other
+  writers' concurrent changes to them, survive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping
+from datetime import datetime
+from typing import Any
+
+from controllers.common.timeutil import format_time, utcnow
+
+Condition = dict[str, Any]
+
+
+def new_condition(
+    condition_type: str,
+    status: str,
+    *,
+    reason: str = "",
+    message: str = "",
+    now: datetime | None = None,
+    with_update_time: bool = False,
+) -> Condition:
+    """A condition stamped with `lastTransitionTime` (and `lastUpdateTime` for Deployment-style ones)."""
+    stamp = format_time(now or utcnow())
+    cond: Condition = {"type": condition_type, "status": status}
+    if with_update_time:
+        cond["lastUpdateTime"] = stamp
+    cond["lastTransitionTime"] = stamp
+    if reason:
+        cond["reason"] = reason
+    if message:
+        cond["message"] = message
+    return cond
+
+
+def get_condition(status: Mapping[str, Any] | None, condition_type: str) -> Mapping[str, Any] | None:
+    """The condition of `condition_type` in `status["conditions"]`, or None."""
+    for cond in (status or {}).get("conditions") or ():
+        if cond.get("type") == condition_type:
+            return cond  # type: ignore[no-any-return]
+    return None
+
+
+def set_condition(status: MutableMapping[str, Any], condition: Condition) -> bool:
+    """Put `condition` into `status` (a copy you own); return whether anything changed.
+
+    As Kubernetes' `SetCondition` for ReplicaSets and Deployments: the same status and reason is
+    no change at all; the same status with a new reason keeps the old `lastTransitionTime`.
+    """
+    current = get_condition(status, condition["type"])
+    if current is not None and current.get("status") == condition.get("status"):
+        if current.get("reason", "") == condition.get("reason", ""):
+            return False
+        condition = {**condition, "lastTransitionTime": current.get("lastTransitionTime")}
+    others = [c for c in status.get("conditions") or () if c.get("type") != condition["type"]]
+    status["conditions"] = [*others, condition]
+    return True
+
+
+def remove_condition(status: MutableMapping[str, Any], condition_type: str) -> bool:
+    """Drop the condition of `condition_type` from `status` (a copy you own); return whether it was there."""
+    conditions = status.get("conditions") or []
+    kept = [c for c in conditions if c.get("type") != condition_type]
+    if len(kept) == len(conditions):
+        return False
+    status["conditions"] = kept
+    return True
+
+
+def conditions_equal(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+    """Whether two statuses carry the same conditions (order-insensitive, by type)."""
+
+    def by_type(status: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {c.get("type"): c for c in (status or {}).get("conditions") or ()}
+
+    return by_type(a) == by_type(b)
+
+
+def pod_condition_patch(condition: Condition, *, uid: str | None = None) -> dict[str, Any]:
+    """A strategic-merge patch for the pod `status` subresource that sets exactly one condition.
+
+    `PodStatus.conditions` merges by `type`, so the patch replaces this one condition and leaves
+    every other one (kubelet's, another requester's) alone. With `uid` the patch fails (Invalid
+    or Conflict) if the pod was deleted and recreated under the same name.
+    """
+    patch: dict[str, Any] = {"status": {"conditions": [condition]}}
+    if uid:
+        patch["metadata"] = {"uid": uid}
+    return patch
+
+
+def remove_pod_condition_patch(condition_type: str, *, uid: str | None = None) -> dict[str, Any]:
+    """A strategic-merge patch deleting one pod condition by type (`$patch: delete` on the merge key)."""
+    patch: dict[str, Any] = {"status": {"conditions": [{"type": condition_type, "$patch": "delete"}]}}
+    if uid:
+        patch["metadata"] = {"uid": uid}
+    return patch

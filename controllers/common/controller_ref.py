@@ -1,0 +1,209 @@
+"""Controller references and `ControllerRefManager`: who owns an object, adopting and releasing.
+
+As `pkg/controller/controller_ref_manager.go`: a controller claims the objects its selector
+matches. An object it already controls but that no longer matches is released; a matching orphan
+is adopted — but never by a controller that is being deleted, and only after a *fresh* read from
+the API server (not the cache) confirms the controller still exists with the same UID
+(`RecheckDeletionTimestamp`), checked at most once per claim. Objects controlled by someone else
+are never touched. Adopt and release are strategic-merge PATCHes carrying the object's UID as a
+precondition, so a deleted-and-recreated namesake is never mis-owned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import PODS, Resource
+from kubeutil.selectors import Selector
+
+Obj = Mapping[str, Any]
+
+
+def get_controller_of(obj: Obj) -> Mapping[str, Any] | None:
+    """The owner reference with `controller: true`, or None (`metav1.GetControllerOf`)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def is_controlled_by(obj: Obj, owner: Obj) -> bool:
+    ref = get_controller_of(obj)
+    return ref is not None and ref.get("uid") == (owner.get("metadata") or {}).get("uid")
+
+
+def new_controller_ref(owner: Obj, *, api_version: str, kind: str) -> dict[str, Any]:
+    """`metav1.NewControllerRef`: controller and blockOwnerDeletion both true."""
+    meta = owner.get("metadata") or {}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def adopt_patch(owner_ref: Mapping[str, Any], obj_uid: str) -> dict[str, Any]:
+    """Strategic-merge patch adding `owner_ref` (merge key `uid`), guarded by the object's UID."""
+    return {"metadata": {"ownerReferences": [dict(owner_ref)], "uid": obj_uid}}
+
+
+def release_patch(owner_uid: str, obj_uid: str) -> dict[str, Any]:
+    """Strategic-merge patch deleting the owner reference with `owner_uid`, guarded by the object's UID."""
+    return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner_uid}], "uid": obj_uid}}
+
+
+def recheck_deletion_timestamp(get_fresh: Callable[[], Awaitable[Obj]]) -> Callable[[], Awaitable[None]]:
+    """`controller.RecheckDeletionTimestamp`: a `can_adopt` that fails if the controller is being deleted."""
+
+    async def can_adopt() -> None:
+        fresh = await get_fresh()
+        stamp = (fresh.get("metadata") or {}).get("deletionTimestamp")
+        if stamp:
+            name = (fresh.get("metadata") or {}).get("name")
+            raise AdoptionRefused(f"{name} has just been deleted at {stamp}")
+
+    return can_adopt
+
+
+def fresh_getter(client: KubeClient, res: Resource, owner: Obj) -> Callable[[], Awaitable[Obj]]:
+    """A quorum read of `owner` that fails when it was deleted or replaced by a namesake (UID changed)."""
+    meta = owner.get("metadata") or {}
+
+    async def get() -> Obj:
+        fresh = await client.get(res, str(meta.get("name")), namespace=meta.get("namespace"))
+        fresh_uid = (fresh.get("metadata") or {}).get("uid")
+        if fresh_uid != meta.get("uid"):
+            raise AdoptionRefused(f"original {res.kind} {meta.get('name')} is gone: got uid {fresh_uid}, wanted {meta.get('uid')}")
+        return fresh
+
+    return get
+
+
+class AdoptionRefused(Exception):
+    """The controller may not adopt now (it is being deleted, or was replaced)."""
+
+
+class ControllerRefManager:
+    """Claims objects of one resource (pods by default) for one controller.
+
+    `claim(objs)` returns the objects the controller owns after adopting and releasing; errors
+    from individual adopt/release calls are collected and raised together after the pass (as
+    `utilerrors.NewAggregate`), so one bad object never stops the others from being claimed.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        controller: Obj,
+        selector: Selector,
+        *,
+        api_version: str,
+        kind: str,
+        can_adopt: Callable[[], Awaitable[None]],
+        resource: Resource = PODS,
+    ) -> None:
+        self.client = client
+        self.controller = controller
+        self.selector = selector
+        self.resource = resource
+        self.controller_ref = new_controller_ref(controller, api_version=api_version, kind=kind)
+        self._can_adopt = can_adopt
+        self._can_adopt_result: BaseException | bool | None = False  # False: not checked yet
+
+    @property
+    def controller_uid(self) -> str:
+        return str(self.controller_ref["uid"])
+
+    @property
+    def controller_deleting(self) -> bool:
+        return bool((self.controller.get("metadata") or {}).get("deletionTimestamp"))
+
+    async def can_adopt(self) -> None:
+        """Run the fresh check once per manager; remember its verdict."""
+        if self._can_adopt_result is False:
+            try:
+                await self._can_adopt()
+                self._can_adopt_result = None
+            except Exception as exc:
+                self._can_adopt_result = exc
+        if isinstance(self._can_adopt_result, BaseException):
+            raise self._can_adopt_result
+
+    async def claim(self, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        claimed: list[dict[str, Any]] = []
+        errors: list[BaseException] = []
+        for obj in objs:
+            try:
+                if await self._claim_one(obj):
+                    claimed.append(obj)
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise ClaimErrors(errors, claimed)
+        return claimed
+
+    async def _claim_one(self, obj: dict[str, Any]) -> bool:
+        ref = get_controller_of(obj)
+        matches = self.selector.matches_obj(obj)
+        if ref is not None:
+            if ref.get("uid") != self.controller_uid:
+                return False  # someone else's
+            if matches:
+                return True
+            if self.controller_deleting:
+                return False  # let garbage collection deal with it
+            await self.release(obj)
+            return False
+        if self.controller_deleting or not matches:
+            return False
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            return False  # never adopt an object on its way out
+        return await self.adopt(obj)
+
+    async def adopt(self, obj: Obj) -> bool:
+        """Adopt an orphan; False when it vanished meanwhile."""
+        await self.can_adopt()
+        meta = obj.get("metadata") or {}
+        try:
+            await self.client.patch(
+                self.resource,
+                str(meta.get("name")),
+                adopt_patch(self.controller_ref, str(meta.get("uid"))),
+                namespace=meta.get("namespace"),
+                patch_type="strategic",
+            )
+        except ApiError as exc:
+            if exc.not_found:
+                return False
+            raise
+        return True
+
+    async def release(self, obj: Obj) -> None:
+        """Drop our controller reference; a vanished or replaced object (404 / 422) is fine."""
+        meta = obj.get("metadata") or {}
+        try:
+            await self.client.patch(
+                self.resource,
+                str(meta.get("name")),
+                release_patch(self.controller_uid, str(meta.get("uid"))),
+                namespace=meta.get("namespace"),
+                patch_type="strategic",
+            )
+        except ApiError as exc:
+            if exc.not_found or exc.invalid:
+                return
+            raise
+
+
+class ClaimErrors(Exception):
+    """Some adopt/release calls failed; `claimed` is what was claimed anyway."""
+
+    def __init__(self, errors: list[BaseException], claimed: list[dict[str, Any]]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+        self.claimed = claimed
