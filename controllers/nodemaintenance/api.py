@@ -1,0 +1,99 @@
+"""The NodeMaintenance API as the controller reads it, and the names it writes onto other objects.
+
+`Maintenance` is a frozen view of one object's spec so that planning code works on typed values
+instead of reaching into dicts; the raw object stays the source for writes (patches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+GROUP = "maintenance.aiokcm.io"
+FINALIZER = f"{GROUP}/finalizer"
+# On nodes: the phase of the most advanced maintenance (KEP: "advertise the current phase").
+PHASE_ANNOTATION = f"{GROUP}/phase"
+# On nodes: the maintenances currently applied there (comma-separated, sorted). Written last in a node
+# sync, after pods and cordon, so that it is the commit record a deleted maintenance waits on.
+MAINTENANCES_ANNOTATION = f"{GROUP}/maintenances"
+# On nodes: `spec.unschedulable` as it was before the first maintenance cordoned the node; present
+# exactly while some maintenance holds the cordon.
+ORIGINAL_UNSCHEDULABLE_ANNOTATION = f"{GROUP}/original-unschedulable"
+
+# Pod conditions from the KEP (PodConditionType and the requester's reason).
+EVACUATION_REQUEST = "EvacuationRequest"
+EVACUATION_INITIATED = "EvacuationInitiated"
+REASON_NODE_MAINTENANCE = "NodeMaintenance"
+
+DEFAULT_EVACUATION_TIMEOUT_SECONDS = 180.0
+
+# Node phases, in the order a maintenance advances through them.
+PHASE_PLANNING = "Planning"
+PHASE_WAITING_FOR_LEASE = "WaitingForLease"
+PHASE_CORDONED = "Cordoned"
+PHASE_DRAINING = "Draining"
+PHASE_DRAINED = "Drained"
+PHASE_ORDER = (PHASE_PLANNING, PHASE_WAITING_FOR_LEASE, PHASE_CORDONED, PHASE_DRAINING, PHASE_DRAINED)
+
+
+@dataclass(frozen=True, slots=True)
+class Maintenance:
+    """What the controller needs of one NodeMaintenance."""
+
+    name: str
+    uid: str
+    generation: int
+    created: str
+    selector: Mapping[str, Any]
+    cordon: bool
+    drain: bool
+    reason: str
+    evacuation_timeout: float
+    deleting: bool
+    has_finalizer: bool
+
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> Maintenance:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        timeout = spec.get("evacuationTimeoutSeconds")
+        drain = bool(spec.get("drain", False))
+        return cls(
+            name=str(meta.get("name", "")),
+            uid=str(meta.get("uid", "")),
+            generation=int(meta.get("generation") or 0),
+            created=str(meta.get("creationTimestamp") or ""),
+            selector=spec.get("nodeSelector") or {},
+            # The CRD rejects drain without cordon; treat a stray one (no validation on the server)
+            # as cordoned too, because draining pods onto a schedulable node just reschedules them there.
+            cordon=bool(spec.get("cordon", False)) or drain,
+            drain=drain,
+            reason=str(spec.get("reason") or ""),
+            evacuation_timeout=(
+                float(timeout) if isinstance(timeout, int | float) else DEFAULT_EVACUATION_TIMEOUT_SECONDS
+            ),
+            deleting=bool(meta.get("deletionTimestamp")),
+            has_finalizer=FINALIZER in (meta.get("finalizers") or []),
+        )
+
+    @property
+    def active(self) -> bool:
+        """Still wanted: a maintenance being deleted is undone, whatever its spec says."""
+        return not self.deleting
+
+    @property
+    def holder(self) -> str:
+        """The identity this maintenance uses towards node leases (issue 12)."""
+        return f"aiokcm/nodemaintenance/{self.name}"
+
+
+def applied_maintenances(node: Mapping[str, Any]) -> list[str]:
+    """The maintenances the node's annotation says are applied to it."""
+    raw = ((node.get("metadata") or {}).get("annotations") or {}).get(MAINTENANCES_ANNOTATION) or ""
+    return sorted({part for part in raw.split(",") if part})
+
+
+def oldest_first(maintenances: list[Maintenance]) -> list[Maintenance]:
+    """Oldest first (then by name): the one whose reason a pod's request carries when several drain."""
+    return sorted(maintenances, key=lambda m: (m.created, m.name))
