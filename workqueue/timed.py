@@ -4,7 +4,8 @@ NoExecuteTaintManager schedules a pod's deletion for when its shortest toleratio
 cancels it if the taint goes away (pkg/controller/tainteviction/timed_workers.go). The Go
 version starts one `time.AfterFunc` timer per key; a big cluster losing a zone has hundreds of
 thousands of them. Here all scheduled work sits in one heap served by one task (`run()`, to be
-started in a task group); a handler gets a task only when its time comes.
+started in a task group); due work goes to a ready list drained by at most `concurrency`
+worker tasks (64 by default), which exist only while there is due work.
 
 Semantics kept from Go:
 - `add_work` for a key that already has work (scheduled, running, or done successfully) is
@@ -14,7 +15,8 @@ Semantics kept from Go:
 - After a handler succeeds the key stays, with no work (`get_work` returns None), so a late
   duplicate add does not run it twice; `cancel_work` clears it (and returns False). A handler
   that raises is logged and its key removed, so the work can be added again.
-- `cancel_work` returns True if it removed scheduled (or running) work.
+- `cancel_work` returns True if it removed scheduled (or running) work. Unlike Go, due work
+  still waiting for a free worker is not run once cancelled.
 
 Cancelled entries stay in the heap and are skipped when popped; the heap is rebuilt when more
 than half of it is dead, so cancel-heavy churn stays bounded.
@@ -59,8 +61,12 @@ class TimedWork(Generic[K]):
 class TimedWorkerQueue(Generic[K]):
     """Scheduled work per key on one heap and one task; see the module docstring."""
 
-    def __init__(self, handler: Callable[[K], Awaitable[None]], *, name: str = "") -> None:
+    def __init__(
+        self, handler: Callable[[K], Awaitable[None]], *, name: str = "", concurrency: int = 64
+    ) -> None:
         self.name = name
+        self._concurrency = max(1, concurrency)
+        self._active = 0
         self._handler = handler
         self._works: dict[K, TimedWork[K] | None] = {}
         self._heap: list[tuple[float, int, TimedWork[K]]] = []
@@ -94,9 +100,10 @@ class TimedWorkerQueue(Generic[K]):
         work = self._works.pop(key)
         if work is None:
             return False
-        if not work.cancelled and not work.fired:  # still in the heap: it becomes a dead entry
-            work.cancelled = True
-            self._dead += 1
+        if not work.cancelled:
+            work.cancelled = True  # a due work not yet started is skipped too
+            if not work.fired:  # still in the heap: it becomes a dead entry
+                self._dead += 1
             if self._dead > 1024 and self._dead * 2 > len(self._heap):
                 self._compact()
         return True
@@ -114,15 +121,14 @@ class TimedWorkerQueue(Generic[K]):
         return len(self)
 
     async def run(self) -> None:
-        """Fire work when due until cancelled; handlers run as tasks of this call's task group."""
+        """Fire work when due until cancelled; handlers run in this call's task group."""
         async with anyio.create_task_group() as tg:
             while True:
-                self._fire_due(tg)
+                self._move_due_to_ready()
+                self._dispatch(tg)
                 self._next_due = self._head_due()
                 self._wakeup.clear()
-                if self._ready:
-                    continue
-                with anyio.move_on_after(self._next_due - anyio.current_time()):
+                with anyio.move_on_at(self._next_due):
                     await self._wakeup.wait()
 
     def _head_due(self) -> float:
@@ -132,11 +138,7 @@ class TimedWorkerQueue(Generic[K]):
             self._dead -= 1
         return heap[0][0] if heap else math.inf
 
-    def _fire_due(self, tg: TaskGroup) -> None:
-        while self._ready:
-            work = self._ready.popleft()
-            work.fired = True
-            tg.start_soon(self._call, work)
+    def _move_due_to_ready(self) -> None:
         now = anyio.current_time() + _TICK
         heap = self._heap
         while heap and heap[0][0] <= now:
@@ -145,7 +147,23 @@ class TimedWorkerQueue(Generic[K]):
                 self._dead -= 1
                 continue
             work.fired = True
-            tg.start_soon(self._call, work)
+            self._ready.append(work)
+
+    def _dispatch(self, tg: TaskGroup) -> None:
+        # A few workers drain the ready list: a task per running handler would cost ~40 µs per fire.
+        spawn = min(len(self._ready), self._concurrency - self._active)
+        for _ in range(spawn):
+            self._active += 1
+            tg.start_soon(self._worker)
+
+    async def _worker(self) -> None:
+        try:
+            while self._ready:
+                work = self._ready.popleft()
+                if not work.cancelled:
+                    await self._call(work)
+        finally:
+            self._active -= 1
 
     async def _call(self, work: TimedWork[K]) -> None:
         key = work.key
