@@ -10,6 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controllers.common.evacuation import (
+    EVACUATION_INITIATED,
+    EVACUATION_REQUEST,
+    GATE_DECLARATIVE_NODE_MAINTENANCE,
+    REASON_NODE_MAINTENANCE,
+)
+
 GROUP = "maintenance.aiokcm.io"
 FINALIZER = f"{GROUP}/finalizer"
 # On nodes: the phase of the most advanced maintenance (KEP: "advertise the current phase").
@@ -21,10 +28,8 @@ MAINTENANCES_ANNOTATION = f"{GROUP}/maintenances"
 # exactly while some maintenance holds the cordon.
 ORIGINAL_UNSCHEDULABLE_ANNOTATION = f"{GROUP}/original-unschedulable"
 
-# Pod conditions from the KEP (PodConditionType and the requester's reason).
-EVACUATION_REQUEST = "EvacuationRequest"
-EVACUATION_INITIATED = "EvacuationInitiated"
-REASON_NODE_MAINTENANCE = "NodeMaintenance"
+# Pod conditions from the KEP (PodConditionType and the requester's reason) live in controllers.common.
+__all__ = ["EVACUATION_INITIATED", "EVACUATION_REQUEST", "GATE_DECLARATIVE_NODE_MAINTENANCE", "REASON_NODE_MAINTENANCE"]
 
 DEFAULT_EVACUATION_TIMEOUT_SECONDS = 180.0
 

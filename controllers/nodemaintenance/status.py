@@ -209,13 +209,16 @@ def build_status(
                           reason="PodsBlocking" if stuck else ("WaitingForOwners" if count else "NotBlocked"),
                           message=f"{count} pods not moving: {names}" if count else "",
                           now=now, generation=gen)
-    return {
+    out: dict[str, Any] = {
         "observedGeneration": gen,
         "nodeCount": len(nodes),
         "podsPendingEvacuation": pending,
         "nodes": {name: p.as_dict() for name, p in sorted(nodes.items())},
         "conditions": conds,
     }
+    if m.drain:
+        out["drainStartTime"] = previous.get("drainStartTime") or format_time(now)
+    return out
 
 
 def node_phase(progresses: Iterable[NodeProgress]) -> str | None:

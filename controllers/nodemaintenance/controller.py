@@ -1,0 +1,227 @@
+"""NodeMaintenance controller: wiring, event handlers and the two worker pools.
+
+Two kinds of work, two queues, chosen for what each write touches:
+
+- **Node keys on a `ShardedQueue` by node name**, one worker per shard (as the taint manager
+  shards by node). Everything that writes to a node or its pods (cordon, EvacuationRequest,
+  withdrawal, eviction) happens in the node's sync, so one node is only ever worked on by one worker
+  and overlapping maintenances are composed in one place instead of racing each other. A node whose
+  evictions are refused (a PDB) waits in its shard's delay queue, not in a worker.
+- **Maintenance keys on the base class's `RateLimitingQueue`**: status and finalizer only; cheap
+  reads of the listers and at most one status patch, so any worker may take any maintenance.
+
+Handlers enqueue keys and nothing else. A maintenance's spec change fans out to the nodes it
+selects or is applied to; a node or pod change enqueues the node (when it is under maintenance)
+and each node sync enqueues the maintenances involved so their status follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, ClassVar
+
+import anyio
+import structlog
+
+from apiclient.resources import NODEMAINTENANCES, NODES, PODS
+from controllers import metrics as controller_metrics
+from controllers.base import Controller, RequeueAfter
+from controllers.context import ControllerContext
+from controllers.nodemaintenance import api
+from controllers.nodemaintenance.leasegate import LeaseGate, NoLeaseGate
+from controllers.nodemaintenance.nodeselector import selector_matches
+from controllers.nodemaintenance.sync import DrainState, Listers, MaintenanceSync, NodeSync, utcnow
+from informers import DeletedFinalStateUnknown, ResourceEventHandler
+from workqueue import ShardedQueue, ShutDown
+
+Obj = Mapping[str, Any]
+DEFAULT_NODE_SHARDS = 4
+LEASE_GATE_OPTION = "nodemaintenance.lease_gate"
+SHARDS_OPTION = "nodemaintenance.node_shards"
+
+
+def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+class NodeMaintenanceController(Controller):
+    """KEP-4212's node maintenance controller, with an eviction fallback so a drain always ends."""
+
+    name: ClassVar[str] = "nodemaintenance"
+    required_gates: ClassVar[tuple[str, ...]] = (api.GATE_DECLARATIVE_NODE_MAINTENANCE,)
+    default_workers: ClassVar[int] = 2
+
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        *,
+        lease_gate: LeaseGate | None = None,
+        node_shards: int | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        super().__init__(ctx)
+        shards = node_shards or int(ctx.options.get(SHARDS_OPTION, DEFAULT_NODE_SHARDS))
+        self.node_queue: ShardedQueue[str] = ShardedQueue(
+            shards, shard_key=lambda node: node, name="nodemaintenance_nodes"
+        )
+        gate = lease_gate or ctx.options.get(LEASE_GATE_OPTION) or NoLeaseGate()
+        factory = ctx.informers
+        nm_inf = factory.informer(NODEMAINTENANCES)
+        node_inf = factory.informer(NODES)
+        pod_inf = factory.informer(PODS)
+        self.listers = Listers(nm_inf.lister, node_inf.lister, pod_inf.lister)
+        self.state = DrainState()
+        self.node_sync = NodeSync(
+            client=self.client, listers=self.listers, state=self.state, gate=gate,
+            recorder=self.recorder, enqueue_maintenance=self.enqueue, clock=clock,
+        )
+        self.maintenance_sync = MaintenanceSync(
+            client=self.client, listers=self.listers, state=self.state,
+            recorder=self.recorder, enqueue_node=self.node_queue.add, clock=clock,
+        )
+        nm_inf.add_event_handler(ResourceEventHandler(
+            on_add=self._maintenance_added, on_update=self._maintenance_updated, on_delete=self._maintenance_deleted,
+        ))
+        node_inf.add_event_handler(ResourceEventHandler(
+            on_add=self._node_added, on_update=self._node_updated, on_delete=self._node_deleted,
+        ))
+        pod_inf.add_event_handler(ResourceEventHandler(
+            on_add=self._pod_changed, on_update=lambda _old, new: self._pod_changed(new), on_delete=self._pod_deleted,
+        ))
+
+    # -- handlers --------------------------------------------------------------------------------
+
+    def _enqueue_nodes_of(self, obj: Obj) -> None:
+        m = api.Maintenance.from_obj(obj)
+        for node in self.listers.nodes.list():
+            if selector_matches(m.selector, node) or m.name in api.applied_maintenances(node):
+                self.node_queue.add(_name(node))
+
+    def _maintenance_added(self, obj: Obj) -> None:
+        self.enqueue(_name(obj))
+        self._enqueue_nodes_of(obj)
+
+    def _maintenance_updated(self, old: Obj, new: Obj) -> None:
+        self.enqueue(_name(new))
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        if (
+            old_meta.get("generation") != new_meta.get("generation")
+            or old_meta.get("deletionTimestamp") != new_meta.get("deletionTimestamp")
+            or old.get("spec") != new.get("spec")
+        ):
+            self._enqueue_nodes_of(old)
+            self._enqueue_nodes_of(new)
+
+    def _maintenance_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        # Normally the finalizer has already undone everything; a forced removal still gets undone here.
+        self._enqueue_nodes_of(_unwrap(obj))
+
+    def _under_maintenance(self, node: Obj) -> bool:
+        if api.applied_maintenances(node):
+            return True
+        return any(
+            selector_matches(o.get("spec", {}).get("nodeSelector"), node) for o in self.listers.maintenances.list()
+        )
+
+    def _enqueue_related_maintenances(self, node: Obj) -> None:
+        names = set(api.applied_maintenances(node))
+        for o in self.listers.maintenances.list():
+            if selector_matches((o.get("spec") or {}).get("nodeSelector"), node):
+                names.add(_name(o))
+        for name in names:
+            self.enqueue(name)
+
+    def _node_added(self, node: Obj) -> None:
+        if self._under_maintenance(node):
+            self.node_queue.add(_name(node))
+            self._enqueue_related_maintenances(node)
+
+    def _node_updated(self, old: Obj, new: Obj) -> None:
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        if (
+            old_meta.get("labels") == new_meta.get("labels")
+            and old_meta.get("annotations") == new_meta.get("annotations")
+            and (old.get("spec") or {}).get("unschedulable") == (new.get("spec") or {}).get("unschedulable")
+        ):
+            return  # a heartbeat or a status change: nothing a maintenance reads
+        if self._under_maintenance(old) or self._under_maintenance(new):
+            self.node_queue.add(_name(new))
+            self._enqueue_related_maintenances(old)
+            self._enqueue_related_maintenances(new)
+
+    def _node_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        node = _unwrap(obj)
+        self.node_queue.add(_name(node))  # the sync finds it gone and forgets its state
+        self._enqueue_related_maintenances(node)
+
+    def _pod_changed(self, pod: Obj) -> None:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            return
+        node = self.listers.nodes.get(node_name)
+        if node is not None and self._under_maintenance(node):
+            self.node_queue.add(node_name)
+
+    def _pod_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        self._pod_changed(_unwrap(obj))
+
+    # -- work ------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        await self.maintenance_sync.sync(key)
+
+    def healthy(self) -> bool:
+        return super().healthy() and not self.node_queue.shutting_down
+
+    async def run(self, workers: int | None = None) -> None:
+        """Maintenance workers from the base class plus one worker per node shard."""
+        count = workers if workers is not None else self.ctx.options.workers(self.name, self.default_workers)
+        await self.wait_for_caches()
+        self.log.info("starting workers", workers=count, node_shards=self.node_queue.shards)
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(max(1, count)):
+                    tg.start_soon(self._worker)
+                for shard in range(self.node_queue.shards):
+                    tg.start_soon(self._node_worker, shard)
+        finally:
+            self.queue.shutdown()
+            self.node_queue.shutdown()
+
+    async def _node_worker(self, shard: int) -> None:
+        while True:
+            try:
+                node = await self.node_queue.get(shard)
+            except ShutDown:
+                return
+            try:
+                await self.process_node(node)
+            finally:
+                self.node_queue.done(node)
+
+    async def process_node(self, node: str) -> None:
+        """The base class's error handling, on the node queue."""
+        with structlog.contextvars.bound_contextvars(controller=self.name, node=node):
+            try:
+                await self.node_sync.sync(node)
+            except RequeueAfter as req:
+                self.node_queue.forget(node)
+                self.node_queue.add_after(node, req.seconds)
+                controller_metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
+            except Exception as exc:
+                controller_metrics.RECONCILE_ERRORS.labels(self.name).inc()
+                retries = self.node_queue.num_requeues(node)
+                if retries < self.max_retries:
+                    self.log.warning("node sync failed, requeueing", node=node, retries=retries, error=str(exc))
+                    self.node_queue.add_rate_limited(node)
+                else:
+                    self.log.error("dropping node after too many retries", node=node, error=str(exc))
+                    self.node_queue.forget(node)
+            else:
+                self.node_queue.forget(node)
+                controller_metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
