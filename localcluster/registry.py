@@ -99,6 +99,8 @@ class Strategy:
     outside metadata and status changes."""
 
     has_status_subresource: bool = False
+    #: Whether metadata.generation is kept (not for pods, nodes, namespaces, configmaps, ...).
+    tracks_generation: bool = True
     #: Field selector labels this kind supports besides metadata.name / metadata.namespace.
     field_labels: frozenset[str] = frozenset()
     #: Pods: DELETE sets deletionTimestamp and waits (see `graceful_period`).
@@ -114,7 +116,10 @@ class Strategy:
     def prepare_for_create(self, obj: Obj) -> None:
         if self.has_status_subresource:
             obj.pop("status", None)
-        obj["metadata"]["generation"] = 1
+        if self.tracks_generation:
+            obj["metadata"]["generation"] = 1
+        else:
+            obj["metadata"].pop("generation", None)
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
         if self.has_status_subresource:
@@ -123,6 +128,9 @@ class Strategy:
             else:
                 obj.pop("status", None)
         meta = obj["metadata"]
+        if not self.tracks_generation:
+            meta.pop("generation", None)
+            return
         generation = old["metadata"].get("generation", 1)
         meta["generation"] = generation + 1 if _spec_changed(obj, old) else generation
 
@@ -134,7 +142,10 @@ class Strategy:
         for key, value in old.items():
             if key not in ("metadata", "status", "apiVersion", "kind"):
                 obj[key] = value
-        obj["metadata"]["generation"] = old["metadata"].get("generation", 1)
+        if self.tracks_generation:
+            obj["metadata"]["generation"] = old["metadata"].get("generation", 1)
+        else:
+            obj["metadata"].pop("generation", None)
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         """Kind-specific validation; object metadata is validated by the caller."""

@@ -1,0 +1,60 @@
+"""The built-in kinds a default cluster serves, registered into a `Registry`."""
+
+from __future__ import annotations
+
+from localcluster.builtin.apps import (
+    DaemonSetStrategy,
+    DeploymentStrategy,
+    ReplicaSetStrategy,
+    StatefulSetStrategy,
+)
+from localcluster.builtin.base import BuiltinStrategy
+from localcluster.builtin.core import (
+    ConfigMapStrategy,
+    EventStrategy,
+    NamespaceStrategy,
+    NodeStrategy,
+    ServiceStrategy,
+)
+from localcluster.builtin.others import EventsV1Strategy, LeaseStrategy, PodDisruptionBudgetStrategy
+from localcluster.builtin.pods import PodStrategy
+from localcluster.registry import Registry, ResourceType, ScaleSubresource
+
+_SCALE = ScaleSubresource(".spec.replicas", ".status.replicas", ".spec.selector")
+
+
+def builtin_types() -> list[ResourceType]:
+    """Kinds, scopes, short names and subresources as `kubectl api-resources` shows them."""
+    return [
+        ResourceType("", "v1", "namespaces", "Namespace", False, short_names=("ns",), subresources=frozenset({"status", "finalize"}),
+                     verbs=("create", "delete", "get", "list", "patch", "update", "watch"), strategy=NamespaceStrategy()),
+        ResourceType("", "v1", "nodes", "Node", False, short_names=("no",), subresources=frozenset({"status"}), strategy=NodeStrategy()),
+        ResourceType("", "v1", "pods", "Pod", True, short_names=("po",), categories=("all",),
+                     subresources=frozenset({"status", "binding", "eviction"}), strategy=PodStrategy()),
+        ResourceType("", "v1", "events", "Event", True, short_names=("ev",), strategy=EventStrategy()),
+        ResourceType("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",), strategy=ConfigMapStrategy()),
+        ResourceType("", "v1", "services", "Service", True, short_names=("svc",), categories=("all",),
+                     subresources=frozenset({"status"}),
+                     verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+                     strategy=ServiceStrategy()),
+        ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",), categories=("all",),
+                     subresources=frozenset({"status", "scale"}), strategy=DeploymentStrategy(), scale=_SCALE),
+        ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",), categories=("all",),
+                     subresources=frozenset({"status", "scale"}), strategy=ReplicaSetStrategy(), scale=_SCALE),
+        ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, short_names=("sts",), categories=("all",),
+                     subresources=frozenset({"status", "scale"}), strategy=StatefulSetStrategy(), scale=_SCALE),
+        ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",), categories=("all",),
+                     subresources=frozenset({"status"}), strategy=DaemonSetStrategy()),
+        ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
+                     subresources=frozenset({"status"}), strategy=PodDisruptionBudgetStrategy()),
+        ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, strategy=LeaseStrategy()),
+        ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), strategy=EventsV1Strategy()),
+    ]
+
+
+def register_builtins(registry: Registry) -> None:
+    for rt in builtin_types():
+        registry.register(rt)
+
+
+__all__ = ["BuiltinStrategy", "builtin_types", "register_builtins"]

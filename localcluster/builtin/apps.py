@@ -1,0 +1,189 @@
+"""apps/v1 workloads: defaults of `pkg/apis/apps/v1/defaults.go` and the validation controllers hit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeutil import selectors
+from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.pods import default_pod_spec, validate_pod_spec
+from localcluster.builtin.validation import immutable, non_negative, validate_label_selector, validate_labels
+from localcluster.registry import FieldError, Obj, TableColumn
+
+
+def _default_template(obj: Obj) -> None:
+    spec = get_path(obj, "spec", "template", "spec")
+    if isinstance(spec, dict):
+        default_pod_spec(spec)
+
+
+class WorkloadStrategy(BuiltinStrategy):
+    """Shared by Deployment, ReplicaSet, StatefulSet, DaemonSet: the selector must be set,
+    non-empty, match the template's labels, and never change."""
+
+    group = "apps"
+    has_status_subresource = True
+    has_replicas = True
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [FieldError.required("spec")]
+        errs: list[FieldError] = []
+        if self.has_replicas:
+            errs.extend(non_negative(spec.get("replicas"), "spec.replicas"))
+        errs.extend(non_negative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
+        errs.extend(non_negative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"))
+        selector = spec.get("selector")
+        if not selector:
+            errs.append(FieldError.required("spec.selector"))
+        else:
+            sel_errs = validate_label_selector(selector, "spec.selector")
+            errs.extend(sel_errs)
+            if not sel_errs and selectors.from_label_selector(selector).empty:
+                errs.append(FieldError.invalid("spec.selector", selector, "empty selector is invalid for deployment"))
+        template = spec.get("template")
+        if not isinstance(template, dict):
+            errs.append(FieldError.required("spec.template"))
+            return errs
+        labels = get_path(template, "metadata", "labels", default={})
+        errs.extend(validate_labels(labels, "spec.template.metadata.labels"))
+        if selector and not errs:
+            if not selectors.from_label_selector(selector).matches(labels):
+                errs.append(
+                    FieldError.invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`")
+                )
+        pod_spec = template.get("spec")
+        if not isinstance(pod_spec, dict):
+            errs.append(FieldError.required("spec.template.spec"))
+        else:
+            errs.extend(validate_pod_spec(pod_spec, "spec.template.spec"))
+            if pod_spec.get("restartPolicy") != "Always":
+                errs.append(FieldError.not_supported("spec.template.spec.restartPolicy", pod_spec.get("restartPolicy"), ("Always",)))
+        if old is not None:
+            errs.extend(immutable(selector, get_path(old, "spec", "selector"), "spec.selector"))
+        return errs
+
+    def validate_status(self, obj: Obj, old: Obj) -> list[FieldError]:
+        errs: list[FieldError] = []
+        status = obj.get("status") or {}
+        for key in ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas", "fullyLabeledReplicas", "observedGeneration"):
+            errs.extend(non_negative(status.get(key), f"status.{key}"))
+        return errs
+
+
+class DeploymentStrategy(WorkloadStrategy):
+    kind = "Deployment"
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("replicas", 1)
+        strategy = spec.setdefault("strategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxUnavailable", "25%")
+            rolling.setdefault("maxSurge", "25%")
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+        _default_template(obj)
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = super().validate(obj, old)
+        strategy = get_path(obj, "spec", "strategy", default={})
+        if strategy.get("type") not in ("RollingUpdate", "Recreate"):
+            errs.append(FieldError.not_supported("spec.strategy.type", strategy.get("type"), ("Recreate", "RollingUpdate")))
+        elif strategy.get("type") == "Recreate" and strategy.get("rollingUpdate"):
+            errs.append(FieldError.forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
+        rolling = strategy.get("rollingUpdate") or {}
+        if _zero(rolling.get("maxSurge")) and _zero(rolling.get("maxUnavailable")) and strategy.get("type") == "RollingUpdate":
+            errs.append(FieldError.invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.get("maxUnavailable"), "may not be 0 when `maxSurge` is 0"))
+        deadline = get_path(obj, "spec", "progressDeadlineSeconds")
+        if isinstance(deadline, int) and deadline <= get_path(obj, "spec", "minReadySeconds", default=0):
+            errs.append(FieldError.invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"))
+        return errs
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        cols = columns(("Ready", "string"), ("Up-to-date", "string"), ("Available", "string"))
+        return cols, [
+            f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}",
+            str(status.get("updatedReplicas", 0)),
+            str(status.get("availableReplicas", 0)),
+        ]
+
+
+def _zero(value: Any) -> bool:
+    return value in (0, "0", "0%")
+
+
+class ReplicaSetStrategy(WorkloadStrategy):
+    kind = "ReplicaSet"
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec.setdefault("replicas", 1)
+        _default_template(obj)
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"replicas": 0}
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        cols = columns(("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"))
+        return cols, [spec.get("replicas", 0), status.get("replicas", 0), status.get("readyReplicas", 0)]
+
+
+class StatefulSetStrategy(WorkloadStrategy):
+    kind = "StatefulSet"
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("replicas", 1)
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        update = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+        if update.get("type") == "RollingUpdate":
+            update.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+        _default_template(obj)
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"replicas": 0, "availableReplicas": 0}
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        return columns(("Ready", "string")), [f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"]
+
+
+class DaemonSetStrategy(WorkloadStrategy):
+    kind = "DaemonSet"
+    has_replicas = False
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        update = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+        if update.get("type") == "RollingUpdate":
+            rolling = update.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxUnavailable", 1)
+            rolling.setdefault("maxSurge", 0)
+        spec.setdefault("revisionHistoryLimit", 10)
+        _default_template(obj)
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        status = obj.get("status") or {}
+        cols = columns(("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"))
+        return cols, [status.get("desiredNumberScheduled", 0), status.get("currentNumberScheduled", 0), status.get("numberReady", 0)]

@@ -1,0 +1,190 @@
+"""core/v1 kinds other than pods: nodes, namespaces, services, configmaps, events."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.registry import FieldError, Obj, TableColumn
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+class NodeStrategy(BuiltinStrategy):
+    """Nodes keep the status they are created with (the kubelet registers with it)."""
+
+    kind = "Node"
+    has_status_subresource = True
+    tracks_generation = False
+    field_labels = frozenset({"spec.unschedulable"})
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        obj["metadata"].pop("generation", None)
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs: list[FieldError] = []
+        seen: set[tuple[str, str]] = set()
+        for i, taint in enumerate(get_path(obj, "spec", "taints", default=[])):
+            if not isinstance(taint, dict) or not taint.get("key"):
+                errs.append(FieldError.required(f"spec.taints[{i}].key"))
+                continue
+            effect = taint.get("effect")
+            if effect not in _EFFECTS:
+                errs.append(FieldError.not_supported(f"spec.taints[{i}].effect", effect, _EFFECTS))
+            pair = (str(taint["key"]), str(effect))
+            if pair in seen:
+                errs.append(FieldError.duplicate(f"spec.taints[{i}]", f"{pair[0]}:{pair[1]}"))
+            seen.add(pair)
+        return errs
+
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        return {"spec.unschedulable": "true" if get_path(obj, "spec", "unschedulable") else "false"}
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        ready = "Unknown"
+        for cond in get_path(obj, "status", "conditions", default=[]):
+            if cond.get("type") == "Ready":
+                ready = "Ready" if cond.get("status") == "True" else "NotReady"
+        status = ready + (",SchedulingDisabled" if get_path(obj, "spec", "unschedulable") else "")
+        roles = sorted(
+            k.split("/", 1)[1] for k in (obj["metadata"].get("labels") or {}) if k.startswith("node-role.kubernetes.io/")
+        )
+        cols = columns(("Status", "string"), ("Roles", "string"), ("Version", "string"))
+        return cols, [status, ",".join(roles) or "<none>", get_path(obj, "status", "nodeInfo", "kubeletVersion", default="")]
+
+
+class NamespaceStrategy(BuiltinStrategy):
+    kind = "Namespace"
+    has_status_subresource = True
+    tracks_generation = False
+    label_names = True
+    field_labels = frozenset({"status.phase"})
+
+    def default(self, obj: Obj) -> None:
+        labels = obj["metadata"].setdefault("labels", {})
+        labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        obj["status"] = {"phase": "Active"}
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj["metadata"].pop("generation", None)
+
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        return {"status.phase": str(get_path(obj, "status", "phase", default=""))}
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        return columns(("Status", "string")), [get_path(obj, "status", "phase", default="")]
+
+
+class ServiceStrategy(BuiltinStrategy):
+    """ClusterIP allocation from 10.96.0.0/12 and the port defaults of `SetDefaults_Service`."""
+
+    kind = "Service"
+    has_status_subresource = True
+    tracks_generation = False
+    label_names = True
+
+    def __init__(self) -> None:
+        self._ips = itertools.count(10)
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        for port in spec.get("ports") or []:
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        spec = obj["spec"]
+        if spec.get("type") != "ExternalName" and not spec.get("clusterIP"):
+            n = next(self._ips)
+            spec["clusterIP"] = f"10.96.{n // 250}.{n % 250 + 1}"
+        if spec.get("clusterIP") and spec["clusterIP"] != "None":
+            spec.setdefault("clusterIPs", [spec["clusterIP"]])
+            spec.setdefault("ipFamilies", ["IPv4"])
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
+        obj["status"] = {"loadBalancer": {}}
+        obj["metadata"].pop("generation", None)
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs: list[FieldError] = []
+        spec = obj.get("spec") or {}
+        if spec.get("type") in ("ClusterIP", "NodePort", "LoadBalancer") and not spec.get("ports"):
+            errs.append(FieldError.required("spec.ports"))
+        if old is not None and get_path(old, "spec", "clusterIP") and spec.get("clusterIP") != get_path(old, "spec", "clusterIP"):
+            errs.append(FieldError("FieldValueInvalid", "spec.clusterIPs[0]", "Invalid value: field is immutable"))
+        return errs
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        spec = obj.get("spec") or {}
+        ports = ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or []) or "<none>"
+        cols = columns(("Type", "string"), ("Cluster-IP", "string"), ("External-IP", "string"), ("Port(s)", "string"))
+        return cols, [spec.get("type", ""), spec.get("clusterIP", ""), "<none>", ports]
+
+
+class ConfigMapStrategy(BuiltinStrategy):
+    kind = "ConfigMap"
+    tracks_generation = False
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = []
+        for field_name in ("data", "binaryData"):
+            data = obj.get(field_name)
+            if data is not None and (not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values())):
+                errs.append(FieldError.invalid(field_name, "", "must be a map of strings"))
+        if obj.get("immutable") and old is not None and old.get("immutable"):
+            for field_name in ("data", "binaryData"):
+                if obj.get(field_name) != old.get(field_name):
+                    errs.append(FieldError.forbidden(field_name, "field is immutable when `immutable` is set"))
+        return errs
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        return columns(("Data", "integer")), [len(obj.get("data") or {}) + len(obj.get("binaryData") or {})]
+
+
+class EventStrategy(BuiltinStrategy):
+    """core/v1 Event: the fields `kubectl get events --field-selector` uses are selectable."""
+
+    kind = "Event"
+    tracks_generation = False
+    field_labels = frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        }
+    )
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        involved = obj.get("involvedObject")
+        if not isinstance(involved, dict):
+            return [FieldError.required("involvedObject")]
+        ns = obj["metadata"].get("namespace")
+        if involved.get("namespace") and ns and involved["namespace"] != ns:
+            return [FieldError.invalid("involvedObject.namespace", involved["namespace"], "does not match event.namespace")]
+        return []
+
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        involved = obj.get("involvedObject") or {}
+        out = {f"involvedObject.{k}": str(involved.get(k) or "") for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
+        out["reason"] = str(obj.get("reason") or "")
+        out["reportingComponent"] = str(obj.get("reportingComponent") or "")
+        out["source"] = str(get_path(obj, "source", "component", default=""))
+        out["type"] = str(obj.get("type") or "")
+        return out
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        involved = obj.get("involvedObject") or {}
+        cols = columns(("Type", "string"), ("Reason", "string"), ("Object", "string"), ("Message", "string"))
+        return cols, [obj.get("type", ""), obj.get("reason", ""), f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}", obj.get("message", "")]

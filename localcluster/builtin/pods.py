@@ -1,0 +1,253 @@
+"""Pods: scheme defaults, the admission a default cluster runs, validation and graceful deletion.
+
+Defaults are `pkg/apis/core/v1/defaults.go`; on top, the admission plugins every cluster
+enables: DefaultTolerationSeconds (tolerate not-ready / unreachable NoExecute for 300 s),
+Priority (priority 0, preemptionPolicy), ServiceAccount (serviceAccountName "default").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.validation import dns_label, non_negative
+from localcluster.registry import FieldError, Obj, TableColumn
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+DEFAULT_TOLERATION_SECONDS = 300
+
+
+def default_container(container: dict[str, Any]) -> None:
+    image = str(container.get("image") or "")
+    if "imagePullPolicy" not in container:
+        last = image.rsplit("/", 1)[-1]
+        tag = last.split(":", 1)[1] if ":" in last and "@" not in last else ("" if "@" not in last else "digest")
+        container["imagePullPolicy"] = "Always" if tag in ("", "latest") else "IfNotPresent"
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def default_pod_spec(spec: dict[str, Any]) -> None:
+    """`SetDefaults_PodSpec` and friends: also applied to templates of workloads."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if isinstance(container, dict):
+            default_container(container)
+
+
+def add_default_tolerations(spec: dict[str, Any]) -> None:
+    """DefaultTolerationSeconds admission: skipped for a key already tolerated for NoExecute."""
+    tolerations = spec.setdefault("tolerations", [])
+    for key in (NOT_READY_TAINT, UNREACHABLE_TAINT):
+        if any(
+            isinstance(t, dict)
+            and t.get("effect", "") in ("", "NoExecute")
+            and (t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists"))
+            for t in tolerations
+        ):
+            continue
+        tolerations.append(
+            {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
+        )
+
+
+def qos_class(spec: dict[str, Any]) -> str:
+    """`GetPodQOS`: Guaranteed when every container limits cpu and memory to its requests."""
+    containers = [c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])] if isinstance(c, dict)]
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        requests = dict(res.get("requests") or {})
+        limits = res.get("limits") or {}
+        for name, value in limits.items():
+            requests.setdefault(name, value)
+        if requests or limits:
+            any_set = True
+        for name in ("cpu", "memory"):
+            if name not in limits or str(limits.get(name)) != str(requests.get(name)):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+_MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
+
+
+class PodStrategy(BuiltinStrategy):
+    kind = "Pod"
+    has_status_subresource = True
+    tracks_generation = False
+    graceful_deletion = True
+    field_labels = frozenset(
+        {
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        }
+    )
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        if not isinstance(spec, dict):
+            return
+        default_pod_spec(spec)
+        spec.setdefault("serviceAccountName", "default")
+        spec.setdefault("serviceAccount", spec["serviceAccountName"])
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        spec = obj.get("spec") or {}
+        add_default_tolerations(spec)
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+        obj["metadata"].pop("generation", None)
+
+    def prepare_for_status_update(self, obj: Obj, old: Obj) -> None:
+        super().prepare_for_status_update(obj, old)
+        meta, old_meta = obj["metadata"], old["metadata"]
+        for key in ("ownerReferences", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [FieldError.required("spec")]
+        errs = validate_pod_spec(spec, "spec")
+        if old is not None:
+            errs.extend(_validate_spec_update(spec, old.get("spec") or {}))
+        return errs
+
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        return {
+            "spec.nodeName": str(spec.get("nodeName") or ""),
+            "spec.restartPolicy": str(spec.get("restartPolicy") or ""),
+            "spec.schedulerName": str(spec.get("schedulerName") or ""),
+            "spec.serviceAccountName": str(spec.get("serviceAccountName") or ""),
+            "spec.hostNetwork": "true" if spec.get("hostNetwork") else "false",
+            "status.phase": str(status.get("phase") or ""),
+            "status.podIP": str(status.get("podIP") or ""),
+            "status.nominatedNodeName": str(status.get("nominatedNodeName") or ""),
+        }
+
+    def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
+        """Pods on no node, or already finished, go at once, as `podStrategy.CheckGracefulDelete`."""
+        spec = obj.get("spec") or {}
+        period = requested if requested is not None else spec.get("terminationGracePeriodSeconds", 30)
+        if not spec.get("nodeName"):
+            return 0
+        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        return max(int(period or 0), 0)
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        statuses = status.get("containerStatuses") or []
+        ready = sum(1 for s in statuses if s.get("ready"))
+        restarts = sum(int(s.get("restartCount") or 0) for s in statuses)
+        phase = str(status.get("reason") or status.get("phase") or "")
+        if obj["metadata"].get("deletionTimestamp"):
+            phase = "Terminating"
+        for s in statuses:
+            waiting = get_path(s, "state", "waiting", "reason")
+            if waiting:
+                phase = waiting
+        cols = columns(
+            ("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("IP", "string", 1), ("Node", "string", 1)
+        )
+        return cols, [
+            f"{ready}/{len(spec.get('containers') or [])}",
+            phase,
+            str(restarts),
+            status.get("podIP") or "<none>",
+            spec.get("nodeName") or "<none>",
+        ]
+
+
+def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    containers = spec.get("containers")
+    if not containers or not isinstance(containers, list):
+        return [FieldError.required(f"{path}.containers")]
+    seen: set[str] = set()
+    for i, c in enumerate(containers):
+        cpath = f"{path}.containers[{i}]"
+        if not isinstance(c, dict):
+            errs.append(FieldError.invalid(cpath, c, "must be an object"))
+            continue
+        name = c.get("name")
+        if not name:
+            errs.append(FieldError.required(f"{cpath}.name"))
+        else:
+            problem = dns_label(str(name))
+            if problem:
+                errs.append(FieldError.invalid(f"{cpath}.name", name, problem))
+            if name in seen:
+                errs.append(FieldError.duplicate(f"{cpath}.name", name))
+            seen.add(str(name))
+        if not c.get("image"):
+            errs.append(FieldError.required(f"{cpath}.image"))
+    restart = spec.get("restartPolicy")
+    if restart not in ("Always", "OnFailure", "Never"):
+        errs.append(FieldError.not_supported(f"{path}.restartPolicy", restart, ("Always", "OnFailure", "Never")))
+    errs.extend(non_negative(spec.get("terminationGracePeriodSeconds"), f"{path}.terminationGracePeriodSeconds"))
+    for i, t in enumerate(spec.get("tolerations") or []):
+        op = t.get("operator", "Equal") if isinstance(t, dict) else None
+        if op not in ("Equal", "Exists"):
+            errs.append(FieldError.not_supported(f"{path}.tolerations[{i}].operator", op, ("Equal", "Exists")))
+        elif op == "Exists" and t.get("value"):
+            errs.append(FieldError.invalid(f"{path}.tolerations[{i}].operator", t.get("value"), "value must be empty when `operator` is 'Exists'"))
+        effect = t.get("effect", "") if isinstance(t, dict) else None
+        if effect not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"):
+            errs.append(FieldError.not_supported(f"{path}.tolerations[{i}].effect", effect, ("NoExecute", "NoSchedule", "PreferNoSchedule")))
+        if isinstance(t, dict) and t.get("tolerationSeconds") is not None and effect != "NoExecute":
+            errs.append(FieldError.invalid(f"{path}.tolerations[{i}].effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    return errs
+
+
+def _validate_spec_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """Only images, activeDeadlineSeconds, added tolerations and scheduling gates may change;
+    nodeName only through the binding subresource."""
+    def strip(spec: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in spec.items() if k not in _MUTABLE_SPEC}
+        out["containers"] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get("containers") or []]
+        out["initContainers"] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get("initContainers") or []]
+        return out
+
+    errs: list[FieldError] = []
+    if strip(new) != strip(old):
+        errs.append(
+            FieldError.forbidden(
+                "spec",
+                "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+                "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
+                "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+            )
+        )
+    old_tol = old.get("tolerations") or []
+    new_tol = new.get("tolerations") or []
+    if any(t not in new_tol for t in old_tol):
+        errs.append(FieldError.forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds"))
+    return errs

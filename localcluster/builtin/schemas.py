@@ -1,0 +1,121 @@
+"""Kubernetes' own OpenAPI definitions for the built-in kinds (from `kubernetes-validate`).
+
+The real server knows each built-in kind's fields from its Go types: it drops unknown fields
+when decoding (pruning) and takes strategic-merge-patch keys from struct tags. The same facts
+are in the published OpenAPI definitions (`properties`, `x-kubernetes-patch-strategy`,
+`x-kubernetes-patch-merge-key`), so we read those rather than keep hand-written lists.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+import orjson
+
+Schema = dict[str, Any]
+SCHEMA_VERSION = "v1.32.0-local"
+_PRESERVE = {
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Time",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime",
+    "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    "io.k8s.apimachinery.pkg.runtime.RawExtension",
+}
+
+
+@functools.cache
+def definitions() -> dict[str, Schema]:
+    root = resources.files("kubernetes_validate") / "kubernetes-json-schema" / SCHEMA_VERSION / "_definitions.json"
+    data: dict[str, Any] = orjson.loads(root.read_bytes())
+    defs: dict[str, Schema] = data["$defs"]
+    return defs
+
+
+@functools.cache
+def definition_name(group: str, version: str, kind: str) -> str | None:
+    """The definition whose `x-kubernetes-group-version-kind` names this kind."""
+    for name, schema in definitions().items():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or ():
+            if gvk.get("group", "") == group and gvk.get("version") == version and gvk.get("kind") == kind:
+                return name
+    return None
+
+
+def resolve(schema: Schema | None) -> Schema | None:
+    """Follow `$ref`s (and single-item `allOf`) to the schema itself."""
+    while schema is not None:
+        ref = schema.get("$ref")
+        if ref is None:
+            all_of = schema.get("allOf")
+            if all_of and len(all_of) == 1:
+                schema = all_of[0]
+                continue
+            return schema
+        name = ref.rsplit("/", 1)[-1]
+        if name in _PRESERVE:
+            return None
+        schema = definitions().get(name)
+    return None
+
+
+def child(schema: Schema | None, key: str) -> Schema | None:
+    """The schema of field `key` of an object schema (None when unknown or free-form)."""
+    schema = resolve(schema)
+    if schema is None:
+        return None
+    props = schema.get("properties")
+    if props is not None and key in props:
+        return props[key]  # type: ignore[no-any-return]
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        return extra
+    return None
+
+
+def items(schema: Schema | None) -> Schema | None:
+    schema = resolve(schema)
+    if schema is None:
+        return None
+    it = schema.get("items")
+    return it if isinstance(it, dict) else None
+
+
+def prune(value: Any, schema: Schema | None) -> None:
+    """Drop, in place, object fields the schema does not declare (as the decoder drops them)."""
+    schema = resolve(schema)
+    if schema is None:
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if props is not None:
+            for key in list(value):
+                sub = props.get(key)
+                if sub is None:
+                    if key in ("apiVersion", "kind"):
+                        continue
+                    del value[key]
+                else:
+                    prune(value[key], sub)
+        elif isinstance(extra, dict):
+            for sub_value in value.values():
+                prune(sub_value, extra)
+    elif isinstance(value, list):
+        it = schema.get("items")
+        if isinstance(it, dict):
+            for element in value:
+                prune(element, it)
+
+
+def prune_kind(obj: dict[str, Any], group: str, version: str, kind: str) -> None:
+    name = definition_name(group, version, kind)
+    if name is not None:
+        prune(obj, definitions()[name])
+
+
+def kind_schema(group: str, version: str, kind: str) -> Schema | None:
+    name = definition_name(group, version, kind)
+    return definitions()[name] if name is not None else None

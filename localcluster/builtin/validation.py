@@ -1,0 +1,146 @@
+"""Validation shared by every kind: object metadata and the name formats of apimachinery.
+
+Messages follow `k8s.io/apimachinery/pkg/util/validation` word for word where clients or
+humans read them (kubectl prints them back).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kubeutil import selectors
+from localcluster.registry import FieldError
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "
+    "must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def dns_label(value: str) -> str | None:
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    return None if _DNS1123_LABEL.match(value) else LABEL_MSG
+
+
+def dns_subdomain(value: str) -> str | None:
+    if len(value) > 253:
+        return "must be no more than 253 characters"
+    return None if _DNS1123_SUBDOMAIN.match(value) else SUBDOMAIN_MSG
+
+
+def validate_name(name: str, *, label: bool) -> list[FieldError]:
+    problem = dns_label(name) if label else dns_subdomain(name)
+    return [FieldError.invalid("metadata.name", name, problem)] if problem else []
+
+
+def validate_labels(labels: Any, path: str) -> list[FieldError]:
+    if labels is None:
+        return []
+    if not isinstance(labels, dict):
+        return [FieldError.invalid(path, labels, "must be a map of strings")]
+    out: list[FieldError] = []
+    for key, value in labels.items():
+        try:
+            selectors._check_key(key)
+        except selectors.SelectorError:
+            out.append(FieldError.invalid(path, key, "name part must consist of alphanumeric characters, '-', '_' or '.'"))
+        if not isinstance(value, str):
+            out.append(FieldError.invalid(f"{path}.{key}", value, "must be a string"))
+            continue
+        try:
+            selectors._check_value(value)
+        except selectors.SelectorError:
+            out.append(
+                FieldError.invalid(
+                    path,
+                    value,
+                    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+                    "and must start and end with an alphanumeric character",
+                )
+            )
+    return out
+
+
+def validate_meta(meta: Any, *, label_name: bool, namespaced: bool) -> list[FieldError]:
+    """Metadata checks the generic registry makes on every write."""
+    if not isinstance(meta, dict):
+        return [FieldError.required("metadata")]
+    out: list[FieldError] = []
+    name = meta.get("name")
+    if not name:
+        out.append(FieldError.required("metadata.name", "Required value: name or generateName is required"))
+    elif not isinstance(name, str):
+        out.append(FieldError.invalid("metadata.name", name, "must be a string"))
+    else:
+        out.extend(validate_name(name, label=label_name))
+    if namespaced and not meta.get("namespace"):
+        out.append(FieldError.required("metadata.namespace"))
+    out.extend(validate_labels(meta.get("labels"), "metadata.labels"))
+    annotations = meta.get("annotations")
+    if annotations is not None:
+        if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
+            out.append(FieldError.invalid("metadata.annotations", annotations, "must be a map of strings"))
+        elif sum(len(k) + len(v) for k, v in annotations.items()) > 256 * 1024:
+            out.append(FieldError("FieldValueTooLong", "metadata.annotations", "Too long: must have at most 262144 bytes"))
+    finalizers = meta.get("finalizers")
+    if finalizers is not None:
+        if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
+            out.append(FieldError.invalid("metadata.finalizers", finalizers, "must be a list of strings"))
+        elif "orphan" in finalizers and "foregroundDeletion" in finalizers:
+            out.append(
+                FieldError.invalid(
+                    "metadata.finalizers", "foregroundDeletion", "finalizer orphan and foregroundDeletion cannot be both set"
+                )
+            )
+    for i, ref in enumerate(meta.get("ownerReferences") or []):
+        path = f"metadata.ownerReferences[{i}]"
+        for key in ("apiVersion", "kind", "name", "uid"):
+            if not isinstance(ref, dict) or not ref.get(key):
+                out.append(FieldError.invalid(f"{path}.{key}", "", f"{key} must not be empty"))
+    controllers = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")]
+    if len(controllers) > 1:
+        out.append(FieldError.invalid("metadata.ownerReferences", controllers, "Only one reference can have Controller set to true"))
+    return out
+
+
+def non_negative(value: Any, path: str) -> list[FieldError]:
+    if value is None:
+        return []
+    if not isinstance(value, int) or isinstance(value, bool):
+        return [FieldError.invalid(path, value, "must be an integer")]
+    if value < 0:
+        return [FieldError.invalid(path, value, "must be greater than or equal to 0")]
+    return []
+
+
+def validate_label_selector(selector: Any, path: str) -> list[FieldError]:
+    if selector is None:
+        return []
+    try:
+        selectors.from_label_selector(selector)
+    except selectors.SelectorError as exc:
+        return [FieldError.invalid(path, selector, str(exc))]
+    return []
+
+
+def immutable(new: Any, old: Any, path: str) -> list[FieldError]:
+    if new != old:
+        return [FieldError("FieldValueInvalid", path, f"Invalid value: {_compact(new)}: field is immutable")]
+    return []
+
+
+def _compact(value: Any) -> str:
+    import orjson
+
+    return orjson.dumps(value).decode() if not isinstance(value, str) else f'"{value}"'

@@ -1,0 +1,108 @@
+"""API errors as the real server reports them: a `meta/v1 Status` with a reason and a code.
+
+Clients branch on `reason` and `code` (client-go's `apierrors.IsNotFound`, kubectl's messages),
+so the constructors reproduce `k8s.io/apimachinery/pkg/api/errors` wording exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from localcluster.registry import FieldError
+
+
+class StatusError(Exception):
+    """An error with its `Status` body; raised by the object API, rendered by the REST layer."""
+
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    def status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+def _details(group: str, kind: str, name: str | None) -> dict[str, Any]:
+    details: dict[str, Any] = {"kind": kind}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    return details
+
+
+def not_found(group_resource: str, name: str, *, group: str = "", kind: str = "") -> StatusError:
+    return StatusError(404, "NotFound", f'{group_resource} "{name}" not found', _details(group, kind or group_resource.split(".")[0], name))
+
+
+def already_exists(group_resource: str, name: str, *, group: str = "", kind: str = "") -> StatusError:
+    return StatusError(
+        409, "AlreadyExists", f'{group_resource} "{name}" already exists', _details(group, kind or group_resource.split(".")[0], name)
+    )
+
+
+def conflict(group_resource: str, name: str, why: str, *, group: str = "", kind: str = "") -> StatusError:
+    return StatusError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {group_resource} "{name}": {why}',
+        _details(group, kind or group_resource.split(".")[0], name),
+    )
+
+
+STALE = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def invalid(kind: str, name: str, errors: list[FieldError], *, group: str = "") -> StatusError:
+    """422 with one cause per field error; the message as `errors.NewInvalid` words it."""
+    causes = [{"reason": e.type, "message": e.message, "field": e.field} for e in errors]
+    parts = [f"{e.field}: {e.message}" for e in errors]
+    summary = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    qualified = f"{kind}.{group}" if group else kind
+    details = _details(group, kind, name)
+    details["causes"] = causes
+    return StatusError(422, "Invalid", f'{qualified} "{name}" is invalid: {summary}', details)
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message)
+
+
+def method_not_allowed(message: str) -> StatusError:
+    return StatusError(405, "MethodNotAllowed", message)
+
+
+def unsupported_media_type(content_type: str) -> StatusError:
+    return StatusError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/strategic-merge-patch+json, application/json-patch+json (got {content_type})")
+
+
+def gone(message: str) -> StatusError:
+    """410 for a watch or continue token older than the history window."""
+    return StatusError(410, "Expired", message)
+
+
+def forbidden(group_resource: str, name: str, why: str) -> StatusError:
+    return StatusError(403, "Forbidden", f'{group_resource} "{name}" is forbidden: {why}')
+
+
+def too_many_requests(message: str, retry_after: int | None = None) -> StatusError:
+    details: dict[str, Any] | None = {"retryAfterSeconds": retry_after} if retry_after is not None else None
+    return StatusError(429, "TooManyRequests", message, details)
+
+
+def internal(message: str) -> StatusError:
+    return StatusError(500, "InternalError", f"Internal error occurred: {message}")
