@@ -12,7 +12,7 @@ precondition, so a deleted-and-recreated namesake is never mis-owned.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS, Resource
@@ -207,3 +207,31 @@ class ClaimErrors(Exception):
         super().__init__("; ".join(str(e) for e in errors))
         self.errors = errors
         self.claimed = claimed
+
+
+ORPHAN_INDEX = "orphanNamespace"
+
+
+def orphan_namespace_index(obj: Mapping[str, Any]) -> list[str]:
+    """Index objects that have no controller by their namespace: the adoption candidates.
+
+    With this index and `CONTROLLER_UID_INDEX` a controller finds exactly the objects a claim can
+    touch (its own plus orphans) without scanning the namespace on every sync; objects controlled
+    by someone else are never candidates anyway.
+    """
+    if get_controller_of(obj) is not None:
+        return []
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return [namespace] if namespace else []
+
+
+class _Indexable(Protocol):
+    def add_indexers(self, indexers: Mapping[str, Callable[[Mapping[str, Any]], list[str]]]) -> None: ...
+
+
+def ensure_orphan_index(informer: _Indexable) -> None:
+    """Add `ORPHAN_INDEX` to a shared informer unless another controller already did."""
+    try:
+        informer.add_indexers({ORPHAN_INDEX: orphan_namespace_index})
+    except ValueError:
+        pass  # shared informer: the first controller to ask added it

@@ -1,0 +1,38 @@
+"""`intstr.IntOrString` values ("25%" or 3) scaled against a total, as Kubernetes does.
+
+Deployments (`maxSurge`, `maxUnavailable`) and PodDisruptionBudgets (`minAvailable`,
+`maxUnavailable`) both accept either an absolute count or a percentage of some total; the
+rounding direction is the caller's choice and matters (surge rounds up, unavailable down).
+"""
+
+from __future__ import annotations
+
+
+class IntOrStringError(ValueError):
+    """The value is neither an integer nor a percentage like "25%"."""
+
+
+def scaled_value(value: int | str | None, total: int, *, round_up: bool, default: int | str = 0) -> int:
+    """`intstr.GetScaledValueFromIntOrPercent`: an int as is, a percent of `total` rounded as asked.
+
+    `None` stands for an unset field and takes `default`. A string without `%` that parses as an
+    integer is accepted, as the API server's int-or-string would be.
+    """
+    if value is None:
+        value = default
+    if isinstance(value, bool):
+        raise IntOrStringError(f"invalid value {value!r}")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if text.endswith("%"):
+        try:
+            percent = int(text[:-1])
+        except ValueError as exc:
+            raise IntOrStringError(f"invalid value for IntOrString: invalid value {text!r}") from exc
+        # Integer arithmetic: Go's float64 ceil/floor gives the same result without float noise.
+        return -((-percent * total) // 100) if round_up else (percent * total) // 100
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise IntOrStringError(f"invalid value for IntOrString: invalid type: string is not a percentage: {text!r}") from exc

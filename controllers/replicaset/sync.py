@@ -1,0 +1,397 @@
+"""The ReplicaSet reconcile: `syncReplicaSet`, `manageReplicas` and `calculateStatus` from
+`pkg/controller/replicaset`, plus answering KEP-4212 evacuation requests.
+
+One sync, from the caches only (never from the event that queued the key):
+
+1. claim pods: own the matching orphans, release owned pods that stopped matching;
+2. if the expectations are satisfied (the cache has seen this controller's last writes) and the
+   ReplicaSet is not being deleted, create or delete the difference — creates in slow-start
+   batches 1, 2, 4, ... that stop at the first failing batch, at most `burst_replicas` per sync;
+   deletes ranked by `ActivePodsWithRanks`, evacuation-requested pods first when the
+   `DeclarativeNodeMaintenance` gate is on;
+3. with the gate on, publish how many pods are asked to evacuate and, if the Deployment marked
+   this ReplicaSet `evacuation-ready`, answer each request with `EvacuationInitiated=True`;
+4. write the status through the status subresource, only when it changed;
+5. requeue after `minReadySeconds` while ready pods wait to become available.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import anyio
+import structlog
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import PODS, REPLICASETS
+from controllers.base import RequeueAfter
+from controllers.common.conditions import get_condition, new_condition, remove_condition, set_condition
+from controllers.common.controller_ref import (
+    ORPHAN_INDEX,
+    ControllerRefManager,
+    fresh_getter,
+    get_controller_of,
+    recheck_deletion_timestamp,
+)
+from controllers.common.evacuation import (
+    GATE_DECLARATIVE_NODE_MAINTENANCE,
+    REPLICAS_TO_EVACUATE_ANNOTATION,
+    count_annotation_patch,
+    evacuation_initiated_patch,
+    has_evacuation_request,
+    is_evacuation_ready,
+)
+from controllers.common.expectations import UIDTrackingControllerExpectations
+from controllers.common.pods import filter_active_pods, is_pod_available, is_pod_ready, pod_key
+from controllers.common.podtemplate import pod_from_template
+from controllers.common.ranking import pods_to_delete
+from controllers.common.timeutil import utcnow
+from controllers.context import EventRecorder, FeatureGates
+from informers import CONTROLLER_UID_INDEX, Lister, split_key
+from kubeutil.selectors import Selector, SelectorError, from_label_selector
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+
+BURST_REPLICAS = 500
+SLOW_START_INITIAL_BATCH_SIZE = 1
+REPLICA_FAILURE = "ReplicaFailure"
+RS_API_VERSION = "apps/v1"
+RS_KIND = "ReplicaSet"
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+EVACUATION_MESSAGE = "ReplicaSet controller is replacing the pod"
+
+
+async def _call_collecting(fn: Callable[[], Awaitable[None]], errors: list[BaseException]) -> None:
+    try:
+        await fn()
+    except Exception as exc:  # collected: the batch's outcome decides
+        errors.append(exc)
+
+
+async def slow_start_batch(count: int, initial_batch_size: int, fn: Callable[[], Awaitable[None]]) -> tuple[int, BaseException | None]:
+    """Call `fn` `count` times in batches of 1, 2, 4, ... run concurrently; stop after a failing batch.
+
+    Returns the number of successful calls and the first error (as `slowStartBatch`): a quota or
+    webhook failure then costs one small batch of doomed requests, not `count` of them.
+    """
+    remaining = count
+    successes = 0
+    batch = min(remaining, initial_batch_size)
+    while batch > 0:
+        errors: list[BaseException] = []
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(batch):
+                tg.start_soon(_call_collecting, fn, errors)
+        successes += batch - len(errors)
+        if errors:
+            return successes, errors[0]
+        remaining -= batch
+        batch = min(2 * batch, remaining)
+    return successes, None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaCounts:
+    replicas: int
+    fully_labeled: int
+    ready: int
+    available: int
+
+
+def count_replicas(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now: datetime) -> ReplicaCounts:
+    """The four counters of `calculateStatus` over the claimed, active pods."""
+    spec = rs.get("spec") or {}
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    fully = ready = available = 0
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if all(labels.get(k) == v for k, v in template_labels.items()):
+            fully += 1
+        if is_pod_ready(pod):
+            ready += 1
+            if is_pod_available(pod, min_ready, now):
+                available += 1
+    return ReplicaCounts(len(pods), fully, ready, available)
+
+
+def calculate_status(
+    rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], manage_error: BaseException | None, now: datetime
+) -> Obj:
+    """`calculateStatus`: counters plus the `ReplicaFailure` condition (set on error, cleared on success).
+
+    `observedGeneration` is left as it was: `status_patch` sets it when writing.
+    """
+    status: Obj = dict(rs.get("status") or {})
+    if "conditions" in status:
+        status["conditions"] = list(status["conditions"] or [])
+    counts = count_replicas(rs, pods, now)
+    failure = get_condition(status, REPLICA_FAILURE)
+    if manage_error is not None and failure is None:
+        diff = len(pods) - desired_replicas(rs)
+        reason = "FailedCreate" if diff < 0 else "FailedDelete" if diff > 0 else ""
+        set_condition(status, new_condition(REPLICA_FAILURE, "True", reason=reason, message=str(manage_error), now=now))
+    elif manage_error is None and failure is not None:
+        remove_condition(status, REPLICA_FAILURE)
+    status["replicas"] = counts.replicas
+    status["fullyLabeledReplicas"] = counts.fully_labeled
+    status["readyReplicas"] = counts.ready
+    status["availableReplicas"] = counts.available
+    return status
+
+
+_COUNTERS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
+
+
+def status_patch(rs: Mapping[str, Any], new_status: Mapping[str, Any]) -> Obj | None:
+    """A merge patch for the status subresource, or None when nothing changed (`updateReplicaSetStatus`)."""
+    old = rs.get("status") or {}
+    generation = int((rs.get("metadata") or {}).get("generation") or 0)
+    same = (
+        all(int(old.get(k) or 0) == int(new_status.get(k) or 0) for k in _COUNTERS)
+        and int(old.get("observedGeneration") or 0) == generation
+        and (old.get("conditions") or []) == (new_status.get("conditions") or [])
+    )
+    if same:
+        return None
+    body: Obj = {k: int(new_status.get(k) or 0) for k in _COUNTERS}
+    body["observedGeneration"] = generation
+    body["conditions"] = list(new_status.get("conditions") or []) or None
+    return {"status": body}
+
+
+def desired_replicas(rs: Mapping[str, Any]) -> int:
+    replicas = (rs.get("spec") or {}).get("replicas")
+    return 1 if replicas is None else int(replicas)
+
+
+def choose_pods_to_delete(
+    pods: Sequence[Obj],
+    related: Sequence[Obj],
+    count: int,
+    now: datetime,
+    *,
+    evacuation_first: bool,
+) -> list[Obj]:
+    """`getPodsToDelete`, with pods asked to evacuate (KEP-4212) ahead of the whole ranking."""
+    if not evacuation_first:
+        return pods_to_delete(pods, related, count, now)
+    requested = [p for p in pods if has_evacuation_request(p)]
+    if not requested:
+        return pods_to_delete(pods, related, count, now)
+    if count <= len(requested):
+        return pods_to_delete(requested, related, count, now)
+    rest = [p for p in pods if not has_evacuation_request(p)]
+    return requested + pods_to_delete(rest, related, count - len(requested), now)
+
+
+def _namespace_terminating(exc: BaseException) -> bool:
+    if not isinstance(exc, ApiError):
+        return False
+    causes = exc.details.get("causes") or []
+    return any(isinstance(c, dict) and c.get("type") == NAMESPACE_TERMINATING_CAUSE for c in causes)
+
+
+class ReplicaSetSync:
+    """Everything one sync needs, held once per controller; `sync(key)` is the reconcile."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        rs_lister: Lister,
+        pod_lister: Lister,
+        expectations: UIDTrackingControllerExpectations,
+        recorder: EventRecorder,
+        gates: FeatureGates,
+        burst_replicas: int = BURST_REPLICAS,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.client = client
+        self.rs_lister = rs_lister
+        self.pod_lister = pod_lister
+        self.expectations = expectations
+        self.recorder = recorder
+        self.gates = gates
+        self.burst_replicas = burst_replicas
+        self.clock = clock
+
+    @property
+    def evacuation_enabled(self) -> bool:
+        return self.gates.enabled(GATE_DECLARATIVE_NODE_MAINTENANCE)
+
+    async def sync(self, key: str) -> None:
+        namespace, name = split_key(key)
+        rs = self.rs_lister.get(name, namespace)
+        if rs is None:
+            self.expectations.delete_expectations(key)
+            return
+        needs_sync = self.expectations.satisfied_expectations(key)
+        try:
+            selector = from_label_selector((rs.get("spec") or {}).get("selector"))
+        except SelectorError as exc:
+            log.error("invalid selector, not syncing", error=str(exc))
+            return
+        pods = await self.claim_pods(rs, selector, self.candidate_pods(rs))
+        manage_error: BaseException | None = None
+        if needs_sync and not (rs.get("metadata") or {}).get("deletionTimestamp"):
+            try:
+                await self.manage_replicas(key, rs, pods)
+            except Exception as exc:  # recorded in the status, raised after it is written
+                manage_error = exc
+        evacuation_error = await self.handle_evacuation(rs, pods) if self.evacuation_enabled else None
+        now = self.clock()
+        new_status = calculate_status(rs, pods, manage_error, now)
+        patch = status_patch(rs, new_status)
+        if patch is not None:
+            await self.client.patch(REPLICASETS, name, patch, namespace=namespace, subresource="status")
+        if manage_error is not None:
+            raise manage_error
+        if evacuation_error is not None:
+            raise evacuation_error
+        min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
+        desired = desired_replicas(rs)
+        if min_ready > 0 and new_status["readyReplicas"] == desired and new_status["availableReplicas"] != desired:
+            raise RequeueAfter(float(min_ready))
+
+    def candidate_pods(self, rs: Mapping[str, Any]) -> list[Obj]:
+        """Active pods this ReplicaSet owns plus the orphans in its namespace (what a claim can touch)."""
+        meta = rs.get("metadata") or {}
+        owned = self.pod_lister.by_index(CONTROLLER_UID_INDEX, str(meta.get("uid")))
+        orphans = self.pod_lister.by_index(ORPHAN_INDEX, str(meta.get("namespace")))
+        return filter_active_pods([p for p in owned if p.get("metadata", {}).get("namespace") == meta.get("namespace")] + orphans)
+
+    async def claim_pods(self, rs: Obj, selector: Selector, pods: list[Obj]) -> list[Obj]:
+        can_adopt = recheck_deletion_timestamp(fresh_getter(self.client, REPLICASETS, rs))
+        manager = ControllerRefManager(
+            self.client, rs, selector, api_version=RS_API_VERSION, kind=RS_KIND, can_adopt=can_adopt
+        )
+        return await manager.claim(pods)
+
+    async def manage_replicas(self, key: str, rs: Obj, pods: list[Obj]) -> None:
+        diff = len(pods) - desired_replicas(rs)
+        if diff < 0:
+            await self.create_pods(key, rs, min(-diff, self.burst_replicas))
+        elif diff > 0:
+            await self.delete_pods(key, rs, pods, min(diff, self.burst_replicas))
+
+    async def create_pods(self, key: str, rs: Obj, count: int) -> None:
+        self.expectations.expect_creations(key, count)
+        meta = rs["metadata"]
+        ref = {
+            "apiVersion": RS_API_VERSION,
+            "kind": RS_KIND,
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        template = (rs.get("spec") or {}).get("template") or {}
+
+        async def create() -> None:
+            try:
+                body = pod_from_template(template, rs, ref)
+                created = await self.client.create(PODS, body, namespace=meta["namespace"])
+            except Exception as exc:
+                if _namespace_terminating(exc):
+                    return
+                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {exc}")
+                raise
+            self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+
+        successes, error = await slow_start_batch(count, SLOW_START_INITIAL_BATCH_SIZE, create)
+        skipped = count - successes
+        if skipped > 0:
+            # These pods will never be seen by the informer: stop waiting for them.
+            log.debug("slow-start failure, lowering expectations", skipped=skipped)
+            self.expectations.lower_expectations(key, skipped, 0)
+        if error is not None:
+            raise error
+
+    async def delete_pods(self, key: str, rs: Obj, pods: list[Obj], count: int) -> None:
+        victims = choose_pods_to_delete(
+            pods, self.related_pods(rs), count, self.clock(), evacuation_first=self.evacuation_enabled
+        )
+        self.expectations.expect_deletions(key, [pod_key(p) for p in victims])
+        errors: list[BaseException] = []
+
+        async def delete(pod: Obj) -> None:
+            pmeta = pod["metadata"]
+            try:
+                await self.client.delete(PODS, pmeta["name"], namespace=pmeta["namespace"])
+            except ApiError as exc:
+                # The informer will not see this deletion: stop waiting for it.
+                self.expectations.deletion_observed(key, pod_key(pod))
+                if not exc.not_found:
+                    self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {exc}")
+                    errors.append(exc)
+                return
+            self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pmeta['name']}")
+
+        async with anyio.create_task_group() as tg:
+            for pod in victims:
+                tg.start_soon(delete, pod)
+        if errors:
+            raise errors[0]
+
+    def related_pods(self, rs: Mapping[str, Any]) -> list[Obj]:
+        """`getIndirectlyRelatedPods`: pods matching any ReplicaSet with the same controller (none without one)."""
+        ref = get_controller_of(rs)
+        if ref is None:
+            return []
+        namespace = (rs.get("metadata") or {}).get("namespace")
+        seen: set[str] = set()
+        related: list[Obj] = []
+        for sibling in self.rs_lister.by_index(CONTROLLER_UID_INDEX, str(ref.get("uid"))):
+            if (sibling.get("metadata") or {}).get("namespace") != namespace:
+                continue
+            try:
+                selector = from_label_selector((sibling.get("spec") or {}).get("selector"))
+            except SelectorError:
+                continue
+            for pod in self.pod_lister.list(namespace, selector):
+                uid = str(pod["metadata"].get("uid"))
+                if uid not in seen:
+                    seen.add(uid)
+                    related.append(pod)
+        return related
+
+    async def handle_evacuation(self, rs: Obj, pods: Sequence[Obj]) -> BaseException | None:
+        """Publish the evacuation count; answer requests when the Deployment made this RS ready for it.
+
+        Returns (rather than raises) the first failure so the status is still written.
+        """
+        requested = [p for p in pods if has_evacuation_request(p)]
+        meta = rs["metadata"]
+        first_error: BaseException | None = None
+        patch = count_annotation_patch(rs, REPLICAS_TO_EVACUATE_ANNOTATION, len(requested))
+        if patch is not None:
+            try:
+                await self.client.patch(REPLICASETS, meta["name"], patch, namespace=meta["namespace"])
+            except ApiError as exc:
+                first_error = exc
+        if not requested or not is_evacuation_ready(rs):
+            return first_error
+        for pod in requested:
+            answer = evacuation_initiated_patch(pod, message=EVACUATION_MESSAGE, now=self.clock())
+            if answer is None:
+                continue
+            try:
+                await self.client.patch(
+                    PODS,
+                    pod["metadata"]["name"],
+                    answer,
+                    namespace=pod["metadata"]["namespace"],
+                    subresource="status",
+                    patch_type="strategic",
+                )
+            except ApiError as exc:
+                if not exc.not_found and first_error is None:
+                    first_error = exc
+        return first_error
