@@ -38,6 +38,7 @@ class Controller(abc.ABC):
     disabled_by_default: ClassVar[bool] = False
     default_workers: ClassVar[int] = 5
     max_retries: ClassVar[int] = 15
+    _stopping: bool = False  # set by stop(): queued keys are dropped, in-flight syncs finish
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
@@ -66,6 +67,15 @@ class Controller(abc.ABC):
         if not synced:
             raise RuntimeError(f"{self.name}: caches did not sync")
 
+    def stop(self) -> None:
+        """Stop taking work (the manager's SIGTERM path): shut the queue down, drop queued keys.
+
+        Syncs already running finish; `run` returns once every worker is idle. Controllers
+        with extra queues of their own extend this.
+        """
+        self._stopping = True
+        self.queue.shutdown()
+
     async def run(self, workers: int | None = None) -> None:
         """Wait for the informers, then run `workers` workers until cancelled."""
         count = workers if workers is not None else self.ctx.options.workers(self.name, self.default_workers)
@@ -83,6 +93,9 @@ class Controller(abc.ABC):
             try:
                 key = await self.queue.get()
             except ShutDown:
+                return
+            if self._stopping:
+                self.queue.done(key)
                 return
             try:
                 await self.process(key)

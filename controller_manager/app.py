@@ -1,0 +1,220 @@
+"""The manager's lifecycle, in KCM's order, every task owned by an anyio task group.
+
+1. Serve `/metrics` and health at once (a standby replica is alive and ready too).
+2. With `--leader-elect`, wait to become leader; a lost lease cancels everything and exits 1.
+3. Build every enabled controller (each registers its informers and handlers), start the
+   shared informers last, then run each controller's workers (they wait for the caches);
+   `/readyz` turns true once the caches have synced.
+4. On SIGTERM or SIGINT: stop taking work (queues shut down, queued keys are dropped),
+   let in-flight syncs finish within `--shutdown-grace-period`, flush events, release the
+   lease, exit 0. A second signal cancels at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from apiclient import KubeClient
+from apiclient.config import build_api_client
+from apiclient.events import EventBroadcaster
+from controller_manager.embedded import load_plugin
+from controller_manager.leaderelection import LeaderElector, LeadershipLost
+from controller_manager.options import ManagerOptions
+from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
+from controller_manager.server import HealthState, serve
+from controllers.context import ControllerContext, ControllerOptions
+
+if TYPE_CHECKING:
+    from controllers.base import Controller
+    from informers import SharedInformerFactory
+
+log = structlog.get_logger()
+
+EVENT_FLUSH_TIMEOUT = 5.0
+
+
+class InformerFactory(Protocol):
+    def start(self, tg: TaskGroup) -> None: ...
+
+    async def wait_for_cache_sync(self) -> bool: ...
+
+
+def _default_factory(client: KubeClient) -> SharedInformerFactory:
+    from informers import SharedInformerFactory
+
+    return SharedInformerFactory(client)
+
+
+class Manager:
+    """One manager process's worth of state; `run()` returns the exit code."""
+
+    def __init__(
+        self,
+        opts: ManagerOptions,
+        client: KubeClient,
+        *,
+        registry: ControllerRegistry | None = None,
+        identity: str | None = None,
+        factory: Callable[[KubeClient], SharedInformerFactory] = _default_factory,
+    ) -> None:
+        self.opts = opts
+        self.client = client
+        self.registry = registry or default_registry()
+        self.factory = factory
+        self.health = HealthState()
+        self.stopping = anyio.Event()
+        self.bound_port: int | None = None
+        self.controllers: list[Controller] = []
+        self._leading = False
+        self._election_scope: anyio.CancelScope | None = None
+        le = opts.leader_election
+        self.elector: LeaderElector | None = None
+        if le.enabled:
+            self.elector = LeaderElector(
+                client,
+                namespace=le.namespace,
+                name=le.name,
+                identity=identity,
+                lease_duration=le.lease_duration,
+                renew_deadline=le.renew_deadline,
+                retry_period=le.retry_period,
+            )
+            self.health.add_check("leaderElection", self.elector.healthy)
+            self.health.ready = True  # a standby is ready; the leader turns unready until synced
+
+    def stop(self) -> None:
+        """Begin a graceful stop (what SIGTERM does); safe to call more than once."""
+        if self.stopping.is_set():
+            return
+        log.info("shutting down")
+        self.stopping.set()
+        if not self._leading and self._election_scope is not None:
+            self._election_scope.cancel()
+
+    async def run(self, *, handle_signals: bool = True) -> int:
+        code = 0
+        log.info("starting aiokcm", controllers=list(self.opts.controllers), gates=self.opts.gates.effective())
+        try:
+            async with anyio.create_task_group() as tg:
+                if self.opts.secure_port:
+                    self.bound_port = await tg.start(
+                        functools.partial(serve, self.health, host=self.opts.bind_address, port=self.opts.secure_port)
+                    )
+                    log.info("serving health and metrics", address=self.opts.bind_address, port=self.bound_port)
+                if handle_signals:
+                    tg.start_soon(self._watch_signals, tg)
+                await self._elect_and_lead()
+                tg.cancel_scope.cancel()
+        except* LeadershipLost as group:
+            log.error("leaderelection lost", error=str(group.exceptions[0]))
+            code = 1
+        log.info("exiting", code=code)
+        return code
+
+    async def _watch_signals(self, tg: TaskGroup) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                if self.stopping.is_set():
+                    log.warning("second signal, stopping now", signal=signum)
+                    tg.cancel_scope.cancel()
+                    return
+                log.info("received signal", signal=signum)
+                self.stop()
+
+    async def _elect_and_lead(self) -> None:
+        with anyio.CancelScope() as scope:
+            self._election_scope = scope
+            if self.stopping.is_set():
+                return
+            if self.elector is None:
+                await self._lead()
+            else:
+                await self.elector.run(self._lead)
+
+    def _build(self, descriptors: list[ControllerDescriptor], ctx: ControllerContext) -> list[Controller]:
+        built: list[Controller] = []
+        for d in descriptors:
+            module = d.import_path.partition(":")[0]
+            try:
+                controller = d.constructor(ctx)
+            except ModuleNotFoundError as exc:
+                if exc.name is None or not module.startswith(exc.name):
+                    raise
+                log.error("controller is not installed, skipping it", controller=d.name, module=module)
+                continue
+            log.info("built controller", controller=d.name)
+            built.append(controller)
+        return built
+
+    async def _lead(self) -> None:
+        """Everything the leader does, until `stop()`; returns once workers are done."""
+        self._leading = True
+        self.health.ready = False
+        opts = self.opts
+        enabled = self.registry.enabled(opts.controllers, opts.gates)
+        for d in self.registry:
+            if d not in enabled and self.registry.is_enabled(d.name, opts.controllers):
+                log.warning("controller is disabled by a feature gate", controller=d.name,
+                            required=list(d.required_gates))
+        broadcaster = EventBroadcaster(self.client)
+        informers = self.factory(self.client)
+        ctx = ControllerContext(
+            client=self.client,
+            informers=informers,
+            events=broadcaster,
+            gates=opts.gates,
+            options=ControllerOptions(concurrent_syncs=dict(opts.concurrent_syncs), extra=dict(opts.extra)),
+        )
+        self.controllers = self._build(enabled, ctx)
+        for controller in self.controllers:
+            self.health.add_check(controller.name, controller.healthy)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(broadcaster.run)
+            informers.start(tg)
+            tg.start_soon(self._mark_ready, informers)
+            async with anyio.create_task_group() as workers:
+                for controller in self.controllers:
+                    workers.start_soon(self._run_controller, controller)
+                await self.stopping.wait()
+                for controller in self.controllers:
+                    controller.stop()
+                if self.health.ready:
+                    workers.cancel_scope.deadline = anyio.current_time() + opts.shutdown_grace_period
+                else:
+                    workers.cancel_scope.cancel()
+            if workers.cancel_scope.cancel_called:
+                log.warning("in-flight syncs cancelled at the shutdown deadline")
+            with anyio.move_on_after(EVENT_FLUSH_TIMEOUT):
+                await broadcaster.flush()
+            tg.cancel_scope.cancel()
+        log.info("controllers stopped")
+
+    async def _run_controller(self, controller: Controller) -> None:
+        await controller.run(self.opts.concurrent_syncs.get(controller.name))
+
+    async def _mark_ready(self, informers: InformerFactory) -> None:
+        if await informers.wait_for_cache_sync():
+            self.health.ready = True
+            log.info("caches synced, ready")
+
+
+async def run(opts: ManagerOptions) -> int:
+    """Connect (starting the embedded cluster first with `--embedded`) and run a Manager."""
+    async with AsyncExitStack() as stack:
+        kubeconfig = opts.kubeconfig
+        if opts.embedded:
+            plugin = load_plugin()
+            kubeconfig = await stack.enter_async_context(plugin.start_embedded(nodes=opts.embedded_nodes))
+            log.info("embedded local cluster started", kubeconfig=kubeconfig, nodes=opts.embedded_nodes)
+        api = await build_api_client(kubeconfig=kubeconfig, master=opts.master)
+        client = KubeClient(api, qps=opts.kube_api_qps, burst=opts.kube_api_burst)
+        stack.push_async_callback(client.close)
+        return await Manager(opts, client).run()

@@ -1,0 +1,55 @@
+"""The `aiokcm.embedded` plugin seam: how `--embedded` and `aiokcm cluster up` find a local cluster.
+
+Product packages must not import `localcluster` (import-linter forbids it), yet `make run` has to
+start one in-process. So, as kubectl finds its plugins, the manager looks the cluster up at run
+time through the Python entry point group `aiokcm.embedded`, entry `cluster`, which names a
+module (declared in pyproject.toml as `cluster = "localcluster.embedded"`). The module must
+provide what `EmbeddedClusterPlugin` describes; when it is missing the user gets one line and
+exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from importlib.metadata import entry_points
+from typing import Any, Protocol, cast, runtime_checkable
+
+GROUP = "aiokcm.embedded"
+ENTRY = "cluster"
+
+
+@runtime_checkable
+class EmbeddedClusterPlugin(Protocol):
+    """The contract `localcluster.embedded` fulfils (see docs/CONTRACTS.md).
+
+    `start_embedded(nodes=, pods_per_node=)` returns an async context manager that starts a
+    local cluster in this process, yields the path of a kubeconfig pointing at it, and stops the
+    cluster on exit. `cluster_up(nodes=, pods_per_node=, kubeconfig=)` serves a cluster until
+    cancelled (SIGINT/SIGTERM), writing its kubeconfig to `kubeconfig`, and returns an exit code.
+    """
+
+    def start_embedded(self, *, nodes: int, pods_per_node: int = 0) -> AbstractAsyncContextManager[str]: ...
+
+    async def cluster_up(self, *, nodes: int, pods_per_node: int, kubeconfig: str) -> int: ...
+
+
+class PluginMissing(Exception):
+    """No usable `aiokcm.embedded` plugin is installed."""
+
+
+def load_plugin() -> EmbeddedClusterPlugin:
+    """Load the `cluster` entry of `aiokcm.embedded`; PluginMissing with a one-line reason if absent."""
+    found = [ep for ep in entry_points(group=GROUP) if ep.name == ENTRY]
+    hint = "install aiokcm with its localcluster package (pip install -e .)"
+    if not found:
+        raise PluginMissing(f"no local cluster plugin: entry point {GROUP}:{ENTRY} is not installed; {hint}")
+    try:
+        loaded: Any = found[0].load()
+    except ImportError as exc:
+        raise PluginMissing(
+            f"local cluster plugin {found[0].value!r} cannot be imported ({exc}); {hint}"
+        ) from None
+    missing = [attr for attr in ("start_embedded", "cluster_up") if not callable(getattr(loaded, attr, None))]
+    if missing:
+        raise PluginMissing(f"local cluster plugin {found[0].value!r} lacks {', '.join(missing)}")
+    return cast(EmbeddedClusterPlugin, loaded)

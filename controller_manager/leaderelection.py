@@ -1,0 +1,267 @@
+"""Lease-based leader election, client-go's `tools/leaderelection` on `KubeClient`.
+
+Why a rewrite rather than wrapping kubernetes_asyncio's `LeaderElection` + `LeaseLock`: its
+`run()` starts the leader's work with a bare `asyncio.create_task` (owned by no task group, so
+cancellation and errors escape structured concurrency), measures expiry with `time.time()`
+(wall-clock jumps break it, and a virtual clock cannot drive it in tests), writes local time as
+if it were UTC, never increments `leaseTransitions`, logs a traceback on every lost race and
+never releases. Patching all of that leaves little of the original; the algorithm itself is
+short, so it is ported here from client-go, on the same throttled, instrumented client as
+everything else:
+
+- `try_acquire_or_renew`: GET the Lease (CREATE if missing). A lease held by someone else is
+  taken only when it has not changed for `leaseDurationSeconds` as observed on *our* monotonic
+  clock (never compare our clock with the holder's timestamps). Writes are PUTs carrying the
+  resourceVersion we read, so two candidates racing cannot both win.
+- The leader renews every `retry_period`; if no renewal succeeds within `renew_deadline` it has
+  lost the lease and `LeadershipLost` is raised (the manager exits 1, as KCM does).
+- On a clean shutdown the leader releases: empty holder, `leaseDurationSeconds: 1`, so the
+  other replica takes over at its next retry instead of waiting out the lease.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import anyio
+import structlog
+from prometheus_client import Gauge
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import LEASES
+
+JITTER_FACTOR = 1.2
+HEALTHZ_TIMEOUT = 20.0  # KCM's leader-election healthz adaptor timeout
+
+MASTER_STATUS = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+    "1 indicates master. 'name' is the string used to identify the lease. Please make sure "
+    "to group by name.",
+    ["name"],
+)
+
+log = structlog.get_logger()
+
+
+class LeadershipLost(Exception):
+    """The leader could not renew within the renew deadline."""
+
+
+def default_identity() -> str:
+    """KCM's identity: hostname plus a random suffix, so two processes on one host differ."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def micro_time(moment: datetime | None = None) -> str:
+    """A `metav1.MicroTime` in UTC: `2024-01-02T03:04:05.000006Z`."""
+    when = (moment or datetime.now(UTC)).astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        namespace: str,
+        name: str,
+        identity: str | None = None,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity or default_identity()
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._lease: dict[str, Any] | None = None  # last Lease read or written, with its resourceVersion
+        self._observed_spec: dict[str, Any] | None = None
+        self._observed_time = 0.0
+        self._leader = False
+        self.log = log.bind(lease=f"{namespace}/{name}", identity=self.identity)
+        MASTER_STATUS.labels(name).set(0)
+
+    # -- state --------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader
+
+    def _set_leader(self, value: bool) -> None:
+        if value != self._leader:
+            self.log.info("became leader" if value else "stopped leading")
+        self._leader = value
+        MASTER_STATUS.labels(self.name).set(1 if value else 0)
+
+    def healthy(self) -> bool:
+        """`/healthz/leaderElection`: a leader that has not renewed for lease + 20 s is wedged."""
+        if not self._leader:
+            return True
+        return anyio.current_time() <= self._observed_time + self.lease_duration + HEALTHZ_TIMEOUT
+
+    def holder(self) -> str:
+        spec = self._observed_spec or {}
+        return str(spec.get("holderIdentity") or "")
+
+    # -- one round ----------------------------------------------------------------------
+
+    def _record(self, now: str) -> dict[str, Any]:
+        return {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": round(self.lease_duration),
+            "acquireTime": now,
+            "renewTime": now,
+        }
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt, as client-go's `tryAcquireOrRenew`; True when we hold the lease after it."""
+        now = micro_time()
+        record = self._record(now)
+        try:
+            lease = await self.client.get(LEASES, self.name, namespace=self.namespace)
+        except ApiError as exc:
+            if not exc.not_found:
+                self.log.warning("error retrieving lease", error=str(exc))
+                return False
+            return await self._create(record)
+        except (aiohttp.ClientError, OSError) as exc:
+            self.log.warning("error retrieving lease", error=str(exc))
+            return False
+
+        old: dict[str, Any] = dict(lease.get("spec") or {})
+        if old != self._observed_spec:
+            self._observed_spec = old
+            self._observed_time = anyio.current_time()
+        holder = old.get("holderIdentity") or ""
+        duration = float(old.get("leaseDurationSeconds") or self.lease_duration)
+        if holder and holder != self.identity and self._observed_time + duration > anyio.current_time():
+            self.log.debug("lease is held by another candidate and has not yet expired", holder=holder)
+            return False
+        transitions = int(old.get("leaseTransitions") or 0)
+        if holder == self.identity:
+            record["acquireTime"] = old.get("acquireTime") or now
+            record["leaseTransitions"] = transitions
+        else:
+            record["leaseTransitions"] = transitions + 1
+        return await self._update(lease, record)
+
+    async def _create(self, record: dict[str, Any]) -> bool:
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {**record, "leaseTransitions": 0},
+        }
+        try:
+            created = await self.client.create(LEASES, body, namespace=self.namespace)
+        except ApiError as exc:
+            if not exc.already_exists:
+                self.log.warning("error creating lease", error=str(exc))
+            return False
+        except (aiohttp.ClientError, OSError) as exc:
+            self.log.warning("error creating lease", error=str(exc))
+            return False
+        self._observe_written(created)
+        return True
+
+    async def _update(self, lease: dict[str, Any], spec: dict[str, Any]) -> bool:
+        body = {**lease, "spec": spec}
+        try:
+            updated = await self.client.replace(LEASES, body, namespace=self.namespace, name=self.name)
+        except ApiError as exc:
+            if not exc.conflict:
+                self.log.warning("error updating lease", error=str(exc))
+            return False
+        except (aiohttp.ClientError, OSError) as exc:
+            self.log.warning("error updating lease", error=str(exc))
+            return False
+        self._observe_written(updated)
+        return True
+
+    def _observe_written(self, lease: dict[str, Any]) -> None:
+        self._lease = lease
+        self._observed_spec = dict(lease.get("spec") or {})
+        self._observed_time = anyio.current_time()
+
+    # -- loops --------------------------------------------------------------------------
+
+    async def acquire(self) -> None:
+        """Retry every `retry_period` (jittered, as client-go) until this candidate leads."""
+        self.log.info("attempting to acquire leader lease")
+        while True:
+            if await self.try_acquire_or_renew():
+                break
+            await anyio.sleep(self.retry_period * (1 + random.random() * JITTER_FACTOR))
+        self._set_leader(True)
+
+    async def renew_until_lost(self) -> None:
+        """Renew every `retry_period`; return once a renewal has failed for `renew_deadline`."""
+        while True:
+            renewed = False
+            with anyio.move_on_after(self.renew_deadline):
+                while True:
+                    renewed = await self.try_acquire_or_renew()
+                    if renewed:
+                        break
+                    await anyio.sleep(self.retry_period)
+            if not renewed:
+                self._set_leader(False)
+                self.log.error("failed to renew lease", renew_deadline=self.renew_deadline)
+                return
+            await anyio.sleep(self.retry_period)
+
+    async def release(self) -> bool:
+        """Give the lease up (client-go's `release`): empty holder, 1 s duration. Idempotent."""
+        if not self._leader or self._lease is None:
+            return True
+        now = micro_time()
+        old = self._observed_spec or {}
+        spec = {
+            "holderIdentity": None,
+            "leaseDurationSeconds": 1,
+            "acquireTime": now,
+            "renewTime": now,
+            "leaseTransitions": int(old.get("leaseTransitions") or 0),
+        }
+        ok = await self._update(self._lease, spec)
+        self._set_leader(False)
+        if ok:
+            self.log.info("released leader lease")
+        return ok
+
+    async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
+        """Acquire, then run `lead()` while renewing.
+
+        `lead()` returning means a clean stop: renewing stops and the lease is released.
+        Failing to renew cancels `lead()` and raises `LeadershipLost`.
+        """
+        await self.acquire()
+        lost = False
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def renewer() -> None:
+                    nonlocal lost
+                    await self.renew_until_lost()
+                    lost = True
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(renewer)
+                await lead()
+                tg.cancel_scope.cancel()
+        finally:
+            if not lost:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(self.renew_deadline):
+                    await self.release()
+        if lost:
+            raise LeadershipLost(f"leader election lost for lease {self.namespace}/{self.name}")

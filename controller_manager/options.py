@@ -1,0 +1,269 @@
+"""`aiokcm run` flags, named and defaulted as kube-controller-manager names and defaults them.
+
+Parsing turns the command line into one frozen `ManagerOptions`; every rule a user can break
+(an unknown controller, an unknown or locked feature gate, lease timings that cannot work) is
+checked here, so the CLI can answer a bad command line with one line and exit code 2 before
+anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from controller_manager import features
+from controller_manager.registry import ControllerRegistry
+
+JITTER_FACTOR = 1.2  # client-go leaderelection.JitterFactor
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class UsageError(Exception):
+    """A bad command line: the CLI prints the message on one line and exits 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but an error is one line and raises `UsageError` instead of printing usage."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def parse_duration(text: str) -> float:
+    """Go's `time.ParseDuration` (`15s`, `1m30s`, `250ms`) in seconds; a bare number means seconds."""
+    raw = text.strip()
+    if not raw:
+        raise argparse.ArgumentTypeError("empty duration")
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    sign = -1.0 if raw.startswith("-") else 1.0
+    body = raw.lstrip("+-")
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(body):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if pos != len(body) or pos == 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 15s, 1m30s, 500ms)")
+    return sign * total
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+@dataclass(frozen=True)
+class LeaderElectionOptions:
+    enabled: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    namespace: str = "kube-system"
+    name: str = "aiokcm"
+
+
+@dataclass(frozen=True)
+class ManagerOptions:
+    kubeconfig: str | None = None
+    master: str | None = None
+    controllers: tuple[str, ...] = ("*",)
+    gates: features.FeatureGate = field(default_factory=features.FeatureGate)
+    concurrent_syncs: Mapping[str, int] = field(default_factory=dict)
+    kube_api_qps: float = 20.0
+    kube_api_burst: int = 30
+    leader_election: LeaderElectionOptions = field(default_factory=LeaderElectionOptions)
+    bind_address: str = "0.0.0.0"
+    secure_port: int = 10257
+    log_format: str = "text"
+    verbosity: int = 0
+    embedded: bool = False
+    embedded_nodes: int = 3
+    shutdown_grace_period: float = 20.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+# Node lifecycle flags, passed to controllers through ControllerOptions.extra under these keys.
+NODE_LIFECYCLE_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
+    ("--node-monitor-grace-period", "node_monitor_grace_period", "50s",
+     "How long a Node may go without a heartbeat before it is marked unhealthy."),
+    ("--node-startup-grace-period", "node_startup_grace_period", "60s",
+     "How long a starting Node may be unresponsive before it is marked unhealthy."),
+    ("--node-eviction-rate", "node_eviction_rate", 0.1,
+     "Nodes per second whose pods are evicted when a zone is healthy."),
+    ("--secondary-node-eviction-rate", "secondary_node_eviction_rate", 0.01,
+     "Nodes per second whose pods are evicted when a zone is unhealthy (0 in small clusters)."),
+    ("--large-cluster-size-threshold", "large_cluster_size_threshold", 50,
+     "Nodes above which a zone counts as large for the secondary eviction rate."),
+    ("--unhealthy-zone-threshold", "unhealthy_zone_threshold", 0.55,
+     "Fraction of NotReady nodes (at least 3) above which a zone is unhealthy."),
+)  # fmt: skip
+
+
+def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") -> OneLineParser:
+    gates = features.FeatureGate()
+    parser = OneLineParser(
+        prog=prog,
+        allow_abbrev=False,
+        description="Run the aiokcm controllers against a Kubernetes API server.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    conn = parser.add_argument_group("connection")
+    conn.add_argument("--kubeconfig", default=None,
+                      help="Path to a kubeconfig file (default: $KUBECONFIG, else in-cluster config).")
+    conn.add_argument("--master", default=None,
+                      help="The address of the API server; overrides the kubeconfig's server.")
+    conn.add_argument("--kube-api-qps", type=_non_negative_float, default=20.0,
+                      help="Client-side queries per second to the API server (token bucket over every call).")
+    conn.add_argument("--kube-api-burst", type=_positive_int, default=30,
+                      help="Client-side burst of queries to the API server.")
+    conn.add_argument("--embedded", action="store_true",
+                      help="Start a local cluster in this process (the aiokcm.embedded plugin) and run against it.")
+    conn.add_argument("--embedded-nodes", type=_positive_int, default=3,
+                      help="Nodes the embedded local cluster starts with.")
+
+    ctl = parser.add_argument_group("controllers")
+    ctl.add_argument("--controllers", default="*",
+                     help="Comma-separated controllers to enable. '*' enables every on-by-default controller, "
+                          "'foo' enables foo, '-foo' disables foo; the first exact match wins. "
+                          + registry.help_text())
+    ctl.add_argument("--feature-gates", default="",
+                     help="Comma-separated Name=true|false pairs. Known gates: " + gates.help_text())
+    for d in registry:
+        if d.concurrent_syncs_flag:
+            ctl.add_argument(d.concurrent_syncs_flag, type=_positive_int, default=d.default_workers,
+                             dest=f"syncs__{d.name}",
+                             help=f"Objects the {d.name} controller syncs concurrently (its worker count).")
+    ctl.add_argument("--shutdown-grace-period", type=parse_duration, default="20s",
+                     help="On SIGTERM, how long in-flight syncs may run before they are cancelled.")
+
+    node = parser.add_argument_group("node lifecycle")
+    for flag, dest, default, text in NODE_LIFECYCLE_FLAGS:
+        kind = parse_duration if isinstance(default, str) else (_positive_int if isinstance(default, int)
+                                                                 else _non_negative_float)
+        node.add_argument(flag, type=kind, default=default, dest=f"extra__{dest}", help=text)
+
+    le = parser.add_argument_group("leader election")
+    le.add_argument("--leader-elect", type=_bool_flag, nargs="?", const=True, default=True,
+                    help="Elect a leader on a coordination.k8s.io Lease before running the controllers.")
+    le.add_argument("--leader-elect-lease-duration", type=parse_duration, default="15s",
+                    help="How long a non-leader waits after the last renewal before taking the lease.")
+    le.add_argument("--leader-elect-renew-deadline", type=parse_duration, default="10s",
+                    help="How long the leader retries renewing before giving up leadership (and exiting 1).")
+    le.add_argument("--leader-elect-retry-period", type=parse_duration, default="2s",
+                    help="How long candidates wait between attempts to acquire or renew.")
+    le.add_argument("--leader-elect-resource-namespace", default="kube-system",
+                    help="Namespace of the Lease used for leader election.")
+    le.add_argument("--leader-elect-resource-name", default="aiokcm",
+                    help="Name of the Lease used for leader election.")
+
+    srv = parser.add_argument_group("serving")
+    srv.add_argument("--bind-address", default="0.0.0.0",
+                     help="Address to serve /metrics, /healthz, /livez and /readyz on.")
+    srv.add_argument("--secure-port", type=_positive_int, default=10257,
+                     help="Port for /metrics and health checks. Unlike KCM this serves plain HTTP "
+                          "(terminate TLS in front if needed); 0 disables serving.")
+
+    log = parser.add_argument_group("logging")
+    log.add_argument("--log-format", choices=("json", "text"), default="text", help="Log line format.")
+    log.add_argument("-v", "--v", type=_positive_int, default=0, dest="verbosity",
+                     help="Log verbosity: 0-3 info, 4 and above debug (klog's levels).")
+    return parser
+
+
+def _bool_flag(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in {"true", "1", "t", "yes"}:
+        return True
+    if lowered in {"false", "0", "f", "no"}:
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (true or false)")
+
+
+def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> ManagerOptions:
+    """Parse and validate; raise `UsageError` with one line for any bad input."""
+    parser = build_run_parser(registry)
+    ns = parser.parse_args(list(argv))
+    gates = features.FeatureGate()
+    try:
+        gates.set_from_string(ns.feature_gates)
+    except ValueError as exc:
+        raise UsageError(f"{parser.prog}: --feature-gates: {exc}") from None
+    entries = [e for e in ns.controllers.split(",") if e.strip()]
+    try:
+        controllers = tuple(registry.resolve_controllers_flag(entries))
+    except ValueError as exc:
+        raise UsageError(f"{parser.prog}: --controllers: {exc}") from None
+    election = LeaderElectionOptions(
+        enabled=ns.leader_elect,
+        lease_duration=ns.leader_elect_lease_duration,
+        renew_deadline=ns.leader_elect_renew_deadline,
+        retry_period=ns.leader_elect_retry_period,
+        namespace=ns.leader_elect_resource_namespace,
+        name=ns.leader_elect_resource_name,
+    )
+    _validate_election(parser.prog, election)
+    values = vars(ns)
+    syncs = {key.removeprefix("syncs__"): int(v) for key, v in values.items() if key.startswith("syncs__")}
+    extra = {key.removeprefix("extra__"): v for key, v in values.items() if key.startswith("extra__")}
+    threshold = float(extra.get("unhealthy_zone_threshold", 0.55))
+    if not 0 < threshold <= 1:
+        raise UsageError(f"{parser.prog}: --unhealthy-zone-threshold must be in (0, 1], got {threshold}")
+    return ManagerOptions(
+        kubeconfig=ns.kubeconfig,
+        master=ns.master,
+        controllers=controllers,
+        gates=gates,
+        concurrent_syncs={name: max(1, count) for name, count in syncs.items()},
+        kube_api_qps=ns.kube_api_qps,
+        kube_api_burst=max(1, ns.kube_api_burst),
+        leader_election=election,
+        bind_address=ns.bind_address,
+        secure_port=ns.secure_port,
+        log_format=ns.log_format,
+        verbosity=ns.verbosity,
+        embedded=ns.embedded,
+        embedded_nodes=ns.embedded_nodes,
+        shutdown_grace_period=ns.shutdown_grace_period,
+        extra=extra,
+    )
+
+
+def _validate_election(prog: str, le: LeaderElectionOptions) -> None:
+    """client-go's NewLeaderElector checks, so a bad combination fails at start, not after an hour."""
+    if not le.enabled:
+        return
+    if le.lease_duration <= le.renew_deadline:
+        raise UsageError(f"{prog}: --leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
+    if le.renew_deadline <= JITTER_FACTOR * le.retry_period:
+        raise UsageError(
+            f"{prog}: --leader-elect-renew-deadline must be greater than "
+            f"{JITTER_FACTOR} x --leader-elect-retry-period"
+        )
+    if le.retry_period <= 0:
+        raise UsageError(f"{prog}: --leader-elect-retry-period must be positive")
+    if not le.name or not le.namespace:
+        raise UsageError(f"{prog}: --leader-elect-resource-name and -namespace must not be empty")

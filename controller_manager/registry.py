@@ -1,0 +1,218 @@
+"""The controller registry: frozen descriptors, validated when built, classes imported lazily.
+
+As KCM's `NewControllerDescriptors`, the registry is a table of descriptors (name, aliases,
+required feature gates, disabled by default, constructor) checked once when it is built: no
+empty or duplicate names, no alias that repeats a name or another alias. The table lives here,
+not on the controller classes, so `--controllers` validation and `--help` work without importing
+any controller; a class is imported only when its controller is enabled, and then checked
+against its descriptor (a class whose `name` disagrees is a programming error, not a flag error).
+
+`--controllers` follows KCM's `IsControllerEnabled`: the first entry that is exactly the name or
+`-name` decides; else a `*` anywhere enables what is on by default; else nothing. Aliases are
+resolved to names first, as KCM does since 1.28.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from controller_manager import features
+
+if TYPE_CHECKING:
+    from controllers.base import Controller
+    from controllers.context import ControllerContext
+
+Constructor = Callable[["ControllerContext"], "Controller"]
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerDescriptor:
+    """Everything the manager knows about a controller before it is built."""
+
+    name: str
+    aliases: tuple[str, ...]
+    required_gates: tuple[str, ...]
+    disabled_by_default: bool
+    constructor: Constructor
+    default_workers: int = 5
+    concurrent_syncs_flag: str = ""
+    import_path: str = ""
+
+
+def import_controller_class(import_path: str) -> type[Controller]:
+    """Import `module:Class`; raise ImportError with the path when it is missing."""
+    module_name, _, attr = import_path.partition(":")
+    module = importlib.import_module(module_name)
+    try:
+        cls: type[Controller] = getattr(module, attr)
+    except AttributeError as exc:
+        raise ImportError(f"{import_path}: module {module_name} has no {attr}") from exc
+    return cls
+
+
+def lazy_constructor(import_path: str, *, name: str) -> Constructor:
+    """A constructor that imports the class on first use and checks it matches the descriptor."""
+
+    def construct(ctx: ControllerContext) -> Controller:
+        cls = import_controller_class(import_path)
+        if getattr(cls, "name", None) != name:
+            raise TypeError(f"{import_path}.name is {getattr(cls, 'name', None)!r}, registry says {name!r}")
+        return cls(ctx)
+
+    return construct
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    name: str
+    import_path: str
+    aliases: tuple[str, ...] = ()
+    gates: tuple[str, ...] = ()
+    disabled_by_default: bool = False
+    workers: int = 5
+    syncs_flag: str = ""
+
+
+# The one table: name, class, aliases, gates, default workers and KCM-style concurrency flag.
+_TABLE: tuple[_Row, ...] = (
+    _Row("replicaset", "controllers.replicaset:ReplicaSetController", ("replicaset-controller",),
+         workers=5, syncs_flag="--concurrent-replicaset-syncs"),
+    _Row("deployment", "controllers.deployment:DeploymentController", ("deployment-controller",),
+         workers=5, syncs_flag="--concurrent-deployment-syncs"),
+    _Row("disruption", "controllers.disruption:DisruptionController", ("disruption-controller",),
+         workers=1, syncs_flag="--concurrent-disruption-syncs"),
+    _Row("nodemaintenance", "controllers.nodemaintenance:NodeMaintenanceController",
+         gates=(features.DECLARATIVE_NODE_MAINTENANCE,), workers=5,
+         syncs_flag="--concurrent-nodemaintenance-syncs"),
+    _Row("taint-eviction-controller", "controllers.tainteviction:TaintEvictionController",
+         gates=(features.SEPARATE_TAINT_EVICTION_CONTROLLER,), workers=8,
+         syncs_flag="--concurrent-taint-eviction-syncs"),
+    _Row("node-lifecycle-controller", "controllers.nodelifecycle:NodeLifecycleController",
+         workers=1, syncs_flag="--concurrent-node-lifecycle-syncs"),
+    _Row("maintenance-lease", "controllers.maintenancelease:MaintenanceLeaseController",
+         gates=(features.NODE_MAINTENANCE_LEASE,), workers=2,
+         syncs_flag="--concurrent-maintenance-lease-syncs"),
+)  # fmt: skip
+
+
+def validate(descriptors: Sequence[ControllerDescriptor]) -> None:
+    """KCM's checks on the descriptor table; a failure is a bug in the table, so it raises."""
+    seen: dict[str, str] = {}
+    names = {d.name for d in descriptors}
+    for d in descriptors:
+        if not d.name:
+            raise ValueError("controller descriptor with an empty name")
+        if d.name in seen:
+            raise ValueError(f"controller name {d.name!r} is registered twice")
+        seen[d.name] = d.name
+    for d in descriptors:
+        for alias in d.aliases:
+            if not alias:
+                raise ValueError(f"controller {d.name!r} has an empty alias")
+            if alias in names:
+                raise ValueError(f"alias {alias!r} of controller {d.name!r} is the name of a controller")
+            if alias in seen:
+                raise ValueError(f"alias {alias!r} of controller {d.name!r} is already used by {seen[alias]!r}")
+            seen[alias] = d.name
+
+
+class ControllerRegistry:
+    """A validated, immutable set of descriptors in start order."""
+
+    def __init__(self, descriptors: Iterable[ControllerDescriptor]) -> None:
+        self._descriptors = tuple(descriptors)
+        validate(self._descriptors)
+        self._by_name = {d.name: d for d in self._descriptors}
+        self._alias_to_name = {a: d.name for d in self._descriptors for a in d.aliases}
+
+    def __iter__(self) -> Iterator[ControllerDescriptor]:
+        return iter(self._descriptors)
+
+    def __len__(self) -> int:
+        return len(self._descriptors)
+
+    def get(self, name: str) -> ControllerDescriptor:
+        return self._by_name[self.canonical(name)]
+
+    def names(self) -> list[str]:
+        return [d.name for d in self._descriptors]
+
+    def disabled_by_default(self) -> list[str]:
+        return [d.name for d in self._descriptors if d.disabled_by_default]
+
+    def canonical(self, name: str) -> str:
+        return self._alias_to_name.get(name, name)
+
+    def resolve_controllers_flag(self, entries: Sequence[str]) -> list[str]:
+        """Validate `--controllers` entries and map aliases to names; unknown names raise ValueError."""
+        out: list[str] = []
+        for raw in entries:
+            entry = raw.strip()
+            if entry == "*":
+                out.append(entry)
+                continue
+            negated = entry.startswith("-")
+            bare = entry[1:] if negated else entry
+            name = self.canonical(bare)
+            if name not in self._by_name:
+                raise ValueError(
+                    f"{entry!r} is not in the list of known controllers "
+                    f"(known: *, {', '.join(self.names())}; prefix a name with '-' to disable it)"
+                )
+            out.append(f"-{name}" if negated else name)
+        return out
+
+    def is_enabled(self, name: str, entries: Sequence[str]) -> bool:
+        """KCM's rule on resolved entries: first exact match wins, else `*`, else off."""
+        has_star = False
+        for entry in entries:
+            if entry == name:
+                return True
+            if entry == f"-{name}":
+                return False
+            if entry == "*":
+                has_star = True
+        return has_star and not self._by_name[name].disabled_by_default
+
+    def enabled(self, entries: Sequence[str], gates: features.FeatureGate | None = None) -> list[ControllerDescriptor]:
+        """Descriptors `--controllers` selects and whose required gates are all on."""
+        selected = [d for d in self._descriptors if self.is_enabled(d.name, entries)]
+        if gates is None:
+            return selected
+        return [d for d in selected if all(gates.enabled(g) for g in d.required_gates)]
+
+    def help_text(self) -> str:
+        off = self.disabled_by_default()
+        parts = [f"All controllers: {', '.join(sorted(self.names()))}."]
+        gated = [f"{d.name} (needs {'+'.join(d.required_gates)})" for d in self._descriptors if d.required_gates]
+        if gated:
+            parts.append(f"Gated controllers: {', '.join(gated)}.")
+        parts.append(f"Disabled-by-default controllers: {', '.join(off) if off else '(none)'}.")
+        aliases = [f"{a}={d.name}" for d in self._descriptors for a in d.aliases]
+        if aliases:
+            parts.append(f"Aliases: {', '.join(aliases)}.")
+        return " ".join(parts)
+
+
+def default_descriptors() -> list[ControllerDescriptor]:
+    return [
+        ControllerDescriptor(
+            name=row.name,
+            aliases=row.aliases,
+            required_gates=row.gates,
+            disabled_by_default=row.disabled_by_default,
+            constructor=lazy_constructor(row.import_path, name=row.name),
+            default_workers=row.workers,
+            concurrent_syncs_flag=row.syncs_flag,
+            import_path=row.import_path,
+        )
+        for row in _TABLE
+    ]
+
+
+def default_registry() -> ControllerRegistry:
+    return ControllerRegistry(default_descriptors())
+
