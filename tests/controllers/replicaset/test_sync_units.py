@@ -1,0 +1,108 @@
+"""The reconcile's pure parts: slow-start batching, status calculation, deletion choice."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from controllers.replicaset.sync import (
+    calculate_status,
+    choose_pods_to_delete,
+    slow_start_batch,
+    status_patch,
+)
+from tests.controllers.common.podfactory import make_pod
+
+NOW = datetime(2024, 6, 1, 12, 0, 0, tzinfo=UTC)
+
+
+async def run_batches(count: int, fail_on_call: int | None) -> tuple[int, BaseException | None, list[int]]:
+    calls: list[int] = []
+
+    async def fn() -> None:
+        calls.append(len(calls) + 1)
+        if fail_on_call is not None and len(calls) == fail_on_call:
+            raise RuntimeError("quota exceeded")
+
+    successes, error = await slow_start_batch(count, 1, fn)
+    return successes, error, calls
+
+
+async def test_slow_start_creates_all_in_doubling_batches() -> None:
+    successes, error, calls = await run_batches(10, None)
+    assert (successes, error, len(calls)) == (10, None, 10)
+
+
+async def test_slow_start_stops_after_the_first_failing_batch() -> None:
+    # Batches 1, 2, 4: the 5th call is in the third batch (calls 4-7), which still runs to the end.
+    successes, error, calls = await run_batches(20, 5)
+    assert len(calls) == 7
+    assert successes == 6
+    assert isinstance(error, RuntimeError)
+
+
+def rs(replicas: int = 3, min_ready: int = 0, generation: int = 2, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "web", "namespace": "ns", "uid": "rs-uid", "generation": generation},
+        "spec": {
+            "replicas": replicas,
+            "minReadySeconds": min_ready,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web", "tier": "front"}}},
+        },
+        "status": status or {},
+    }
+
+
+def test_status_counts_fully_labeled_ready_and_available() -> None:
+    pods = [
+        make_pod("a", labels={"app": "web", "tier": "front"}, ready_since=NOW - timedelta(seconds=60)),
+        make_pod("b", labels={"app": "web"}, ready_since=NOW - timedelta(seconds=5)),
+        make_pod("c", labels={"app": "web", "tier": "front"}),
+    ]
+    status = calculate_status(rs(min_ready=10), pods, None, NOW)
+    assert (status["replicas"], status["fullyLabeledReplicas"], status["readyReplicas"], status["availableReplicas"]) == (
+        3,
+        2,
+        2,
+        1,
+    )
+
+
+def test_replica_failure_condition_set_on_error_and_cleared_on_success() -> None:
+    failed = calculate_status(rs(replicas=3), [], RuntimeError("forbidden: exceeded quota"), NOW)
+    cond = failed["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("ReplicaFailure", "True", "FailedCreate")
+    assert "exceeded quota" in cond["message"]
+    healed = calculate_status(rs(replicas=3, status=failed), [], None, NOW)
+    assert healed["conditions"] == []
+    patch = status_patch(rs(status=failed), healed)
+    assert patch is not None and patch["status"]["conditions"] is None
+
+
+def test_status_patch_only_when_something_changed() -> None:
+    current = {
+        "replicas": 0,
+        "fullyLabeledReplicas": 0,
+        "readyReplicas": 0,
+        "availableReplicas": 0,
+        "observedGeneration": 2,
+    }
+    obj = rs(status=current)
+    assert status_patch(obj, calculate_status(obj, [], None, NOW)) is None
+    bumped = rs(status=current, generation=3)
+    patch = status_patch(bumped, calculate_status(bumped, [], None, NOW))
+    assert patch is not None and patch["status"]["observedGeneration"] == 3
+
+
+def evac(name: str, **kw: Any) -> dict[str, Any]:
+    return make_pod(name, conditions=[{"type": "EvacuationRequest", "status": "True", "reason": "NodeMaintenance"}], **kw)
+
+
+def test_evacuation_requested_pods_are_deleted_first_only_with_the_gate() -> None:
+    running = evac("leaving", node="n1", phase="Running", ready_since=NOW - timedelta(hours=1))
+    pods = [running, make_pod("pending"), make_pod("other", node="n2", phase="Running")]
+    with_gate = choose_pods_to_delete(pods, pods, 2, NOW, evacuation_first=True)
+    assert [p["metadata"]["name"] for p in with_gate] == ["leaving", "pending"]
+    without = choose_pods_to_delete(pods, pods, 1, NOW, evacuation_first=False)
+    assert [p["metadata"]["name"] for p in without] == ["pending"]
