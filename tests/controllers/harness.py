@@ -1,0 +1,151 @@
+"""Run controllers against a real API server in tests: a factory, the controllers, one task group.
+
+    async with running_controllers(kube, ReplicaSetController, gates={"DeclarativeNodeMaintenance": True}) as h:
+        await eventually(lambda: ..., "three pods")
+
+Everything started here is cancelled on exit, so the leak guard in `tests/conftest.py` stays quiet.
+`HeldWatches` wraps a client so that watch events of chosen resources are held back until
+released: the way to show a controller coping with an informer that lags behind its writes.
+`RecordingEvents` keeps every event a controller emits for assertions.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from apiclient import KubeClient
+from apiclient.resources import Resource
+from controllers.base import Controller
+from controllers.context import ControllerContext, ControllerOptions, EventRecorder, StaticGates
+from informers import SharedInformerFactory
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    component: str
+    object_name: str
+    type_: str
+    reason: str
+    message: str
+
+
+@dataclass
+class RecordingEvents:
+    """An `EventRecorderFactory` that remembers events instead of posting them."""
+
+    events: list[RecordedEvent] = field(default_factory=list)
+
+    def recorder(self, component: str) -> EventRecorder:
+        events = self.events
+
+        class _Recorder:
+            def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+                name = str((obj.get("metadata") or {}).get("name", ""))
+                events.append(RecordedEvent(component, name, type_, reason, message))
+
+        return _Recorder()
+
+    def reasons(self, object_name: str | None = None) -> list[str]:
+        return [e.reason for e in self.events if object_name is None or e.object_name == object_name]
+
+
+class HeldWatches:
+    """A client proxy whose watches of `held` resources deliver nothing until `release()`.
+
+    Only the informers' view lags; writes go through the real client at once.
+    """
+
+    def __init__(self, inner: KubeClient, held: Sequence[Resource]) -> None:
+        self._inner = inner
+        self._held = set(held)
+        self._released = anyio.Event()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @asynccontextmanager
+    async def watch(self, res: Resource, **kwargs: Any) -> AsyncIterator[AsyncIterator[Any]]:
+        async with self._inner.watch(res, **kwargs) as events:
+            if res not in self._held:
+                yield events
+                return
+
+            async def held() -> AsyncIterator[Any]:
+                await self._released.wait()
+                async for ev in events:
+                    yield ev
+
+            yield held()
+
+
+@dataclass
+class Harness:
+    factory: SharedInformerFactory
+    ctx: ControllerContext
+    controllers: list[Controller]
+    events: RecordingEvents
+
+
+@asynccontextmanager
+async def running_controllers(
+    client: KubeClient,
+    *controller_types: Callable[[ControllerContext], Controller],
+    gates: Mapping[str, bool] | None = None,
+    workers: int | None = None,
+    informer_client: Any = None,
+    options: ControllerOptions | None = None,
+) -> AsyncIterator[Harness]:
+    """Build the controllers, start the informers, run the controllers; cancel all on exit.
+
+    `informer_client` (e.g. a `HeldWatches`) feeds the informers while the controllers write
+    through `client`.
+    """
+    factory = SharedInformerFactory(informer_client or client)
+    events = RecordingEvents()
+    ctx = ControllerContext(
+        client=client,
+        informers=factory,
+        events=events,
+        gates=StaticGates(dict(gates or {})),
+        options=options or ControllerOptions(),
+    )
+    controllers = [make(ctx) for make in controller_types]
+    async with anyio.create_task_group() as tg:
+        factory.start(tg)
+        for controller in controllers:
+            tg.start_soon(controller.run, workers)
+        try:
+            yield Harness(factory, ctx, controllers, events)
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def eventually(
+    check: Callable[[], Any] | Callable[[], Awaitable[Any]],
+    what: str,
+    *,
+    timeout: float = 20.0,
+    interval: float = 0.05,
+) -> Any:
+    """Poll `check` (sync or async) until it returns something truthy; fail with `what` after `timeout`.
+
+    A wait for a state, not a speed assertion: the timeout is generous and only bounds a hang.
+    """
+    last: Any = None
+    with anyio.move_on_after(timeout):
+        while True:
+            result = check()
+            last = await result if inspect.isawaitable(result) else result
+            if last:
+                return last
+            await anyio.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
