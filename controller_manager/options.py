@@ -154,9 +154,11 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
                      help="Comma-separated Name=true|false pairs. Known gates: " + gates.help_text())
     for d in registry:
         if d.concurrent_syncs_flag:
-            ctl.add_argument(d.concurrent_syncs_flag, type=_positive_int, default=d.default_workers,
-                             dest=f"syncs__{d.name}",
-                             help=f"Objects the {d.name} controller syncs concurrently (its worker count).")
+            # SUPPRESS: an unset flag leaves the controller class's own default in charge.
+            ctl.add_argument(d.concurrent_syncs_flag, type=_positive_int, default=argparse.SUPPRESS,
+                             dest=f"syncs__{d.name}", metavar="INT",
+                             help=f"Objects the {d.name} controller syncs concurrently, its worker count "
+                                  f"(default: {d.default_workers}).")
     ctl.add_argument("--shutdown-grace-period", type=parse_duration, default="20s",
                      help="On SIGTERM, how long in-flight syncs may run before they are cancelled.")
 
@@ -164,7 +166,8 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     for flag, dest, default, text in NODE_LIFECYCLE_FLAGS:
         kind = parse_duration if isinstance(default, str) else (_positive_int if isinstance(default, int)
                                                                  else _non_negative_float)
-        node.add_argument(flag, type=kind, default=default, dest=f"extra__{dest}", help=text)
+        metavar = "DURATION" if isinstance(default, str) else ("INT" if isinstance(default, int) else "FLOAT")
+        node.add_argument(flag, type=kind, default=default, dest=f"extra__{dest}", metavar=metavar, help=text)
 
     le = parser.add_argument_group("leader election")
     le.add_argument("--leader-elect", type=_bool_flag, nargs="?", const=True, default=True,

@@ -85,7 +85,7 @@ _TABLE: tuple[_Row, ...] = (
     _Row("disruption", "controllers.disruption:DisruptionController", ("disruption-controller",),
          workers=1, syncs_flag="--concurrent-disruption-syncs"),
     _Row("nodemaintenance", "controllers.nodemaintenance:NodeMaintenanceController",
-         gates=(features.DECLARATIVE_NODE_MAINTENANCE,), workers=5,
+         gates=(features.DECLARATIVE_NODE_MAINTENANCE,), workers=2,
          syncs_flag="--concurrent-nodemaintenance-syncs"),
     _Row("taint-eviction-controller", "controllers.tainteviction:TaintEvictionController",
          gates=(features.SEPARATE_TAINT_EVICTION_CONTROLLER,), workers=8,

@@ -1,0 +1,5 @@
+"""`python -m controller_manager` is `aiokcm`."""
+
+from controller_manager.cli import main
+
+main()
