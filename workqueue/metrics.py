@@ -125,7 +125,7 @@ class QueueMetrics:
         self._longest.set(oldest)
 
 
-_BUCKETS = tuple(1e-6 * 10**i for i in range(10))  # client-go: ExponentialBuckets(10e-7, 10, 10)
+_BUCKETS = tuple(10.0 ** (i - 6) for i in range(10))  # client-go: ExponentialBuckets(10e-7, 10, 10)
 
 _live: weakref.WeakSet[QueueMetrics] = weakref.WeakSet()
 
