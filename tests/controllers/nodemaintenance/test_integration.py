@@ -1,0 +1,333 @@
+"""The NodeMaintenance controller and CLI against the local API server, through real informers.
+
+Pods are created bound to a node (`spec.nodeName`) so no scheduler is needed; owners are faked with
+ownerReferences and their answer (`EvacuationInitiated`) is written by the test, as the ReplicaSet
+controller would. The CRD is the one users install: `deploy/crds/nodemaintenance.yaml`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import CUSTOMRESOURCEDEFINITIONS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
+from controller_manager.maintenance_cli import build_parser, maintenance_name, run
+from controllers.nodemaintenance import NodeMaintenanceController
+from controllers.nodemaintenance.api import (
+    FINALIZER,
+    MAINTENANCES_ANNOTATION,
+    ORIGINAL_UNSCHEDULABLE_ANNOTATION,
+    PHASE_ANNOTATION,
+)
+from controllers.nodemaintenance.drain import format_time
+from controllers.nodemaintenance.nodeselector import names_selector
+from controllers.nodemaintenance.sync import utcnow
+from tests.controllers.harness import eventually, running_controllers
+
+pytestmark = pytest.mark.usefixtures("cluster")
+
+NS = "default"
+GATES = {"DeclarativeNodeMaintenance": True}
+CRD_PATH = Path(__file__).resolve().parents[3] / "deploy" / "crds" / "nodemaintenance.yaml"
+
+
+@pytest.fixture
+async def crd(kube: KubeClient) -> AsyncIterator[None]:
+    body = yaml.safe_load(CRD_PATH.read_text())
+    try:
+        await kube.create(CUSTOMRESOURCEDEFINITIONS, body)
+    except ApiError as exc:
+        if not exc.already_exists:
+            raise
+
+    async def served() -> bool:
+        try:
+            await kube.list(NODEMAINTENANCES, limit=1)
+        except ApiError:
+            return False
+        return True
+
+    await eventually(served, "the NodeMaintenance API to be served")
+    yield
+
+
+@pytest.fixture
+async def node_names(kube: KubeClient) -> list[str]:
+    nodes = await kube.list_all(NODES)
+    names = sorted(n["metadata"]["name"] for n in nodes)
+    assert len(names) >= 2
+    return names
+
+
+def nm_body(name: str, nodes: list[str], *, cordon: bool = True, drain: bool = False, timeout: int = 180,
+            reason: str = "kernel upgrade") -> dict[str, Any]:
+    return {
+        "apiVersion": "maintenance.aiokcm.io/v1alpha1",
+        "kind": "NodeMaintenance",
+        "metadata": {"name": name},
+        "spec": {"nodeSelector": names_selector(nodes), "cordon": cordon, "drain": drain, "reason": reason,
+                 "evacuationTimeoutSeconds": timeout},
+    }
+
+
+async def make_pod(kube: KubeClient, name: str, node: str, *, owner: str | None = "ReplicaSet",
+                   labels: dict[str, str] | None = None, mirror: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels or {"app": name}}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": f"{name}-owner",
+                                    "uid": f"uid-{name}-owner", "controller": True}]
+    if mirror:
+        meta["annotations"] = {"kubernetes.io/config.mirror": "hash"}
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}}
+    return await kube.create(PODS, body, namespace=NS)
+
+
+async def pod(kube: KubeClient, name: str) -> dict[str, Any] | None:
+    try:
+        return await kube.get(PODS, name, namespace=NS)
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+async def gone_or_terminating(kube: KubeClient, name: str) -> bool:
+    p = await pod(kube, name)
+    return p is None or bool(p["metadata"].get("deletionTimestamp"))
+
+
+async def node(kube: KubeClient, name: str) -> dict[str, Any]:
+    return await kube.get(NODES, name)
+
+
+async def nm_gone(kube: KubeClient, name: str) -> bool:
+    try:
+        await kube.get(NODEMAINTENANCES, name)
+    except ApiError as exc:
+        return exc.not_found
+    return False
+
+
+@pytest.mark.usefixtures("crd")
+async def test_drain_without_cordon_is_rejected(kube: KubeClient, node_names: list[str]) -> None:
+    with pytest.raises(ApiError) as err:
+        await kube.create(NODEMAINTENANCES, nm_body("bad", node_names[:1], cordon=False, drain=True))
+    assert err.value.invalid
+    assert "requires spec.cordon" in err.value.message
+
+
+@pytest.mark.usefixtures("crd")
+async def test_cordon_and_release_on_delete(kube: KubeClient, node_names: list[str]) -> None:
+    target, other = node_names[0], node_names[1]
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+        await kube.create(NODEMAINTENANCES, nm_body("m1", [target]))
+
+        async def cordoned() -> bool:
+            obj = await kube.get(NODEMAINTENANCES, "m1")
+            c = condition(obj, "Cordoned")
+            return bool(c and c["status"] == "True")
+
+        await eventually(cordoned, "Cordoned=True")
+        n = await node(kube, target)
+        assert n["spec"]["unschedulable"] is True
+        assert n["metadata"]["annotations"][PHASE_ANNOTATION] == "Cordoned"
+        assert n["metadata"]["annotations"][MAINTENANCES_ANNOTATION] == "m1"
+        assert not (await node(kube, other))["spec"].get("unschedulable")
+        assert FINALIZER in (await kube.get(NODEMAINTENANCES, "m1"))["metadata"]["finalizers"]
+
+        await kube.delete(NODEMAINTENANCES, "m1")
+        await eventually(lambda: nm_gone(kube, "m1"), "the finalizer to be released")
+        n = await node(kube, target)
+        assert not n["spec"].get("unschedulable")
+        annotations = n["metadata"].get("annotations") or {}
+        assert not {PHASE_ANNOTATION, MAINTENANCES_ANNOTATION, ORIGINAL_UNSCHEDULABLE_ANNOTATION} & set(annotations)
+
+
+@pytest.mark.usefixtures("crd")
+async def test_never_uncordons_a_node_cordoned_before_or_still_held(kube: KubeClient, node_names: list[str]) -> None:
+    pre, shared = node_names[0], node_names[1]
+    await kube.patch(NODES, pre, {"spec": {"unschedulable": True}})
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+        await kube.create(NODEMAINTENANCES, nm_body("a", [pre, shared]))
+        await kube.create(NODEMAINTENANCES, nm_body("b", [shared]))
+
+        async def both_applied() -> bool:
+            return (await node(kube, shared))["metadata"].get("annotations", {}).get(MAINTENANCES_ANNOTATION) == "a,b"
+
+        await eventually(both_applied, "both maintenances applied to the shared node")
+        await kube.delete(NODEMAINTENANCES, "a")
+        await eventually(lambda: nm_gone(kube, "a"), "maintenance a released")
+        assert (await node(kube, pre))["spec"]["unschedulable"] is True  # cordoned by someone else before
+        assert (await node(kube, shared))["spec"]["unschedulable"] is True  # b still cordons it
+
+        await kube.patch(NODEMAINTENANCES, "b", {"spec": {"cordon": False}})
+
+        async def uncordoned() -> bool:
+            return not (await node(kube, shared))["spec"].get("unschedulable")
+
+        await eventually(uncordoned, "the shared node uncordoned once b lets go")
+        planning = (await node(kube, shared))["metadata"]["annotations"]
+        assert planning[PHASE_ANNOTATION] == "Planning"
+
+
+@pytest.mark.usefixtures("crd")
+async def test_drain_requests_evacuation_and_completes_when_pods_leave(kube: KubeClient, node_names: list[str]) -> None:
+    target = node_names[0]
+    await make_pod(kube, "web", target)
+    await make_pod(kube, "agent", target, owner="DaemonSet")
+    await make_pod(kube, "static", target, owner=None, mirror=True)
+    await make_pod(kube, "elsewhere", node_names[1])
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
+        await kube.create(NODEMAINTENANCES, nm_body("d", [target], drain=True))
+
+        async def requested() -> dict[str, Any] | None:
+            c = condition(await pod(kube, "web"), "EvacuationRequest")
+            return c if c and c["status"] == "True" else None
+
+        req = await eventually(requested, "EvacuationRequest on the app pod")
+        assert (req["reason"], req["message"]) == ("NodeMaintenance", "kernel upgrade")
+        for skipped in ("agent", "static", "elsewhere"):
+            assert condition(await pod(kube, skipped), "EvacuationRequest") is None
+
+        async def status_node() -> dict[str, Any] | None:
+            obj = await kube.get(NODEMAINTENANCES, "d")
+            entry = ((obj.get("status") or {}).get("nodes") or {}).get(target)
+            return entry if entry and entry["podsPendingEvacuation"] == 1 else None
+
+        entry = await eventually(status_node, "one pod pending evacuation")
+        assert entry["phase"] == "Draining"
+
+        # The owner answers, as the ReplicaSet controller would.
+        web = await pod(kube, "web")
+        assert web is not None
+        answered = {"type": "EvacuationInitiated", "status": "True", "reason": "NodeMaintenance",
+                    "lastTransitionTime": format_time(utcnow())}
+        await kube.patch(PODS, "web", [{"op": "add", "path": "/status/conditions/-", "value": answered}],
+                         namespace=NS, subresource="status", patch_type="json")
+
+        async def evacuating() -> bool:
+            obj = await kube.get(NODEMAINTENANCES, "d")
+            return ((obj.get("status") or {}).get("nodes") or {}).get(target, {}).get("podsEvacuating") == 1
+
+        await eventually(evacuating, "podsEvacuating=1")
+        await kube.delete(PODS, "web", namespace=NS, grace_period_seconds=0)
+
+        async def drained() -> bool:
+            c = condition(await kube.get(NODEMAINTENANCES, "d"), "Drained")
+            return bool(c and c["status"] == "True")
+
+        await eventually(drained, "Drained=True")
+        assert (await node(kube, target))["metadata"]["annotations"][PHASE_ANNOTATION] == "Drained"
+        assert "Drained" in h.events.reasons("d")
+        assert (await pod(kube, "agent")) is not None  # DaemonSet pods stay
+
+
+@pytest.mark.usefixtures("crd")
+async def test_withdraws_only_its_own_requests(kube: KubeClient, node_names: list[str]) -> None:
+    target = node_names[0]
+    await make_pod(kube, "ours", target)
+    theirs = await make_pod(kube, "theirs", target)
+    other_request = {"type": "EvacuationRequest", "status": "True", "reason": "Descheduler",
+                     "message": "rebalance", "lastTransitionTime": format_time(utcnow())}
+    await kube.patch(PODS, "theirs", [{"op": "add", "path": "/status/conditions",
+                                       "value": [*((theirs.get("status") or {}).get("conditions") or []), other_request]}],
+                     namespace=NS, subresource="status", patch_type="json")
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+        await kube.create(NODEMAINTENANCES, nm_body("w", [target], drain=True))
+
+        async def ours_requested() -> bool:
+            c = condition(await pod(kube, "ours"), "EvacuationRequest")
+            return bool(c and c["status"] == "True")
+
+        await eventually(ours_requested, "our request set")
+        await kube.patch(NODEMAINTENANCES, "w", {"spec": {"drain": False}})
+
+        async def withdrawn() -> bool:
+            return condition(await pod(kube, "ours"), "EvacuationRequest") is None
+
+        await eventually(withdrawn, "our request withdrawn")
+        kept = condition(await pod(kube, "theirs"), "EvacuationRequest")
+        assert kept is not None and (kept["reason"], kept["status"]) == ("Descheduler", "True")
+
+
+@pytest.mark.usefixtures("crd")
+async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(kube: KubeClient, node_names: list[str]) -> None:
+    target = node_names[0]
+    await make_pod(kube, "lonely", target, labels={"app": "lonely"})
+    await make_pod(kube, "guarded", target, labels={"app": "guarded"})
+    await kube.create(PODDISRUPTIONBUDGETS, {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guard", "namespace": NS},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+    }, namespace=NS)
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
+        await kube.create(NODEMAINTENANCES, nm_body("e", [target], drain=True, timeout=0))
+        await eventually(lambda: gone_or_terminating(kube, "lonely"), "the unanswered pod evicted")
+
+        async def blocked() -> dict[str, Any] | None:
+            obj = await kube.get(NODEMAINTENANCES, "e")
+            c = condition(obj, "Blocked")
+            return obj if c and c["status"] == "True" else None
+
+        obj = await eventually(blocked, "Blocked=True for the PDB-protected pod")
+        blocking = obj["status"]["nodes"][target]["blockingPods"]
+        assert [(b["name"], b["reason"]) for b in blocking] == [("guarded", "EvictionRefused")]
+        assert not await gone_or_terminating(kube, "guarded")
+        assert "EvictionRefused" in h.events.reasons("e")
+
+        # The CLI's timeout lists the blocking pod and fails.
+        out, err = io.StringIO(), io.StringIO()
+        args = build_parser().parse_args(["drain", target, "--timeout", "1s", "--evacuation-timeout", "0",
+                                          "--poll-interval", "0.2"])
+        assert await run(args, kube, out=out, err=err) == 1
+        assert "guarded" in err.getvalue() and "EvictionRefused" in err.getvalue()
+
+
+@pytest.mark.usefixtures("crd")
+async def test_cli_drain_then_uncordon(kube: KubeClient, node_names: list[str]) -> None:
+    target = node_names[0]
+    await make_pod(kube, "batch", target)
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+        out, err = io.StringIO(), io.StringIO()
+        args = build_parser().parse_args(["drain", target, "--evacuation-timeout", "0", "--poll-interval", "0.1",
+                                          "--timeout", "60s"])
+        assert await run(args, kube, out=out, err=err) == 0, err.getvalue()
+        assert f"drained: {target}" in out.getvalue()
+        assert (await node(kube, target))["spec"]["unschedulable"] is True
+
+        await kube.create(NODEMAINTENANCES, nm_body("ops", [target], cordon=False))
+        out, err = io.StringIO(), io.StringIO()
+        args = build_parser().parse_args(["uncordon", target, "--poll-interval", "0.1", "--timeout", "60s"])
+        assert await run(args, kube, out=out, err=err) == 0, err.getvalue()
+        assert await nm_gone(kube, maintenance_name(target))
+        assert not (await node(kube, target))["spec"].get("unschedulable")
+        assert "also under NodeMaintenance ops" not in err.getvalue()  # ops does not cordon: no collision
+
+
+async def test_cli_falls_back_to_eviction_without_the_api(kube: KubeClient, node_names: list[str]) -> None:
+    target = node_names[0]
+    await make_pod(kube, "legacy", target)
+    await make_pod(kube, "legacy-agent", target, owner="DaemonSet")
+    out, err = io.StringIO(), io.StringIO()
+    args = build_parser().parse_args(["drain", target, "--poll-interval", "0.1", "--timeout", "5s"])
+    code = await run(args, kube, out=out, err=err)
+    assert "falling back" in err.getvalue()
+    assert (await node(kube, target))["spec"]["unschedulable"] is True
+    assert await gone_or_terminating(kube, "legacy")
+    assert not await gone_or_terminating(kube, "legacy-agent")
+    # Without kubelets a graceful deletion may wait on the node; with them the drain completes.
+    if await pod(kube, "legacy") is None:
+        assert code == 0 and f"drained: {target}" in out.getvalue()
