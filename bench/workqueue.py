@@ -19,7 +19,7 @@ import io
 import json
 import pstats
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -135,7 +135,7 @@ async def timed_queue(items: int) -> dict[str, float]:
     }
 
 
-def where_time_goes(fn: Callable[[list[str], int], Awaitable[float]], cycles: int) -> list[tuple[str, float]]:
+def where_time_goes(fn: Callable[[list[str], int], Coroutine[Any, Any, float]], cycles: int) -> list[tuple[str, float]]:
     """cProfile `fn` with 10,000 keys; the share of total time spent in each function itself."""
     prof = cProfile.Profile()
     prof.enable()
@@ -149,7 +149,7 @@ def where_time_goes(fn: Callable[[list[str], int], Awaitable[float]], cycles: in
     return rows[:8]
 
 
-def run_case(fn: Callable[[list[str], int], Awaitable[float]], n: int, cycles: int) -> float:
+def run_case(fn: Callable[[list[str], int], Coroutine[Any, Any, float]], n: int, cycles: int) -> float:
     keys = _keys(n)
     gc.collect()
     return asyncio.run(fn(keys, cycles))
