@@ -1,0 +1,290 @@
+"""The Deployment controller's wiring, as `pkg/controller/deployment/deployment_controller.go`.
+
+Informers on Deployments, ReplicaSets and Pods; handlers only enqueue Deployment keys:
+- a Deployment added, updated or deleted;
+- a ReplicaSet event goes to its controlling Deployment, or, for an orphan, to every Deployment
+  whose selector matches it (one may adopt it); a ReplicaSet whose owner changed wakes both;
+- a pod deletion wakes a Recreate Deployment once its last old pod is gone (Recreate waits for
+  that), and pod changes on an evacuation-ready ReplicaSet with an evacuation under way wake
+  its Deployment (evacuation steps wait on pods becoming available or going away).
+
+`sync(key)` follows `syncDeployment`: claim ReplicaSets (adopt and release as the selector says),
+then, in order: status only while being deleted; evacuation marks and totals (gate
+`NodeMaintenanceDeployment`); pause conditions; an evacuation step in a steady state; paused ->
+scale only; a rollback request; a scaling event; otherwise one step of the strategy.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS
+from controllers.base import Controller
+from controllers.common.controller_ref import (
+    ControllerRefManager,
+    fresh_getter,
+    get_controller_of,
+    recheck_deletion_timestamp,
+)
+from controllers.common.evacuation import (
+    GATE_NODE_MAINTENANCE_DEPLOYMENT,
+    has_evacuation_request,
+    is_evacuation_ready,
+    replicas_to_evacuate,
+)
+from controllers.common.timeutil import utcnow
+from controllers.context import ControllerContext
+from controllers.deployment import evacuation
+from controllers.deployment.recreate import rollout_recreate
+from controllers.deployment.rollback import rollback, rollback_to
+from controllers.deployment.rolling import rollout_rolling
+from controllers.deployment.sync import RS, DeploymentSync
+from controllers.deployment.util import (
+    RECREATE,
+    is_paused,
+    meta,
+    name_of,
+    strategy_type,
+    uid_of,
+)
+from informers import (
+    CONTROLLER_UID_INDEX,
+    DeletedFinalStateUnknown,
+    ResourceEventHandler,
+    meta_key,
+    split_key,
+)
+from kubeutil.selectors import from_label_selector
+
+Obj = Mapping[str, Any]
+
+
+class DeploymentController(Controller):
+    name: ClassVar[str] = "deployment"
+    aliases: ClassVar[tuple[str, ...]] = ("deployment-controller",)
+    default_workers: ClassVar[int] = 5
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.d_informer = ctx.informers.informer(DEPLOYMENTS)
+        self.rs_informer = ctx.informers.informer(REPLICASETS)
+        self.pod_informer = ctx.informers.informer(PODS)
+        self.d_informer.add_event_handler(
+            ResourceEventHandler(on_add=self._enqueue_obj, on_update=lambda _o, n: self._enqueue_obj(n), on_delete=self._delete_deployment)
+        )
+        self.rs_informer.add_event_handler(
+            ResourceEventHandler(on_add=self._add_rs, on_update=self._update_rs, on_delete=self._delete_rs)
+        )
+        self.pod_informer.add_event_handler(
+            ResourceEventHandler(on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod)
+        )
+        self.syncer = DeploymentSync(self.client, self.recorder, requeue_after=self._requeue_after)
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    def _enqueue_obj(self, d: Obj) -> None:
+        self.enqueue(meta_key(d))
+
+    def _requeue_after(self, d: Obj, seconds: float) -> None:
+        self.queue.add_after(meta_key(d), seconds)
+
+    def _delete_deployment(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        d = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if d is not None:
+            self._enqueue_obj(d)
+
+    def _resolve_controller_ref(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
+        """The Deployment a controller reference names, if it is ours and the UID matches."""
+        if ref is None or ref.get("kind") != "Deployment":
+            return None
+        d = self.d_informer.lister.get(str(ref.get("name")), namespace)
+        if d is None or uid_of(d) != ref.get("uid"):
+            return None
+        return d
+
+    def _deployments_for_rs(self, rs: Obj) -> list[Obj]:
+        """`getDeploymentsForReplicaSet`: Deployments in the namespace whose selector matches."""
+        labels = meta(rs).get("labels") or {}
+        if not labels:
+            return []
+        out: list[Obj] = []
+        for d in self.d_informer.lister.list(meta(rs).get("namespace")):
+            selector = (d.get("spec") or {}).get("selector")
+            if selector and from_label_selector(selector).matches(labels):
+                out.append(d)
+        return out
+
+    def _add_rs(self, rs: Obj) -> None:
+        if meta(rs).get("deletionTimestamp"):
+            self._delete_rs(rs)
+            return
+        ns = str(meta(rs).get("namespace", ""))
+        ref = get_controller_of(rs)
+        if ref is not None:
+            d = self._resolve_controller_ref(ns, ref)
+            if d is not None:
+                self._enqueue_obj(d)
+            return
+        for d in self._deployments_for_rs(rs):
+            self._enqueue_obj(d)
+
+    def _update_rs(self, old: Obj, cur: Obj) -> None:
+        if meta(old).get("resourceVersion") == meta(cur).get("resourceVersion"):
+            return
+        ns = str(meta(cur).get("namespace", ""))
+        old_ref, cur_ref = get_controller_of(old), get_controller_of(cur)
+        ref_changed = (old_ref or {}).get("uid") != (cur_ref or {}).get("uid")
+        if ref_changed and old_ref is not None:
+            d = self._resolve_controller_ref(ns, old_ref)
+            if d is not None:
+                self._enqueue_obj(d)
+        if cur_ref is not None:
+            d = self._resolve_controller_ref(ns, cur_ref)
+            if d is not None:
+                self._enqueue_obj(d)
+            return
+        labels_changed = (meta(old).get("labels") or {}) != (meta(cur).get("labels") or {})
+        if labels_changed or ref_changed:
+            for d in self._deployments_for_rs(cur):
+                self._enqueue_obj(d)
+
+    def _delete_rs(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        rs = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if rs is None:
+            return
+        d = self._resolve_controller_ref(str(meta(rs).get("namespace", "")), get_controller_of(rs))
+        if d is not None:
+            self._enqueue_obj(d)
+
+    def _deployment_for_pod(self, pod: Obj) -> tuple[Obj | None, Obj | None]:
+        """The pod's ReplicaSet and that ReplicaSet's Deployment (None when not ours)."""
+        ref = get_controller_of(pod)
+        if ref is None or ref.get("kind") != "ReplicaSet":
+            return None, None
+        ns = str(meta(pod).get("namespace", ""))
+        rs = self.rs_informer.lister.get(str(ref.get("name")), ns)
+        if rs is None or uid_of(rs) != ref.get("uid"):
+            return None, None
+        return rs, self._resolve_controller_ref(ns, get_controller_of(rs))
+
+    def _pod_matters_for_evacuation(self, rs: Obj, d: Obj, *pods: Obj) -> bool:
+        if not is_evacuation_ready(rs):
+            return False
+        return replicas_to_evacuate(rs) > 0 or replicas_to_evacuate(d) > 0 or any(has_evacuation_request(p) for p in pods)
+
+    def _add_pod(self, pod: Obj) -> None:
+        rs, d = self._deployment_for_pod(pod)
+        if rs is not None and d is not None and self._pod_matters_for_evacuation(rs, d, pod):
+            self._enqueue_obj(d)
+
+    def _update_pod(self, old: Obj, cur: Obj) -> None:
+        if meta(old).get("resourceVersion") == meta(cur).get("resourceVersion"):
+            return
+        rs, d = self._deployment_for_pod(cur)
+        if rs is not None and d is not None and self._pod_matters_for_evacuation(rs, d, old, cur):
+            self._enqueue_obj(d)
+
+    def _delete_pod(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if pod is None:
+            return
+        rs, d = self._deployment_for_pod(pod)
+        if rs is None or d is None:
+            return
+        if strategy_type(d) == RECREATE:
+            # Recreate waits for every old pod to be gone: wake it when the last one goes.
+            if not self._pods_of(d, self.rs_informer.lister.list(meta(d).get("namespace"))):
+                self._enqueue_obj(d)
+        elif self._pod_matters_for_evacuation(rs, d, pod):
+            self._enqueue_obj(d)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _pods_of(self, d: Obj, rs_list: Sequence[Obj]) -> list[Obj]:
+        uids = {uid_of(rs) for rs in rs_list if (get_controller_of(rs) or {}).get("uid") == uid_of(d)}
+        return [p for uid in uids for p in self.pod_informer.lister.by_index(CONTROLLER_UID_INDEX, uid)]
+
+    def pod_map(self, rs_list: list[RS]) -> dict[str, list[Obj]]:
+        """`getPodMapForDeployment`: pods grouped by the UID of the owning ReplicaSet."""
+        return {uid_of(rs): list(self.pod_informer.lister.by_index(CONTROLLER_UID_INDEX, uid_of(rs))) for rs in rs_list}
+
+    async def replica_sets_for(self, d: RS) -> list[RS]:
+        """`getReplicaSetsForDeployment`: adopt matching orphans, release owned non-matching ones."""
+        selector = from_label_selector((d.get("spec") or {}).get("selector"))
+        manager = ControllerRefManager(
+            self.client,
+            d,
+            selector,
+            api_version="apps/v1",
+            kind="Deployment",
+            can_adopt=recheck_deletion_timestamp(fresh_getter(self.client, DEPLOYMENTS, d)),
+            resource=REPLICASETS,
+        )
+        candidates = [copy.deepcopy(rs) for rs in self.rs_informer.lister.list(meta(d).get("namespace"))]
+        return await manager.claim(candidates)
+
+    # -- the reconcile ---------------------------------------------------------------------
+
+    @property
+    def evacuation_enabled(self) -> bool:
+        return self.ctx.gates.enabled(GATE_NODE_MAINTENANCE_DEPLOYMENT)
+
+    async def sync(self, key: str) -> None:
+        namespace, name = split_key(key)
+        cached = self.d_informer.lister.get(name, namespace or None)
+        if cached is None:
+            return
+        d: RS = copy.deepcopy(dict(cached))
+        s = self.syncer
+        if (d.get("spec") or {}).get("selector") == {}:
+            self.recorder.event(d, "Warning", "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required.")
+            status = copy.deepcopy(d.get("status") or {})
+            if int(status.get("observedGeneration") or 0) < int(meta(d).get("generation") or 0):
+                status["observedGeneration"] = meta(d).get("generation")
+                await s.update_status(d, status)
+            return
+        rs_list = await self.replica_sets_for(d)
+        pod_map = self.pod_map(rs_list)
+        if meta(d).get("deletionTimestamp"):
+            await s.sync_status_only(d, rs_list)
+            return
+        rs_list = await evacuation.sync_marks(s, d, rs_list, enabled=self.evacuation_enabled)
+        await s.check_paused_conditions(d)
+        if self.evacuation_enabled and rollback_to(d) is None and await self._evacuate(d, rs_list, pod_map):
+            return
+        if is_paused(d):
+            await s.sync(d, rs_list)
+            return
+        if rollback_to(d) is not None:
+            await rollback(s, d, rs_list)
+            return
+        if await s.is_scaling_event(d, rs_list):
+            await s.sync(d, rs_list)
+            return
+        if strategy_type(d) == RECREATE:
+            await rollout_recreate(s, d, rs_list, pod_map)
+        else:
+            await rollout_rolling(s, d, rs_list)
+
+    async def _evacuate(self, d: RS, rs_list: list[RS], pod_map: Mapping[str, list[Obj]]) -> bool:
+        """One evacuation step when the Deployment is steady and has requested pods; True if taken."""
+        s = self.syncer
+        if not evacuation.can_answer(d, [rs for rs in rs_list if (rs.get("spec") or {}).get("replicas")]):
+            return False
+        new_rs, old_rss = await s.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
+        steady = evacuation.steady_replica_set(d, new_rs, old_rss)
+        if steady is None:
+            return False
+        pods = pod_map.get(uid_of(steady), [])
+        if not evacuation.requested_pods(pods):
+            return False
+        step = await evacuation.reconcile(s, d, steady, pods, now=utcnow())
+        self.log.debug("evacuation step", step=step.step, requested=step.requested, replicaset=name_of(steady))
+        all_rss: list[RS | None] = [*old_rss, new_rs]
+        if is_paused(d):
+            await s.sync_deployment_status(all_rss, new_rs, d)
+        else:
+            await s.sync_rollout_status(all_rss, new_rs, d)
+        return True

@@ -1,0 +1,332 @@
+"""The reconcile steps every strategy shares, as `pkg/controller/deployment/sync.go`.
+
+`DeploymentSync` holds the client and event recorder and works on a Deployment dict the caller
+owns (a deep copy of the cached one): when a step writes the Deployment it updates that copy too,
+so later steps of the same sync see what was written, as the Go code does with its pointer.
+
+- `get_all_replica_sets_and_sync_revision`: find the new ReplicaSet (template equal ignoring the
+  `pod-template-hash` label), create it when a rollout needs it (named `<deployment>-<hash>`,
+  handling hash collisions through `status.collisionCount`), and keep revision annotations in step;
+- `scale`: a scaling event (spec.replicas changed, seen through the `desired-replicas`
+  annotation) is applied to the only active ReplicaSet, or proportionally across all of them in
+  the middle of a rolling update;
+- `cleanup_deployment`: old ReplicaSets beyond `revisionHistoryLimit`, oldest revision first, only
+  those already scaled to zero;
+- `sync_rollout_status`: write the status computed by `progress` when it changed.
+
+Writes are PATCHes carrying the cached `resourceVersion`, so a stale cache turns into a
+conflict and a retry rather than a lost update.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import DEPLOYMENTS, REPLICASETS
+from controllers.common.conditions import get_condition, set_condition
+from controllers.common.controller_ref import is_controlled_by, new_controller_ref
+from controllers.common.timeutil import utcnow
+from controllers.context import EventRecorder
+from controllers.deployment import progress
+from controllers.deployment.util import (
+    POD_TEMPLATE_HASH_LABEL,
+    REVISION_ANNOTATION,
+    annotations_of,
+    compute_hash,
+    desired_replicas_annotation,
+    equal_ignore_hash,
+    filter_active,
+    find_active_or_latest,
+    find_new_replica_set,
+    find_old_replica_sets,
+    is_rolling_update,
+    is_saturated,
+    max_revision,
+    max_surge,
+    meta,
+    name_of,
+    new_rs_new_replicas,
+    progress_deadline_seconds,
+    proportional_sizes,
+    replicas,
+    replicas_annotations_need_update,
+    revision_history_limit,
+    revision_key,
+    set_new_replica_set_annotations,
+    set_replicas_annotations,
+    template_of,
+)
+
+log = structlog.get_logger()
+
+Obj = Mapping[str, Any]
+RS = dict[str, Any]
+
+
+class DeploymentSync:
+    """Shared reconcile steps; `requeue_after(d, seconds)` schedules a later look at `d`."""
+
+    def __init__(
+        self, client: KubeClient, recorder: EventRecorder, *, requeue_after: Callable[[Obj, float], None]
+    ) -> None:
+        self.client = client
+        self.recorder = recorder
+        self.requeue_after = requeue_after
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def update_status(self, d: RS, status: dict[str, Any]) -> None:
+        body = {"metadata": {"resourceVersion": meta(d).get("resourceVersion")}, "status": status}
+        updated = await self.client.patch(
+            DEPLOYMENTS, name_of(d), body, namespace=meta(d).get("namespace"), subresource="status"
+        )
+        d["status"] = status
+        d.setdefault("metadata", {})["resourceVersion"] = (updated.get("metadata") or {}).get("resourceVersion")
+
+    async def update_annotations(self, d: RS, changes: Mapping[str, str | None]) -> None:
+        """Merge-patch the Deployment's annotations (None removes one) and mirror it in `d`."""
+        body = {"metadata": {"annotations": dict(changes), "resourceVersion": meta(d).get("resourceVersion")}}
+        updated = await self.client.patch(DEPLOYMENTS, name_of(d), body, namespace=meta(d).get("namespace"))
+        d["metadata"] = copy.deepcopy(updated.get("metadata") or d.get("metadata") or {})
+
+    async def patch_replica_set(self, rs: Obj, body: dict[str, Any]) -> RS:
+        body.setdefault("metadata", {})["resourceVersion"] = meta(rs).get("resourceVersion")
+        return await self.client.patch(REPLICASETS, name_of(rs), body, namespace=meta(rs).get("namespace"))
+
+    # -- new and old ReplicaSets ------------------------------------------------------------
+
+    async def get_all_replica_sets_and_sync_revision(
+        self, d: RS, rs_list: Sequence[RS], *, create_if_not_existed: bool
+    ) -> tuple[RS | None, list[RS]]:
+        """`getAllReplicaSetsAndSyncRevision`: the new ReplicaSet (maybe created) and the old ones."""
+        existing = find_new_replica_set(d, rs_list)
+        old_rss = [dict(rs) for rs in find_old_replica_sets(existing, rs_list)]
+        new_rs = await self.get_new_replica_set(d, rs_list, old_rss, create_if_not_existed=create_if_not_existed)
+        return new_rs, old_rss
+
+    async def get_new_replica_set(
+        self, d: RS, rs_list: Sequence[RS], old_rss: Sequence[RS], *, create_if_not_existed: bool
+    ) -> RS | None:
+        existing = find_new_replica_set(d, rs_list)
+        new_revision = max_revision(old_rss) + 1
+        if existing is not None:
+            return await self._sync_existing_new_rs(d, existing, new_revision)
+        if not create_if_not_existed:
+            return None
+        return await self._create_new_rs(d, old_rss, new_revision)
+
+    async def _sync_existing_new_rs(self, d: RS, existing: Obj, new_revision: int) -> RS:
+        rs_ann = dict(annotations_of(existing))
+        annotations_updated = set_new_replica_set_annotations(d, rs_ann, new_revision, exists=True)
+        min_ready = (d.get("spec") or {}).get("minReadySeconds") or 0
+        min_ready_update = ((existing.get("spec") or {}).get("minReadySeconds") or 0) != min_ready
+        if annotations_updated or min_ready_update:
+            body: dict[str, Any] = {"metadata": {"annotations": rs_ann}, "spec": {"minReadySeconds": min_ready}}
+            return await self.patch_replica_set(existing, body)
+        rs = dict(existing)
+        rs_revision = annotations_of(rs).get(REVISION_ANNOTATION)
+        if rs_revision is not None and annotations_of(d).get(REVISION_ANNOTATION) != rs_revision:
+            await self.update_annotations(d, {REVISION_ANNOTATION: rs_revision})
+        status = copy.deepcopy(d.get("status") or {})
+        if progress_deadline_seconds(d) is not None and get_condition(status, progress.PROGRESSING) is None:
+            msg = f'Found new replica set "{name_of(rs)}"'
+            set_condition(status, progress.deployment_condition(progress.PROGRESSING, "True", progress.FOUND_NEW_RS_REASON, msg))
+            await self.update_status(d, status)
+        return rs
+
+    async def _create_new_rs(self, d: RS, old_rss: Sequence[RS], new_revision: int) -> RS | None:
+        namespace = meta(d).get("namespace")
+        collision_count = (d.get("status") or {}).get("collisionCount")
+        template = copy.deepcopy(dict(template_of(d)))
+        pod_hash = compute_hash(template, collision_count)
+        template.setdefault("metadata", {}).setdefault("labels", {})[POD_TEMPLATE_HASH_LABEL] = pod_hash
+        selector = copy.deepcopy(dict((d.get("spec") or {}).get("selector") or {}))
+        selector.setdefault("matchLabels", {})[POD_TEMPLATE_HASH_LABEL] = pod_hash
+        rs_ann: dict[str, str] = {}
+        new_rs: RS = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": f"{name_of(d)}-{pod_hash}",
+                "namespace": namespace,
+                "ownerReferences": [new_controller_ref(d, api_version="apps/v1", kind="Deployment")],
+                "labels": dict(template["metadata"]["labels"]),
+            },
+            "spec": {
+                "replicas": 0,
+                "minReadySeconds": (d.get("spec") or {}).get("minReadySeconds") or 0,
+                "selector": selector,
+                "template": template,
+            },
+        }
+        new_replicas = new_rs_new_replicas(d, [*old_rss, new_rs], new_rs)
+        new_rs["spec"]["replicas"] = new_replicas
+        set_new_replica_set_annotations(d, rs_ann, new_revision, exists=False)
+        set_replicas_annotations(rs_ann, replicas(d), replicas(d) + max_surge(d))
+        new_rs["metadata"]["annotations"] = rs_ann
+        already_exists = False
+        try:
+            created = await self.client.create(REPLICASETS, new_rs, namespace=namespace)
+        except ApiError as exc:
+            if not exc.already_exists:
+                status = copy.deepcopy(d.get("status") or {})
+                msg = f'Failed to create new replica set "{new_rs["metadata"]["name"]}": {exc}'
+                set_condition(
+                    status, progress.deployment_condition(progress.PROGRESSING, "False", progress.FAILED_RS_CREATE_REASON, msg)
+                )
+                await self.update_status(d, status)
+                self.recorder.event(d, "Warning", progress.FAILED_RS_CREATE_REASON, msg)
+                raise
+            already_exists = True
+            found = await self.client.get(REPLICASETS, new_rs["metadata"]["name"], namespace=namespace)
+            if not (is_controlled_by(found, d) and equal_ignore_hash(template_of(found), template_of(d))):
+                # A different object owns the name: bump collisionCount so the next hash differs.
+                status = copy.deepcopy(d.get("status") or {})
+                status["collisionCount"] = int(collision_count or 0) + 1
+                await self.update_status(d, status)
+                log.info("hash collision for new replica set", replicaset=new_rs["metadata"]["name"])
+                raise
+            created = found  # we created it before but our cache had not seen it
+        if not already_exists and new_replicas > 0:
+            self.recorder.event(
+                d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name_of(created)} from 0 to {new_replicas}"
+            )
+        if annotations_of(d).get(REVISION_ANNOTATION) != str(new_revision):
+            await self.update_annotations(d, {REVISION_ANNOTATION: str(new_revision)})
+        if not already_exists and progress_deadline_seconds(d) is not None:
+            status = copy.deepcopy(d.get("status") or {})
+            msg = f'Created new replica set "{name_of(created)}"'
+            set_condition(status, progress.deployment_condition(progress.PROGRESSING, "True", progress.NEW_RS_CREATED_REASON, msg))
+            await self.update_status(d, status)
+        return created
+
+    # -- scaling ----------------------------------------------------------------------------
+
+    async def scale_replica_set_and_record_event(self, rs: RS, new_scale: int, d: Obj) -> tuple[bool, RS]:
+        if replicas(rs) == new_scale:
+            return False, rs
+        op = "up" if replicas(rs) < new_scale else "down"
+        return await self.scale_replica_set(rs, new_scale, d, op)
+
+    async def scale_replica_set(
+        self, rs: RS, new_scale: int, d: Obj, op: str, *, max_replicas: int | None = None
+    ) -> tuple[bool, RS]:
+        """`scaleReplicaSet`: set replicas and the desired/max-replicas annotations together."""
+        desired = replicas(d)
+        max_total = desired + max_surge(d) if max_replicas is None else max_replicas
+        size_changed = replicas(rs) != new_scale
+        if not size_changed and not replicas_annotations_need_update(rs, desired, max_total):
+            return False, rs
+        rs_ann: dict[str, str] = {}
+        set_replicas_annotations(rs_ann, desired, max_total)
+        updated = await self.patch_replica_set(rs, {"metadata": {"annotations": rs_ann}, "spec": {"replicas": new_scale}})
+        if size_changed:
+            self.recorder.event(
+                d, "Normal", "ScalingReplicaSet", f"Scaled {op} replica set {name_of(rs)} from {replicas(rs)} to {new_scale}"
+            )
+        return size_changed, updated
+
+    async def scale(self, d: RS, new_rs: RS | None, old_rss: list[RS]) -> None:
+        """`scale`: follow a change of spec.replicas without starting a rollout."""
+        active_or_latest = find_active_or_latest(new_rs, old_rss)
+        if active_or_latest is not None:
+            if replicas(active_or_latest) != replicas(d):
+                await self.scale_replica_set_and_record_event(dict(active_or_latest), replicas(d), d)
+            return
+        if is_saturated(d, new_rs):
+            for old in filter_active(old_rss):
+                await self.scale_replica_set_and_record_event(dict(old), 0, d)
+            return
+        if is_rolling_update(d):
+            active = filter_active([*old_rss, new_rs])
+            sizes = proportional_sizes(d, active)
+            total = sum(replicas(rs) for rs in active)
+            allowed = replicas(d) + max_surge(d) if replicas(d) > 0 else 0
+            op = "up" if allowed > total else "down"
+            for rs in active:
+                await self.scale_replica_set(dict(rs), sizes[name_of(rs)], d, op)
+
+    async def is_scaling_event(self, d: RS, rs_list: Sequence[RS]) -> bool:
+        """`isScalingEvent`: an active ReplicaSet was last sized for another spec.replicas."""
+        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
+        for rs in filter_active([*old_rss, new_rs]):
+            desired = desired_replicas_annotation(rs)
+            if desired is not None and desired != replicas(d):
+                return True
+        return False
+
+    # -- history and status ----------------------------------------------------------------
+
+    async def cleanup_deployment(self, old_rss: Sequence[Obj], d: Obj) -> None:
+        """`cleanupDeployment`: delete the oldest scaled-down ReplicaSets beyond the history limit."""
+        limit = revision_history_limit(d)
+        if limit is None:
+            return
+        alive = [rs for rs in old_rss if not meta(rs).get("deletionTimestamp")]
+        diff = len(alive) - limit
+        if diff <= 0:
+            return
+        for rs in sorted(alive, key=revision_key)[:diff]:
+            st = rs.get("status") or {}
+            if int(st.get("replicas") or 0) != 0 or replicas(rs) != 0:
+                continue
+            if int(meta(rs).get("generation") or 0) > int(st.get("observedGeneration") or 0):
+                continue
+            try:
+                await self.client.delete(REPLICASETS, name_of(rs), namespace=meta(rs).get("namespace"))
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+
+    async def sync_deployment_status(self, all_rss: Sequence[Obj | None], new_rs: Obj | None, d: RS) -> None:
+        """`syncDeploymentStatus`: counts and `Available` only (no progress estimation)."""
+        status = progress.calculate_status(all_rss, new_rs, d)
+        if not progress.status_equal(d.get("status"), status):
+            await self.update_status(d, status)
+
+    async def sync_rollout_status(self, all_rss: Sequence[Obj | None], new_rs: Obj | None, d: RS) -> None:
+        """`syncRolloutStatus`: as above plus Progressing; requeue to catch a missed deadline."""
+        now = utcnow()
+        status = progress.rollout_status(all_rss, new_rs, d, now=now)
+        if progress.status_equal(d.get("status"), status):
+            after = progress.requeue_stuck_after(d, status, now)
+            if after is not None:
+                self.requeue_after(d, after)
+            return
+        await self.update_status(d, status)
+
+    async def sync(self, d: RS, rs_list: Sequence[RS]) -> None:
+        """`sync`: scaling events and paused Deployments: scale, clean up, update status."""
+        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
+        await self.scale(d, new_rs, old_rss)
+        if (d.get("spec") or {}).get("paused"):
+            await self.cleanup_deployment(old_rss, d)
+        await self.sync_deployment_status([*old_rss, new_rs], new_rs, d)
+
+    async def sync_status_only(self, d: RS, rs_list: Sequence[RS]) -> None:
+        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
+        await self.sync_deployment_status([*old_rss, new_rs], new_rs, d)
+
+    async def check_paused_conditions(self, d: RS) -> None:
+        """`checkPausedConditions`: Unknown Progressing while paused, so pause time never times out."""
+        if progress_deadline_seconds(d) is None:
+            return
+        cond = get_condition(d.get("status"), progress.PROGRESSING)
+        if cond is not None and cond.get("reason") == progress.TIMED_OUT_REASON:
+            return
+        paused_cond = cond is not None and cond.get("reason") == progress.PAUSED_DEPLOY_REASON
+        paused = bool((d.get("spec") or {}).get("paused"))
+        if paused and not paused_cond:
+            new = progress.deployment_condition(progress.PROGRESSING, "Unknown", progress.PAUSED_DEPLOY_REASON, "Deployment is paused")
+        elif not paused and paused_cond:
+            new = progress.deployment_condition(progress.PROGRESSING, "Unknown", progress.RESUMED_DEPLOY_REASON, "Deployment is resumed")
+        else:
+            return
+        status = copy.deepcopy(d.get("status") or {})
+        set_condition(status, new)
+        await self.update_status(d, status)
