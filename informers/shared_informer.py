@@ -62,7 +62,7 @@ class ResourceEventHandler:
 class HandlerRegistration:
     """Returned by `add_event_handler`: its own `has_synced()` and the handle to remove it."""
 
-    __slots__ = ("_buffer", "_cancel", "_done", "_handler", "_name", "_pushed", "_sync_mark", "_wake")
+    __slots__ = ("_buffer", "_cancel", "_done", "_failures", "_handler", "_name", "_pushed", "_sync_mark", "_wake")
 
     def __init__(self, handler: ResourceEventHandler, name: str) -> None:
         self._handler = handler
@@ -73,6 +73,7 @@ class HandlerRegistration:
         self._done = 0
         self._sync_mark: int | None = None
         self._cancel: anyio.CancelScope | None = None
+        self._failures = 0
 
     def has_synced(self) -> bool:
         """True once this handler has been handed everything in the informer's initial list."""
@@ -111,12 +112,18 @@ class HandlerRegistration:
                                 handler.on_update(a, b)
                         elif handler.on_delete is not None:
                             handler.on_delete(a)
-                    except Exception:
-                        metrics.HANDLER_ERRORS.labels(self._name).inc()
-                        log.exception("informer event handler failed", resource=self._name)
+                    except Exception as exc:
+                        self._failed(exc)
                     finally:
                         self._done += 1
                 await anyio.lowlevel.checkpoint()
+
+    def _failed(self, exc: Exception) -> None:
+        """Count and log; the traceback only the first time, a buggy handler fails on every event."""
+        metrics.HANDLER_ERRORS.labels(self._name).inc()
+        first = not self._failures
+        self._failures += 1
+        log.error("informer event handler failed", resource=self._name, error=repr(exc), exc_info=first)
 
     def _stop(self) -> None:
         if self._cancel is not None:
