@@ -24,7 +24,7 @@ def test_unknown_gate_names_the_known_ones() -> None:
 
 @pytest.mark.parametrize("text", ["DeclarativeNodeMaintenance=maybe", "DeclarativeNodeMaintenance", "=true"])
 def test_bad_values_are_rejected(text: str) -> None:
-    with pytest.raises(ValueError, match="DeclarativeNodeMaintenance|expected"):
+    with pytest.raises(ValueError, match=r"DeclarativeNodeMaintenance|expected"):
         FeatureGate().set_from_string(text)
 
 

@@ -14,6 +14,7 @@ import anyio
 from anyio.abc import Process
 
 from tests.manager.fakeapi import FakeApi, serve_fake_api
+from tests.manager.waiting import eventually
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aiokcm"
 
@@ -39,10 +40,7 @@ async def _manager(api: FakeApi, port: int, *extra: str) -> AsyncIterator[Proces
                 await proc.wait()
 
 
-async def _until(predicate: object, *, limit: float = 30.0) -> None:
-    with anyio.fail_after(limit):
-        while not predicate():  # type: ignore[operator]
-            await anyio.sleep(0.05)
+_until = eventually
 
 
 async def _get(port: int, path: str) -> tuple[int, str]:
@@ -74,7 +72,7 @@ async def test_sigterm_stops_cleanly_and_releases_the_lease() -> None:
             assert (await _get(port, "/healthz"))[0] == 200
             assert (await _get(port, "/healthz/leaderElection"))[0] == 200
             await _until(lambda: api.requests.count(("PUT", LEASE)) >= 2)  # renewing
-            status, metrics = await _get(port, "/metrics")
+            _, metrics = await _get(port, "/metrics")
             assert 'leader_election_master_status{name="aiokcm"} 1.0' in metrics
             assert "rest_client_requests_total" in metrics
             assert (await _get(port, "/healthz/nope"))[0] == 404
@@ -110,7 +108,7 @@ async def test_standby_is_ready_and_waits_for_the_holder_then_stops_on_sigterm()
             await _serving(port)
             await _until(lambda: api.requests.count(("GET", LEASE)) >= 2)
             assert (await _get(port, "/readyz"))[0] == 200
-            status, metrics = await _get(port, "/metrics")
+            _, metrics = await _get(port, "/metrics")
             assert 'leader_election_master_status{name="aiokcm"} 0.0' in metrics
             proc.send_signal(signal.SIGTERM)
             with anyio.fail_after(30):
