@@ -1,0 +1,140 @@
+"""Deployment arithmetic against the cases Kubernetes' own unit tests pin down."""
+
+from __future__ import annotations
+
+import pytest
+
+from controllers.deployment import util
+from tests.controllers.deployment.builders import TEMPLATE, deployment, replica_set
+
+
+@pytest.mark.parametrize(
+    ("surge", "unavailable", "desired", "want"),
+    [
+        ("25%", "25%", 10, (3, 2)),  # surge rounds up, unavailable down
+        ("25%", "25%", 1, (1, 0)),
+        (0, 0, 5, (0, 1)),  # both zero: one may be unavailable
+        ("0%", "0%", 3, (0, 1)),
+        (2, "50%", 3, (2, 1)),
+        (None, None, 4, (1, 1)),  # defaults are 25% / 25%
+        ("30%", 1, 0, (0, 1)),
+    ],
+)
+def test_resolve_fenceposts(surge: int | str | None, unavailable: int | str | None, desired: int, want: tuple[int, int]) -> None:
+    assert util.resolve_fenceposts(surge, unavailable, desired) == want
+
+
+def test_max_unavailable_never_exceeds_replicas_and_recreate_has_no_budget() -> None:
+    assert util.max_unavailable(deployment(2, max_surge=0, max_unavailable=5)) == 2
+    assert util.max_unavailable(deployment(0, max_unavailable=5)) == 0
+    recreate = deployment(3, strategy="Recreate")
+    assert (util.max_surge(recreate), util.max_unavailable(recreate)) == (0, 0)
+
+
+def test_hash_is_stable_ignores_dict_order_and_moves_with_collision_count() -> None:
+    t1 = {"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    t2 = {"spec": {"containers": [{"image": "x", "name": "c"}]}, "metadata": {"labels": {"b": "2", "a": "1"}}}
+    h = util.compute_hash(t1, None)
+    assert h == util.compute_hash(t2, None)
+    assert set(h) <= set("bcdfghjklmnpqrstvwxz2456789")
+    assert util.compute_hash(t1, 1) != h
+    assert util.compute_hash(t1, 1) != util.compute_hash(t1, 2)
+    t3 = {**t1, "spec": {"containers": [{"name": "c", "image": "y"}]}}
+    assert util.compute_hash(t3, None) != h
+
+
+def test_fnv32a_matches_reference_vectors() -> None:
+    assert util.fnv32a(b"") == 0x811C9DC5
+    assert util.fnv32a(b"a") == 0xE40C292C
+    assert util.fnv32a(b"foobar") == 0xBF9CF968
+
+
+def test_equal_ignore_hash_ignores_only_the_hash_label() -> None:
+    with_hash = {"metadata": {"labels": {"app": "web", "pod-template-hash": "abc"}}, "spec": TEMPLATE["spec"]}
+    assert util.equal_ignore_hash(with_hash, TEMPLATE)
+    other = {"metadata": {"labels": {"app": "web2"}}, "spec": TEMPLATE["spec"]}
+    assert not util.equal_ignore_hash(other, TEMPLATE)
+
+
+def test_new_rs_new_replicas_respects_surge_budget() -> None:
+    d = deployment(10, max_surge=3, max_unavailable=2)
+    old = replica_set("old", 10)
+    new = replica_set("new", 0)
+    assert util.new_rs_new_replicas(d, [old, new], new) == 3
+    new2 = replica_set("new", 3)
+    assert util.new_rs_new_replicas(d, [old, new2], new2) == 3  # at max total already
+    old2 = replica_set("old", 8)
+    assert util.new_rs_new_replicas(d, [old2, new2], new2) == 5
+    assert util.new_rs_new_replicas(deployment(4, strategy="Recreate"), [new], new) == 4
+
+
+def test_proportional_scaling_up_mid_rollout() -> None:
+    # KCM's "proportional scaling: 10 -> 20 with 2 surge": sizes grow in proportion.
+    d = deployment(20, max_surge=2, max_unavailable=0)
+    old = replica_set("old", 8, desired=10, max_replicas=12, created="2024-01-01T00:00:00Z")
+    new = replica_set("new", 4, desired=10, max_replicas=12, created="2024-01-02T00:00:00Z")
+    sizes = util.proportional_sizes(d, [old, new])
+    assert sum(sizes.values()) == 22
+    assert sizes == {"old": 15, "new": 7}
+
+
+def test_proportional_scaling_down_mid_rollout_gives_leftover_to_largest() -> None:
+    d = deployment(5, max_surge=1, max_unavailable=0)
+    old = replica_set("old", 7, max_replicas=11, created="2024-01-01T00:00:00Z")
+    new = replica_set("new", 4, max_replicas=11, created="2024-01-02T00:00:00Z")
+    sizes = util.proportional_sizes(d, [old, new])
+    assert sum(sizes.values()) == 6
+    assert all(v >= 0 for v in sizes.values())
+    assert sizes["old"] > sizes["new"]
+
+
+def test_proportional_scaling_to_zero_empties_everything() -> None:
+    d = deployment(0)
+    sizes = util.proportional_sizes(d, [replica_set("a", 3, max_replicas=5), replica_set("b", 2, max_replicas=5)])
+    assert sizes == {"a": 0, "b": 0}
+
+
+def test_revision_annotations_and_history() -> None:
+    d = deployment(3)
+    d["metadata"]["annotations"] = {"team": "x", util.LAST_APPLIED_ANNOTATION: "{}"}
+    ann: dict[str, str] = {}
+    assert util.set_new_replica_set_annotations(d, ann, 1, exists=False)
+    assert ann[util.REVISION_ANNOTATION] == "1"
+    assert ann["team"] == "x"
+    assert util.LAST_APPLIED_ANNOTATION not in ann
+    assert ann[util.DESIRED_REPLICAS_ANNOTATION] == "3"
+    assert ann[util.MAX_REPLICAS_ANNOTATION] == "4"
+    # Rolled back to: revision moves up, the old one goes into history.
+    assert util.set_new_replica_set_annotations(d, ann, 4, exists=True)
+    assert ann[util.REVISION_ANNOTATION] == "4"
+    assert ann[util.REVISION_HISTORY_ANNOTATION] == "1"
+    util.set_new_replica_set_annotations(d, ann, 6, exists=True)
+    assert ann[util.REVISION_HISTORY_ANNOTATION] == "1,4"
+    # Never lowered.
+    assert not util.set_new_replica_set_annotations(d, ann, 2, exists=True)
+    assert ann[util.REVISION_ANNOTATION] == "6"
+
+
+def test_evacuation_annotations_never_copied_to_replica_sets() -> None:
+    d = deployment(3)
+    d["metadata"]["annotations"] = {"maintenance.aiokcm.io/replicas-to-evacuate": "2"}
+    ann: dict[str, str] = {}
+    util.copy_deployment_annotations_to_replica_set(d, ann)
+    assert ann == {}
+
+
+def test_last_revision_is_second_highest() -> None:
+    rss = [replica_set(f"r{i}", 0, revision=i) for i in (3, 1, 5, 4)]
+    assert util.max_revision(rss) == 5
+    assert util.last_revision(rss) == 4
+
+
+def test_find_active_or_latest() -> None:
+    new = replica_set("new", 0, created="2024-01-03T00:00:00Z")
+    old1 = replica_set("old1", 0, created="2024-01-01T00:00:00Z")
+    old2 = replica_set("old2", 0, created="2024-01-02T00:00:00Z")
+    assert util.find_active_or_latest(new, [old1, old2]) is new
+    assert util.find_active_or_latest(None, [old1, old2]) is old2
+    active = replica_set("old1", 2)
+    assert util.find_active_or_latest(new, [active, old2]) is active
+    assert util.find_active_or_latest(replica_set("n", 1), [active]) is None
