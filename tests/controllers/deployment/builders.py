@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers.deployment.util import DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION, REVISION_ANNOTATION
+from controllers.deployment.util import (
+    DESIRED_REPLICAS_ANNOTATION,
+    MAX_REPLICAS_ANNOTATION,
+    REVISION_ANNOTATION,
+)
 
 TEMPLATE: dict[str, Any] = {
     "metadata": {"labels": {"app": "web"}},
