@@ -117,7 +117,12 @@ class CustomResourceStrategy(Strategy):
         }
         subresources = version.get("subresources") or {}
         self.has_status_subresource = "status" in subresources
-        self.columns: list[dict[str, Any]] = list(version.get("additionalPrinterColumns") or [])
+        # The REST layer always appends an Age column, so a declared creationTimestamp column
+        # (the usual `Age`) would print twice: leave it to the REST layer.
+        self.columns: list[dict[str, Any]] = [
+            c for c in version.get("additionalPrinterColumns") or []
+            if c.get("jsonPath") != ".metadata.creationTimestamp"
+        ]
         #: Fields dropped by the last `prune` call, for `fieldValidation=Strict` / `Warn`.
         self.last_pruned: list[str] = []
 
@@ -265,8 +270,6 @@ class CRDStrategy(Strategy):
                 errs.append(FieldError.invalid("spec.names.kind", names["kind"], f"kind already used by {rt.plural}.{rt.group}"))
         return errs
 
-    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]] | None:
-        return [TableColumn("Created At", "date", description="")], [obj["metadata"].get("creationTimestamp")]
 
 
 def _validate_crd(obj: Obj) -> list[FieldError]:
