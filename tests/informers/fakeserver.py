@@ -206,6 +206,8 @@ class FakeApiServer:
         query: Mapping[str, str] = request.query
         verb = "watch" if query.get("watch") in ("true", "1") else "list"
         self.requests[verb] += 1
+        if verb == "watch":
+            self.watch_rvs.append(query.get("resourceVersion") or "")
         fault = self._take_fault(verb)
         if fault is not None and not fault.as_event:
             return web.json_response(fault.body, status=fault.status)
@@ -241,7 +243,6 @@ class FakeApiServer:
     async def _watch(self, request: web.Request, collection: str, namespace: str | None,
                      query: Mapping[str, str], fault: _Fault | None) -> web.StreamResponse:
         from_rv = int(query.get("resourceVersion") or 0)
-        self.watch_rvs.append(query.get("resourceVersion") or "")
         resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         await resp.prepare(request)
         if fault is not None:
