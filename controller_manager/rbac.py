@@ -1,0 +1,141 @@
+"""What each controller may do in the API, as data: the source of `deploy/rbac.yaml`.
+
+KCM ships one ServiceAccount per controller with its own role (bootstrap policy
+`controller_policy.go`); aiokcm runs as one ServiceAccount, so its ClusterRole is the union of
+the enabled controllers' rules plus the manager's own (events; the leader-election Lease, granted
+by a Role in the lease's namespace only). `tests/manager/test_rbac.py` checks both ways: every
+API call in a controller's package is covered by that controller's rules here, and the manifest
+grants exactly the union, nothing more. `python -m controller_manager.rbac` prints the manifest.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import yaml
+
+READ = ("get", "list", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    group: str
+    resource: str  # "pods" or "pods/status"
+    verbs: tuple[str, ...]
+
+    def grants(self) -> set[tuple[str, str, str]]:
+        return {(self.group, self.resource, verb) for verb in self.verbs}
+
+
+CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
+    "replicaset": (
+        Rule("apps", "replicasets", (*READ, "update", "patch")),
+        Rule("apps", "replicasets/status", ("update", "patch")),
+        Rule("", "pods", ("list", "watch", "create", "delete", "patch")),
+        Rule("", "pods/status", ("patch",)),  # EvacuationInitiated on pods it evacuates
+    ),
+    "deployment": (
+        Rule("apps", "deployments", (*READ, "update", "patch")),
+        Rule("apps", "deployments/status", ("update", "patch")),
+        Rule("apps", "replicasets", (*READ, "create", "update", "patch", "delete")),
+        Rule("", "pods", READ),
+    ),
+    "disruption": (
+        Rule("policy", "poddisruptionbudgets", READ),
+        Rule("policy", "poddisruptionbudgets/status", ("update", "patch")),
+        Rule("", "pods", READ),
+        Rule("", "pods/status", ("patch",)),
+        Rule("apps", "replicasets", READ),
+        Rule("apps", "deployments", READ),
+        Rule("apps", "statefulsets", READ),
+        Rule("", "replicationcontrollers", READ),
+    ),
+    "nodemaintenance": (
+        Rule("maintenance.aiokcm.io", "nodemaintenances", (*READ, "update", "patch")),
+        Rule("maintenance.aiokcm.io", "nodemaintenances/status", ("update", "patch")),
+        Rule("", "nodes", (*READ, "patch")),
+        Rule("", "pods", (*READ, "patch")),
+        Rule("", "pods/status", ("patch",)),
+        Rule("", "pods/eviction", ("create",)),
+        Rule("policy", "poddisruptionbudgets", READ),
+    ),
+    "taint-eviction-controller": (
+        Rule("", "nodes", READ),
+        Rule("", "pods", ("list", "watch", "delete")),
+        Rule("", "pods/status", ("patch",)),
+    ),
+    "node-lifecycle-controller": (
+        Rule("", "nodes", (*READ, "update", "patch", "delete")),
+        Rule("", "nodes/status", ("update", "patch")),
+        Rule("", "pods", ("list", "watch", "delete")),
+        Rule("", "pods/status", ("patch",)),
+        Rule("apps", "daemonsets", READ),
+        Rule("coordination.k8s.io", "leases", READ),
+    ),
+    "maintenance-lease": (
+        Rule("coordination.k8s.io", "leases", (*READ, "create", "update", "patch", "delete")),
+        Rule("maintenance.aiokcm.io", "nodemaintenances", (*READ, "create", "update", "patch", "delete")),
+        Rule("", "nodes", READ),
+    ),
+}
+
+# The manager itself: the events recorder, cluster-wide.
+MANAGER_RULES: tuple[Rule, ...] = (Rule("", "events", ("create", "patch")),)
+
+# Leader election, granted by a Role in --leader-elect-resource-namespace only.
+LEADER_ELECTION_RULES: tuple[Rule, ...] = (Rule("coordination.k8s.io", "leases", ("get", "create", "update")),)
+
+NAME = "aiokcm"
+NAMESPACE = "aiokcm-system"
+
+
+def union(rules: Iterable[Rule]) -> set[tuple[str, str, str]]:
+    out: set[tuple[str, str, str]] = set()
+    for rule in rules:
+        out |= rule.grants()
+    return out
+
+
+def _merged(rules: Iterable[Rule]) -> list[dict[str, object]]:
+    """Group grants into PolicyRules, one per (group, verb set), sorted for a stable manifest."""
+    by_resource: dict[tuple[str, str], set[str]] = {}
+    for group, resource, verb in union(rules):
+        by_resource.setdefault((group, resource), set()).add(verb)
+    by_verbs: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (group, resource), verbs in sorted(by_resource.items()):
+        by_verbs.setdefault((group, tuple(sorted(verbs))), []).append(resource)
+    return [
+        {"apiGroups": [group], "resources": resources, "verbs": list(verbs)}
+        for (group, verbs), resources in sorted(by_verbs.items())
+    ]
+
+
+def manifests(controllers: Iterable[str] | None = None, *, lease_namespace: str = "kube-system") -> list[dict[str, object]]:
+    names = list(CONTROLLER_RULES) if controllers is None else list(controllers)
+    cluster_rules = [r for n in names for r in CONTROLLER_RULES[n]] + list(MANAGER_RULES)
+    subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": NAME}, "rules": _merged(cluster_rules)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": NAME},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+         "subjects": subject},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": f"{NAME}-leader-election", "namespace": lease_namespace},
+         "rules": _merged(LEADER_ELECTION_RULES)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": f"{NAME}-leader-election", "namespace": lease_namespace},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{NAME}-leader-election"},
+         "subjects": subject},
+    ]  # fmt: skip
+
+
+def render() -> str:
+    header = "# Generated by `python -m controller_manager.rbac` from controller_manager/rbac.py; do not edit.\n"
+    return header + yaml.safe_dump_all(manifests(), sort_keys=False)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())
