@@ -30,7 +30,7 @@ from controllers.common.controller_ref import get_controller_of
 from controllers.context import ControllerContext
 from controllers.replicaset import ReplicaSetController
 from informers import ResourceEventHandler, SharedInformerFactory
-from localcluster import LocalCluster
+from localcluster.cluster import LocalCluster
 
 NS = "default"
 
@@ -69,7 +69,7 @@ def _rs_body(name: str, replicas: int) -> dict[str, Any]:
 
 
 async def _run_once(cluster: LocalCluster, name: str, replicas: int, qps: float, burst: int) -> dict[str, Any]:
-    client: KubeClient = cluster.client(qps=qps, burst=burst)
+    client: KubeClient = await cluster.client(qps=qps, burst=burst)
     factory = SharedInformerFactory(client)
     controller = ReplicaSetController(ControllerContext(client=client, informers=factory))
     before_requests = _requests_by_method()
