@@ -18,7 +18,7 @@ from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODES, PODS, REPLICASETS
 from controllers.common.conditions import get_condition
 from controllers.common.controller_ref import get_controller_of
-from controllers.common.pods import is_terminating
+from controllers.common.pods import is_pod_ready, is_terminating
 from controllers.deployment import DeploymentController
 from controllers.deployment.util import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
 from controllers.replicaset import ReplicaSetController
@@ -298,7 +298,7 @@ async def test_evacuation_moves_pods_off_the_node_without_losing_availability(ku
     # 25% surge rounds up to 1; 25% unavailable rounds down to 0: availability must never dip.
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
     sampler = AvailabilitySampler(kube, NS, "evac")
-    async with running(kube):
+    async with running(kube) as (h, _kubelet):
         await kube.create(DEPLOYMENTS, deployment_body("evac", replicas, strategy=strategy), namespace=NS)
         await eventually(lambda: rollout_complete(kube, "evac"), "rollout")
         await eventually(lambda: rs_marked(kube, "evac"), "evacuation-ready mark")
@@ -312,12 +312,15 @@ async def test_evacuation_moves_pods_off_the_node_without_losing_availability(ku
             async def evacuated() -> bool:
                 if await pods_on(kube, "evac", node):
                     return False
-                d = await get_d(kube, "evac")
                 rss = await replica_sets(kube, "evac")
                 return rss[-1]["spec"]["replicas"] == replicas and await rollout_complete(kube, "evac")
 
             await eventually(evacuated, f"no pod left on {node}", timeout=40)
             tg.cancel_scope.cancel()
+        # Moved by surging and releasing, once per requested pod (surge budget 1), not by a rollout.
+        reasons = h.events.reasons("evac")
+        assert reasons.count("EvacuationSurge") == len(requested)
+        assert reasons.count("EvacuationScaleDown") == len(requested)
         assert sampler.minimum is not None and sampler.minimum >= replicas  # replicas - maxUnavailable(0)
         assert sampler.minimum > 0
         assert len(await live_pods(kube, "evac")) == replicas
@@ -384,3 +387,80 @@ async def test_recreate_and_zero_surge_deployments_are_not_marked(kube: KubeClie
             return not await rs_marked(kube, "ok")
 
         await eventually(unmarked, "mark removed")
+
+
+async def test_user_scale_down_during_evacuation_removes_requested_pods_first(kube: KubeClient) -> None:
+    async with running(kube) as (_h, kubelet):
+        await kube.create(DEPLOYMENTS, deployment_body("sc", 3), namespace=NS)
+        await eventually(lambda: rollout_complete(kube, "sc"), "rollout")
+        await eventually(lambda: rs_marked(kube, "sc"), "evacuation-ready mark")
+        node = (await live_pods(kube, "sc"))[0]["spec"]["nodeName"]
+        kubelet.hold_readiness = True
+        requested = await evacuate_node(kube, "sc", node)
+        await eventually(lambda: _pod_total(kube, "sc", 4), "surge to 4")
+        await kube.patch(DEPLOYMENTS, "sc", {"spec": {"replicas": 1}}, namespace=NS)
+
+        async def down_to_one() -> bool:
+            pods = await live_pods(kube, "sc")
+            return len(pods) == 1 and not any(p["metadata"]["name"] in requested for p in pods)
+
+        await eventually(down_to_one, "scaled down, requested pods gone first")
+        kubelet.hold_readiness = False
+        await eventually(lambda: rollout_complete(kube, "sc"), "settled at 1")
+        assert not await pods_on(kube, "sc", node)
+
+
+async def _pod_total(kube: KubeClient, name: str, n: int) -> bool:
+    return len(await live_pods(kube, name)) == n
+
+
+async def test_rollout_started_during_evacuation_absorbs_the_surge(kube: KubeClient) -> None:
+    sampler = AvailabilitySampler(kube, NS, "ro")
+    async with running(kube) as (_h, kubelet):
+        await kube.create(DEPLOYMENTS, deployment_body("ro", 3), namespace=NS)
+        await eventually(lambda: rollout_complete(kube, "ro"), "rollout")
+        await eventually(lambda: rs_marked(kube, "ro"), "evacuation-ready mark")
+        node = (await live_pods(kube, "ro"))[0]["spec"]["nodeName"]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sampler.run)
+            await eventually(lambda: sampler.samples > 0, "first sample")
+            kubelet.hold_readiness = True
+            await evacuate_node(kube, "ro", node)
+            await eventually(lambda: _pod_total(kube, "ro", 4), "surge to 4")
+            await set_image(kube, "ro", "nginx:2")
+            kubelet.hold_readiness = False
+
+            async def done() -> bool:
+                pods = await live_pods(kube, "ro")
+                return (
+                    await rollout_complete(kube, "ro")
+                    and len(pods) == 3
+                    and {p["spec"]["containers"][0]["image"] for p in pods} == {"nginx:2"}
+                    and not any(p["spec"].get("nodeName") == node for p in pods)
+                )
+
+            await eventually(done, "rollout finished off the cordoned node", timeout=40)
+            tg.cancel_scope.cancel()
+        assert sampler.minimum is not None and sampler.minimum >= 3
+
+
+async def test_paused_deployment_still_evacuates(kube: KubeClient) -> None:
+    sampler = AvailabilitySampler(kube, NS, "pe")
+    async with running(kube):
+        await kube.create(DEPLOYMENTS, deployment_body("pe", 1), namespace=NS)
+        await eventually(lambda: rollout_complete(kube, "pe"), "rollout")
+        await kube.patch(DEPLOYMENTS, "pe", {"spec": {"paused": True}}, namespace=NS)
+        await eventually(lambda: rs_marked(kube, "pe"), "evacuation-ready mark")
+        node = (await live_pods(kube, "pe"))[0]["spec"]["nodeName"]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sampler.run)
+            await eventually(lambda: sampler.samples > 0, "first sample")
+            await evacuate_node(kube, "pe", node)
+
+            async def moved() -> bool:
+                pods = await live_pods(kube, "pe")
+                return len(pods) == 1 and pods[0]["spec"].get("nodeName") != node and is_pod_ready(pods[0])
+
+            await eventually(moved, "pod moved while paused", timeout=40)
+            tg.cancel_scope.cancel()
+        assert sampler.minimum is not None and sampler.minimum >= 1
