@@ -7,6 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from apiclient import KubeClient
+from localcluster.cluster import LocalCluster
+
 
 @pytest.fixture(autouse=True)
 async def _no_leaked_tasks() -> AsyncIterator[None]:
@@ -23,3 +26,20 @@ async def _no_leaked_tasks() -> AsyncIterator[None]:
     for t in leaked:
         t.cancel()
     pytest.fail("test left tasks running:\n  " + "\n  ".join(names))
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[LocalCluster]:
+    """A started local API server with three Ready nodes."""
+    async with LocalCluster(nodes=3) as started:
+        yield started
+
+
+@pytest.fixture
+async def kube(cluster: LocalCluster) -> AsyncIterator[KubeClient]:
+    """A KubeClient to `cluster`, built from its kubeconfig; closed after the test."""
+    client = await cluster.client()
+    try:
+        yield client
+    finally:
+        await client.close()

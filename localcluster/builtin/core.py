@@ -50,8 +50,8 @@ class NodeStrategy(BuiltinStrategy):
         roles = sorted(
             k.split("/", 1)[1] for k in (obj["metadata"].get("labels") or {}) if k.startswith("node-role.kubernetes.io/")
         )
-        cols = columns(("Status", "string"), ("Roles", "string"), ("Version", "string"))
-        return cols, [status, ",".join(roles) or "<none>", get_path(obj, "status", "nodeInfo", "kubeletVersion", default="")]
+        cols = columns(("Status", "string"), ("Roles", "string"), ("Age", "string"), ("Version", "string"))
+        return cols, [status, ",".join(roles) or "<none>", None, get_path(obj, "status", "nodeInfo", "kubeletVersion", default="")]
 
 
 class NamespaceStrategy(BuiltinStrategy):

@@ -175,12 +175,13 @@ class PodStrategy(BuiltinStrategy):
             if waiting:
                 phase = waiting
         cols = columns(
-            ("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("IP", "string", 1), ("Node", "string", 1)
+            ("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("Age", "string"), ("IP", "string", 1), ("Node", "string", 1)
         )
         return cols, [
             f"{ready}/{len(spec.get('containers') or [])}",
             phase,
             str(restarts),
+            None,
             status.get("podIP") or "<none>",
             spec.get("nodeName") or "<none>",
         ]

@@ -1,0 +1,155 @@
+"""`LocalCluster`: the embedded API server, started and stopped as an async context manager.
+
+    async with LocalCluster(nodes=3) as cluster:
+        kube = cluster.client()
+
+It owns a task group for its background work (the aiohttp server's connections are served by
+aiohttp on the loop; the CRD controller runs in the group), writes a real kubeconfig to a temp
+directory so `kubectl --kubeconfig` and `apiclient.config.build_api_client` work unchanged, and
+creates the namespaces every cluster has. `nodes=N` creates N Ready nodes (`node-1`..`node-N`,
+110 pods allocatable); part 2 replaces them with simulated kubelets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+import yaml
+from aiohttp import web
+from anyio.abc import TaskGroup
+
+from apiclient import KubeClient
+from apiclient.config import build_api_client
+from localcluster.builtin import register_builtins
+from localcluster.crd import CRDController
+from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
+from localcluster.registry import Registry
+from localcluster.rest import RestHandlers
+from localcluster.server import build_app
+from localcluster.storage import DEFAULT_WINDOW, Storage
+
+
+def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": str(pods), "ephemeral-storage": "100Gi"}
+    conditions = [
+        {"type": t, "status": "False", "reason": f"Kubelet Has No{t}", "message": "", "lastHeartbeatTime": now, "lastTransitionTime": now}
+        for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
+    ]
+    conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+                       "lastHeartbeatTime": now, "lastTransitionTime": now})
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}},
+        "spec": {},
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "conditions": conditions,
+            "nodeInfo": {"kubeletVersion": "v1.32.0", "operatingSystem": "linux", "architecture": "amd64"},
+            "addresses": [{"type": "Hostname", "address": name}],
+        },
+    }
+
+
+class LocalCluster:
+    def __init__(
+        self,
+        *,
+        nodes: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        watch_window: int = DEFAULT_WINDOW,
+        bookmark_interval: float = 10.0,
+        **_part2_options: Any,
+    ) -> None:
+        self.nodes = nodes
+        self.host = host
+        self.port = port
+        self.registry = Registry()
+        register_builtins(self.registry)
+        self.storage = Storage(window=watch_window)
+        self.objects = ObjectAPI(self.registry, self.storage)
+        self.crds = CRDController(self.registry, self.storage, self.objects)
+        self.objects.on_removed.append(self._cascade_namespace)
+        self.app: web.Application
+        self.rest: RestHandlers
+        self.app, self.rest = build_app(self.registry, self.objects, bookmark_interval=bookmark_interval)
+        self._runner: web.AppRunner | None = None
+        self._tmp: str | None = None
+        self._tg: TaskGroup | None = None
+        self._exit_stack = contextlib.AsyncExitStack()
+        self.url = ""
+        self.kubeconfig_path = ""
+        self._bootstrap()
+
+    def _bootstrap(self) -> None:
+        ns_type = self.registry.get("", "v1", "namespaces")
+        node_type = self.registry.get("", "v1", "nodes")
+        assert ns_type is not None and node_type is not None
+        for name in SYSTEM_NAMESPACES:
+            self.objects.create(ns_type, None, {"metadata": {"name": name}})
+        for i in range(1, self.nodes + 1):
+            self.objects.create(node_type, None, node_object(f"node-{i}"))
+
+    def _cascade_namespace(self, rt: Any, obj: dict[str, Any]) -> None:
+        """Namespace deletion removes what it contains (the namespace controller's job, done at once)."""
+        if rt.storage_key != "namespaces":
+            return
+        ns = obj["metadata"]["name"]
+        for other in self.registry.all():
+            if not other.namespaced:
+                continue
+            for entry in list(self.storage.iter_entries(other.storage_key, ns)):
+                if self.storage.get(other.storage_key, ns, entry.name) is not None:
+                    self.storage.remove(other.storage_key, entry.load())
+
+    async def __aenter__(self) -> LocalCluster:
+        runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=1.0, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, backlog=1024)
+        await site.start()
+        self._runner = runner
+        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+        self.port = sockets[0].getsockname()[1]
+        self.url = f"http://{self.host}:{self.port}"
+        self._tmp = tempfile.mkdtemp(prefix="localcluster-")
+        self.kubeconfig_path = str(Path(self._tmp) / "kubeconfig")
+        await anyio.Path(self.kubeconfig_path).write_text(yaml.safe_dump(self.kubeconfig()))
+        self._tg = await self._exit_stack.enter_async_context(anyio.create_task_group())
+        self._tg.start_soon(self.crds.run)
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.storage.close_all_watches()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+        await self._exit_stack.aclose()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def kubeconfig(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": self.url}}],
+            "users": [{"name": "local", "user": {"token": "localcluster"}}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "local", "namespace": "default"}}],
+            "current-context": "local",
+            "preferences": {},
+        }
+
+    async def client(self, *, qps: float = 1000.0, burst: int = 2000) -> KubeClient:
+        """A `KubeClient` built from the kubeconfig, as the product builds its own."""
+        api_client = await build_api_client(kubeconfig=self.kubeconfig_path)
+        return KubeClient(api_client, qps=qps, burst=burst)

@@ -1,0 +1,480 @@
+"""`ObjectAPI`: the generic registry store of the real API server, without HTTP.
+
+Every write takes the same path whether it came over HTTP or from an in-process actor (part 2's
+scheduler, kubelets and garbage collector): prune unknown fields, default, the strategy's
+prepare hook, metadata rules (uid, creationTimestamp, generateName, immutable fields),
+validation (422 with causes), optimistic concurrency (409 on a stale resourceVersion),
+then storage. Deletion follows `k8s.io/apiserver/pkg/registry/generic/registry/store.go`:
+preconditions, propagation recorded as the `orphan` / `foregroundDeletion` finalizers,
+graceful deletion (deletionTimestamp + deletionGracePeriodSeconds) for kinds that have it, and
+objects with finalizers kept until the last one is removed.
+
+Writes return the stored `Entry` (its `raw` bytes are what HTTP sends; `entry.load()` gives a
+private dict); `get` returns a private dict callers may mutate.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kubeutil import selectors
+from localcluster import errors, patch
+from localcluster.builtin.validation import validate_meta
+from localcluster.registry import FieldError, Obj, Registry, ResourceType
+from localcluster.storage import Entry, Storage, decode_continue, encode_continue
+
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_IMMUTABLE_META = ("name", "namespace", "uid", "creationTimestamp", "generateName", "deletionTimestamp", "deletionGracePeriodSeconds")
+ORPHAN = "orphan"
+FOREGROUND = "foregroundDeletion"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _later_rfc3339(seconds: int) -> str:
+    return (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(slots=True)
+class ListResult:
+    """One LIST page: entries in key order, the list's RV, and the continue token if more remain."""
+
+    entries: list[Entry]
+    resource_version: int
+    continue_token: str | None
+    remaining: int | None
+
+
+@dataclass(slots=True)
+class DeleteResult:
+    """`deleted` is False when the object only got a deletionTimestamp (grace or finalizers)."""
+
+    entry: Entry
+    deleted: bool
+
+
+class ObjectAPI:
+    def __init__(self, registry: Registry, storage: Storage) -> None:
+        self.registry = registry
+        self.storage = storage
+        #: Hooks part 2 can add (e.g. `namespace` -> cascade). Called after an object is removed.
+        self.on_removed: list[Callable[[ResourceType, Obj], None]] = []
+
+    # -- helpers ------------------------------------------------------------------------
+    def _namespace_of(self, rt: ResourceType, namespace: str | None) -> str:
+        if not rt.namespaced:
+            return ""
+        if not namespace:
+            raise errors.bad_request("the server could not find the requested resource (namespace required)")
+        return namespace
+
+    def _entry(self, rt: ResourceType, namespace: str, name: str) -> Entry:
+        entry = self.storage.get(rt.storage_key, namespace, name)
+        if entry is None:
+            raise errors.not_found(rt.group_resource, name, group=rt.group, kind=rt.plural)
+        return entry
+
+    def _check_namespace_exists(self, namespace: str) -> None:
+        if self.storage.get("namespaces", "", namespace) is None:
+            raise errors.not_found("namespaces", namespace, kind="namespaces")
+
+    def _fields(self, rt: ResourceType, obj: Obj) -> dict[str, str]:
+        meta = obj["metadata"]
+        fields = rt.strategy.selectable_fields(obj)
+        fields["metadata.name"] = meta["name"]
+        fields["metadata.namespace"] = meta.get("namespace", "") if rt.namespaced else ""
+        return fields
+
+    def _store(self, rt: ResourceType, obj: Obj, *, new: bool) -> Entry:
+        labels = obj["metadata"].get("labels") or {}
+        return self.storage.write(rt.storage_key, obj, labels=labels, fields=self._fields(rt, obj), expect_new=new)
+
+    def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None, *, status: bool = False) -> None:
+        strategy = rt.strategy
+        errs: list[FieldError] = validate_meta(
+            obj.get("metadata"), label_name=getattr(strategy, "label_names", False), namespaced=rt.namespaced
+        )
+        if old is not None:
+            old_finalizers = set(old["metadata"].get("finalizers") or [])
+            new_finalizers = set(obj["metadata"].get("finalizers") or [])
+            if old["metadata"].get("deletionTimestamp") and new_finalizers - old_finalizers:
+                errs.append(FieldError.forbidden("metadata.finalizers", "no new finalizers can be added if the object is being deleted"))
+        if not errs:
+            errs = strategy.validate_status(obj, old) if status and old is not None else strategy.validate(obj, old)
+        if errs:
+            raise errors.invalid(rt.kind, obj["metadata"].get("name", ""), errs, group=rt.group)
+
+    def _check_type(self, rt: ResourceType, obj: Any) -> Obj:
+        if not isinstance(obj, dict):
+            raise errors.bad_request("the object provided is not a JSON object")
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if api_version is not None and api_version != rt.api_version:
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
+            )
+        if kind is not None and kind != rt.kind:
+            raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+        obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+        meta = obj.get("metadata")
+        if meta is None:
+            obj["metadata"] = meta = {}
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        return obj
+
+    # -- reads --------------------------------------------------------------------------
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
+        return self._entry(rt, self._namespace_of(rt, namespace) if rt.namespaced else "", name).load()
+
+    def get_entry(self, rt: ResourceType, namespace: str | None, name: str) -> Entry:
+        return self._entry(rt, namespace or "" if rt.namespaced else "", name)
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 0,
+        continue_token: str | None = None,
+    ) -> ListResult:
+        """Entries in key order; with `limit`, one page and a continue token (RV + last key)."""
+        label_sel, field_reqs = self.parse_selectors(rt, label_selector, field_selector)
+        after: str | None = None
+        list_rv = self.storage.rv
+        if continue_token:
+            list_rv, after = decode_continue(continue_token)
+            self.storage.check_continue_rv(rt.storage_key, list_rv)
+        ns = namespace if rt.namespaced else None
+        out: list[Entry] = []
+        token: str | None = None
+        remaining: int | None = None
+        iterator = self.storage.iter_entries(rt.storage_key, ns or None, after)
+        for entry in iterator:
+            if not label_sel.empty and not label_sel.matches(entry.labels):
+                continue
+            if field_reqs and not _fields_match(entry.fields, field_reqs):
+                continue
+            if limit and len(out) >= limit:
+                last = out[-1]
+                token = encode_continue(list_rv, f"{last.namespace}/{last.name}" if last.namespace else last.name)
+                if label_sel.empty and not field_reqs:
+                    remaining = 1 + sum(1 for _ in iterator)
+                break
+            out.append(entry)
+        return ListResult(out, list_rv, token, remaining)
+
+    def parse_selectors(
+        self, rt: ResourceType, label_selector: str | None, field_selector: str | None
+    ) -> tuple[selectors.Selector, tuple[selectors.FieldRequirement, ...]]:
+        try:
+            label_sel = selectors.parse(label_selector)
+        except selectors.SelectorError as exc:
+            raise errors.bad_request(f"unable to parse requirement: {exc}") from exc
+        try:
+            field_reqs = selectors.parse_fields(field_selector)
+        except selectors.SelectorError as exc:
+            raise errors.bad_request(str(exc)) from exc
+        allowed = rt.strategy.field_labels | {"metadata.name", "metadata.namespace"}
+        for req in field_reqs:
+            if req.field not in allowed:
+                raise errors.bad_request(f'field label not supported: {req.field}')
+        return label_sel, field_reqs
+
+    # -- create -------------------------------------------------------------------------
+    def create(self, rt: ResourceType, namespace: str | None, body: Any) -> Entry:
+        obj = self._check_type(rt, body)
+        meta = obj["metadata"]
+        ns = self._namespace_of(rt, namespace or meta.get("namespace"))
+        if rt.namespaced:
+            if meta.get("namespace") and meta["namespace"] != ns:
+                raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            meta["namespace"] = ns
+            self._check_namespace_exists(ns)
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+        strategy = rt.strategy
+        strategy.prune(obj)
+        strategy.default(obj)
+        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
+            meta.pop(key, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        strategy.prepare_for_create(obj)
+        self._validate(rt, obj, None)
+        if self.storage.get(rt.storage_key, ns, meta["name"]) is not None:
+            raise errors.already_exists(rt.group_resource, meta["name"], group=rt.group, kind=rt.plural)
+        return self._store(rt, obj, new=True)
+
+    # -- update -------------------------------------------------------------------------
+    def update(
+        self, rt: ResourceType, namespace: str | None, name: str, body: Any, *, subresource: str | None = None
+    ) -> Entry:
+        """PUT: the body replaces the object (status or not, per `subresource`)."""
+        ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
+        obj = self._check_type(rt, body)
+        entry = self._entry(rt, ns, name)
+        meta = obj["metadata"]
+        if meta.get("name") not in (None, name):
+            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+        if rt.namespaced and meta.get("namespace") not in (None, "", ns):
+            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != str(entry.rv):
+            raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+        uid = meta.get("uid")
+        old = entry.load()
+        if uid and uid != old["metadata"]["uid"]:
+            raise errors.conflict(
+                rt.group_resource, name, f"Precondition failed: UID in precondition: {old['metadata']['uid']}, UID in object meta: {uid}",
+                group=rt.group, kind=rt.plural,
+            )
+        return self._apply_update(rt, obj, old, entry, subresource=subresource)
+
+    def _apply_update(self, rt: ResourceType, obj: Obj, old: Obj, entry: Entry, *, subresource: str | None) -> Entry:
+        meta, old_meta = obj["metadata"], old["metadata"]
+        for key in _IMMUTABLE_META:
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+        meta.pop("managedFields", None)
+        meta.pop("selfLink", None)
+        strategy = rt.strategy
+        strategy.prune(obj)
+        strategy.default(obj)
+        status = subresource == "status"
+        if status:
+            strategy.prepare_for_status_update(obj, old)
+        else:
+            strategy.prepare_for_update(obj, old)
+        meta["resourceVersion"] = old_meta.get("resourceVersion")
+        if obj == old:
+            return entry  # a no-op write: no new RV, no event (as etcd's guaranteed update)
+        self._validate(rt, obj, old, status=status)
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
+            return self._remove(rt, obj)
+        return self._store(rt, obj, new=False)
+
+    def update_status(self, rt: ResourceType, namespace: str | None, name: str, body: Any) -> Entry:
+        return self.update(rt, namespace, name, body, subresource="status")
+
+    # -- patch --------------------------------------------------------------------------
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch_body: bytes,
+        content_type: str,
+        *,
+        subresource: str | None = None,
+    ) -> Entry:
+        ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
+        entry = self._entry(rt, ns, name)
+        old = entry.load()
+        patched = patch.apply_patch(content_type, copy.deepcopy(old), patch_body, rt)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patch did not produce an object")
+        patched.setdefault("metadata", {})
+        meta = patched["metadata"]
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        if meta.get("name", name) != name:
+            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != str(entry.rv):
+            raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+        if meta.get("uid") not in (None, old["metadata"]["uid"]):
+            raise errors.conflict(rt.group_resource, name, "Precondition failed: UID mismatch", group=rt.group, kind=rt.plural)
+        obj = self._check_type(rt, patched)
+        return self._apply_update(rt, obj, old, entry, subresource=subresource)
+
+    # -- delete -------------------------------------------------------------------------
+    def delete(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
+        preconditions: dict[str, Any] | None = None,
+        orphan_dependents: bool | None = None,
+    ) -> DeleteResult:
+        ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
+        entry = self._entry(rt, ns, name)
+        obj = entry.load()
+        meta = obj["metadata"]
+        pre = preconditions or {}
+        if pre.get("uid") and pre["uid"] != meta.get("uid"):
+            raise errors.conflict(
+                rt.group_resource, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+                group=rt.group, kind=rt.plural,
+            )
+        if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(entry.rv):
+            raise errors.conflict(
+                rt.group_resource, name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {entry.rv}",
+                group=rt.group, kind=rt.plural,
+            )
+        if propagation_policy is not None and propagation_policy not in ("Orphan", "Background", "Foreground"):
+            raise errors.invalid(
+                "DeleteOptions", "", [FieldError.not_supported("propagationPolicy", propagation_policy, ("Foreground", "Background", "Orphan"))]
+            )
+        if orphan_dependents is not None and propagation_policy is None:
+            propagation_policy = "Orphan" if orphan_dependents else "Background"
+        before = copy.deepcopy(obj)
+        finalizers: list[str] = list(meta.get("finalizers") or [])
+        if propagation_policy == "Orphan":
+            finalizers = [f for f in finalizers if f != FOREGROUND]
+            if ORPHAN not in finalizers:
+                finalizers.append(ORPHAN)
+        elif propagation_policy == "Foreground":
+            finalizers = [f for f in finalizers if f != ORPHAN]
+            if FOREGROUND not in finalizers:
+                finalizers.append(FOREGROUND)
+        elif propagation_policy == "Background":
+            finalizers = [f for f in finalizers if f not in (ORPHAN, FOREGROUND)]
+        if finalizers:
+            meta["finalizers"] = finalizers
+        else:
+            meta.pop("finalizers", None)
+
+        grace: int | None = 0
+        if rt.strategy.graceful_deletion:
+            grace = rt.strategy.graceful_period(obj, grace_period_seconds)
+            current = meta.get("deletionGracePeriodSeconds")
+            if current is not None and grace is not None and grace > current:
+                grace = current  # a later delete may only shorten the grace period
+        if grace:
+            if meta.get("deletionGracePeriodSeconds") != grace:
+                meta["deletionTimestamp"] = _later_rfc3339(grace)
+                meta["deletionGracePeriodSeconds"] = grace
+            return DeleteResult(self._store_if_changed(rt, obj, before, entry), False)
+        if finalizers:
+            meta.setdefault("deletionTimestamp", now_rfc3339())
+            meta["deletionGracePeriodSeconds"] = 0
+            return DeleteResult(self._store_if_changed(rt, obj, before, entry), False)
+        return DeleteResult(self._remove(rt, obj), True)
+
+    def _store_if_changed(self, rt: ResourceType, obj: Obj, before: Obj, entry: Entry) -> Entry:
+        if obj == before:
+            return entry
+        return self._store(rt, obj, new=False)
+
+    def _remove(self, rt: ResourceType, obj: Obj) -> Entry:
+        entry = self.storage.remove(rt.storage_key, obj)
+        for hook in list(self.on_removed):
+            hook(rt, obj)
+        return entry
+
+    # -- subresources -------------------------------------------------------------------
+    def bind(self, rt: ResourceType, namespace: str, name: str, binding: Any) -> None:
+        """pods/binding: set spec.nodeName once (409 if already bound), as `BindingREST`."""
+        if not isinstance(binding, dict):
+            raise errors.bad_request("binding must be an object")
+        target = (binding.get("target") or {}).get("name")
+        if not target:
+            raise errors.invalid("Binding", name, [FieldError.required("target.name")])
+        entry = self._entry(rt, namespace, name)
+        obj = entry.load()
+        meta = obj["metadata"]
+        uid = (binding.get("metadata") or {}).get("uid")
+        if uid and uid != meta["uid"]:
+            raise errors.conflict(rt.group_resource, name, "Precondition failed: UID mismatch", kind=rt.plural)
+        if meta.get("deletionTimestamp"):
+            raise errors.conflict(rt.group_resource, name, "pod is being deleted, cannot be assigned to a host", kind=rt.plural)
+        spec = obj["spec"]
+        if spec.get("nodeName"):
+            raise errors.conflict(rt.group_resource, name, f"pod {name} is already assigned to node \"{spec['nodeName']}\"", kind=rt.plural)
+        spec["nodeName"] = target
+        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+        conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_rfc3339()})
+        self._store(rt, obj, new=False)
+
+    def get_scale(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
+        obj = self.get(rt, namespace, name)
+        return self._scale_of(rt, obj)
+
+    def _scale_of(self, rt: ResourceType, obj: Obj) -> Obj:
+        assert rt.scale is not None
+        meta = obj["metadata"]
+        status: Obj = {"replicas": _read_path(obj, rt.scale.status_replicas_path) or 0}
+        if rt.scale.label_selector_path:
+            selector = _read_path(obj, rt.scale.label_selector_path)
+            if isinstance(selector, dict):
+                selector = str(selectors.from_label_selector(selector))
+            if selector is not None:
+                status["selector"] = selector
+        scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": scale_meta,
+            "spec": {"replicas": _read_path(obj, rt.scale.spec_replicas_path) or 0},
+            "status": status,
+        }
+
+    def update_scale(self, rt: ResourceType, namespace: str | None, name: str, scale: Any) -> Obj:
+        if not isinstance(scale, dict) or not isinstance(scale.get("spec"), dict):
+            raise errors.bad_request("scale must be an object with a spec")
+        replicas = scale["spec"].get("replicas", 0)
+        if not isinstance(replicas, int) or replicas < 0:
+            raise errors.invalid("Scale", name, [FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0")], group="autoscaling")
+        obj = self.get(rt, namespace, name)
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if rv and str(rv) != obj["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+        assert rt.scale is not None
+        _write_path(obj, rt.scale.spec_replicas_path, replicas)
+        updated = self.update(rt, namespace, name, obj)
+        return self._scale_of(rt, updated.load())
+
+    def patch_scale(self, rt: ResourceType, namespace: str | None, name: str, patch_body: bytes, content_type: str) -> Obj:
+        current = self.get_scale(rt, namespace, name)
+        patched = patch.apply_patch(content_type, current, patch_body, None)
+        return self.update_scale(rt, namespace, name, patched)
+
+
+def _read_path(obj: Obj, path: str) -> Any:
+    cur: Any = obj
+    for part in path.strip(".").split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _write_path(obj: Obj, path: str, value: Any) -> None:
+    parts = path.strip(".").split(".")
+    cur = obj
+    for part in parts[:-1]:
+        cur = cur.setdefault(part, {})
+    cur[parts[-1]] = value
+
+
+def _fields_match(fields: dict[str, str], reqs: tuple[selectors.FieldRequirement, ...]) -> bool:
+    for req in reqs:
+        if (fields.get(req.field, "") == req.value) != (req.operator == "="):
+            return False
+    return True
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)

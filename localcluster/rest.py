@@ -1,0 +1,364 @@
+"""REST handlers: `/api/v1/...` and `/apis/<group>/<version>/...` onto `ObjectAPI`.
+
+Path resolution follows the real server's request-info parser: `namespaces/<ns>/<plural>...`
+is a namespaced request unless `<plural>` is a subresource of namespaces; `watch/` prefixes
+are the legacy watch form. Bodies are read as JSON (or YAML), responses are orjson bytes
+written as stored, so LIST and GET cost no re-serialization. Protobuf is never answered:
+clients that ask for it (kubectl) list JSON as a fallback.
+
+`Accept: application/json;as=Table;g=meta.k8s.io;v=v1` gets a `meta.k8s.io/v1 Table` (what
+`kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last.
+Subresources another module serves (pods/eviction in part 2) plug in through
+`RestHandlers.subresource_handlers[(storage_key, name)]`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from localcluster import errors, patch
+from localcluster.builtin.base import age
+from localcluster.objects import ObjectAPI
+from localcluster.registry import Registry, ResourceType, TableColumn
+from localcluster.storage import Entry
+from localcluster.watch import WatchOptions, serve_watch
+
+JSON = "application/json"
+SubresourceHandler = Callable[[web.Request, "Target"], Awaitable[web.StreamResponse]]
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+
+
+@dataclass(slots=True)
+class Target:
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    watch: bool
+
+
+def status_response(exc: errors.StatusError) -> web.Response:
+    return web.Response(status=exc.code, body=orjson.dumps(exc.status()), content_type=JSON)
+
+
+def _json(body: bytes, status: int = 200) -> web.Response:
+    return web.Response(status=status, body=body, content_type=JSON)
+
+
+def _bool(value: str | None) -> bool:
+    return value is not None and value.lower() in ("1", "true", "t", "yes")
+
+
+def _int(value: str | None, name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise errors.bad_request(f"invalid {name}: {value!r}") from exc
+
+
+def wants_table(accept: str) -> bool:
+    first = accept.split(",", 1)[0]
+    return "as=Table" in first
+
+
+class RestHandlers:
+    def __init__(
+        self, registry: Registry, objects: ObjectAPI, *, bookmark_interval: float = 10.0, first_bookmark_after: float = 1.0
+    ) -> None:
+        self.registry = registry
+        self.objects = objects
+        self.bookmark_interval = bookmark_interval
+        self.first_bookmark_after = first_bookmark_after
+        self.subresource_handlers: dict[tuple[str, str], SubresourceHandler] = {}
+
+    def setup_routes(self, app: web.Application) -> None:
+        app.router.add_route("*", "/api/{path:.+}", self.handle_core)
+        app.router.add_route("*", "/apis/{path:.+}", self.handle_group)
+
+    # -- routing ------------------------------------------------------------------------
+    async def handle_core(self, request: web.Request) -> web.StreamResponse:
+        parts = request.match_info["path"].strip("/").split("/")
+        return await self._dispatch(request, "", parts[0], parts[1:])
+
+    async def handle_group(self, request: web.Request) -> web.StreamResponse:
+        parts = request.match_info["path"].strip("/").split("/")
+        if len(parts) < 3:
+            return status_response(errors.StatusError(404, "NotFound", "the server could not find the requested resource"))
+        return await self._dispatch(request, parts[0], parts[1], parts[2:])
+
+    def resolve(self, group: str, version: str, parts: list[str]) -> Target:
+        not_found = errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        watch = False
+        if parts and parts[0] == "watch":
+            watch, parts = True, parts[1:]
+        namespace: str | None = None
+        if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] not in _NAMESPACE_SUBRESOURCES:
+            namespace, parts = parts[1], parts[2:]
+        if not parts or len(parts) > 3:
+            raise not_found
+        rt = self.registry.get(group, version, parts[0])
+        if rt is None or (namespace is not None and not rt.namespaced):
+            raise not_found
+        name = parts[1] if len(parts) > 1 else None
+        sub = parts[2] if len(parts) > 2 else None
+        if sub is not None and sub not in rt.subresources:
+            raise not_found
+        return Target(rt, namespace, name, sub, watch)
+
+    async def _dispatch(self, request: web.Request, group: str, version: str, parts: list[str]) -> web.StreamResponse:
+        try:
+            target = self.resolve(group, version, parts)
+            handler = self.subresource_handlers.get((target.rt.storage_key, target.subresource or ""))
+            if handler is not None:
+                return await handler(request, target)
+            return await self._serve(request, target)
+        except errors.StatusError as exc:
+            return status_response(exc)
+
+    async def _serve(self, request: web.Request, t: Target) -> web.StreamResponse:
+        method = request.method
+        q = request.query
+        if t.name is None:
+            if method == "GET":
+                if t.watch or _bool(q.get("watch")):
+                    return await self._watch(request, t)
+                return self._list(request, t)
+            if method == "POST":
+                return _json(self.objects.create(t.rt, t.namespace, await _body(request)).raw, 201)
+            if method == "DELETE" and "deletecollection" in t.rt.verbs:
+                return self._delete_collection(request, t, await _optional_body(request))
+            raise _not_allowed(method, t)
+        if t.watch and method == "GET":  # legacy /watch/<plural>/<name>
+            request = request.clone(rel_url=request.rel_url.update_query({"fieldSelector": f"metadata.name={t.name}"}))
+            t.name = None
+            return await self._watch(request, t)
+        if t.subresource in ("scale",):
+            return await self._scale(request, t)
+        if t.subresource == "binding":
+            if method != "POST":
+                raise _not_allowed(method, t)
+            self.objects.bind(t.rt, t.namespace or "", t.name, await _body(request))
+            return _json(orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}), 201)
+        sub = t.subresource
+        if sub not in (None, "status"):
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        if method == "GET":
+            entry = self.objects.get_entry(t.rt, t.namespace, t.name)
+            if wants_table(request.headers.get("Accept", "")):
+                return _json(orjson.dumps(self._table(t.rt, [entry], entry.rv)))
+            return _json(self._render(t.rt, entry.raw))
+        if method == "PUT":
+            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request), subresource=sub)
+            return _json(self._render(t.rt, entry.raw))
+        if method == "PATCH":
+            content_type = request.headers.get("Content-Type", "")
+            raw = await request.read()
+            if content_type.startswith(patch.APPLY_PATCH) and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None:
+                obj = patch.decode_body(raw, patch.APPLY_PATCH)
+                return _json(self.objects.create(t.rt, t.namespace, obj).raw, 201)
+            entry = self.objects.patch(t.rt, t.namespace, t.name, raw, content_type, subresource=sub)
+            return _json(self._render(t.rt, entry.raw))
+        if method == "DELETE" and sub is None:
+            return self._delete(request, t, await _optional_body(request))
+        raise _not_allowed(method, t)
+
+    # -- verbs --------------------------------------------------------------------------
+    def _list(self, request: web.Request, t: Target) -> web.Response:
+        q = request.query
+        result = self.objects.list(
+            t.rt,
+            t.namespace,
+            label_selector=q.get("labelSelector"),
+            field_selector=q.get("fieldSelector"),
+            limit=_int(q.get("limit"), "limit") or 0,
+            continue_token=q.get("continue") or None,
+        )
+        if wants_table(request.headers.get("Accept", "")):
+            table = self._table(t.rt, result.entries, result.resource_version)
+            if result.continue_token:
+                table["metadata"]["continue"] = result.continue_token
+            return _json(orjson.dumps(table))
+        meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+            if result.remaining is not None:
+                meta["remainingItemCount"] = result.remaining
+        head = orjson.dumps({"kind": t.rt.list_kind, "apiVersion": t.rt.api_version, "metadata": meta})
+        items = b",".join(self._render(t.rt, e.raw) for e in result.entries)
+        return _json(head[:-1] + b',"items":[' + items + b"]}")
+
+    async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
+        q = request.query
+        label_sel, field_reqs = self.objects.parse_selectors(t.rt, q.get("labelSelector"), q.get("fieldSelector"))
+        rv_text = q.get("resourceVersion") or ""
+        rv = None if rv_text in ("", "0") else _int(rv_text, "resourceVersion")
+        timeout = _int(q.get("timeoutSeconds"), "timeoutSeconds")
+        opts = WatchOptions(
+            resource_version=rv,
+            namespace=t.namespace,
+            label_selector=label_sel,
+            field_requirements=field_reqs,
+            bookmarks=_bool(q.get("allowWatchBookmarks")),
+            timeout=float(timeout) if timeout else random.uniform(1800, 3600),
+            send_initial_events=_bool(q.get("sendInitialEvents")),
+            first_bookmark_after=self.first_bookmark_after,
+            bookmark_interval=self.bookmark_interval,
+        )
+        storage = self.objects.storage
+        table = wants_table(request.headers.get("Accept", ""))
+
+        def initial() -> tuple[list[Entry], int]:
+            result = self.objects.list(t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"))
+            return result.entries, result.resource_version
+
+        def render(kind: str, raw: bytes) -> bytes:
+            if table:
+                obj = orjson.loads(raw)
+                return orjson.dumps(self._table_of(t.rt, [obj], int(obj["metadata"].get("resourceVersion", 0))))
+            return self._render(t.rt, raw)
+
+        return await serve_watch(
+            request,
+            t.rt,
+            opts,
+            subscribe=lambda rv_, flt: storage.subscribe(t.rt.storage_key, rv_, flt),
+            initial=initial,
+            render=render,
+        )
+
+    def _delete(self, request: web.Request, t: Target, options: dict[str, Any]) -> web.Response:
+        q = request.query
+        assert t.name is not None
+        grace = _int(q.get("gracePeriodSeconds"), "gracePeriodSeconds")
+        if grace is None and options.get("gracePeriodSeconds") is not None:
+            grace = int(options["gracePeriodSeconds"])
+        policy = q.get("propagationPolicy") or options.get("propagationPolicy")
+        orphan = options.get("orphanDependents")
+        if q.get("orphanDependents") is not None:
+            orphan = _bool(q.get("orphanDependents"))
+        result = self.objects.delete(
+            t.rt, t.namespace, t.name, grace_period_seconds=grace, propagation_policy=policy,
+            preconditions=options.get("preconditions"), orphan_dependents=orphan,
+        )
+        if result.deleted and t.rt.storage_key != "pods":
+            obj = orjson.loads(result.entry.raw)
+            details: dict[str, Any] = {"name": t.name, "kind": t.rt.plural, "uid": obj["metadata"].get("uid")}
+            if t.rt.group:
+                details["group"] = t.rt.group
+            body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+            return _json(orjson.dumps(body))
+        return _json(self._render(t.rt, result.entry.raw))
+
+    def _delete_collection(self, request: web.Request, t: Target, options: dict[str, Any]) -> web.Response:
+        q = request.query
+        result = self.objects.list(t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"))
+        raws = []
+        grace = _int(q.get("gracePeriodSeconds"), "gracePeriodSeconds")
+        for entry in result.entries:
+            try:
+                deleted = self.objects.delete(
+                    t.rt, entry.namespace or None, entry.name, grace_period_seconds=grace,
+                    propagation_policy=q.get("propagationPolicy") or options.get("propagationPolicy"),
+                )
+            except errors.StatusError as exc:
+                if exc.code == 404:
+                    continue
+                raise
+            raws.append(self._render(t.rt, deleted.entry.raw))
+        head = orjson.dumps({"kind": t.rt.list_kind, "apiVersion": t.rt.api_version, "metadata": {"resourceVersion": str(self.objects.storage.rv)}})
+        return _json(head[:-1] + b',"items":[' + b",".join(raws) + b"]}")
+
+    async def _scale(self, request: web.Request, t: Target) -> web.Response:
+        assert t.name is not None
+        method = request.method
+        if method == "GET":
+            return _json(orjson.dumps(self.objects.get_scale(t.rt, t.namespace, t.name)))
+        if method == "PUT":
+            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, await _body(request))))
+        if method == "PATCH":
+            raw = await request.read()
+            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, request.headers.get("Content-Type", ""))
+            return _json(orjson.dumps(scale))
+        raise _not_allowed(method, t)
+
+    # -- output -------------------------------------------------------------------------
+    def _render(self, rt: ResourceType, raw: bytes) -> bytes:
+        """Rewrite apiVersion when a resource is served at several versions (CRDs)."""
+        if len(self.registry.by_group_resource(rt.group, rt.plural)) <= 1:
+            return raw
+        obj = orjson.loads(raw)
+        if obj.get("apiVersion") == rt.api_version:
+            return raw
+        obj["apiVersion"] = rt.api_version
+        return orjson.dumps(obj)
+
+    def _table(self, rt: ResourceType, entries: list[Entry], rv: int) -> dict[str, Any]:
+        return self._table_of(rt, [orjson.loads(e.raw) for e in entries], rv)
+
+    def _table_of(self, rt: ResourceType, objs: list[dict[str, Any]], rv: int) -> dict[str, Any]:
+        extra: list[TableColumn] = []
+        rows = []
+        for obj in objs:
+            result = rt.strategy.table(obj)
+            cells: list[Any] = []
+            if result is not None:
+                extra, cells = result
+            meta = obj.get("metadata") or {}
+            created = age(meta.get("creationTimestamp"))
+            age_at = next((i for i, c in enumerate(extra) if c.name == "Age"), None)
+            if age_at is None:
+                cells = [*cells, created]
+            else:
+                cells = list(cells)
+                cells[age_at] = created
+            partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+            rows.append({"cells": [meta.get("name", ""), *cells], "object": partial})
+        if not objs:
+            probe = rt.strategy.table({"metadata": {}})
+            if probe is not None:
+                extra = probe[0]
+        name_col = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}
+        age_col = {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}
+        cols = [name_col, *({"name": c.name, "type": c.type, "format": c.format, "description": c.description, "priority": c.priority} for c in extra)]
+        if not any(c.name == "Age" for c in extra):
+            cols.append(age_col)
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(rv)}, "columnDefinitions": cols, "rows": rows}
+
+
+def _not_allowed(method: str, t: Target) -> errors.StatusError:
+    return errors.method_not_allowed(f"the server does not allow this method on the requested resource ({method} {t.rt.plural})")
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()
+    content_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip()
+    try:
+        if content_type in ("application/yaml", "application/x-yaml"):
+            return yaml.safe_load(raw)
+        if content_type == "application/vnd.kubernetes.protobuf":
+            raise errors.unsupported_media_type(content_type)
+        return orjson.loads(raw)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+        raise errors.bad_request(f"the object provided is unrecognized: {exc}") from exc
+
+
+async def _optional_body(request: web.Request) -> dict[str, Any]:
+    if not request.can_read_body:
+        return {}
+    raw = await request.read()
+    if not raw.strip():
+        return {}
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
+    return body if isinstance(body, dict) else {}
