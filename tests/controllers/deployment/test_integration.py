@@ -459,8 +459,34 @@ async def test_paused_deployment_still_evacuates(kube: KubeClient) -> None:
 
             async def moved() -> bool:
                 pods = await live_pods(kube, "pe")
-                return len(pods) == 1 and pods[0]["spec"].get("nodeName") != node and is_pod_ready(pods[0])
+                return len(pods) == 1 and pods[0]["spec"].get("nodeName") != node and bool(is_pod_ready(pods[0]))
 
             await eventually(moved, "pod moved while paused", timeout=40)
             tg.cancel_scope.cancel()
         assert sampler.minimum is not None and sampler.minimum >= 1
+
+
+async def kubectl(cluster: Any, *args: str) -> str:
+    result = await anyio.run_process(["kubectl", "--kubeconfig", cluster.kubeconfig_path, "-n", NS, *args], check=False)
+    out = result.stdout.decode() + result.stderr.decode()
+    assert result.returncode == 0, out
+    return out
+
+
+@pytest.mark.kubectl
+async def test_kubectl_rollout_undo_and_status(kube: KubeClient, cluster: Any) -> None:
+    async with running(kube):
+        await kube.create(DEPLOYMENTS, deployment_body("kc", 2), namespace=NS)
+        out = await kubectl(cluster, "rollout", "status", "deployment/kc", "--timeout=30s")
+        assert "successfully rolled out" in out
+        await set_image(kube, "kc", "nginx:2")
+        await kubectl(cluster, "rollout", "status", "deployment/kc", "--timeout=30s")
+        history = await kubectl(cluster, "rollout", "history", "deployment/kc")
+        assert "1" in history and "2" in history
+        await kubectl(cluster, "rollout", "undo", "deployment/kc")
+        out = await kubectl(cluster, "rollout", "status", "deployment/kc", "--timeout=30s")
+        assert "successfully rolled out" in out
+        d = await get_d(kube, "kc")
+        assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1"
+        assert d["metadata"]["annotations"][REVISION_ANNOTATION] == "3"
+        assert {p["spec"]["containers"][0]["image"] for p in await live_pods(kube, "kc")} == {"nginx:1"}
