@@ -1,0 +1,47 @@
+"""The shipped manifests agree with the binary: flags parse, probes and ports hit real endpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller_manager.options import parse_run_args
+from controller_manager.registry import default_registry
+from controller_manager.server import HealthState, build_app
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+def _doc(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((DEPLOY / name).read_text())
+    return loaded
+
+
+def test_deployment_runs_two_leader_electing_replicas_with_valid_flags() -> None:
+    deployment = _doc("deployment.yaml")
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == _doc("serviceaccount.yaml")["metadata"]["name"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    assert container["args"][0] == "run"
+    opts = parse_run_args(container["args"][1:], default_registry())  # raises on a stale flag
+    assert opts.leader_election.enabled
+    assert [p["containerPort"] for p in container["ports"]] == [opts.secure_port]
+    routes = {r.resource.canonical for r in build_app(HealthState()).router.routes() if r.resource is not None}
+    assert container["livenessProbe"]["httpGet"]["path"] in routes
+    assert container["readinessProbe"]["httpGet"]["path"] in routes
+
+
+def test_service_and_monitor_select_the_pods_and_scrape_metrics() -> None:
+    labels = _doc("deployment.yaml")["spec"]["template"]["metadata"]["labels"]
+    service = _doc("service.yaml")
+    assert service["spec"]["selector"].items() <= labels.items()
+    monitor = _doc("servicemonitor.yaml")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] == service["spec"]["ports"][0]["name"] and endpoint["path"] == "/metrics"
+    namespace = _doc("namespace.yaml")["metadata"]["name"]
+    assert {service["metadata"]["namespace"], monitor["metadata"]["namespace"]} == {namespace}

@@ -1,0 +1,115 @@
+"""The manager's lifecycle in-process: readiness follows cache sync; a stop drains in-flight work only."""
+
+from __future__ import annotations
+
+import socket
+
+import aiohttp
+import anyio
+from anyio.abc import TaskGroup
+
+from apiclient import KubeClient
+from controller_manager.app import Manager
+from controller_manager.options import LeaderElectionOptions, ManagerOptions
+from controller_manager.registry import ControllerDescriptor, ControllerRegistry
+from controllers.base import Controller
+from controllers.context import ControllerContext
+from tests.manager.waiting import eventually
+
+
+class FakeInformers:
+    def __init__(self) -> None:
+        self.synced = anyio.Event()
+        self.started = False
+
+    def start(self, tg: TaskGroup) -> None:
+        self.started = True
+
+    async def wait_for_cache_sync(self) -> bool:
+        await self.synced.wait()
+        return True
+
+
+class Slow(Controller):
+    name = "slow"
+    default_workers = 1
+    release: anyio.Event
+    started: list[str]
+    finished: list[str]
+
+    async def sync(self, key: str) -> None:
+        self.started.append(key)
+        await self.release.wait()
+        self.finished.append(key)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _manager(client: KubeClient, informers: FakeInformers, built: list[Slow], grace: float) -> Manager:
+    def construct(ctx: ControllerContext) -> Controller:
+        controller = Slow(ctx)
+        controller.release, controller.started, controller.finished = anyio.Event(), [], []
+        built.append(controller)
+        return controller
+
+    registry = ControllerRegistry([ControllerDescriptor("slow", (), (), False, construct, default_workers=1)])
+    opts = ManagerOptions(controllers=("*",), leader_election=LeaderElectionOptions(enabled=False),
+                          bind_address="127.0.0.1", secure_port=_free_port(), shutdown_grace_period=grace)
+    return Manager(opts, client, registry=registry, factory=lambda _: informers)  # type: ignore[arg-type,return-value]
+
+
+async def _status(port: int, path: str) -> int:
+    async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}{path}") as r:
+        return r.status
+
+
+async def test_ready_after_sync_and_stop_lets_in_flight_syncs_finish(fake_client: KubeClient) -> None:
+    informers, built = FakeInformers(), []
+    manager = _manager(fake_client, informers, built, grace=30.0)
+    code: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            code.append(await manager.run(handle_signals=False))
+
+        tg.start_soon(run)
+        await eventually(lambda: bool(built) and manager.bound_port is not None)
+        port = manager.bound_port
+        assert port is not None
+        assert await _status(port, "/readyz") == 500  # caches not synced yet
+        informers.synced.set()
+        await eventually(lambda: manager.health.ready)
+        assert await _status(port, "/readyz") == 200
+        assert await _status(port, "/healthz/slow") == 200
+        (slow,) = built
+        for key in ("a", "b", "c"):
+            slow.enqueue(key)
+        await eventually(lambda: slow.started == ["a"])
+        manager.stop()
+        slow.release.set()  # the in-flight sync may finish; b and c are never taken
+    assert code == [0]
+    assert slow.finished == ["a"] and slow.started == ["a"]
+
+
+async def test_stop_cancels_syncs_still_running_at_the_deadline(fake_client: KubeClient) -> None:
+    informers, built = FakeInformers(), []
+    informers.synced.set()
+    manager = _manager(fake_client, informers, built, grace=0.1)
+    code: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            code.append(await manager.run(handle_signals=False))
+
+        tg.start_soon(run)
+        await eventually(lambda: bool(built) and manager.health.ready)
+        (slow,) = built
+        slow.enqueue("stuck")
+        await eventually(lambda: slow.started == ["stuck"])
+        manager.stop()  # never released: the grace period ends it
+    assert code == [0]
+    assert slow.finished == []
