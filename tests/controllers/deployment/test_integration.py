@@ -20,7 +20,7 @@ from controllers.common.conditions import get_condition
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import is_pod_ready, is_terminating
 from controllers.deployment import DeploymentController
-from controllers.deployment.util import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
+from controllers.deployment.util import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION, compute_hash
 from controllers.replicaset import ReplicaSetController
 from tests.controllers.deployment.fakekubelet import AvailabilitySampler, FakeKubelet
 from tests.controllers.harness import Harness, eventually, running_controllers
@@ -490,3 +490,28 @@ async def test_kubectl_rollout_undo_and_status(kube: KubeClient, cluster: Any) -
         assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1"
         assert d["metadata"]["annotations"][REVISION_ANNOTATION] == "3"
         assert {p["spec"]["containers"][0]["image"] for p in await live_pods(kube, "kc")} == {"nginx:1"}
+
+
+async def test_hash_collision_bumps_collision_count_and_picks_another_name(kube: KubeClient) -> None:
+    created = await kube.create(DEPLOYMENTS, deployment_body("col", 1), namespace=NS)
+    squatted = f"col-{compute_hash(created['spec']['template'], None)}"
+    squatter = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": squatted, "namespace": NS, "labels": {"app": "other"}},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "other"}},
+            "template": {"metadata": {"labels": {"app": "other"}}, "spec": {"containers": [{"name": "x", "image": "x"}]}},
+        },
+    }
+    await kube.create(REPLICASETS, squatter, namespace=NS)
+    async with running(kube):
+        await eventually(lambda: rollout_complete(kube, "col"), "rollout despite the collision")
+        d = await get_d(kube, "col")
+        assert d["status"].get("collisionCount") == 1
+        (rs,) = await replica_sets(kube, "col")
+        assert rs["metadata"]["name"] == f"col-{compute_hash(d['spec']['template'], 1)}"
+        assert rs["metadata"]["name"] != squatted
+        untouched = await kube.get(REPLICASETS, squatted, namespace=NS)
+        assert get_controller_of(untouched) is None
