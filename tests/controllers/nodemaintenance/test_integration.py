@@ -8,7 +8,6 @@ controller would. The CRD is the one users install: `deploy/crds/nodemaintenance
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ CRD_PATH = Path(__file__).resolve().parents[3] / "deploy" / "crds" / "nodemainte
 
 
 @pytest.fixture
-async def crd(kube: KubeClient) -> AsyncIterator[None]:
+async def crd(kube: KubeClient) -> None:
     body = yaml.safe_load(CRD_PATH.read_text())
     try:
         await kube.create(CUSTOMRESOURCEDEFINITIONS, body)
@@ -55,7 +54,6 @@ async def crd(kube: KubeClient) -> AsyncIterator[None]:
         return True
 
     await eventually(served, "the NodeMaintenance API to be served")
-    yield
 
 
 @pytest.fixture
