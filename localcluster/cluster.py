@@ -3,8 +3,8 @@
     async with LocalCluster(nodes=3) as cluster:
         kube = cluster.client()
 
-It owns a task group for its background work (the aiohttp server's connections are served by
-aiohttp on the loop; the CRD controller runs in the group), writes a real kubeconfig to a temp
+One background task owns a task group for the cluster's actors (the CRD controller now, part
+2's scheduler and kubelets later); aiohttp serves connections on the loop, writes a real kubeconfig to a temp
 directory so `kubectl --kubeconfig` and `apiclient.config.build_api_client` work unchanged, and
 creates the namespaces every cluster has. `nodes=N` creates N Ready nodes (`node-1`..`node-N`,
 110 pods allocatable); part 2 replaces them with simulated kubelets.
@@ -12,6 +12,7 @@ creates the namespaces every cluster has. `nodes=N` creates N Ready nodes (`node
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import shutil
@@ -86,7 +87,7 @@ class LocalCluster:
         self._runner: web.AppRunner | None = None
         self._tmp: str | None = None
         self._tg: TaskGroup | None = None
-        self._exit_stack = contextlib.AsyncExitStack()
+        self._background: asyncio.Task[None] | None = None
         self.url = ""
         self.kubeconfig_path = ""
         self._bootstrap()
@@ -124,15 +125,22 @@ class LocalCluster:
         self._tmp = tempfile.mkdtemp(prefix="localcluster-")
         self.kubeconfig_path = str(Path(self._tmp) / "kubeconfig")
         await anyio.Path(self.kubeconfig_path).write_text(yaml.safe_dump(self.kubeconfig()))
-        self._tg = await self._exit_stack.enter_async_context(anyio.create_task_group())
-        self._tg.start_soon(self.crds.run)
+        self._background = asyncio.create_task(self._run_background(), name="localcluster-background")
         return self
+
+    async def _run_background(self) -> None:
+        """One task owns the task group of background actors, so `__aenter__` and `__aexit__`
+        may run in different tasks (pytest fixtures do) and still cancel everything."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.crds.run)
+            self._tg = tg
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.storage.close_all_watches()
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
-        await self._exit_stack.aclose()
+        if self._background is not None:
+            self._background.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._background
         if self._runner is not None:
             await self._runner.cleanup()
         if self._tmp is not None:

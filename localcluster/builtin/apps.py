@@ -35,6 +35,7 @@ class WorkloadStrategy(BuiltinStrategy):
         errs.extend(non_negative(spec.get("minReadySeconds"), "spec.minReadySeconds"))
         errs.extend(non_negative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"))
         selector = spec.get("selector")
+        selector_ok = False
         if not selector:
             errs.append(FieldError.required("spec.selector"))
         else:
@@ -42,13 +43,15 @@ class WorkloadStrategy(BuiltinStrategy):
             errs.extend(sel_errs)
             if not sel_errs and selectors.from_label_selector(selector).empty:
                 errs.append(FieldError.invalid("spec.selector", selector, "empty selector is invalid for deployment"))
+            selector_ok = not sel_errs
         template = spec.get("template")
         if not isinstance(template, dict):
             errs.append(FieldError.required("spec.template"))
             return errs
         labels = get_path(template, "metadata", "labels", default={})
-        errs.extend(validate_labels(labels, "spec.template.metadata.labels"))
-        if selector and not errs:
+        label_errs = validate_labels(labels, "spec.template.metadata.labels")
+        errs.extend(label_errs)
+        if selector_ok and not label_errs:
             if not selectors.from_label_selector(selector).matches(labels):
                 errs.append(
                     FieldError.invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`")
