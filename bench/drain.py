@@ -162,7 +162,7 @@ async def sample(client: KubeClient, run: Run, start: float, every: float) -> No
 async def one_mode(mode: str, args: argparse.Namespace) -> Run:
     run = Run(mode)
     async with LocalCluster(nodes=3) as cluster:
-        client = cluster.client(qps=100, burst=200)
+        client = await cluster.client(qps=100, burst=200)
         nodes = sorted(n["metadata"]["name"] for n in await client.list_all(NODES))
         target, others = nodes[0], nodes[1:]
         if mode == "aiokcm":
