@@ -45,7 +45,7 @@ from controller_manager.registry import import_controller_class
 from controllers.base import Controller
 from controllers.context import ControllerContext, StaticGates
 from informers import SharedInformerFactory
-from localcluster import LocalCluster
+from localcluster.cluster import LocalCluster
 
 NS = "default"
 APPS = {"single": 1, "triple": 3, "guarded": 1}
