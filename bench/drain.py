@@ -163,42 +163,44 @@ async def one_mode(mode: str, args: argparse.Namespace) -> Run:
     run = Run(mode)
     async with LocalCluster(nodes=3) as cluster:
         client = await cluster.client(qps=100, burst=200)
-        nodes = sorted(n["metadata"]["name"] for n in await client.list_all(NODES))
-        target, others = nodes[0], nodes[1:]
-        if mode == "aiokcm":
-            await install_crd(client)
-        factory = SharedInformerFactory(client)
-        ctx = ControllerContext(client=client, informers=factory, gates=StaticGates(GATES))
-        paths = [*KCM_CONTROLLERS, *([NM_CONTROLLER] if mode == "aiokcm" else [])]
-        controllers: list[Controller] = [import_controller_class(p)(ctx) for p in paths]
-        async with anyio.create_task_group() as tg:
-            factory.start(tg)
-            for c in controllers:
-                tg.start_soon(c.run, None)
-            await set_layout(client, target, others)
-            start = time.monotonic()
-            tg.start_soon(sample, client, run, start, args.sample)
+        try:
+            nodes = sorted(n["metadata"]["name"] for n in await client.list_all(NODES))
+            target, others = nodes[0], nodes[1:]
             if mode == "aiokcm":
-                cli_args = build_parser().parse_args([
-                    "drain", target, "--timeout", f"{args.timeout}s",
-                    "--evacuation-timeout", f"{args.evacuation_timeout}s", "--poll-interval", "0.2",
-                ])
-                code = await run_cli(cli_args, client, out=io.StringIO(), err=io.StringIO())
-            else:
-                result = await anyio.run_process(
-                    ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path), "drain", target,
-                     "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(args.timeout)}s"],
-                    check=False,
-                )
-                code = result.returncode
-                if code:
-                    lines = result.stderr.decode(errors="replace").strip().splitlines()
-                    run.note = lines[-1] if lines else f"exit {code}"
-            elapsed = time.monotonic() - start
-            run.seconds = elapsed if code == 0 else None
-            await anyio.sleep(1.0)  # see the apps settle after the drain
-            tg.cancel_scope.cancel()
-        await client.close()
+                await install_crd(client)
+            factory = SharedInformerFactory(client)
+            ctx = ControllerContext(client=client, informers=factory, gates=StaticGates(GATES))
+            paths = [*KCM_CONTROLLERS, *([NM_CONTROLLER] if mode == "aiokcm" else [])]
+            controllers: list[Controller] = [import_controller_class(p)(ctx) for p in paths]
+            async with anyio.create_task_group() as tg:
+                factory.start(tg)
+                for c in controllers:
+                    tg.start_soon(c.run, None)
+                await set_layout(client, target, others)
+                start = time.monotonic()
+                tg.start_soon(sample, client, run, start, args.sample)
+                if mode == "aiokcm":
+                    cli_args = build_parser().parse_args([
+                        "drain", target, "--timeout", f"{args.timeout}s",
+                        "--evacuation-timeout", f"{args.evacuation_timeout}s", "--poll-interval", "0.2",
+                    ])
+                    code = await run_cli(cli_args, client, out=io.StringIO(), err=io.StringIO())
+                else:
+                    result = await anyio.run_process(
+                        ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path), "drain", target,
+                         "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(args.timeout)}s"],
+                        check=False,
+                    )
+                    code = result.returncode
+                    if code:
+                        lines = result.stderr.decode(errors="replace").strip().splitlines()
+                        run.note = lines[-1] if lines else f"exit {code}"
+                elapsed = time.monotonic() - start
+                run.seconds = elapsed if code == 0 else None
+                await anyio.sleep(1.0)  # see the apps settle after the drain
+                tg.cancel_scope.cancel()
+        finally:
+            await client.close()
     return run
 
 
