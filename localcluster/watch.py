@@ -147,9 +147,8 @@ async def serve_watch(
                 await response.write(bookmark(rt, storage_rv()))
                 next_bookmark = loop.time() + opts.bookmark_interval
         await response.write_eof()
-    except (ConnectionResetError, asyncio.CancelledError):
-        sub.close()
-        raise
+    except ConnectionResetError:
+        pass  # the client went away: nothing to tell it
     finally:
         sub.close()
     return response
