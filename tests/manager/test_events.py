@@ -119,3 +119,17 @@ async def test_server_rejections_are_dropped_and_errors_retried(fake_api: FakeAp
         await eventually(lambda: len(fake_api.requests) >= 3)
         fake_api.fail_writes = False
     assert len(_events(fake_api)) == 1
+
+
+async def test_events_are_written_and_bumped_on_the_local_cluster(kube: KubeClient) -> None:
+    from apiclient.resources import EVENTS, NAMESPACES
+
+    await kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    broadcaster = EventBroadcaster(kube, host="h")
+    rec = broadcaster.recorder("replicaset-controller")
+    rec.event(POD, "Warning", "FailedCreate", "quota exceeded")
+    rec.event(POD, "Warning", "FailedCreate", "quota exceeded")
+    await broadcaster.flush()
+    (event,) = (await kube.list(EVENTS, namespace="shop"))["items"]
+    assert event["count"] == 2 and event["reason"] == "FailedCreate"
+    assert event["involvedObject"]["name"] == "web-1"
