@@ -9,6 +9,7 @@ import pytest
 
 from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
+from tests.owned import held_in_own_task
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +32,7 @@ async def _no_leaked_tasks() -> AsyncIterator[None]:
 @pytest.fixture
 async def cluster() -> AsyncIterator[LocalCluster]:
     """A started local API server with three Ready nodes."""
-    async with LocalCluster(nodes=3) as started:
+    async with held_in_own_task(LocalCluster(nodes=3), name="localcluster") as started:
         yield started
 
 
