@@ -30,9 +30,14 @@ from apiclient import KubeClient
 from apiclient.config import build_api_client
 from localcluster.builtin import register_builtins
 from localcluster.crd import CRDController
+from localcluster.eviction import install as install_eviction
+from localcluster.faults import Faults
+from localcluster.gc import GarbageCollector
+from localcluster.kubelet import KubeletConfig, Kubelets
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
 from localcluster.registry import Registry
 from localcluster.rest import RestHandlers
+from localcluster.scheduler import Scheduler
 from localcluster.server import build_app
 from localcluster.storage import DEFAULT_WINDOW, Storage
 
@@ -70,7 +75,14 @@ class LocalCluster:
         port: int = 0,
         watch_window: int = DEFAULT_WINDOW,
         bookmark_interval: float = 10.0,
-        **_part2_options: Any,
+        scheduler: bool = True,
+        kubelets: bool = True,
+        gc: bool = True,
+        speed: float = 1.0,
+        pod_start_delay: float = 1.0,
+        termination_cap: float = 2.0,
+        max_pods: int = 110,
+        fault_seed: int = 0,
     ) -> None:
         self.nodes = nodes
         self.host = host
@@ -84,6 +96,15 @@ class LocalCluster:
         self.app: web.Application
         self.rest: RestHandlers
         self.app, self.rest = build_app(self.registry, self.objects, bookmark_interval=bookmark_interval)
+        # part 2, a living cluster: each behaviour can be switched off by a test that drives it by hand
+        self.faults = Faults(self, seed=fault_seed)
+        self.app.middlewares.append(self.faults.middleware)
+        self.eviction = install_eviction(self.rest, self.objects)
+        self.scheduler = Scheduler(self.objects) if scheduler else None
+        self.kubelets = Kubelets(self.objects, KubeletConfig(
+            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods))
+        self._kubelets_enabled = kubelets
+        self.gc = GarbageCollector(self.objects) if gc else None
         self._runner: web.AppRunner | None = None
         self._tmp: str | None = None
         self._tg: TaskGroup | None = None
@@ -99,7 +120,10 @@ class LocalCluster:
         for name in SYSTEM_NAMESPACES:
             self.objects.create(ns_type, None, {"metadata": {"name": name}})
         for i in range(1, self.nodes + 1):
-            self.objects.create(node_type, None, node_object(f"node-{i}"))
+            if self._kubelets_enabled:
+                self.kubelets.add_node(f"node-{i}")
+            else:
+                self.objects.create(node_type, None, node_object(f"node-{i}"))
 
     def _cascade_namespace(self, rt: Any, obj: dict[str, Any]) -> None:
         """Namespace deletion removes what it contains (the namespace controller's job, done at once)."""
@@ -133,6 +157,9 @@ class LocalCluster:
         may run in different tasks (pytest fixtures do) and still cancel everything."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.crds.run)
+            for behaviour in (self.scheduler, self.gc, self.kubelets if self._kubelets_enabled else None):
+                if behaviour is not None:
+                    tg.start_soon(behaviour.run)
             self._tg = tg
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -1,0 +1,224 @@
+"""The `pods/eviction` subresource, as `pkg/registry/core/pod/storage/eviction.go` serves it.
+
+POST an `Eviction` (policy/v1; v1beta1 bodies are accepted too) to
+`/api/v1/namespaces/<ns>/pods/<name>/eviction`:
+
+1. The pod is read; a name in the body that differs from the URL is a 400.
+2. Pods that are Succeeded, Failed, Pending or already terminating skip the budget: they are
+   deleted at once (`canIgnorePDB`).
+3. Otherwise the PDBs of the pod's namespace whose selector matches it are found (an empty
+   selector matches nothing): more than one is a 500, none means delete.
+4. An unready pod is let through when the PDB says `unhealthyPodEvictionPolicy: AlwaysAllow`, or
+   (the default IfHealthyBudget) when `currentHealthy >= desiredHealthy > 0`.
+5. Else `checkAndDecrement`: a PDB whose `status.observedGeneration` lags `metadata.generation` is a
+   429 ("still being processed", Retry-After 10); `disruptionsAllowed` 0 is a 429 with the
+   `DisruptionBudget` cause saying how many healthy pods the budget needs; otherwise the budget is
+   decremented and `status.disruptedPods[pod]` records the eviction time, written with the PDB's
+   resourceVersion and retried on conflict, so two evictions can never spend one disruption.
+6. The pod gets the `DisruptionTarget` condition (reason `EvictionByEvictionAPI`) and is deleted
+   with the eviction's `deleteOptions` (grace period, uid / resourceVersion preconditions); a
+   dry run changes nothing. A running pod is deleted with its resourceVersion as precondition
+   unless the caller gave one, so a pod that changed meanwhile is not evicted blindly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from kubeutil import selectors
+from localcluster import errors
+from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster.registry import ResourceType
+from localcluster.rest import Target, status_response
+
+Obj = dict[str, Any]
+MAX_DISRUPTED_POD_SIZE = 2000
+CONFLICT_RETRIES = 5
+
+
+def _too_many_requests(message: str, cause: str, retry_after: int) -> errors.StatusError:
+    details: dict[str, Any] = {"causes": [{"reason": "DisruptionBudget", "message": cause}]}
+    if retry_after:
+        details["retryAfterSeconds"] = retry_after
+    return errors.StatusError(429, "TooManyRequests", message, details)
+
+
+def _is_ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+class Eviction:
+    """Evicts pods through `ObjectAPI`; `handle` is the aiohttp handler for the subresource."""
+
+    def __init__(self, objects: ObjectAPI) -> None:
+        self.objects = objects
+        pod_rt = objects.registry.get("", "v1", "pods")
+        pdb_rt = objects.registry.get("policy", "v1", "poddisruptionbudgets")
+        assert pod_rt is not None and pdb_rt is not None
+        self.pod_rt: ResourceType = pod_rt
+        self.pdb_rt: ResourceType = pdb_rt
+
+    async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
+        if request.method != "POST":
+            return status_response(errors.method_not_allowed(f"the server does not allow this method on the requested resource ({request.method} pods/eviction)"))
+        try:
+            body = orjson.loads(await request.read() or b"{}")
+        except orjson.JSONDecodeError as exc:
+            return status_response(errors.bad_request(f"the object provided is unrecognized: {exc}"))
+        dry_run = request.query.get("dryRun") == "All"
+        assert target.name is not None
+        try:
+            self.evict(target.namespace or "", target.name, body if isinstance(body, dict) else {}, dry_run=dry_run)
+        except errors.StatusError as exc:
+            response = status_response(exc)
+            retry = (exc.details or {}).get("retryAfterSeconds")
+            if exc.code == 429 and retry:
+                response.headers["Retry-After"] = str(retry)
+            return response
+        ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+        return web.Response(status=201, body=orjson.dumps(ok), content_type="application/json")
+
+    def evict(self, namespace: str, name: str, eviction: Obj, *, dry_run: bool = False) -> None:
+        body_name = (eviction.get("metadata") or {}).get("name")
+        if body_name and body_name != name:
+            raise errors.bad_request("name in URL does not match name in Eviction object")
+        options: Obj = dict(eviction.get("deleteOptions") or {})
+        dry_run = dry_run or "All" in (options.get("dryRun") or [])
+        pod = self.objects.get(self.pod_rt, namespace, name)
+        meta = pod["metadata"]
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed", "Pending") or meta.get("deletionTimestamp"):
+            self._condition_and_delete(pod, options, dry_run)
+            return
+        preconditions = dict(options.get("preconditions") or {})
+        if phase == "Running" and not preconditions.get("resourceVersion"):
+            preconditions["resourceVersion"] = meta["resourceVersion"]
+            options["preconditions"] = preconditions
+        for _ in range(CONFLICT_RETRIES):
+            pdbs = self._pdbs_for(pod)
+            if len(pdbs) > 1:
+                raise errors.internal("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+            if not pdbs:
+                break
+            pdb = pdbs[0]
+            if not _is_ready(pod) and self._unhealthy_may_go(pdb):
+                break
+            try:
+                self._check_and_decrement(name, pdb, dry_run)
+                break
+            except errors.StatusError as exc:
+                if exc.code != 409:
+                    raise
+        else:
+            raise errors.StatusError(429, "TooManyRequests", "Too many requests: conflicts while updating the PodDisruptionBudget, try again", {"retryAfterSeconds": 1})
+        self._condition_and_delete(pod, options, dry_run)
+
+    def _pdbs_for(self, pod: Obj) -> list[Obj]:
+        labels = pod["metadata"].get("labels") or {}
+        found = []
+        for entry in self.objects.storage.iter_entries(self.pdb_rt.storage_key, pod["metadata"]["namespace"]):
+            pdb = entry.load()
+            raw_selector = (pdb.get("spec") or {}).get("selector")
+            try:
+                selector = selectors.from_label_selector(raw_selector)
+            except (selectors.SelectorError, ValueError, TypeError):
+                continue
+            if not raw_selector or selector.empty:
+                continue  # a nil or empty selector matches nothing here
+            if selector.matches(labels):
+                found.append(pdb)
+        return found
+
+    @staticmethod
+    def _unhealthy_may_go(pdb: Obj) -> bool:
+        if (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") == "AlwaysAllow":
+            return True
+        status = pdb.get("status") or {}
+        desired = int(status.get("desiredHealthy") or 0)
+        return int(status.get("currentHealthy") or 0) >= desired > 0
+
+    def _check_and_decrement(self, pod_name: str, pdb: Obj, dry_run: bool) -> None:
+        meta, status = pdb["metadata"], pdb.setdefault("status", {})
+        name = meta["name"]
+        if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
+            raise _too_many_requests(
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+                f"The disruption budget {name} is still being processed by the server.", 10,
+            )
+        allowed = int(status.get("disruptionsAllowed") or 0)
+        if allowed < 0:
+            raise errors.forbidden("poddisruptionbudget.policy", name, "pdb disruptions allowed is negative")
+        if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_POD_SIZE:
+            raise errors.forbidden("poddisruptionbudget.policy", name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller")
+        if allowed == 0:
+            raise _too_many_requests(
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+                f"The disruption budget {name} needs {int(status.get('desiredHealthy') or 0)} healthy pods "
+                f"and has {int(status.get('currentHealthy') or 0)} currently", 0,
+            )
+        status["disruptionsAllowed"] = allowed - 1
+        if allowed - 1 == 0:
+            _set_disruption_allowed_false(status)
+        if dry_run:
+            return
+        disrupted = status.setdefault("disruptedPods", {}) or {}
+        status["disruptedPods"] = disrupted
+        disrupted[pod_name] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # `pdb` carries the resourceVersion it was read at: a concurrent change is a 409 and a retry
+        self.objects.update_status(self.pdb_rt, meta["namespace"], name, pdb)
+
+    def _condition_and_delete(self, pod: Obj, options: Obj, dry_run: bool) -> None:
+        meta = pod["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        preconditions = dict(options.get("preconditions") or {})
+        if not dry_run:
+            latest = self.objects.get(self.pod_rt, ns, name)
+            lmeta = latest["metadata"]
+            if preconditions.get("uid") and preconditions["uid"] != lmeta["uid"]:
+                raise errors.conflict("pods", name, f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in object meta: {lmeta['uid']}", kind="pods")
+            if preconditions.get("resourceVersion") and str(preconditions["resourceVersion"]) != lmeta["resourceVersion"]:
+                raise errors.conflict(
+                    "pods", name,
+                    f"Precondition failed: ResourceVersion in precondition: {preconditions['resourceVersion']}, "
+                    f"ResourceVersion in object meta: {lmeta['resourceVersion']}", kind="pods",
+                )
+            conditions = latest.setdefault("status", {}).setdefault("conditions", [])
+            conditions[:] = [c for c in conditions if c.get("type") != "DisruptionTarget"]
+            conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_rfc3339(),
+                               "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"})
+            updated = self.objects.update_status(self.pod_rt, ns, name, latest)
+            if preconditions.get("resourceVersion"):
+                preconditions["resourceVersion"] = str(updated.rv)  # we made the change ourselves
+        else:
+            self.objects.get(self.pod_rt, ns, name)
+            return
+        grace = options.get("gracePeriodSeconds")
+        self.objects.delete(
+            self.pod_rt, ns, name,
+            grace_period_seconds=int(grace) if grace is not None else None,
+            propagation_policy=options.get("propagationPolicy"),
+            preconditions=preconditions or None,
+        )
+
+
+def _set_disruption_allowed_false(status: Obj) -> None:
+    """`pdbhelper.UpdateDisruptionAllowedCondition` once the budget reaches zero."""
+    conditions = status.setdefault("conditions", []) or []
+    status["conditions"] = conditions
+    current = next((c for c in conditions if c.get("type") == "DisruptionAllowed"), None)
+    if current is not None and current.get("status") == "False":
+        return
+    conditions[:] = [c for c in conditions if c.get("type") != "DisruptionAllowed"]
+    conditions.append({"type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods", "message": "",
+                       "lastTransitionTime": now_rfc3339(), "observedGeneration": status.get("observedGeneration", 0)})
+
+
+def install(rest: Any, objects: ObjectAPI) -> Eviction:
+    """Serve `pods/eviction` from this module (`RestHandlers.subresource_handlers`)."""
+    eviction = Eviction(objects)
+    rest.subresource_handlers[("pods", "eviction")] = eviction.handle
+    return eviction

@@ -1,0 +1,525 @@
+"""Simulated kubelets: nodes that register, heartbeat and run pods, without containers.
+
+What a real kubelet does that controllers can observe, and nothing else:
+- Registration: a Node with capacity / allocatable (`pods: 110`), a podCIDR, addresses and the
+  conditions the kubelet's setters own (MemoryPressure, DiskPressure, PIDPressure, Ready).
+- Heartbeats on the real intervals, divided by `speed`: the node Lease in `kube-node-lease` is
+  renewed every 10 s (a quarter of its 40 s duration), and the node status is posted every 5 min
+  when nothing changed (`nodeStatusReportFrequency`) or at once when a condition changes.
+- Pods bound to the node go Pending -> Running and Ready after `pod_start_delay` (containerStatuses,
+  startTime, podIP, hostIP and the PodReadyToStartContainers / Initialized / ContainersReady /
+  Ready / PodScheduled conditions); a pod being deleted is finished after
+  min(its grace period, `termination_cap`) by a delete with grace 0, as the kubelet does once
+  its containers have stopped.
+
+Why one ticker and not a task per node: 5,000 nodes with a task each cost 5,000 sleeping
+coroutines and timer handles; here every due action (lease, status, pod start, pod finish) sits
+in one heap and one task pops what is due. Stale entries are dropped by comparing the node's
+epoch, so stopping a kubelet is just bumping the epoch. Lateness of lease renewals (`lag`) is
+what the benchmark reports: it is the one number that says the cluster keeps up.
+
+Everything runs in-process through `ObjectAPI` (the same code path as HTTP, no HTTP cost), and
+pod events come from the storage watch hub, so nothing polls.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import itertools
+import math
+import secrets
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from localcluster import errors
+from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster.registry import ResourceType
+from localcluster.storage import StoredEvent
+
+Obj = dict[str, Any]
+
+LEASE_NAMESPACE = "kube-node-lease"
+PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
+# (reason when False, message when False, reason when True, message when True), as the kubelet's setters.
+_CONDITION_TEXT: dict[str, tuple[str, str, str, str]] = {
+    "MemoryPressure": ("KubeletHasSufficientMemory", "kubelet has sufficient memory available",
+                       "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+    "DiskPressure": ("KubeletHasNoDiskPressure", "kubelet has no disk pressure",
+                     "KubeletHasDiskPressure", "kubelet has disk pressure"),
+    "PIDPressure": ("KubeletHasSufficientPID", "kubelet has sufficient PID available",
+                    "KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
+    "NetworkUnavailable": ("RouteCreated", "RouteController created a route", "NoRouteCreated", "Node created without a route"),
+}
+
+# heap actions
+_LEASE, _STATUS, _START, _FINISH = "lease", "status", "start", "finish"
+
+
+@dataclass(slots=True)
+class KubeletConfig:
+    """Intervals in real seconds; every one is divided by `speed` (speed 100: a 10 s lease in 0.1 s)."""
+
+    speed: float = 1.0
+    lease_duration_seconds: int = 40
+    lease_renew_interval: float = 10.0
+    status_report_interval: float = 300.0
+    pod_start_delay: float = 1.0
+    termination_cap: float = 2.0
+    max_pods: int = 110
+
+    def scaled(self, seconds: float) -> float:
+        return seconds / self.speed
+
+
+def micro_time(now: dt.datetime | None = None) -> str:
+    """A `metav1.MicroTime` as the real server writes it (Lease renewTime)."""
+    return (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(slots=True)
+class LagStats:
+    """How late lease renewals ran, in seconds (the bench's figure of merit)."""
+
+    count: int = 0
+    total: float = 0.0
+    max: float = 0.0
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=50_000))
+
+    def add(self, lag: float) -> None:
+        self.count += 1
+        self.total += lag
+        self.max = max(self.max, lag)
+        self.recent.append(lag)
+
+    def percentile(self, q: float) -> float:
+        if not self.recent:
+            return 0.0
+        ordered = sorted(self.recent)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def reset(self) -> None:
+        self.count, self.total, self.max = 0, 0.0, 0.0
+        self.recent.clear()
+
+
+class Kubelet:
+    """One simulated kubelet: the per-node controls tests use (`cluster.kubelets["node-1"]`)."""
+
+    def __init__(self, fleet: Kubelets, name: str, index: int) -> None:
+        self._fleet = fleet
+        self.name = name
+        self.index = index
+        self.running = True
+        self.epoch = 0
+        self.ready = True
+        self.not_ready_message = "container runtime is down"
+        self.pressure: dict[str, bool] = {}
+        self.failing_readiness: set[tuple[str, str]] = set()
+        self._next_ip = itertools.count(2)
+
+    # -- controls ---------------------------------------------------------------------
+    def stop(self) -> None:
+        """The kubelet dies: no more lease renewals, status posts or pod work on this node."""
+        if self.running:
+            self.running = False
+            self.epoch += 1
+
+    def start(self) -> None:
+        """The kubelet comes back: heartbeats resume at once and pods left waiting are handled."""
+        if not self.running:
+            self.running = True
+            self.epoch += 1
+            self._fleet._resume(self)
+
+    def set_ready(self, ready: bool, message: str = "container runtime is down") -> None:
+        """Post Ready=True/False at once (the kubelet keeps heartbeating its lease either way)."""
+        self.ready = ready
+        self.not_ready_message = message
+        self._fleet._post_status(self)
+
+    def set_condition(self, condition: str, status: bool) -> None:
+        """Set MemoryPressure / DiskPressure / PIDPressure / NetworkUnavailable and post status."""
+        if condition not in PRESSURE_CONDITIONS:
+            raise ValueError(f"unknown node condition {condition!r} (one of {', '.join(PRESSURE_CONDITIONS)})")
+        self.pressure[condition] = status
+        self._fleet._post_status(self)
+
+    def fail_readiness(self, namespace: str, name: str, failing: bool = True) -> None:
+        """Make a pod's readiness probe fail (Ready=False) or pass again."""
+        key = (namespace, name)
+        if failing:
+            self.failing_readiness.add(key)
+        else:
+            self.failing_readiness.discard(key)
+        self._fleet._refresh_readiness(self, namespace, name)
+
+    # -- helpers ------------------------------------------------------------------------
+    def pod_ip(self) -> str:
+        n = next(self._next_ip)
+        return f"10.{(self.index >> 8) & 255}.{self.index & 255}.{2 + n % 252}"
+
+    @property
+    def host_ip(self) -> str:
+        return f"192.168.{(self.index >> 8) & 255}.{self.index & 255}"
+
+
+class Kubelets(Mapping[str, Kubelet]):
+    """All simulated kubelets, driven by one ticker task and one pod watch (see the module doc)."""
+
+    def __init__(self, objects: ObjectAPI, config: KubeletConfig | None = None) -> None:
+        self.objects = objects
+        self.config = config or KubeletConfig()
+        self._nodes: dict[str, Kubelet] = {}
+        self._heap: list[tuple[float, int, str, str, Any]] = []
+        self._seq = itertools.count()
+        self._wake = anyio.Event()
+        self._pending: dict[str, str] = {}  # pod uid -> action scheduled for it
+        self._started = False
+        self.lag = LagStats()
+        self.renewals = 0
+        rts = {p: objects.registry.get(g, "v1", p) for g, p in (("", "nodes"), ("", "pods"), ("coordination.k8s.io", "leases"))}
+        assert all(rts.values())
+        self._node_rt: ResourceType = rts["nodes"]  # type: ignore[assignment]
+        self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
+        self._lease_rt: ResourceType = rts["leases"]  # type: ignore[assignment]
+
+    # -- Mapping ------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Kubelet:
+        return self._nodes[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    # -- registration -------------------------------------------------------------------
+    def add_node(self, name: str, *, labels: dict[str, str] | None = None) -> Kubelet:
+        """Register a node (synchronously) and schedule its heartbeats."""
+        kubelet = Kubelet(self, name, len(self._nodes) + 1)
+        self._nodes[name] = kubelet
+        obj = self._node_object(kubelet, labels or {})
+        try:
+            self.objects.create(self._node_rt, None, obj)
+        except errors.StatusError as exc:
+            if exc.code != 409:
+                raise
+            self._post_status(kubelet)
+        self._renew_lease(kubelet)
+        if self._started:
+            self._schedule_heartbeats(kubelet, anyio.current_time())
+        return kubelet
+
+    def _schedule_heartbeats(self, kubelet: Kubelet, now: float) -> None:
+        phase = _spread(kubelet.index)
+        self._push(now + self.config.scaled(self.config.lease_renew_interval) * phase, _LEASE, kubelet.name, kubelet.epoch)
+        self._push(now + self.config.scaled(self.config.status_report_interval) * phase, _STATUS, kubelet.name, kubelet.epoch)
+
+    def _node_object(self, kubelet: Kubelet, labels: dict[str, str]) -> Obj:
+        capacity = {"cpu": "8", "memory": "32Gi", "pods": str(self.config.max_pods), "ephemeral-storage": "100Gi", "hugepages-2Mi": "0"}
+        allocatable = dict(capacity, memory="31Gi", **{"ephemeral-storage": "95Gi"})
+        name, i = kubelet.name, kubelet.index
+        cidr = f"10.{(i >> 8) & 255}.{i & 255}.0/24"
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                           "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", **labels},
+                "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+            },
+            "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
+            "status": {
+                "capacity": capacity,
+                "allocatable": allocatable,
+                "conditions": self._conditions(kubelet, []),
+                "addresses": [{"type": "InternalIP", "address": kubelet.host_ip}, {"type": "Hostname", "address": name}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {
+                    "machineID": secrets.token_hex(16), "systemUUID": secrets.token_hex(16), "bootID": secrets.token_hex(16),
+                    "kernelVersion": "6.1.0", "osImage": "aiokcm simulated node", "containerRuntimeVersion": "containerd://1.7.22",
+                    "kubeletVersion": "v1.32.0", "kubeProxyVersion": "v1.32.0", "operatingSystem": "linux", "architecture": "amd64",
+                },
+            },
+        }
+
+    def _conditions(self, kubelet: Kubelet, old: list[Obj]) -> list[Obj]:
+        """The kubelet's condition setters: heartbeat now, transition time kept unless the status flips."""
+        now = now_rfc3339()
+        previous = {c.get("type"): c for c in old}
+        out: list[Obj] = []
+
+        def put(type_: str, status: str, reason: str, message: str) -> None:
+            before = previous.get(type_)
+            changed = before is None or before.get("status") != status
+            out.append({"type": type_, "status": status, "lastHeartbeatTime": now,
+                        "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),  # type: ignore[union-attr]
+                        "reason": reason, "message": message})
+
+        for type_, (r_false, m_false, r_true, m_true) in _CONDITION_TEXT.items():
+            if type_ == "NetworkUnavailable" and type_ not in kubelet.pressure and type_ not in previous:
+                continue
+            on = kubelet.pressure.get(type_, False)
+            put(type_, "True" if on else "False", r_true if on else r_false, m_true if on else m_false)
+        if kubelet.ready:
+            put("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+        else:
+            put("Ready", "False", "KubeletNotReady", kubelet.not_ready_message)
+        return out
+
+    # -- heartbeats ---------------------------------------------------------------------
+    def _renew_lease(self, kubelet: Kubelet) -> None:
+        node = self.objects.storage.get("nodes", "", kubelet.name)
+        owner = []
+        if node is not None:
+            owner = [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": node.load()["metadata"]["uid"]}]
+        lease: Obj = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": kubelet.name, "namespace": LEASE_NAMESPACE, "ownerReferences": owner},
+            "spec": {"holderIdentity": kubelet.name, "leaseDurationSeconds": self.config.lease_duration_seconds,
+                     "renewTime": micro_time()},
+        }
+        self.renewals += 1
+        try:
+            self.objects.update(self._lease_rt, LEASE_NAMESPACE, kubelet.name, lease)
+        except errors.StatusError as exc:
+            if exc.code != 404:
+                raise
+            self.objects.create(self._lease_rt, LEASE_NAMESPACE, lease)
+
+    def _post_status(self, kubelet: Kubelet) -> None:
+        if not kubelet.running:
+            return
+        try:
+            node = self.objects.get(self._node_rt, None, kubelet.name)
+        except errors.StatusError:
+            return
+        status = node.setdefault("status", {})
+        status["conditions"] = self._conditions(kubelet, status.get("conditions") or [])
+        self.objects.update_status(self._node_rt, None, kubelet.name, node)
+
+    def _resume(self, kubelet: Kubelet) -> None:
+        now = anyio.current_time()
+        self._renew_lease(kubelet)
+        self._post_status(kubelet)
+        self._push(now + self.config.scaled(self.config.lease_renew_interval), _LEASE, kubelet.name, kubelet.epoch)
+        self._push(now + self.config.scaled(self.config.status_report_interval), _STATUS, kubelet.name, kubelet.epoch)
+        for entry in self.objects.storage.iter_entries("pods"):
+            if entry.fields.get("spec.nodeName") == kubelet.name:
+                self._on_pod(entry.load())
+
+    # -- pods ---------------------------------------------------------------------------
+    def _on_pod(self, pod: Obj) -> None:
+        """Schedule the work a pod on one of our nodes needs (start it, or finish its deletion)."""
+        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        kubelet = self._nodes.get(spec.get("nodeName") or "")
+        if kubelet is None or not kubelet.running:
+            return
+        uid = meta["uid"]
+        key = (meta["namespace"], meta["name"], uid)
+        now = anyio.current_time()
+        if meta.get("deletionTimestamp"):
+            if self._pending.get(uid) != _FINISH:
+                self._pending[uid] = _FINISH
+                grace = min(float(meta.get("deletionGracePeriodSeconds") or 0), self.config.termination_cap)
+                self._push(now + self.config.scaled(grace), _FINISH, kubelet.name, key)
+            return
+        status = pod.get("status") or {}
+        if status.get("phase", "Pending") == "Pending" and not status.get("startTime") and uid not in self._pending:
+            self._pending[uid] = _START
+            self._push(now + self.config.scaled(self.config.pod_start_delay), _START, kubelet.name, key)
+
+    def _start_pod(self, kubelet: Kubelet, key: tuple[str, str, str]) -> None:
+        ns, name, uid = key
+        self._pending.pop(uid, None)
+        entry = self.objects.storage.get("pods", ns, name)
+        if entry is None:
+            return
+        pod = entry.load()
+        meta, status = pod["metadata"], pod.get("status") or {}
+        if meta["uid"] != uid or meta.get("deletionTimestamp") or status.get("phase", "Pending") != "Pending":
+            return
+        ready = (ns, name) not in kubelet.failing_readiness
+        pod["status"] = running_status(pod, pod_ip=kubelet.pod_ip(), host_ip=kubelet.host_ip, ready=ready)
+        self._write_pod_status(pod)
+
+    def _refresh_readiness(self, kubelet: Kubelet, namespace: str, name: str) -> None:
+        entry = self.objects.storage.get("pods", namespace, name)
+        if entry is None:
+            return
+        pod = entry.load()
+        status = pod.get("status") or {}
+        if status.get("phase") != "Running" or (pod.get("spec") or {}).get("nodeName") != kubelet.name:
+            return
+        ready = (namespace, name) not in kubelet.failing_readiness
+        set_readiness(pod, ready)
+        self._write_pod_status(pod)
+
+    def _write_pod_status(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        try:
+            self.objects.update_status(self._pod_rt, meta["namespace"], meta["name"], pod)
+        except errors.StatusError as exc:
+            if exc.code not in (404, 409):
+                raise
+
+    def _finish_pod(self, key: tuple[str, str, str]) -> None:
+        ns, name, uid = key
+        self._pending.pop(uid, None)
+        try:
+            self.objects.delete(self._pod_rt, ns, name, grace_period_seconds=0, preconditions={"uid": uid})
+        except errors.StatusError as exc:
+            if exc.code not in (404, 409):
+                raise
+
+    # -- the ticker ---------------------------------------------------------------------
+    def _push(self, due: float, action: str, node: str, payload: Any) -> None:
+        heapq.heappush(self._heap, (due, next(self._seq), action, node, payload))
+        if self._heap[0][0] == due:
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Watch pods and run the ticker until cancelled (start it in the cluster's task group)."""
+        self._started = True
+        now = anyio.current_time()
+        for kubelet in self._nodes.values():
+            if kubelet.running:
+                self._schedule_heartbeats(kubelet, now)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch_pods)
+            tg.start_soon(self._tick)
+
+    async def _watch_pods(self) -> None:
+        storage = self.objects.storage
+        while True:  # a closed subscription (a fault dropping every watch) starts over
+            with storage.subscribe("pods") as sub:
+                for entry in list(storage.iter_entries("pods")):
+                    if entry.fields.get("spec.nodeName") in self._nodes:
+                        self._on_pod(entry.load())
+                while not sub.closed:
+                    await sub.wait()
+                    for ev in sub.drain():
+                        self._on_event(ev)
+            await anyio.lowlevel.checkpoint()
+
+    def _on_event(self, ev: StoredEvent) -> None:
+        if ev.type == "DELETED":
+            self._pending.pop(ev.obj["metadata"]["uid"], None)
+            return
+        if ev.fields.get("spec.nodeName") in self._nodes:
+            self._on_pod(ev.obj)
+
+    async def _tick(self) -> None:
+        while True:
+            now = anyio.current_time()
+            handled = 0
+            while self._heap and self._heap[0][0] <= now:
+                due, _, action, node, payload = heapq.heappop(self._heap)
+                self._run_action(now, due, action, node, payload)
+                handled += 1
+                if handled % 500 == 0:
+                    await anyio.lowlevel.checkpoint()
+                    now = anyio.current_time()
+            timeout = self._heap[0][0] - anyio.current_time() if self._heap else math.inf
+            if timeout > 0:
+                self._wake = anyio.Event()
+                with anyio.move_on_after(timeout):
+                    await self._wake.wait()
+            else:
+                await anyio.lowlevel.checkpoint()
+
+    def _run_action(self, now: float, due: float, action: str, node: str, payload: Any) -> None:
+        kubelet = self._nodes.get(node)
+        if kubelet is None:
+            return
+        if action in (_LEASE, _STATUS):
+            if payload != kubelet.epoch or not kubelet.running:
+                return
+            if action == _LEASE:
+                self.lag.add(now - due)
+                self._renew_lease(kubelet)
+                self._push(due + self.config.scaled(self.config.lease_renew_interval), _LEASE, node, payload)
+            else:
+                self._post_status(kubelet)
+                self._push(due + self.config.scaled(self.config.status_report_interval), _STATUS, node, payload)
+            return
+        if not kubelet.running:
+            self._pending.pop(payload[2], None)  # picked up again by `start()`
+            return
+        if action == _START:
+            self._start_pod(kubelet, payload)
+        elif action == _FINISH:
+            self._finish_pod(payload)
+
+
+def running_status(pod: Obj, *, pod_ip: str, host_ip: str, ready: bool) -> Obj:
+    """The status a kubelet reports once every container of the pod has started."""
+    now = now_rfc3339()
+    spec = pod.get("spec") or {}
+    old = pod.get("status") or {}
+    scheduled = next((c for c in old.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+    statuses = [
+        {
+            "name": c["name"], "image": c.get("image", ""), "imageID": f"{c.get('image', '')}@sha256:{secrets.token_hex(32)}",
+            "containerID": f"containerd://{secrets.token_hex(32)}", "ready": ready, "started": True, "restartCount": 0,
+            "state": {"running": {"startedAt": now}},
+        }
+        for c in spec.get("containers") or []
+    ]
+    status: Obj = {
+        "phase": "Running",
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
+            {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
+            {"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
+            {"type": "ContainersReady", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
+            scheduled or {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
+        ],
+        "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
+        "startTime": now,
+        "containerStatuses": statuses,
+        "qosClass": old.get("qosClass", "BestEffort"),
+    }
+    # keep conditions other actors own (DisruptionTarget, EvacuationRequest, ...)
+    own = {c["type"] for c in status["conditions"]}
+    status["conditions"].extend(c for c in old.get("conditions") or [] if c.get("type") not in own)
+    pod["status"] = status
+    set_readiness(pod, ready)
+    return status
+
+
+def set_readiness(pod: Obj, ready: bool) -> None:
+    """Ready / ContainersReady as the kubelet's status manager derives them from container readiness."""
+    status = pod["status"]
+    now = now_rfc3339()
+    names = []
+    for cs in status.get("containerStatuses") or []:
+        cs["ready"] = ready
+        names.append(cs["name"])
+    for cond in status.get("conditions") or []:
+        if cond.get("type") not in ("Ready", "ContainersReady"):
+            continue
+        value = "True" if ready else "False"
+        if cond.get("status") != value:
+            cond["lastTransitionTime"] = now
+        cond["status"] = value
+        if ready:
+            cond.pop("reason", None)
+            cond.pop("message", None)
+        else:
+            cond["reason"] = "ContainersNotReady"
+            cond["message"] = f"containers with unready status: [{' '.join(names)}]"
+
+
+def _spread(index: int) -> float:
+    """A node's first heartbeat phase in (0, 1]: spreads thousands of nodes over the interval."""
+    return ((index * 0.6180339887) % 1.0) or 1.0

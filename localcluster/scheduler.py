@@ -1,0 +1,321 @@
+"""A small default-scheduler: filters as kube-scheduler's default plugins, spreads by pod count.
+
+Filters (each named by the plugin whose message it reproduces, so "0/3 nodes are available: ..."
+reads as the real one):
+- NodeUnschedulable: `spec.unschedulable` -> "node(s) were unschedulable".
+- Not Ready: a real cluster marks such a node with the `node.kubernetes.io/not-ready` taint (node
+  lifecycle controller) and the scheduler filters on the taint; here the Ready condition is read
+  directly and reported as that taint, unless the pod tolerates it.
+- TaintToleration: NoSchedule / NoExecute taints the pod does not tolerate ->
+  "node(s) had untolerated taint {key: value}".
+- NodeAffinity: `nodeSelector` and required node affinity (`nodeSelectorTerms`, matchExpressions
+  In/NotIn/Exists/DoesNotExist/Gt/Lt and matchFields on metadata.name) ->
+  "node(s) didn't match Pod's node affinity/selector".
+- NodeResourcesFit, pods only: `status.allocatable.pods` -> "Too many pods".
+
+Scoring is "fewest pods first". Nodes sit in a heap keyed by pod count with lazy invalidation, so
+a pod that fits the emptiest node costs O(log n) and 150,000 pods over 5,000 nodes need no scan
+per pod; only a pod that fits nowhere walks every node (to explain why).
+
+Event-driven from the storage watch hub: a pending pod is tried when it appears; pods that fit
+nowhere wait in an unschedulable set and are retried when a node's scheduling-relevant state
+changes (labels, taints, unschedulable, Ready, allocatable) or a bound pod goes away, as the
+scheduling queue's move requests do. Binding goes through `ObjectAPI.bind`, the code behind the
+`pods/binding` subresource.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from localcluster import errors
+from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster.registry import ResourceType
+from localcluster.storage import StoredEvent
+
+Obj = dict[str, Any]
+SCHEDULER_NAME = "default-scheduler"
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule", "value": ""}
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """What filtering reads from a node, parsed once per node change."""
+
+    name: str
+    labels: dict[str, str]
+    taints: list[Obj]
+    unschedulable: bool
+    ready: bool
+    capacity: int
+
+    def signature(self) -> tuple[Any, ...]:
+        return (tuple(sorted(self.labels.items())), repr(self.taints), self.unschedulable, self.ready, self.capacity)
+
+    @staticmethod
+    def from_node(node: Obj) -> NodeInfo:
+        meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        try:
+            capacity = int((status.get("allocatable") or {}).get("pods", 110))
+        except (TypeError, ValueError):
+            capacity = 110
+        return NodeInfo(meta["name"], dict(meta.get("labels") or {}), list(spec.get("taints") or []),
+                        bool(spec.get("unschedulable")), ready, capacity)
+
+
+def tolerates(tolerations: Iterable[Obj], taint: Obj) -> bool:
+    """`v1.Toleration.ToleratesTaint`."""
+    for tol in tolerations:
+        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+            continue
+        if tol.get("operator", "Equal") == "Exists":
+            if not tol.get("key") or tol.get("key") == taint.get("key"):
+                return True
+        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def _expression_matches(expr: Obj, value: str | None) -> bool:
+    op, values = expr.get("operator"), expr.get("values") or []
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt") and value is not None and len(values) == 1:
+        try:
+            have, want = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def matches_node_affinity(pod_spec: Obj, node: NodeInfo) -> bool:
+    """nodeSelector AND any of the required nodeSelectorTerms (an empty term matches nothing)."""
+    for key, value in (pod_spec.get("nodeSelector") or {}).items():
+        if node.labels.get(key) != value:
+            return False
+    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if not required:
+        return True
+    for term in required.get("nodeSelectorTerms") or []:
+        exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+        if not exprs and not fields:
+            continue
+        if all(_expression_matches(e, node.labels.get(e.get("key", ""))) for e in exprs) and all(
+            e.get("key") == "metadata.name" and _expression_matches(e, node.name) for e in fields
+        ):
+            return True
+    return False
+
+
+class Scheduler:
+    """Binds pending pods of `default-scheduler` to nodes; see the module doc."""
+
+    def __init__(self, objects: ObjectAPI) -> None:
+        self.objects = objects
+        pod_rt = objects.registry.get("", "v1", "pods")
+        assert pod_rt is not None
+        self._pod_rt: ResourceType = pod_rt
+        self._nodes: dict[str, NodeInfo] = {}
+        self._counts: Counter[str] = Counter()
+        self._placed: dict[str, str] = {}  # pod uid -> node, for non-terminal bound pods
+        self._heap: list[tuple[int, str]] = []
+        self._active: dict[str, tuple[str, str]] = {}  # pod uid -> (namespace, name), insertion ordered
+        self._unschedulable: dict[str, tuple[str, str]] = {}
+        self._wake = anyio.Event()
+        self.bound = 0
+
+    # -- cache ----------------------------------------------------------------------------
+    def _set_node(self, node: Obj) -> None:
+        info = NodeInfo.from_node(node)
+        old = self._nodes.get(info.name)
+        self._nodes[info.name] = info
+        heapq.heappush(self._heap, (self._counts[info.name], info.name))
+        if old is None or old.signature() != info.signature():
+            self._retry_unschedulable()
+
+    def _remove_node(self, name: str) -> None:
+        self._nodes.pop(name, None)
+
+    def _observe_pod(self, ev_type: str, pod: Obj) -> None:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        uid = meta["uid"]
+        phase = (pod.get("status") or {}).get("phase")
+        node = spec.get("nodeName")
+        if ev_type == "DELETED" or (node and phase in ("Succeeded", "Failed")):
+            self._active.pop(uid, None)
+            self._unschedulable.pop(uid, None)
+            if self._forget(uid):
+                self._retry_unschedulable()
+            return
+        if node:
+            self._active.pop(uid, None)
+            self._unschedulable.pop(uid, None)
+            if uid not in self._placed:
+                self._assume(uid, node)
+            return
+        if spec.get("schedulerName", SCHEDULER_NAME) != SCHEDULER_NAME or meta.get("deletionTimestamp"):
+            return
+        if uid not in self._unschedulable and uid not in self._active:
+            self._active[uid] = (meta["namespace"], meta["name"])
+            self._wake.set()
+
+    def _assume(self, uid: str, node: str) -> None:
+        self._placed[uid] = node
+        self._counts[node] += 1
+        heapq.heappush(self._heap, (self._counts[node], node))
+
+    def _forget(self, uid: str) -> bool:
+        node = self._placed.pop(uid, None)
+        if node is None:
+            return False
+        self._counts[node] -= 1
+        heapq.heappush(self._heap, (self._counts[node], node))
+        return True
+
+    def _retry_unschedulable(self) -> None:
+        if self._unschedulable:
+            self._active.update(self._unschedulable)
+            self._unschedulable.clear()
+            self._wake.set()
+
+    # -- scheduling ---------------------------------------------------------------------
+    def _reasons(self, spec: Obj, node: NodeInfo) -> str | None:
+        """Why `node` cannot take the pod (the real plugin's message), or None if it fits."""
+        if node.unschedulable and not tolerates(spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
+            return "node(s) were unschedulable"
+        tolerations = spec.get("tolerations") or []
+        if not node.ready and not tolerates(tolerations, NOT_READY_TAINT):
+            return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+        for taint in node.taints:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
+                return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
+        if not matches_node_affinity(spec, node):
+            return "node(s) didn't match Pod's node affinity/selector"
+        if self._counts[node.name] >= node.capacity:
+            return "Too many pods"
+        return None
+
+    def pick(self, spec: Obj) -> tuple[str | None, Counter[str]]:
+        """The feasible node with the fewest pods (ties by name), or None with the reasons per node."""
+        popped: list[tuple[int, str]] = []
+        reasons: Counter[str] = Counter()
+        seen: set[str] = set()
+        chosen: str | None = None
+        heap = self._heap
+        while heap:
+            count, name = heapq.heappop(heap)
+            node = self._nodes.get(name)
+            if node is None or count != self._counts[name] or name in seen:
+                continue  # stale entry
+            seen.add(name)
+            popped.append((count, name))
+            why = self._reasons(spec, node)
+            if why is None:
+                chosen = name
+                break
+            reasons[why] += 1
+        for item in popped:
+            heapq.heappush(heap, item)
+        if len(heap) > 4 * max(len(self._nodes), 64):
+            self._heap = [(self._counts[n], n) for n in self._nodes]
+            heapq.heapify(self._heap)
+        return chosen, reasons
+
+    def schedule_one(self, uid: str, namespace: str, name: str) -> None:
+        entry = self.objects.storage.get("pods", namespace, name)
+        if entry is None:
+            return
+        pod = entry.load()
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        if meta["uid"] != uid or spec.get("nodeName") or meta.get("deletionTimestamp"):
+            return
+        node, reasons = self.pick(spec)
+        if node is None:
+            self._unschedulable[uid] = (namespace, name)
+            self._mark_unschedulable(pod, reasons)
+            return
+        try:
+            self.objects.bind(self._pod_rt, namespace, name, {"target": {"name": node}, "metadata": {"uid": uid}})
+        except errors.StatusError:
+            return
+        self.bound += 1
+        self._assume(uid, node)
+
+    def _mark_unschedulable(self, pod: Obj, reasons: Counter[str]) -> None:
+        total = len(self._nodes)
+        detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+        message = f"0/{total} nodes are available: {detail}." if detail else f"0/{total} nodes are available."
+        message += f" preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+        status = pod.setdefault("status", {})
+        conditions = status.setdefault("conditions", [])
+        current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        if current is not None and current.get("status") == "False" and current.get("message") == message:
+            return
+        conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                           "lastTransitionTime": now_rfc3339(), "reason": "Unschedulable", "message": message})
+        meta = pod["metadata"]
+        try:
+            self.objects.update_status(self._pod_rt, meta["namespace"], meta["name"], pod)
+        except errors.StatusError:
+            pass
+
+    # -- tasks ----------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Watch nodes and pods and schedule until cancelled (in the cluster's task group)."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch, "nodes")
+            tg.start_soon(self._watch, "pods")
+            tg.start_soon(self._loop)
+
+    async def _watch(self, key: str) -> None:
+        storage = self.objects.storage
+        while True:  # start over when a fault closes every subscription
+            with storage.subscribe(key) as sub:
+                for entry in list(storage.iter_entries(key)):
+                    self._on_event(StoredEvent("ADDED", entry.rv, entry.load(), entry.raw, entry.namespace, entry.labels, entry.fields), key)
+                while not sub.closed:
+                    await sub.wait()
+                    for ev in sub.drain():
+                        self._on_event(ev, key)
+            await anyio.lowlevel.checkpoint()
+
+    def _on_event(self, ev: StoredEvent, key: str) -> None:
+        if key == "nodes":
+            if ev.type == "DELETED":
+                self._remove_node(ev.obj["metadata"]["name"])
+            else:
+                self._set_node(ev.obj)
+        else:
+            self._observe_pod(ev.type, ev.obj)
+
+    async def _loop(self) -> None:
+        while True:
+            while not self._active:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+            handled = 0
+            while self._active:
+                uid = next(iter(self._active))
+                namespace, name = self._active.pop(uid)
+                self.schedule_one(uid, namespace, name)
+                handled += 1
+                if handled % 200 == 0:
+                    await anyio.lowlevel.checkpoint()
+            await anyio.lowlevel.checkpoint()
