@@ -8,6 +8,9 @@ every informer and handler task.
 Custom resources (NodeMaintenance) need nothing special: a `Resource` names the group,
 version and plural, and the informer LISTs and WATCHes its path like any built-in kind.
 
+Garbage collection: by default the factory freezes the heap after each (re)list and every few
+thousand events (`gc_freeze=True`, see `gcpolicy`), so full collections never rescan the cache.
+
 Transforms: the informer for a resource has one transform, since it has one cache. By default
 it is `default_transform` (or the one given in `transforms=` for that resource). If callers ask
 for different transforms of the same informer, the cache must satisfy all of them, so it falls
@@ -24,6 +27,7 @@ import anyio.abc
 import structlog
 
 from apiclient import KubeClient, Resource
+from informers.gcpolicy import Freezer
 from informers.reflector import ReflectorOptions
 from informers.shared_informer import SharedInformer
 from informers.transform import Transform, default_transform
@@ -47,8 +51,10 @@ class SharedInformerFactory:
         resync_period: float = 0.0,
         transforms: Mapping[Resource, Transform] | None = None,
         options: ReflectorOptions | None = None,
+        gc_freeze: bool = True,
     ) -> None:
         self.client = client
+        self.freezer = Freezer(enabled=gc_freeze)
         self.resync_period = resync_period
         self.transforms = dict(transforms or {})
         self.options = options
@@ -78,6 +84,7 @@ class SharedInformerFactory:
                 transform=wanted,
                 resync_period=self.resync_period,
                 options=self.options,
+                freezer=self.freezer,
             )
             self._informers[key] = inf
             if self._tg is not None:

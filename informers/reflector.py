@@ -13,6 +13,7 @@ Modeled on client-go's `tools/cache/reflector.go`:
   a backoff; any other failure relists after a backoff. The backoff is client-go's (800 ms to
   30 s, jittered, reset after 2 minutes of health). A watch that ends at once with no event is
   a failure too ("very short watch"), so a server dropping every watch is not hammered.
+- LIST pages are fetched raw and decoded with the garbage collector paused (see `gcpolicy`).
 - Every request carries a timeout (KubeClient's request timeout for LIST; connect timeout and
   a read timeout just past `timeoutSeconds` for WATCH).
 
@@ -33,7 +34,7 @@ import orjson
 import structlog
 
 from apiclient import ApiError, KubeClient, Resource
-from informers import metrics
+from informers import gcpolicy, metrics
 from informers.backoff import Backoff, BackoffPolicy
 
 log = structlog.get_logger(__name__)
@@ -140,15 +141,21 @@ class Reflector:
         items: list[Obj] = []
         token: str | None = None
         api_version, kind = self.res.api_version, self.res.kind
+        path = self.res.path(self.namespace)
         while True:
-            page = await self.client.list(
-                self.res,
-                namespace=self.namespace,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-                limit=self.options.page_size,
-                continue_token=token,
+            raw = await self.client.request_raw(
+                "GET",
+                path,
+                query={
+                    "labelSelector": self.label_selector,
+                    "fieldSelector": self.field_selector,
+                    "limit": self.options.page_size,
+                    "continue": token,
+                },
             )
+            with gcpolicy.paused():
+                page = orjson.loads(raw)
+            del raw
             page_items = page.get("items") or []
             for item in page_items:
                 # List items carry no type; watch events do. Make both look alike.

@@ -35,6 +35,7 @@ import structlog
 from apiclient import KubeClient, Resource
 from apiclient.resources import PODS
 from informers import metrics
+from informers.gcpolicy import Freezer
 from informers.indexers import IndexFunc, default_indexers
 from informers.keys import DeletedFinalStateUnknown, meta_key
 from informers.lister import Lister
@@ -144,8 +145,10 @@ class SharedInformer:
         transform: Transform | None = default_transform,
         resync_period: float = 0.0,
         options: ReflectorOptions | None = None,
+        freezer: Freezer | None = None,
     ) -> None:
         self.resource = res
+        self._freezer = freezer or Freezer(enabled=False)
         self.namespace = namespace
         self.transform = transform
         self.resync_period = resync_period
@@ -254,6 +257,7 @@ class SharedInformer:
                     tombstone = DeletedFinalStateUnknown(key, old)
                     for reg in listeners:
                         reg._push(_DELETE, tombstone, None)
+        self._freezer.freeze()
         if not self._synced.is_set():
             for reg in listeners:
                 reg._mark_synced()
@@ -278,6 +282,7 @@ class SharedInformer:
                 for reg in self._listeners:
                     reg._push(_UPDATE, old, obj)
         self._store_gauge.set(len(store))
+        self._freezer.note_event()
 
     async def _resync_loop(self) -> None:
         await self._synced.wait()

@@ -6,10 +6,11 @@ annotation (a second copy of the object). It edits in place: the object was just
 nobody else holds it yet.
 
 `pod_projection` keeps only the pod fields aiokcm's controllers read (identity, labels,
-annotations, owners, deletion, node binding, tolerations, priority, phase, conditions and
-per-container readiness and restarts for ranking) and interns the strings that repeat across
-pods (condition types, phases, node and namespace names, owner kinds), so a cached pod is a
-few hundred bytes of dicts rather than several kilobytes. Controllers reading pods from a
+annotations, owners, deletion, node binding, tolerations, priority, phase, the conditions
+controllers look at, per-container readiness and restarts for ranking), interns the strings
+that repeat across pods (condition types, phases, node and namespace names, owner kinds,
+timestamps) and shares equal sub-objects between pods (labels, owner references,
+tolerations, container statuses), so a cached pod costs about 2 KB instead of 15-25 KB. Controllers reading pods from a
 projected cache must write with PATCH, never PUT the cached object back.
 """
 
@@ -19,12 +20,40 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 _intern = sys.intern
+
+
+class _Shared:
+    """Hash-consing of sub-objects: equal labels, owner references, tolerations and container
+    statuses are stored once and shared by every pod that has them (pods of one ReplicaSet
+    differ in little else). Safe only because cached objects are never mutated. Bounded: the
+    table is dropped when it grows past `limit` (objects already shared stay shared)."""
+
+    __slots__ = ("_limit", "_table")
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._table: dict[bytes, Any] = {}
+        self._limit = limit
+
+    def __call__(self, value: Any) -> Any:
+        key = orjson.dumps(value)
+        found = self._table.get(key)
+        if found is not None:
+            return found
+        if len(self._table) >= self._limit:
+            self._table = {}
+        self._table[key] = value
+        return value
+
+
+_share = _Shared()
 
 
 def default_transform(obj: Obj) -> Obj:
@@ -69,12 +98,13 @@ def _interned_map(values: dict[str, Any]) -> dict[str, Any]:
 
 def _project_meta(meta: Obj) -> Obj:
     out: Obj = {k: meta[k] for k in _META_KEEP if k in meta}
-    namespace = out.get("namespace")
-    if namespace:
-        out["namespace"] = _intern(namespace)
+    for key in ("namespace", "generateName", "creationTimestamp"):
+        value = out.get(key)
+        if value:
+            out[key] = _intern(value)
     labels = meta.get("labels")
     if labels:
-        out["labels"] = _interned_map(labels)
+        out["labels"] = _share(_interned_map(labels))
     annotations = meta.get("annotations")
     if annotations:
         kept = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
@@ -82,7 +112,7 @@ def _project_meta(meta: Obj) -> Obj:
             out["annotations"] = kept
     refs = meta.get("ownerReferences")
     if refs:
-        out["ownerReferences"] = [
+        out["ownerReferences"] = _share([
             {
                 "apiVersion": _intern(r.get("apiVersion", "")),
                 "kind": _intern(r.get("kind", "")),
@@ -92,8 +122,13 @@ def _project_meta(meta: Obj) -> Obj:
                 **({"blockOwnerDeletion": True} if r.get("blockOwnerDeletion") else {}),
             }
             for r in refs
-        ]
+        ])
     return out
+
+
+# Kubelet bookkeeping no controller here reads (Ready, PodScheduled, DisruptionTarget and the
+# evacuation conditions are kept).
+_KUBELET_CONDITIONS = frozenset({"PodReadyToStartContainers", "Initialized", "ContainersReady"})
 
 
 def _project_condition(cond: Obj) -> Obj:
@@ -101,7 +136,8 @@ def _project_condition(cond: Obj) -> Obj:
     for key in ("reason", "message", "lastTransitionTime"):
         value = cond.get(key)
         if value:
-            out[key] = _intern(value) if key == "reason" else value
+            # Transition times repeat across pods created together; reasons repeat everywhere.
+            out[key] = value if key == "message" else _intern(value)
     return out
 
 
@@ -126,18 +162,19 @@ def pod_projection(pod: Obj) -> Obj:
             spec[key] = _intern(spec[key])
     tolerations = spec_in.get("tolerations")
     if tolerations:
-        spec["tolerations"] = [_interned_map(t) for t in tolerations]
+        spec["tolerations"] = _share([_interned_map(t) for t in tolerations])
     out["spec"] = spec
     status_in = pod.get("status") or {}
     status: Obj = {k: status_in[k] for k in _STATUS_KEEP if k in status_in}
-    if "phase" in status:
-        status["phase"] = _intern(status["phase"])
+    for key in ("phase", "startTime"):
+        if key in status:
+            status[key] = _intern(status[key])
     conditions = status_in.get("conditions")
     if conditions:
-        status["conditions"] = [_project_condition(c) for c in conditions]
+        status["conditions"] = [_project_condition(c) for c in conditions if c.get("type") not in _KUBELET_CONDITIONS]
     for key in ("containerStatuses", "initContainerStatuses"):
         statuses = status_in.get(key)
         if statuses:
-            status[key] = [_project_container_status(s) for s in statuses]
+            status[key] = _share([_project_container_status(s) for s in statuses])
     out["status"] = status
     return out

@@ -125,6 +125,11 @@ class FakeApiServer:
         self._emit(res, "ADDED", obj)
         return obj
 
+    def preload(self, res: Resource, objs: list[Obj]) -> None:
+        """Store many objects at once, with no watch events (for benchmarks)."""
+        for obj in objs:
+            self._store(res, obj)
+
     def update(self, res: Resource, obj: Obj) -> Obj:
         self._store(res, obj)
         self._emit(res, "MODIFIED", obj)
@@ -261,13 +266,20 @@ class FakeApiServer:
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    line = await watch.queue.get()
-                    if line is None:
+                    batch = [await watch.queue.get()]
+                    while not watch.queue.empty() and batch[-1] is not None:
+                        batch.append(watch.queue.get_nowait())
+                    lines = [line for line in batch if line is not None]
+                    if lines:
+                        try:
+                            await resp.write(b"".join(lines))
+                        except ConnectionResetError:
+                            return resp
+                    if batch[-1] is None:
                         # Dropped: close the transport without a clean end of stream.
                         if request.transport is not None:
                             request.transport.close()
                         return resp
-                    await resp.write(line)
         except TimeoutError:
             pass
         finally:

@@ -68,3 +68,17 @@ def test_pod_projection_keeps_what_controllers_read() -> None:
 def test_pod_projection_of_a_bare_pod() -> None:
     out = pod_projection({"metadata": {"name": "x"}})
     assert out["metadata"] == {"name": "x"} and out["spec"] == {} and out["status"] == {}
+
+
+def test_pod_projection_drops_kubelet_conditions_and_shares_equal_parts() -> None:
+    a, b = _full_pod(), _full_pod()
+    b["metadata"]["name"] = "b"
+    a["status"]["conditions"].append({"type": "ContainersReady", "status": "True"})
+    pa, pb = pod_projection(a), pod_projection(b)
+    assert [c["type"] for c in pa["status"]["conditions"]] == ["Ready", "EvacuationRequest"]
+    assert pa["metadata"]["labels"] is pb["metadata"]["labels"]
+    assert pa["metadata"]["ownerReferences"] is pb["metadata"]["ownerReferences"]
+    assert pa["spec"]["tolerations"] is pb["spec"]["tolerations"]
+    b2 = _full_pod()
+    b2["metadata"]["labels"] = {"app": "other"}
+    assert pod_projection(b2)["metadata"]["labels"] == {"app": "other"}
