@@ -74,7 +74,7 @@ async def _creator(session: aiohttp.ClientSession, url: str, queue: asyncio.Queu
 async def run(pods: int, concurrency: int, watchers: int) -> dict[str, Any]:
     gc.collect()
     base_rss = _rss_mib()
-    async with LocalCluster(nodes=0) as cluster:
+    async with LocalCluster(nodes=0, scheduler=False, kubelets=False, gc=False) as cluster:
         connector = aiohttp.TCPConnector(limit=concurrency + watchers + 4)
         async with aiohttp.ClientSession(connector=connector) as session:
             seen: list[int] = []

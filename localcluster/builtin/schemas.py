@@ -83,31 +83,71 @@ def items(schema: Schema | None) -> Schema | None:
     return it if isinstance(it, dict) else None
 
 
-def prune(value: Any, schema: Schema | None) -> None:
-    """Drop, in place, object fields the schema does not declare (as the decoder drops them)."""
-    schema = resolve(schema)
-    if schema is None:
-        return
+class _Node:
+    """A schema compiled for pruning: which keys an object keeps and how to prune each value.
+    Resolving `$ref`s once per definition instead of once per object is what keeps pruning a
+    pod cheap (it runs on every write)."""
+
+    __slots__ = ("extra", "item", "props")
+
+    def __init__(self) -> None:
+        self.props: dict[str, _Node | None] | None = None
+        self.extra: _Node | None = None
+        self.item: _Node | None = None
+
+
+_compiled: dict[int, _Node | None] = {}
+
+
+def _compile(schema: Schema | None) -> _Node | None:
+    resolved = resolve(schema)
+    if resolved is None:
+        return None
+    key = id(resolved)
+    if key in _compiled:
+        return _compiled[key]
+    node = _Node()
+    _compiled[key] = node  # before recursing: definitions may refer to themselves
+    props = resolved.get("properties")
+    extra = resolved.get("additionalProperties")
+    items_ = resolved.get("items")
+    if props is not None:
+        node.props = {k: _compile(v) for k, v in props.items()}
+    elif isinstance(extra, dict):
+        node.extra = _compile(extra)
+    if isinstance(items_, dict):
+        node.item = _compile(items_)
+    if node.props is None and node.extra is None and node.item is None:
+        _compiled[key] = None
+        return None
+    return node
+
+
+def _prune_node(value: Any, node: _Node) -> None:
     if isinstance(value, dict):
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
+        props = node.props
         if props is not None:
             for key in list(value):
-                sub = props.get(key)
-                if sub is None:
-                    if key in ("apiVersion", "kind"):
-                        continue
-                    del value[key]
-                else:
-                    prune(value[key], sub)
-        elif isinstance(extra, dict):
+                if key not in props:
+                    if key not in ("apiVersion", "kind"):
+                        del value[key]
+                    continue
+                sub = props[key]
+                if sub is not None:
+                    _prune_node(value[key], sub)
+        elif node.extra is not None:
             for sub_value in value.values():
-                prune(sub_value, extra)
-    elif isinstance(value, list):
-        it = schema.get("items")
-        if isinstance(it, dict):
-            for element in value:
-                prune(element, it)
+                _prune_node(sub_value, node.extra)
+    elif isinstance(value, list) and node.item is not None:
+        for element in value:
+            _prune_node(element, node.item)
+
+
+def prune(value: Any, schema: Schema | None) -> None:
+    """Drop, in place, object fields the schema does not declare (as the decoder drops them)."""
+    node = _compile(schema)
+    if node is not None:
+        _prune_node(value, node)
 
 
 def prune_kind(obj: dict[str, Any], group: str, version: str, kind: str) -> None:

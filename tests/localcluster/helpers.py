@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
+
+from localcluster.cluster import LocalCluster
 
 
 def pod(name: str | None = None, *, labels: dict[str, str] | None = None, node: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -38,3 +41,10 @@ def deployment(name: str, *, replicas: int | None = None) -> dict[str, Any]:
     else:
         body["spec"]["replicas"] = replicas
     return body
+
+
+async def bare_cluster() -> AsyncIterator[LocalCluster]:
+    """An API server only (no scheduler, kubelets or GC), for tests of the API's own semantics:
+    a module uses it with `cluster = pytest.fixture(bare_cluster)`."""
+    async with LocalCluster(nodes=3, scheduler=False, kubelets=False, gc=False) as started:
+        yield started

@@ -7,7 +7,9 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
-from tests.localcluster.helpers import deployment, pod, replicaset
+from tests.localcluster.helpers import bare_cluster, deployment, pod, replicaset
+
+cluster = pytest.fixture(bare_cluster)
 
 
 async def test_create_sets_uid_timestamp_and_generated_name(kube: KubeClient) -> None:

@@ -12,7 +12,9 @@ from localcluster import errors
 from localcluster.builtin import schemas
 from localcluster.cluster import LocalCluster
 from localcluster.patch import merge_patch, strategic_merge
-from tests.localcluster.helpers import pod
+from tests.localcluster.helpers import bare_cluster, pod
+
+cluster = pytest.fixture(bare_cluster)
 
 POD = schemas.kind_schema("", "v1", "Pod")
 NODE = schemas.kind_schema("", "v1", "Node")

@@ -6,13 +6,16 @@ from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import watch as k8s_watch
 
 from apiclient import KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
-from tests.localcluster.helpers import pod
+from tests.localcluster.helpers import bare_cluster, pod
+
+cluster = pytest.fixture(bare_cluster)
 
 
 async def _raw_watch(cluster: LocalCluster, path: str, query: dict[str, str], count: int) -> tuple[aiohttp.ClientResponse, list[dict[str, Any]]]:
