@@ -43,7 +43,7 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("", "pods", READ),
     ),
     "disruption": (
-        Rule("policy", "poddisruptionbudgets", READ),
+        Rule("policy", "poddisruptionbudgets", (*READ, "patch")),  # the evacuating-pods annotation
         Rule("policy", "poddisruptionbudgets/status", ("update", "patch")),
         Rule("", "pods", READ),
         Rule("", "pods/status", ("patch",)),
