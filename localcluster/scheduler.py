@@ -259,7 +259,7 @@ class Scheduler:
 
     def _mark_unschedulable(self, pod: Obj, reasons: Counter[str]) -> None:
         total = len(self._nodes)
-        detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+        detail = ", ".join(sorted(f"{n} {why}" for why, n in reasons.items()))  # as FitError.Error sorts them
         message = f"0/{total} nodes are available: {detail}." if detail else f"0/{total} nodes are available."
         message += f" preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
         status = pod.setdefault("status", {})
