@@ -78,6 +78,7 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("coordination.k8s.io", "leases", (*READ, "create", "update", "patch", "delete")),
         Rule("maintenance.aiokcm.io", "nodemaintenances", (*READ, "create", "update", "patch", "delete")),
         Rule("", "nodes", READ),
+        Rule("", "namespaces", ("create",)),  # creates its lease namespace when missing
     ),
 }
 
