@@ -17,8 +17,11 @@ POST an `Eviction` (policy/v1; v1beta1 bodies are accepted too) to
    resourceVersion and retried on conflict, so two evictions can never spend one disruption.
 6. The pod gets the `DisruptionTarget` condition (reason `EvictionByEvictionAPI`) and is deleted
    with the eviction's `deleteOptions` (grace period, uid / resourceVersion preconditions); a
-   dry run changes nothing. A running pod is deleted with its resourceVersion as precondition
-   unless the caller gave one, so a pod that changed meanwhile is not evicted blindly.
+   dry run changes nothing. A Pending pod, and an unready pod let through in step 4, are deleted
+   with the resourceVersion they were judged at (unless the caller gave one), so a pod that
+   became ready meanwhile is not evicted blindly: that conflict is answered with a 429.
+   As on the real server the budget is spent before the delete, so a delete that then fails its
+   preconditions has still used one disruption (the disruption controller gives it back).
 """
 
 from __future__ import annotations
@@ -70,7 +73,8 @@ class Eviction:
         except orjson.JSONDecodeError as exc:
             return status_response(errors.bad_request(f"the object provided is unrecognized: {exc}"))
         dry_run = request.query.get("dryRun") == "All"
-        assert target.name is not None
+        if target.name is None:
+            return status_response(errors.bad_request("eviction needs a pod name"))
         try:
             self.evict(target.namespace or "", target.name, body if isinstance(body, dict) else {}, dry_run=dry_run)
         except errors.StatusError as exc:
@@ -91,31 +95,48 @@ class Eviction:
         pod = self.objects.get(self.pod_rt, namespace, name)
         meta = pod["metadata"]
         phase = (pod.get("status") or {}).get("phase")
+        rv_given = bool((options.get("preconditions") or {}).get("resourceVersion"))
         if phase in ("Succeeded", "Failed", "Pending") or meta.get("deletionTimestamp"):
+            # canIgnorePDB; shouldEnforceResourceVersion holds for a Pending pod only
+            if phase == "Pending" and not meta.get("deletionTimestamp") and not rv_given:
+                options = _with_resource_version(options, meta["resourceVersion"])
             self._condition_and_delete(pod, options, dry_run)
             return
-        preconditions = dict(options.get("preconditions") or {})
-        if phase == "Running" and not preconditions.get("resourceVersion"):
-            preconditions["resourceVersion"] = meta["resourceVersion"]
-            options["preconditions"] = preconditions
-        for _ in range(CONFLICT_RETRIES):
-            pdbs = self._pdbs_for(pod)
-            if len(pdbs) > 1:
-                raise errors.internal("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
-            if not pdbs:
-                break
+        pdbs = self._pdbs_for(pod)
+        if len(pdbs) > 1:
+            raise errors.StatusError(500, "", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+        update_options = False
+        if pdbs:
             pdb = pdbs[0]
             if not _is_ready(pod) and self._unhealthy_may_go(pdb):
-                break
+                update_options = True  # an unready pod goes without spending the budget
+            else:
+                self._decrement_with_retries(name, pdb, dry_run)
+        if update_options:
+            options = _with_resource_version(options, meta["resourceVersion"])
+        try:
+            self._condition_and_delete(pod, options, dry_run)
+        except errors.StatusError as exc:
+            if exc.code == 409 and update_options and not rv_given:
+                raise _too_many_requests(
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    f"The disruption budget {pdbs[0]['metadata']['name']} is still being processed by the server.", 10,
+                ) from exc
+            raise
+
+    def _decrement_with_retries(self, pod_name: str, pdb: Obj, dry_run: bool) -> None:
+        """`retry.RetryOnConflict` around checkAndDecrement, re-reading the PDB after a conflict."""
+        for attempt in range(CONFLICT_RETRIES):
+            if attempt:
+                pdb = self.objects.get(self.pdb_rt, pdb["metadata"]["namespace"], pdb["metadata"]["name"])
             try:
-                self._check_and_decrement(name, pdb, dry_run)
-                break
+                self._check_and_decrement(pod_name, pdb, dry_run)
+                return
             except errors.StatusError as exc:
                 if exc.code != 409:
                     raise
-        else:
-            raise errors.StatusError(429, "TooManyRequests", "Too many requests: conflicts while updating the PodDisruptionBudget, try again", {"retryAfterSeconds": 1})
-        self._condition_and_delete(pod, options, dry_run)
+        raise errors.StatusError(504, "Timeout", f"couldn't update PodDisruptionBudget {pdb['metadata']['name']!r} due to conflicts",
+                                 {"retryAfterSeconds": 10})
 
     def _pdbs_for(self, pod: Obj) -> list[Obj]:
         labels = pod["metadata"].get("labels") or {}
@@ -179,12 +200,13 @@ class Eviction:
             latest = self.objects.get(self.pod_rt, ns, name)
             lmeta = latest["metadata"]
             if preconditions.get("uid") and preconditions["uid"] != lmeta["uid"]:
-                raise errors.conflict("pods", name, f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in object meta: {lmeta['uid']}", kind="pods")
+                raise errors.conflict("Pod", name, f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
+                                      f"({lmeta['uid']}). The object might have been deleted and then recreated", kind="Pod")
             if preconditions.get("resourceVersion") and str(preconditions["resourceVersion"]) != lmeta["resourceVersion"]:
                 raise errors.conflict(
-                    "pods", name,
-                    f"Precondition failed: ResourceVersion in precondition: {preconditions['resourceVersion']}, "
-                    f"ResourceVersion in object meta: {lmeta['resourceVersion']}", kind="pods",
+                    "Pod", name,
+                    f"the ResourceVersion in the precondition ({preconditions['resourceVersion']}) does not match the "
+                    f"ResourceVersion in record ({lmeta['resourceVersion']}). The object might have been modified", kind="Pod",
                 )
             conditions = latest.setdefault("status", {}).setdefault("conditions", [])
             conditions[:] = [c for c in conditions if c.get("type") != "DisruptionTarget"]
@@ -203,6 +225,10 @@ class Eviction:
             propagation_policy=options.get("propagationPolicy"),
             preconditions=preconditions or None,
         )
+
+
+def _with_resource_version(options: Obj, rv: str) -> Obj:
+    return {**options, "preconditions": {**(options.get("preconditions") or {}), "resourceVersion": rv}}
 
 
 def _set_disruption_allowed_false(status: Obj) -> None:
