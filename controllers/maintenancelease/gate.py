@@ -1,0 +1,87 @@
+"""`MaintenanceLeaseGate`: the NodeMaintenance controller's `LeaseGate` backed by real node leases.
+
+The node sync asks `acquire(node=, holder="aiokcm/nodemaintenance/<name>")` before it cordons or
+drains, and `release` once the maintenance no longer applies. Granting means holding the node's
+Lease under the proposal's rules (`lease.acquire`); refusing reports who holds it instead.
+
+Renewal while working: node syncs are irregular (a cordon-only maintenance may not sync again for
+hours), so the gate remembers what it holds and `run()` renews each claim every third of its
+duration. The node sync calls `acquire` often (every pod event on a draining node); a claim renewed
+less than a third of a duration ago is granted from memory instead of writing the Lease again. The
+price: an administrator's takeover with kubectl is noticed at the next renewal, not at once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import anyio
+import structlog
+
+from apiclient import ApiError, KubeClient
+from controllers.maintenancelease import lease
+from controllers.nodemaintenance.leasegate import LeaseDecision
+
+log = structlog.get_logger()
+
+DEFAULT_GATE_DURATION_SECONDS = 300
+
+
+class MaintenanceLeaseGate:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        duration_seconds: int = DEFAULT_GATE_DURATION_SECONDS,
+        clock: lease.Clock = lease.utcnow,
+    ) -> None:
+        lease.check_duration(duration_seconds)
+        self.client = client
+        self.duration_seconds = duration_seconds
+        self.clock = clock
+        self.held: dict[tuple[str, str], datetime] = {}  # (node, holder) -> when last written
+
+    @property
+    def renew_interval(self) -> float:
+        return self.duration_seconds / 3.0
+
+    async def acquire(self, *, node: str, holder: str) -> LeaseDecision:
+        last = self.held.get((node, holder))
+        if last is not None and self.clock() - last < timedelta(seconds=self.renew_interval):
+            return LeaseDecision(True, holder)
+        try:
+            state = await lease.acquire(
+                self.client, node, holder=holder, duration_seconds=self.duration_seconds, clock=self.clock
+            )
+        except lease.LeaseHeldError as exc:
+            self.held.pop((node, holder), None)
+            return LeaseDecision(False, exc.state.holder)
+        self.held[(node, holder)] = state.renew_time or self.clock()
+        return LeaseDecision(True, holder)
+
+    async def release(self, *, node: str, holder: str) -> None:
+        self.held.pop((node, holder), None)
+        await lease.release(self.client, node, holder=holder, clock=self.clock)
+
+    async def renew_all(self) -> None:
+        """Renew every claim held; forget the ones lost (the next node sync asks again)."""
+        for node, holder in list(self.held):
+            try:
+                state = await lease.renew(
+                    self.client, node, holder=holder, duration_seconds=self.duration_seconds, clock=self.clock
+                )
+            except lease.LeaseLostError as exc:
+                log.warning("node maintenance lease lost", node=node, holder=holder, error=str(exc))
+                self.held.pop((node, holder), None)
+                continue
+            except (ApiError, OSError) as exc:
+                log.info("node maintenance lease renewal failed, retrying", node=node, error=str(exc))
+                continue
+            if (node, holder) in self.held:  # not released while we were writing
+                self.held[(node, holder)] = state.renew_time or self.clock()
+
+    async def run(self) -> None:
+        """Renew in the background until cancelled (started by the NodeMaintenance controller's `run`)."""
+        while True:
+            await anyio.sleep(self.renew_interval)
+            await self.renew_all()

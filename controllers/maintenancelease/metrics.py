@@ -1,0 +1,75 @@
+"""Lease metrics, computed when Prometheus scrapes: leases held and leases abandoned, by holder prefix.
+
+- `aiokcm_maintenance_leases_held{holder_prefix}`: leases someone holds right now (unexpired, or an
+  administrator's `kubeadm...` claim);
+- `aiokcm_maintenance_leases_abandoned{holder_prefix}`: leases whose holder is still set but whose
+  claim expired (renewTime + duration + 3 s passed): a holder that crashed or forgot to release.
+
+Why at scrape time and not on each sync: a lease becomes abandoned by time passing, with no event
+to trigger a sync. Counting the lister's cached leases is cheap (one Lease per node). The collector
+is registered once per process and reads the most recently started lease controller, held weakly
+so a finished controller (in tests, a stopped manager) is not kept alive by the registry.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import REGISTRY
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from controllers.maintenancelease.lease import LeaseState, holder_prefix, utcnow
+
+HELD = "aiokcm_maintenance_leases_held"
+ABANDONED = "aiokcm_maintenance_leases_abandoned"
+
+
+def count_leases(leases: Iterable[Mapping[str, Any]], now: datetime) -> tuple[dict[str, int], dict[str, int]]:
+    """(held, abandoned) counts by holder prefix."""
+    held: dict[str, int] = {}
+    abandoned: dict[str, int] = {}
+    for obj in leases:
+        state = LeaseState.from_obj(obj)
+        if state.holder is None:
+            continue
+        prefix = holder_prefix(state.holder)
+        if state.held(now):
+            held[prefix] = held.get(prefix, 0) + 1
+        elif state.abandoned(now):
+            abandoned[prefix] = abandoned.get(prefix, 0) + 1
+    return held, abandoned
+
+
+class LeaseCollector(Collector):
+    def __init__(self) -> None:
+        self._source: weakref.ref[Any] | None = None
+        self._list: Callable[[Any], list[dict[str, Any]]] | None = None
+        self.clock: Callable[[], datetime] = utcnow
+
+    def watch(self, owner: Any, list_leases: Callable[[Any], list[dict[str, Any]]]) -> None:
+        """Count the leases `list_leases(owner)` returns from now on (owner held weakly)."""
+        self._source = weakref.ref(owner)
+        self._list = list_leases
+
+    def collect(self) -> Iterator[Metric]:
+        held_family = GaugeMetricFamily(HELD, "Node maintenance leases held now", labels=["holder_prefix"])
+        abandoned_family = GaugeMetricFamily(
+            ABANDONED, "Node maintenance leases expired but still naming a holder", labels=["holder_prefix"]
+        )
+        owner = self._source() if self._source is not None else None
+        if owner is not None and self._list is not None:
+            held, abandoned = count_leases(self._list(owner), self.clock())
+            for prefix, count in sorted(held.items()):
+                held_family.add_metric([prefix], count)
+            for prefix, count in sorted(abandoned.items()):
+                abandoned_family.add_metric([prefix], count)
+        yield held_family
+        yield abandoned_family
+
+
+COLLECTOR = LeaseCollector()
+REGISTRY.register(COLLECTOR)
