@@ -39,6 +39,7 @@ Obj = Mapping[str, Any]
 DEFAULT_NODE_SHARDS = 4
 LEASE_GATE_OPTION = "nodemaintenance.lease_gate"
 SHARDS_OPTION = "nodemaintenance.node_shards"
+LEASE_FEATURE_GATE = "NodeMaintenanceLease"
 
 
 def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
@@ -47,6 +48,15 @@ def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
 
 def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _default_gate(ctx: ControllerContext) -> LeaseGate:
+    """Real node leases when the `NodeMaintenanceLease` gate is on (issue 12), else no coordination."""
+    if ctx.gates.enabled(LEASE_FEATURE_GATE):
+        from controllers.maintenancelease.gate import MaintenanceLeaseGate
+
+        return MaintenanceLeaseGate(ctx.client)
+    return NoLeaseGate()
 
 
 class NodeMaintenanceController(Controller):
@@ -69,7 +79,8 @@ class NodeMaintenanceController(Controller):
         self.node_queue: ShardedQueue[str] = ShardedQueue(
             shards, shard_key=lambda node: node, name="nodemaintenance_nodes"
         )
-        gate = lease_gate or ctx.options.get(LEASE_GATE_OPTION) or NoLeaseGate()
+        gate = lease_gate or ctx.options.get(LEASE_GATE_OPTION) or _default_gate(ctx)
+        self.lease_gate: LeaseGate = gate
         factory = ctx.informers
         nm_inf = factory.informer(NODEMAINTENANCES)
         node_inf = factory.informer(NODES)
@@ -184,11 +195,16 @@ class NodeMaintenanceController(Controller):
         await self.wait_for_caches()
         self.log.info("starting workers", workers=count, node_shards=self.node_queue.shards)
         try:
-            async with anyio.create_task_group() as tg:
-                for _ in range(max(1, count)):
-                    tg.start_soon(self._worker)
-                for shard in range(self.node_queue.shards):
-                    tg.start_soon(self._node_worker, shard)
+            async with anyio.create_task_group() as background:
+                renew = getattr(self.lease_gate, "run", None)  # a gate renewing its leases in the background
+                if renew is not None:
+                    background.start_soon(renew)
+                async with anyio.create_task_group() as tg:
+                    for _ in range(max(1, count)):
+                        tg.start_soon(self._worker)
+                    for shard in range(self.node_queue.shards):
+                        tg.start_soon(self._node_worker, shard)
+                background.cancel_scope.cancel()  # workers done (stop()): renewing ends with them
         finally:
             self.queue.shutdown()
             self.node_queue.shutdown()

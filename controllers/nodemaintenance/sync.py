@@ -139,6 +139,10 @@ class NodeSync:
                 granted.append(m)
             else:
                 waiting.add(m.name)
+                target = self.listers.maintenances.get(m.name)
+                if target is not None and m.name not in self.state.lease_waiting.get(node, set()):
+                    self.recorder.event(target, "Warning", "WaitingForLease",
+                                        f"node {node}: maintenance lease held by {decision.holder}")
         if waiting:
             self.state.lease_waiting[node] = waiting
         else:
