@@ -54,7 +54,7 @@ class SharedInformerFactory:
         gc_freeze: bool = True,
     ) -> None:
         self.client = client
-        self.freezer = Freezer(enabled=gc_freeze)
+        self.freezer = Freezer(enabled=gc_freeze, every=1000)
         self.resync_period = resync_period
         self.transforms = dict(transforms or {})
         self.options = options

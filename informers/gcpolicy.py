@@ -42,7 +42,7 @@ class Freezer:
 
     __slots__ = ("_count", "enabled", "every")
 
-    def __init__(self, *, enabled: bool = True, every: int = 5000) -> None:
+    def __init__(self, *, enabled: bool = True, every: int = 1000) -> None:
         self.enabled = enabled
         self.every = every
         self._count = 0

@@ -17,14 +17,15 @@ Modeled on client-go's `tools/cache/reflector.go`:
 - Every request carries a timeout (KubeClient's request timeout for LIST; connect timeout and
   a read timeout just past `timeoutSeconds` for WATCH).
 
-The reflector owns no cache: it calls its sink's `replace` with a full list and `apply` with
-each watch event, synchronously, so the informer updates its store and fans out in the same
+The reflector owns no cache: it applies the transform, then calls its sink's `replace` with a
+full list and `apply` with each watch event, synchronously, so the informer updates its store and fans out in the same
 step, with no queue in between.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -99,8 +100,10 @@ class Reflector:
         label_selector: str | None = None,
         field_selector: str | None = None,
         options: ReflectorOptions | None = None,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         self.client = client
+        self.transform = transform
         self.res = res
         self.sink = sink
         self.namespace = namespace
@@ -142,6 +145,7 @@ class Reflector:
         token: str | None = None
         api_version, kind = self.res.api_version, self.res.kind
         path = self.res.path(self.namespace)
+        transform = self.transform
         while True:
             raw = await self.client.request_raw(
                 "GET",
@@ -162,8 +166,10 @@ class Reflector:
                 if "kind" not in item:
                     item["apiVersion"] = api_version
                     item["kind"] = kind
-            items.extend(page_items)
+            # Transform page by page: the untransformed list is never held whole.
+            items.extend(map(transform, page_items) if transform is not None else page_items)
             meta = page.get("metadata") or {}
+            del page, page_items
             token = meta.get("continue") or None
             if not token:
                 resource_version = str(meta.get("resourceVersion") or "")
@@ -241,8 +247,10 @@ class Reflector:
         if event_type not in ("ADDED", "MODIFIED", "DELETED"):
             self._log.warning("unknown watch event type", type=event_type)
             return
-        self.sink.apply(event_type, obj)
         rv = _resource_version(obj)
+        if self.transform is not None:
+            obj = self.transform(obj)
+        self.sink.apply(event_type, obj)
         if rv:
             self.last_sync_resource_version = rv
 

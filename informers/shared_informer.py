@@ -168,6 +168,7 @@ class SharedInformer:
             label_selector=label_selector,
             field_selector=field_selector,
             options=options,
+            transform=self._transform,
         )
 
     # -- the contract -----------------------------------------------------------------
@@ -232,14 +233,13 @@ class SharedInformer:
 
     # -- the reflector's sink -------------------------------------------------------------
 
+    def _transform(self, obj: Obj) -> Obj:
+        """Read at call time: the factory may settle the transform until the informer starts."""
+        return self.transform(obj) if self.transform is not None else obj
+
     def replace(self, items: list[Obj], resource_version: str) -> None:
-        """A full LIST: swap the store, then tell handlers what changed since the last one."""
-        transform = self.transform
-        fresh: dict[str, Obj] = {}
-        for obj in items:
-            if transform is not None:
-                obj = transform(obj)
-            fresh[meta_key(obj)] = obj
+        """A full LIST (already transformed): swap the store, then tell handlers what changed."""
+        fresh: dict[str, Obj] = {meta_key(obj): obj for obj in items}
         previous = {k: v for k, v in self.store.items()} if self._listeners else {}
         self.store.replace(fresh.items())
         self._store_gauge.set(len(fresh))
@@ -264,9 +264,7 @@ class SharedInformer:
             self._synced.set()
 
     def apply(self, event_type: str, obj: Obj) -> None:
-        """One watch event: update the store, then every handler's buffer."""
-        if self.transform is not None:
-            obj = self.transform(obj)
+        """One watch event (already transformed): update the store, then every handler's buffer."""
         key = meta_key(obj)
         store = self.store
         if event_type == "DELETED":
