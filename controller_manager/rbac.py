@@ -51,6 +51,8 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("apps", "deployments", READ),
         Rule("apps", "statefulsets", READ),
         Rule("", "replicationcontrollers", READ),
+        Rule("policy", "poddisruptionbudgets", ("patch",)),  # the evacuating-pods annotation (KEP-4212)
+        Rule("*", "*/scale", ("get",)),  # any controller's /scale, as KCM's bootstrap policy grants
     ),
     "nodemaintenance": (
         Rule("maintenance.aiokcm.io", "nodemaintenances", (*READ, "update", "patch")),

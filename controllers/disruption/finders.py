@@ -83,9 +83,9 @@ class ScaleReader:
         try:
             doc = await self._client.request("GET", self._prefix(group, version))
         except ApiError as exc:
-            if exc.not_found:
-                raise BudgetError(f'no matches for kind in version "{group}/{version}"') from exc
-            raise
+            if not exc.not_found:
+                raise
+            doc = {}  # the group/version is not served: nothing maps
         resources = list(doc.get("resources") or [])
         self._discovery[key] = (now + self._ttl, resources)
         return resources

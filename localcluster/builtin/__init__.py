@@ -18,6 +18,7 @@ from localcluster.builtin.core import (
 )
 from localcluster.builtin.others import EventsV1Strategy, LeaseStrategy, PodDisruptionBudgetStrategy
 from localcluster.builtin.pods import PodStrategy
+from localcluster.builtin.replicationcontrollers import RC_SCALE, ReplicationControllerStrategy
 from localcluster.registry import Registry, ResourceType, ScaleSubresource
 
 _SCALE = ScaleSubresource(".spec.replicas", ".status.replicas", ".spec.selector")
@@ -37,6 +38,8 @@ def builtin_types() -> list[ResourceType]:
                      subresources=frozenset({"status"}),
                      verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
                      strategy=ServiceStrategy()),
+        ResourceType("", "v1", "replicationcontrollers", "ReplicationController", True, short_names=("rc",), categories=("all",),
+                     subresources=frozenset({"status", "scale"}), strategy=ReplicationControllerStrategy(), scale=RC_SCALE),
         ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",), categories=("all",),
                      subresources=frozenset({"status", "scale"}), strategy=DeploymentStrategy(), scale=_SCALE),
         ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",), categories=("all",),
