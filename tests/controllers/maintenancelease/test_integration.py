@@ -1,0 +1,345 @@
+"""Node maintenance leases on the local cluster: the controller, holders competing, the CLI, NodeMaintenance.
+
+Expiry is shown with injected clocks (a holder "in the future"), so the 3 s skew is tested to the
+millisecond without waiting for it. The CRD is the one users install.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import CUSTOMRESOURCEDEFINITIONS, LEASES, NAMESPACES, NODEMAINTENANCES, NODES
+from controller_manager.lease_cli import build_parser, run
+from controllers.maintenancelease import MaintenanceLeaseController, lease
+from controllers.maintenancelease.metrics import ABANDONED, COLLECTOR, HELD
+from controllers.nodemaintenance import NodeMaintenanceController
+from controllers.nodemaintenance.api import PHASE_ANNOTATION
+from controllers.nodemaintenance.nodeselector import names_selector
+from tests.controllers.harness import eventually, running_controllers
+
+LEASE_GATES = {"NodeMaintenanceLease": True}
+CRD_PATH = Path(__file__).resolve().parents[3] / "deploy" / "crds" / "nodemaintenance.yaml"
+
+
+async def get_lease(kube: KubeClient, node: str) -> dict[str, Any] | None:
+    try:
+        return await kube.get(LEASES, node, namespace=lease.NAMESPACE)
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+
+
+async def node_names(kube: KubeClient) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
+
+
+async def all_leases(kube: KubeClient) -> bool:
+    for name in await node_names(kube):
+        if await get_lease(kube, name) is None:
+            return False
+    return True
+
+
+async def test_controller_creates_namespace_and_one_owned_lease_per_node(kube: KubeClient) -> None:
+    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES) as h:
+        await eventually(lambda: all_leases(kube), "a lease for every node")
+        await kube.get(NAMESPACES, lease.NAMESPACE)
+        for name in await node_names(kube):
+            obj = await get_lease(kube, name)
+            assert obj is not None
+            node = await kube.get(NODES, name)
+            assert obj["metadata"]["ownerReferences"] == [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}
+            ]
+            assert not (obj.get("spec") or {}).get("holderIdentity")
+        assert "MaintenanceLeaseCreated" in h.events.reasons()
+
+
+async def test_deleted_lease_is_recreated_and_holder_fields_are_left_alone(kube: KubeClient) -> None:
+    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
+        await eventually(lambda: all_leases(kube), "a lease for every node")
+        first, second = (await node_names(kube))[:2]
+        old = await get_lease(kube, first)
+        assert old is not None
+        await kube.delete(LEASES, first, namespace=lease.NAMESPACE)
+
+        async def recreated() -> bool:
+            obj = await get_lease(kube, first)
+            return obj is not None and obj["metadata"]["uid"] != old["metadata"]["uid"]
+
+        await eventually(recreated, "the deleted lease to come back")
+
+        # A lease a holder made by hand without an owner: the controller adds the owner, keeps the claim.
+        await kube.delete(LEASES, second, namespace=lease.NAMESPACE)
+        spec = {"holderIdentity": "hand-made", "leaseDurationSeconds": 600,
+                "renewTime": lease.format_microtime(lease.utcnow())}
+        try:
+            await kube.create(LEASES, {"metadata": {"name": second}, "spec": spec}, namespace=lease.NAMESPACE)
+        except ApiError as exc:
+            if not exc.already_exists:  # the controller may have been first: then claim it with a PUT
+                raise
+            current = await get_lease(kube, second)
+            assert current is not None
+            current["spec"] = spec
+            await kube.replace(LEASES, current, namespace=lease.NAMESPACE)
+
+        async def owned() -> dict[str, Any] | None:
+            obj = await get_lease(kube, second)
+            return obj if obj and obj["metadata"].get("ownerReferences") else None
+
+        obj = await eventually(owned, "the owner reference on a hand-made lease")
+        assert obj["spec"]["holderIdentity"] == "hand-made"
+        assert obj["spec"]["renewTime"] == spec["renewTime"]
+
+
+async def test_lease_goes_with_its_node(kube: KubeClient) -> None:
+    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
+        await eventually(lambda: all_leases(kube), "a lease for every node")
+        victim = (await node_names(kube))[-1]
+        await kube.delete(NODES, victim)
+
+        async def collected() -> bool:
+            return await get_lease(kube, victim) is None
+
+        await eventually(collected, "the garbage collector to remove the node's lease")
+
+
+async def test_two_competing_holders_exactly_one_wins(kube: KubeClient) -> None:
+    node = (await node_names(kube))[0]
+    holders = [f"agent-{i}" for i in range(5)]
+    winners: list[str] = []
+    losers: dict[str, str | None] = {}
+
+    async def compete(holder: str) -> None:
+        try:
+            await lease.acquire(kube, node, holder=holder, duration_seconds=60)
+        except lease.LeaseHeldError as exc:
+            losers[holder] = exc.state.holder
+        else:
+            winners.append(holder)
+
+    async with anyio.create_task_group() as tg:  # no controller: the holders create the lease too
+        for holder in holders:
+            tg.start_soon(compete, holder)
+    assert len(winners) == 1, (winners, losers)
+    assert set(losers.values()) == {winners[0]}
+    obj = await get_lease(kube, node)
+    assert obj is not None and obj["spec"]["holderIdentity"] == winners[0]
+    assert obj["metadata"]["ownerReferences"][0]["name"] == node
+
+
+async def test_expiry_allows_three_seconds_of_skew(kube: KubeClient) -> None:
+    node = (await node_names(kube))[0]
+    start = lease.utcnow()
+    first = await lease.acquire(kube, node, holder="first", duration_seconds=1, clock=lambda: start)
+    assert first.renew_time is not None
+    almost = first.renew_time + timedelta(seconds=1 + 2.99)
+    with pytest.raises(lease.LeaseHeldError, match="held by 'first'"):
+        await lease.acquire(kube, node, holder="second", duration_seconds=60, clock=lambda: almost)
+    later = first.renew_time + timedelta(seconds=1 + 3)
+    second = await lease.acquire(kube, node, holder="second", duration_seconds=60, clock=lambda: later)
+    assert second.holder == "second"
+    assert second.transitions == first.transitions + 1
+    with pytest.raises(lease.LeaseLostError):
+        await lease.renew(kube, node, holder="first")
+
+
+async def test_kubeadm_holder_always_holds_and_clients_cannot_take_the_prefix(kube: KubeClient) -> None:
+    node = (await node_names(kube))[0]
+    await lease.acquire(kube, node, holder="agent", duration_seconds=5)
+    # An administrator with kubectl: just the holder, no times to compute.
+    await kube.patch(LEASES, node, {"spec": {"holderIdentity": "kubeadm-alice", "leaseDurationSeconds": None,
+                                             "renewTime": None}}, namespace=lease.NAMESPACE)
+    far = lease.utcnow() + timedelta(days=30)
+    with pytest.raises(lease.LeaseHeldError, match="kubeadm-alice"):
+        await lease.acquire(kube, node, holder="agent", clock=lambda: far)
+    with pytest.raises(lease.ReservedHolderError):
+        await lease.acquire(kube, node, holder="kubeadm-bob")
+
+    out, err = io.StringIO(), io.StringIO()
+    args = build_parser().parse_args(["lease", "acquire", node, "--holder", "kubeadm-bob"])
+    assert await run(args, kube, out=out, err=err) == 2
+    assert "reserved for administrators" in err.getvalue()
+    obj = await get_lease(kube, node)
+    assert obj is not None and obj["spec"]["holderIdentity"] == "kubeadm-alice"
+
+    # The administrator gives it back; then clients may take it.
+    assert await lease.release(kube, node, holder="kubeadm-alice")
+    assert (await lease.acquire(kube, node, holder="agent")).holder == "agent"
+
+
+async def test_cli_acquire_status_renew_release(kube: KubeClient) -> None:
+    node, other = (await node_names(kube))[:2]
+
+    async def cli(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = await run(build_parser().parse_args(["lease", *argv]), kube, out=out, err=err)
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, _ = await cli("acquire", node, "--holder", "ops/alice", "--duration", "10m")
+    assert code == 0 and "acquired by ops/alice" in out
+    code, _, err = await cli("acquire", node, "--holder", "ops/bob")
+    assert code == 1 and "held by 'ops/alice'" in err
+    code, _, err = await cli("renew", node, "--holder", "ops/bob")
+    assert code == 1 and "ops/alice" in err
+    code, out, _ = await cli("renew", node, "--holder", "ops/alice", "--duration", "20m")
+    assert code == 0
+    assert (await get_lease(kube, node) or {})["spec"]["leaseDurationSeconds"] == 1200
+    await lease.acquire(kube, other, holder="gone-agent", duration_seconds=1,
+                        clock=lambda: lease.utcnow() - timedelta(hours=1))
+
+    code, out, _ = await cli("status")
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    assert out.splitlines()[0].split() == ["NODE", "HOLDER", "AGE", "EXPIRES", "IN", "ABANDONED"]
+    assert rows[node][1] == "ops/alice" and rows[node][-1] == "no"
+    assert rows[other][1] == "gone-agent" and rows[other][-1] == "yes"
+
+    code, out, _ = await cli("release", node, "--holder", "ops/alice")
+    assert code == 0 and "released" in out
+    obj = await get_lease(kube, node)
+    assert obj is not None
+    assert "holderIdentity" not in obj["spec"] and "leaseDurationSeconds" not in obj["spec"]
+    code, out, _ = await cli("acquire", node, "--holder", "ops/bob")
+    assert code == 0
+
+
+async def test_context_manager_renews_in_the_background_and_releases(kube: KubeClient) -> None:
+    node = (await node_names(kube))[0]
+    async with lease.maintenance_lease(kube, node, holder="reboot/node", duration_seconds=30,
+                                       renew_every=0.05) as held:
+        first = held.state.renew_time
+        assert first is not None
+
+        async def renewed() -> bool:
+            obj = await get_lease(kube, node)
+            return bool(obj and lease.LeaseState.from_obj(obj).renew_time != first)
+
+        await eventually(renewed, "a background renewal")
+        with pytest.raises(lease.LeaseHeldError):
+            await lease.acquire(kube, node, holder="someone-else")
+    obj = await get_lease(kube, node)
+    assert obj is not None and not obj["spec"].get("holderIdentity")
+
+
+async def test_context_manager_cancels_the_body_when_the_lease_is_lost(kube: KubeClient) -> None:
+    node = (await node_names(kube))[0]
+    reached_end = False
+    with pytest.raises(lease.LeaseLostError):
+        async with lease.maintenance_lease(kube, node, holder="reboot/node", duration_seconds=30,
+                                           renew_every=0.05):
+            await kube.patch(LEASES, node, {"spec": {"holderIdentity": "kubeadm-admin"}}, namespace=lease.NAMESPACE)
+            await anyio.sleep(30)
+            reached_end = True
+    assert not reached_end
+    obj = await get_lease(kube, node)
+    assert obj is not None and obj["spec"]["holderIdentity"] == "kubeadm-admin"  # not released by the loser
+
+
+async def test_context_manager_body_errors_pass_through_unwrapped(kube: KubeClient) -> None:
+    node = (await node_names(kube))[0]
+    with pytest.raises(ValueError, match="boom"):
+        async with lease.maintenance_lease(kube, node, holder="reboot/node", duration_seconds=30):
+            raise ValueError("boom")
+    obj = await get_lease(kube, node)
+    assert obj is not None and not obj["spec"].get("holderIdentity")
+
+
+async def test_metrics_count_leases_from_the_controller_cache(kube: KubeClient) -> None:
+    names = await node_names(kube)
+    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
+        await eventually(lambda: all_leases(kube), "a lease for every node")
+        await lease.acquire(kube, names[0], holder="aiokcm/nodemaintenance/m1", duration_seconds=600)
+        await lease.acquire(kube, names[1], holder="ops/bob", duration_seconds=1,
+                            clock=lambda: lease.utcnow() - timedelta(hours=1))
+
+        def samples() -> dict[tuple[str, str], float]:
+            return {(s.name, s.labels["holder_prefix"]): s.value
+                    for family in COLLECTOR.collect() for s in family.samples}
+
+        def counted() -> dict[tuple[str, str], float]:
+            got = samples()
+            return got if (HELD, "aiokcm/nodemaintenance") in got and (ABANDONED, "ops") in got else {}
+
+        got = await eventually(counted, "the leases in the metrics")
+        assert got == {(HELD, "aiokcm/nodemaintenance"): 1, (ABANDONED, "ops"): 1}
+
+
+@pytest.fixture
+async def crd(kube: KubeClient) -> None:
+    body = yaml.safe_load(CRD_PATH.read_text())
+    try:
+        await kube.create(CUSTOMRESOURCEDEFINITIONS, body)
+    except ApiError as exc:
+        if not exc.already_exists:
+            raise
+
+    async def served() -> bool:
+        try:
+            await kube.list(NODEMAINTENANCES, limit=1)
+        except ApiError:
+            return False
+        return True
+
+    await eventually(served, "the NodeMaintenance API to be served")
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+@pytest.mark.usefixtures("crd")
+async def test_node_maintenance_waits_for_a_lease_held_by_someone_else(kube: KubeClient) -> None:
+    target = (await node_names(kube))[0]
+    holder = "aiokcm/nodemaintenance/m1"
+    await lease.acquire(kube, target, holder="firmware-agent", duration_seconds=600)
+    gates = {"DeclarativeNodeMaintenance": True, **LEASE_GATES}
+    async with running_controllers(kube, NodeMaintenanceController, MaintenanceLeaseController, gates=gates) as h:
+        await kube.create(NODEMAINTENANCES, {
+            "apiVersion": "maintenance.aiokcm.io/v1alpha1", "kind": "NodeMaintenance", "metadata": {"name": "m1"},
+            "spec": {"nodeSelector": names_selector([target]), "cordon": True, "drain": False, "reason": "bios"},
+        })
+
+        async def waiting() -> dict[str, Any] | None:
+            c = condition(await kube.get(NODEMAINTENANCES, "m1"), "Cordoned")
+            return c if c and c.get("reason") == "WaitingForLease" else None
+
+        cond = await eventually(waiting, "the maintenance to report the held lease")
+        assert cond["status"] == "False" and target in cond["message"]
+        assert "WaitingForLease" in h.events.reasons("m1")
+        node = await kube.get(NODES, target)
+        assert not node["spec"].get("unschedulable")
+        assert (node["metadata"].get("annotations") or {}).get(PHASE_ANNOTATION) == "WaitingForLease"
+
+        assert await lease.release(kube, target, holder="firmware-agent")
+
+        async def cordoned() -> bool:
+            c = condition(await kube.get(NODEMAINTENANCES, "m1"), "Cordoned")
+            return bool(c and c["status"] == "True")
+
+        await eventually(cordoned, "the node to be cordoned once the lease is free")
+        assert (await kube.get(NODES, target))["spec"]["unschedulable"] is True
+        obj = await get_lease(kube, target)
+        assert obj is not None and obj["spec"]["holderIdentity"] == holder
+        with pytest.raises(lease.LeaseHeldError):
+            await lease.acquire(kube, target, holder="firmware-agent")
+
+        await kube.delete(NODEMAINTENANCES, "m1")
+
+        async def released() -> bool:
+            current = await get_lease(kube, target)
+            return current is not None and not current["spec"].get("holderIdentity")
+
+        await eventually(released, "the lease to be released with the maintenance")
+        assert not (await kube.get(NODES, target))["spec"].get("unschedulable")
