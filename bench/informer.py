@@ -53,14 +53,22 @@ async def _serve(pods: int, events: int) -> None:
                 return web.json_response({"emitted": len(self.prepared)})
             return await super()._get(request)
 
-        def prepare(self, count: int) -> None:
-            objs = [o for o, _ in self.objects["/api/v1/pods"].values()]
+        def prepare(self, count: int, pods: int) -> None:
             self.prepared: list[bytes] = []
             for n in range(count):
-                obj = objs[n % len(objs)]
+                obj = realistic_pod(n % pods)
                 rv = self.rv + 1 + n
                 changed = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(rv)}}
                 self.prepared.append(orjson.dumps({"type": "MODIFIED", "object": changed}) + b"\n")
+
+        def preload_lean(self, res: Any, objs: Any) -> None:
+            """Keep only the serialised pods (and names): 150,000 full dicts would take GBs."""
+            table = self.objects.setdefault(res.path(None), {})
+            for obj in objs:
+                self.rv += 1
+                meta = obj["metadata"]
+                meta["resourceVersion"] = str(self.rv)
+                table[f"{meta['namespace']}/{meta['name']}"] = ({"metadata": {"namespace": meta["namespace"]}}, orjson.dumps(obj))
 
         def emit_prepared(self) -> None:
             self.rv += len(self.prepared)
@@ -69,8 +77,9 @@ async def _serve(pods: int, events: int) -> None:
                     w.queue.put_nowait(line)
 
     async with BenchServer() as server:
-        server.preload(PODS, [realistic_pod(i) for i in range(pods)])
-        server.prepare(events)
+        for start in range(0, pods, 10_000):
+            server.preload_lean(PODS, (realistic_pod(i) for i in range(start, min(pods, start + 10_000))))
+        server.prepare(events, pods)
         print(server.url, flush=True)
         await asyncio.Event().wait()
 
@@ -283,14 +292,15 @@ def _run_client(scenario: str, url: str, pods: int, events: int) -> Obj:
     return last
 
 
-def _models_pods(pods: int) -> int:
-    return min(pods, 10_000)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument(
+        "--scenarios",
+        default="cold:default,cold:projection,watch,mem:none,mem:default,mem:projection,models",
+        help="comma-separated; at 150,000 pods use cold:projection,mem:projection (default needs ~2.5 GB)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -311,10 +321,8 @@ def main() -> None:
     try:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
-        for scenario in ("cold:default", "cold:projection", "watch", "mem:none", "mem:default", "mem:projection"):
+        for scenario in args.scenarios.split(","):
             results[scenario.replace(":", "_")] = _run_client(scenario, url, args.pods, args.events)
-        if args.pods <= 10_000:
-            results["models"] = _run_client("models", url, args.pods, args.events)
     finally:
         server.terminate()
         server.wait()
@@ -330,12 +338,13 @@ def _print_table(r: Obj) -> None:
         if key in r:
             v = r[key]
             print(f"{label:<38}{v['seconds']:>10}{v['pods_per_s']:>12}{v.get('pods_per_cpu_s', '-'):>12}{v['peak_rss_mb']:>14}")
-    w = r["watch"]
-    print(f"{'watch MODIFIED events (events/s)':<38}{w['seconds']:>10}{w['events_per_s']:>12}{w['events_per_cpu_s']:>12}")
+    if "watch" in r:
+        w = r["watch"]
+        print(f"{'watch MODIFIED events (events/s)':<38}{w['seconds']:>10}{w['events_per_s']:>12}{w['events_per_cpu_s']:>12}")
     print(f"{'bytes per cached pod':<38}{'none':>10}{'default':>12}{'projection':>14}{'models':>10}")
     models = r.get("models", {}).get("bytes_per_pod", "-")
-    print(f"{'':<38}{r['mem_none']['bytes_per_pod']:>10}{r['mem_default']['bytes_per_pod']:>12}"
-          f"{r['mem_projection']['bytes_per_pod']:>14}{models:>10}")
+    mem = {k: r.get(f"mem_{k}", {}).get("bytes_per_pod", "-") for k in ("none", "default", "projection")}
+    print(f"{'':<38}{mem['none']:>10}{mem['default']:>12}{mem['projection']:>14}{models:>10}")
 
 
 if __name__ == "__main__":

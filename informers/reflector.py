@@ -13,7 +13,7 @@ Modeled on client-go's `tools/cache/reflector.go`:
   a backoff; any other failure relists after a backoff. The backoff is client-go's (800 ms to
   30 s, jittered, reset after 2 minutes of health). A watch that ends at once with no event is
   a failure too ("very short watch"), so a server dropping every watch is not hammered.
-- LIST pages are fetched raw and decoded with the garbage collector paused (see `gcpolicy`).
+- LIST pages are fetched raw and decoded out of the garbage collector's way (see `gcpolicy`).
 - Every request carries a timeout (KubeClient's request timeout for LIST; connect timeout and
   a read timeout just past `timeoutSeconds` for WATCH).
 
@@ -101,8 +101,10 @@ class Reflector:
         field_selector: str | None = None,
         options: ReflectorOptions | None = None,
         transform: Callable[[Obj], Obj] | None = None,
+        freeze_pages: bool = False,
     ) -> None:
         self.client = client
+        self.freeze_pages = freeze_pages
         self.transform = transform
         self.res = res
         self.sink = sink
@@ -157,8 +159,7 @@ class Reflector:
                     "continue": token,
                 },
             )
-            with gcpolicy.paused():
-                page = orjson.loads(raw)
+            page = gcpolicy.decode_page(raw, freeze=self.freeze_pages)
             del raw
             page_items = page.get("items") or []
             for item in page_items:

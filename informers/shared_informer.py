@@ -169,6 +169,7 @@ class SharedInformer:
             field_selector=field_selector,
             options=options,
             transform=self._transform,
+            freeze_pages=self._freezer.enabled,
         )
 
     # -- the contract -----------------------------------------------------------------
