@@ -1,0 +1,140 @@
+"""Taints and tolerations on plain-dict objects, as `pkg/util/taints` and component-helpers say.
+
+Two controllers meet here: the node-lifecycle controller writes the node-condition taints
+(`node.kubernetes.io/not-ready`, `unreachable`, the pressure taints) and the taint-eviction
+controller reads NoExecute taints and matches them against pod tolerations. Matching follows
+`k8s.io/component-helpers/scheduling/corev1` (`Toleration.ToleratesTaint`) and
+`GetMatchingTolerations` exactly, so a pod that the scheduler would place on a tainted node is
+judged the same way when the taint turns into an eviction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+Taint = Mapping[str, Any]
+Toleration = Mapping[str, Any]
+
+NO_EXECUTE = "NoExecute"
+NO_SCHEDULE = "NoSchedule"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+
+TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+TAINT_NODE_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
+TAINT_NODE_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
+TAINT_NODE_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
+TAINT_NODE_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
+
+
+def node_taints(node: Mapping[str, Any]) -> list[Taint]:
+    """`spec.taints` of a node (an empty list when unset)."""
+    return list((node.get("spec") or {}).get("taints") or ())
+
+
+def taints_with_effect(taints: Iterable[Taint], effect: str) -> list[Taint]:
+    """The taints of one effect (the taint manager keeps only NoExecute ones)."""
+    return [t for t in taints if t.get("effect") == effect]
+
+
+def taint_match(a: Taint, b: Taint) -> bool:
+    """Same key and effect: Go's `Taint.MatchTaint` (value and timeAdded do not count)."""
+    return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")
+
+
+def taint_key_effect(taint: Taint) -> tuple[str, str]:
+    return str(taint.get("key", "")), str(taint.get("effect", ""))
+
+
+def taint_exists(taints: Iterable[Taint], taint: Taint) -> bool:
+    return any(taint_match(t, taint) for t in taints)
+
+
+def tolerates_taint(toleration: Toleration, taint: Taint) -> bool:
+    """`Toleration.ToleratesTaint`: effect and key must match when set; Exists ignores the value.
+
+    An empty key with `Exists` tolerates everything; an unknown operator tolerates nothing.
+    """
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return operator == "Exists"
+
+
+def get_matching_tolerations(
+    taints: Sequence[Taint], tolerations: Sequence[Toleration]
+) -> tuple[bool, list[Toleration]]:
+    """Whether every taint is tolerated, and for each taint the first toleration that does it.
+
+    As `v1helper.GetMatchingTolerations`: no taints -> (True, []); taints but no tolerations or
+    one untolerated taint -> (False, []).
+    """
+    if not taints:
+        return True, []
+    if not tolerations:
+        return False, []
+    used: list[Toleration] = []
+    for taint in taints:
+        for toleration in tolerations:
+            if tolerates_taint(toleration, taint):
+                used.append(toleration)
+                break
+        else:
+            return False, []
+    return True, used
+
+
+def min_toleration_seconds(tolerations: Sequence[Toleration]) -> float:
+    """The taint manager's `getMinTolerationTime`: 0 = now, -1 = never, else the smallest seconds.
+
+    No tolerations (nothing to wait for) and any `tolerationSeconds <= 0` both mean now; when
+    none of the tolerations carries `tolerationSeconds` the pod tolerates forever.
+    """
+    if not tolerations:
+        return 0.0
+    smallest: float | None = None
+    for toleration in tolerations:
+        seconds = toleration.get("tolerationSeconds")
+        if seconds is None:
+            continue
+        if int(seconds) <= 0:
+            return 0.0
+        if smallest is None or seconds < smallest:
+            smallest = float(seconds)
+    return -1.0 if smallest is None else smallest
+
+
+def taint_set_diff(new: Sequence[Taint], old: Sequence[Taint]) -> tuple[list[Taint], list[Taint]]:
+    """`taintutils.TaintSetDiff`: (in `new` but not `old`, in `old` but not `new`) by key and effect."""
+    to_add = [t for t in new if not taint_exists(old, t)]
+    to_remove = [t for t in old if not taint_exists(new, t)]
+    return to_add, to_remove
+
+
+def swap_taints(current: Sequence[Taint], add: Sequence[Taint], remove: Sequence[Taint]) -> list[dict[str, Any]] | None:
+    """The node's taints after removing `remove` and adding (or updating) `add`; None if unchanged.
+
+    As `AddOrUpdateTaintOnNode` + `RemoveTaintOffNode` in one write: a taint to add that is
+    already there with the same value is kept as it is (its `timeAdded` too).
+    """
+    out: list[dict[str, Any]] = [dict(t) for t in current if not taint_exists(remove, t)]
+    changed = len(out) != len(current)
+    for taint in add:
+        for i, existing in enumerate(out):
+            if taint_match(existing, taint):
+                if (existing.get("value") or "") != (taint.get("value") or ""):
+                    out[i] = dict(taint)
+                    changed = True
+                break
+        else:
+            out.append(dict(taint))
+            changed = True
+    return out if changed else None
