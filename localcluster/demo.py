@@ -213,10 +213,11 @@ async def ensure_crd(client: KubeClient, crd_path: Path = CRD_PATH) -> None:
 
     if await served():
         return
-    if not crd_path.is_file():
+    path = anyio.Path(crd_path)
+    if not await path.is_file():
         raise DemoError(f"the NodeMaintenance CRD is not installed and {crd_path} is missing")
     try:
-        await client.create(CUSTOMRESOURCEDEFINITIONS, yaml.safe_load(crd_path.read_text()))
+        await client.create(CUSTOMRESOURCEDEFINITIONS, yaml.safe_load(await path.read_text()))
     except ApiError as exc:
         if not exc.already_exists:
             raise
