@@ -51,6 +51,7 @@ from controllers.common.pods import get_pod_condition, is_pod_terminal, is_termi
 from controllers.common.timeutil import format_time, parse_time, utcnow
 from controllers.context import ControllerContext
 from controllers.disruption.budget import (
+    Budget,
     BudgetError,
     compute_budget,
     fail_safe_status,
@@ -263,15 +264,24 @@ class DisruptionController(Controller):
         if pdb is None:
             return
         try:
-            await self.try_sync(pdb)
+            written, budget, now = await self.try_sync(pdb)
         except ApiError as exc:
             if exc.conflict:
                 raise  # the eviction API wrote in between: recompute from a fresher cache
             await self.fail_safe(pdb, exc)
-        except (BudgetError, SelectorError, ValueError) as exc:
+            return
+        except Exception as exc:  # any failure to compute or write the budget fails safe, as KCM's
             await self.fail_safe(pdb, exc)
+            return
+        if self.evacuation:
+            # After the status, outside the fail-safe: a failed annotation is retried, never zeroes the budget.
+            await self.publish_evacuating(written, budget.evacuating_pods)
+        if budget.recheck_at is not None:
+            # At most one pending recheck per budget: the queue keeps the earliest.
+            self.queue.add_after(key, max(0.0, (budget.recheck_at - now).total_seconds()))
 
-    async def try_sync(self, pdb: Obj) -> None:
+    async def try_sync(self, pdb: Obj) -> tuple[Mapping[str, Any], Budget, datetime]:
+        """`trySync`: compute and write the status; returns the budget as written, its numbers and "now"."""
         now = utcnow()
         try:
             pods = self.pods_for_pdb(pdb)
@@ -314,11 +324,7 @@ class DisruptionController(Controller):
         written: Mapping[str, Any] = pdb
         if status is not None:
             written = await self.write_status(pdb, status)
-        if evacuation:
-            await self.publish_evacuating(written, budget.evacuating_pods)
-        if budget.recheck_at is not None:
-            # At most one pending recheck per budget: the queue keeps the earliest.
-            self.queue.add_after(meta_key(pdb), max(0.0, (budget.recheck_at - now).total_seconds()))
+        return written, budget, now
 
     async def write_status(self, pdb: Mapping[str, Any], status: dict[str, Any]) -> Mapping[str, Any]:
         """`UpdateStatus`: PUT a copy with the new status, guarded by the cached resourceVersion."""
