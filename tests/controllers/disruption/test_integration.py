@@ -265,33 +265,38 @@ async def test_controller_34_percent(kube: KubeClient, res: Resource) -> None:
         await wait_status(kube, (2, 4, 2, 3, {}))
 
 
-async def test_scale_subresource(kube: KubeClient) -> None:
-    """TestScaleResource: a custom resource's `/scale` gives the expected count."""
+async def create_crd(kube: KubeClient, plural: str, kind: str, *, scale: bool) -> Resource:
+    """A namespaced custom resource in `test.aiokcm.io/v1`, with or without a `/scale` subresource."""
+    version: Obj = {
+        "name": "v1", "served": True, "storage": True,
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+    }
+    if scale:
+        version["subresources"] = {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "scalers.test.aiokcm.io"},
-        "spec": {
-            "group": "test.aiokcm.io",
-            "scope": "Namespaced",
-            "names": {"plural": "scalers", "singular": "scaler", "kind": "Scaler"},
-            "versions": [{
-                "name": "v1", "served": True, "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                "subresources": {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
-            }],
-        },
+        "metadata": {"name": f"{plural}.test.aiokcm.io"},
+        "spec": {"group": "test.aiokcm.io", "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind}, "versions": [version]},
     }
     await kube.create(CUSTOMRESOURCEDEFINITIONS, crd)
+    res = Resource("test.aiokcm.io", "v1", plural, kind, True)
 
     async def served() -> bool:
         try:
-            await kube.list(SCALERS, namespace=NS, limit=1)
+            await kube.list(res, namespace=NS, limit=1)
         except ApiError:
             return False
         return True
 
-    await eventually(served, "the Scaler API")
+    await eventually(served, f"the {kind} API")
+    return res
+
+
+async def test_scale_subresource(kube: KubeClient) -> None:
+    """TestScaleResource: a custom resource's `/scale` gives the expected count."""
+    await create_crd(kube, "scalers", "Scaler", scale=True)
     scaler = await kube.create(
         SCALERS, {"apiVersion": "test.aiokcm.io/v1", "kind": "Scaler", "metadata": {"name": "big", "namespace": NS},
                   "spec": {"replicas": 10}}, namespace=NS,
@@ -448,3 +453,34 @@ async def test_evacuation_rule_off_without_gate(kube: KubeClient) -> None:
         await create_pdb(kube, min_available=1)
         pdb = await wait_status(kube, (1, 2, 1, 2, {}))
         assert "maintenance.aiokcm.io/evacuating-pods" not in (pdb["metadata"].get("annotations") or {})
+
+
+async def test_scale_finder_no_resource(kube: KubeClient) -> None:
+    """TestScaleFinderNoResource: a kind without `/scale` is an error; a missing object with `/scale` finds nothing.
+
+    Either way the budget cannot be computed and fails safe with the reason in the condition.
+    """
+    plain_res = await create_crd(kube, "plains", "Plain", scale=False)
+    await create_crd(kube, "scalers", "Scaler", scale=True)
+    plain = await kube.create(plain_res, {"apiVersion": "test.aiokcm.io/v1", "kind": "Plain",
+                                          "metadata": {"name": "p", "namespace": NS}}, namespace=NS)
+    gone = {"apiVersion": "test.aiokcm.io/v1", "kind": "Scaler", "metadata": {"name": "gone", "uid": "0000-gone"}}
+    await create_pod(kube, "of-plain", labels={"app": "plain"}, owner=plain)
+    await create_pod(kube, "of-gone", labels={"app": "gone"}, owner=gone)
+    async with running_controllers(kube, DisruptionController):
+        await create_pdb(kube, max_unavailable=1, selector={"matchLabels": {"app": "plain"}}, name="plain")
+        await create_pdb(kube, max_unavailable=1, selector={"matchLabels": {"app": "gone"}}, name="gone")
+        messages = {
+            "plain": "plains.test.aiokcm.io does not implement the scale subresource",
+            "gone": "found no controllers for pod 'of-gone'",
+        }
+        for name, message in messages.items():
+
+            async def failed(name: str = name) -> Obj | None:
+                pdb = await get_pdb(kube, name)
+                return pdb if condition_of(pdb).get("reason") == "SyncFailed" else None
+
+            pdb = await eventually(failed, f"{name}: SyncFailed")
+            assert condition_of(pdb)["message"] == message
+            assert pdb["status"]["disruptionsAllowed"] == 0
+
