@@ -212,7 +212,9 @@ async def run(opts: ManagerOptions) -> int:
         kubeconfig = opts.kubeconfig
         if opts.embedded:
             plugin = load_plugin()
-            kubeconfig = await stack.enter_async_context(plugin.start_embedded(nodes=opts.embedded_nodes))
+            # Demo arguments only when asked for, so a plugin without the demo still loads.
+            demo = {"demo": True, "demo_exit_after_drain": opts.demo_exit_after_drain} if opts.demo else {}
+            kubeconfig = await stack.enter_async_context(plugin.start_embedded(nodes=opts.embedded_nodes, **demo))
             log.info("embedded local cluster started", kubeconfig=kubeconfig, nodes=opts.embedded_nodes)
         api = await build_api_client(kubeconfig=kubeconfig, master=opts.master)
         client = KubeClient(api, qps=opts.kube_api_qps, burst=opts.kube_api_burst)

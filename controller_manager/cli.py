@@ -14,6 +14,7 @@ this file does not depend on them being present.
 from __future__ import annotations
 
 import importlib
+import logging as stdlib_logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -79,7 +80,10 @@ def _run(args: list[str]) -> int:
         opts = parse_run_args(args, default_registry())
     except UsageError as exc:
         return _fail(str(exc))
-    logging.configure(log_format=opts.log_format, verbosity=opts.verbosity)
+    # The demo narrates on stdout; the manager's info lines would drown it unless -v asks for them.
+    quiet = opts.demo and opts.verbosity == 0
+    logging.configure(log_format=opts.log_format, verbosity=opts.verbosity,
+                      min_level=stdlib_logging.WARNING if quiet else None)
     try:
         return anyio.run(app.run, opts)
     except PluginMissing as exc:

@@ -24,11 +24,14 @@ class EmbeddedClusterPlugin(Protocol):
 
     `start_embedded(nodes=, pods_per_node=)` returns an async context manager that starts a
     local cluster in this process, yields the path of a kubeconfig pointing at it, and stops the
-    cluster on exit. `cluster_up(nodes=, pods_per_node=, kubeconfig=)` serves a cluster until
+    cluster on exit; with `demo=True` it also runs the narrated demo beside the manager (and with
+    `demo_exit_after_drain=True` stops the process as SIGTERM does once the demo is over). `cluster_up(nodes=, pods_per_node=, kubeconfig=)` serves a cluster until
     cancelled (SIGINT/SIGTERM), writing its kubeconfig to `kubeconfig`, and returns an exit code.
     """
 
-    def start_embedded(self, *, nodes: int, pods_per_node: int = 0) -> AbstractAsyncContextManager[str]: ...
+    def start_embedded(
+        self, *, nodes: int, pods_per_node: int = 0, demo: bool = False, demo_exit_after_drain: bool = False
+    ) -> AbstractAsyncContextManager[str]: ...
 
     async def cluster_up(self, *, nodes: int, pods_per_node: int, kubeconfig: str) -> int: ...
 

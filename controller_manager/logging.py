@@ -26,9 +26,12 @@ def _orjson_dumps(obj: Any, **_: Any) -> bytes:
     return orjson.dumps(obj, default=str)
 
 
-def configure(*, log_format: str = "text", verbosity: int = 0, stream: TextIO | None = None) -> None:
+def configure(
+    *, log_format: str = "text", verbosity: int = 0, stream: TextIO | None = None, min_level: int | None = None
+) -> None:
+    """`min_level` raises the floor (the embedded demo keeps the manager to warnings so its narration reads)."""
     out = stream or sys.stderr
-    level = level_for(verbosity)
+    level = max(level_for(verbosity), min_level or 0)
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,

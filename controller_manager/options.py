@@ -102,6 +102,8 @@ class ManagerOptions:
     verbosity: int = 0
     embedded: bool = False
     embedded_nodes: int = 3
+    demo: bool = False
+    demo_exit_after_drain: bool = False
     shutdown_grace_period: float = 20.0
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -144,6 +146,13 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
                       help="Start a local cluster in this process (the aiokcm.embedded plugin) and run against it.")
     conn.add_argument("--embedded-nodes", type=_positive_int, default=3,
                       help="Nodes the embedded local cluster starts with.")
+    conn.add_argument("--demo", action=argparse.BooleanOptionalAction, default=True,
+                      help="With --embedded: run the narrated demo beside the manager (Deployments scaled up, "
+                           "then a node drained through a NodeMaintenance without downtime); manager logs "
+                           "drop to warnings unless -v is given.")
+    conn.add_argument("--demo-exit-after-drain", action="store_true",
+                      help="With --embedded: once the demo has drained its node (or failed), stop the manager "
+                           "as SIGTERM does (for tests and CI).")
 
     ctl = parser.add_argument_group("controllers")
     ctl.add_argument("--controllers", default="*",
@@ -211,6 +220,10 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
     parser = build_run_parser(registry)
     ns = parser.parse_args(list(argv))
     gates = features.FeatureGate()
+    if ns.embedded:
+        # The embedded cluster exists to show declarative node maintenance: its gates default on
+        # there (an explicit --feature-gates value still wins).
+        gates.set_from_map({features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True})
     try:
         gates.set_from_string(ns.feature_gates)
     except ValueError as exc:
@@ -250,6 +263,8 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         verbosity=ns.verbosity,
         embedded=ns.embedded,
         embedded_nodes=ns.embedded_nodes,
+        demo=ns.embedded and ns.demo,
+        demo_exit_after_drain=ns.embedded and ns.demo and ns.demo_exit_after_drain,
         shutdown_grace_period=ns.shutdown_grace_period,
         extra=extra,
     )

@@ -31,7 +31,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -331,42 +331,47 @@ async def run_demo(
 
 
 @contextlib.asynccontextmanager
-async def running(cluster_client: Callable[[], Any], *, kubeconfig: str = "",
+async def running(cluster_client: Callable[[], Awaitable[KubeClient]], *, kubeconfig: str = "",
                   exit_after_drain: bool = False, out: TextIO | None = None) -> AsyncIterator[None]:
     """Run the demo in the background for as long as the block runs (the manager, in `aiokcm run`).
 
-    `cluster_client` is an async factory of a KubeClient (e.g. `LocalCluster.client`). The demo
-    never takes the process down on failure: it says what went wrong in one line and lets the
-    manager keep running. With `exit_after_drain` (tests, CI), once the demo has finished, or
-    failed, it sends this process SIGTERM — what Ctrl-C does — so the manager shuts down
-    gracefully and `aiokcm run` exits by its ordinary path.
+    `cluster_client` is an async factory of a KubeClient (e.g. `LocalCluster.client`). The CRD is
+    installed before the block starts, so the manager's informers find the NodeMaintenance API
+    on their first LIST. The demo never takes the process down on failure: it says what went
+    wrong in one line and lets the manager keep running. With `exit_after_drain` (tests, CI),
+    once the demo has finished, or failed, it sends this process SIGTERM — what Ctrl-C does — so
+    the manager shuts down gracefully and `aiokcm run` exits by its ordinary path.
     """
     say = Narrator(out or sys.stdout).say
+    client = await cluster_client()
 
-    async def scenario() -> None:
-        client: KubeClient = await cluster_client()
+    async def scenario(ready: bool) -> None:
         try:
-            result = await run_demo(client, out=out, kubeconfig=kubeconfig)
-            say()
-            if result.zero_downtime():
-                say("demo result: Drained with zero downtime")
-            else:
-                say("demo result: Drained, but with DOWNTIME")
-        except DemoError as exc:
+            if ready:
+                result = await run_demo(client, out=out, kubeconfig=kubeconfig)
+                say()
+                say("demo result: " + ("Drained with zero downtime" if result.zero_downtime()
+                                       else "Drained, but with DOWNTIME"))
+        except (DemoError, ApiError) as exc:
             say(f"demo failed: {exc}")
-        except ApiError as exc:
-            say(f"demo failed: {exc}")
-        finally:
-            await client.close()
         if exit_after_drain:
             say("demo over (--demo-exit-after-drain): stopping the manager")
             os.kill(os.getpid(), signal.SIGTERM)
         else:
             say("aiokcm keeps running its controllers against the cluster; Ctrl-C to stop.")
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(scenario)
+    try:
+        ready = True
         try:
-            yield
-        finally:
-            tg.cancel_scope.cancel()
+            await ensure_crd(client)
+        except (DemoError, ApiError) as exc:
+            say(f"demo failed: {exc}")
+            ready = False
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(scenario, ready)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        await client.close()

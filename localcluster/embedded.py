@@ -49,11 +49,23 @@ def _populate(cluster: LocalCluster, pods: int) -> None:
 
 
 @contextlib.asynccontextmanager
-async def start_embedded(*, nodes: int, pods_per_node: int = 0) -> AsyncIterator[str]:
-    """Start a local cluster in this process; yields its kubeconfig path; stops it on exit."""
+async def start_embedded(
+    *, nodes: int, pods_per_node: int = 0, demo: bool = False, demo_exit_after_drain: bool = False
+) -> AsyncIterator[str]:
+    """Start a local cluster in this process; yields its kubeconfig path; stops it on exit.
+
+    `demo`: run `localcluster.demo` beside the caller (the manager) while the block runs.
+    """
     async with LocalCluster(nodes=nodes) as cluster:
         _populate(cluster, nodes * pods_per_node)
-        yield cluster.kubeconfig_path
+        if not demo:
+            yield cluster.kubeconfig_path
+            return
+        from localcluster import demo as narrated
+
+        async with narrated.running(cluster.client, kubeconfig=cluster.kubeconfig_path,
+                                    exit_after_drain=demo_exit_after_drain):
+            yield cluster.kubeconfig_path
 
 
 async def cluster_up(*, nodes: int, pods_per_node: int, kubeconfig: str) -> int:
