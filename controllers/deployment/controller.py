@@ -266,7 +266,7 @@ class DeploymentController(Controller):
         if strategy_type(d) == RECREATE:
             await rollout_recreate(s, d, rs_list, pod_map)
         else:
-            await rollout_rolling(s, d, rs_list)
+            await rollout_rolling(s, d, rs_list, pod_map)
 
     async def _evacuate(self, d: RS, rs_list: list[RS], pod_map: Mapping[str, list[Obj]]) -> bool:
         """One evacuation step when the Deployment is steady and has requested pods; True if taken."""

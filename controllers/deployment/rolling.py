@@ -8,8 +8,13 @@ ReplicaSet status changes, so the controller never waits inside a sync.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
+from controllers.common.evacuation import has_evacuation_request
+from controllers.common.pods import is_pod_active, is_pod_available
+from controllers.common.timeutil import utcnow
 from controllers.deployment import progress
 from controllers.deployment.sync import RS, DeploymentSync
 from controllers.deployment.util import (
@@ -17,21 +22,27 @@ from controllers.deployment.util import (
     creation_key,
     filter_active,
     max_unavailable,
+    min_ready_seconds,
     new_rs_new_replicas,
     replica_count,
     replicas,
     status_int,
+    uid_of,
 )
 
+Obj = Mapping[str, Any]
 
-async def rollout_rolling(s: DeploymentSync, d: RS, rs_list: Sequence[RS]) -> None:
+
+async def rollout_rolling(
+    s: DeploymentSync, d: RS, rs_list: Sequence[RS], pod_map: Mapping[str, Sequence[Obj]] | None = None
+) -> None:
     """`rolloutRolling`: one step of a rolling update, then the rollout status."""
     new_rs, old_rss = await s.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=True)
     all_rss: list[RS | None] = [*old_rss, new_rs]
     if new_rs is not None and await reconcile_new_replica_set(s, all_rss, new_rs, d):
         await s.sync_rollout_status(all_rss, new_rs, d)
         return
-    if await reconcile_old_replica_sets(s, all_rss, filter_active(old_rss), new_rs, d):
+    if await reconcile_old_replica_sets(s, all_rss, filter_active(old_rss), new_rs, d, pod_map or {}):
         await s.sync_rollout_status(all_rss, new_rs, d)
         return
     if progress.deployment_complete(d, d.get("status") or {}):
@@ -52,7 +63,12 @@ async def reconcile_new_replica_set(s: DeploymentSync, all_rss: Sequence[RS | No
 
 
 async def reconcile_old_replica_sets(
-    s: DeploymentSync, all_rss: Sequence[RS | None], old_rss: list[RS], new_rs: RS | None, d: RS
+    s: DeploymentSync,
+    all_rss: Sequence[RS | None],
+    old_rss: list[RS],
+    new_rs: RS | None,
+    d: RS,
+    pod_map: Mapping[str, Sequence[Obj]],
 ) -> bool:
     """`reconcileOldReplicaSets`: scale old ReplicaSets down without breaking maxUnavailable."""
     if replica_count(old_rss) == 0:
@@ -63,15 +79,20 @@ async def reconcile_old_replica_sets(
     max_scaled_down = all_pods - min_available - new_unavailable
     if max_scaled_down <= 0:
         return False
-    old_rss, cleaned = await cleanup_unhealthy_replicas(s, old_rss, d, max_scaled_down)
+    old_rss, cleaned = await cleanup_unhealthy_replicas(s, old_rss, d, max_scaled_down, pod_map)
     scaled_down = await scale_down_old_replica_sets_for_rolling_update(s, [*old_rss, new_rs], old_rss, d)
     return cleaned + scaled_down > 0
 
 
 async def cleanup_unhealthy_replicas(
-    s: DeploymentSync, old_rss: list[RS], d: RS, max_cleanup: int
+    s: DeploymentSync, old_rss: list[RS], d: RS, max_cleanup: int, pod_map: Mapping[str, Sequence[Obj]]
 ) -> tuple[list[RS], int]:
-    """Scale old ReplicaSets down by their unavailable pods, oldest first, up to `max_cleanup`."""
+    """Scale old ReplicaSets down by their unavailable pods, oldest first, up to `max_cleanup`.
+
+    KCM relies on the ReplicaSet controller deleting not-ready pods first, so this costs no
+    availability. Ours deletes evacuation-requested pods before anything else, so the count is
+    also capped by `unhealthy_deletions_first` (a ready requested pod must not go here).
+    """
     out = sorted(old_rss, key=creation_key)
     total = 0
     for i, rs in enumerate(out):
@@ -80,9 +101,29 @@ async def cleanup_unhealthy_replicas(
         if replicas(rs) == 0 or replicas(rs) == status_int(rs, "availableReplicas"):
             continue
         count = min(max_cleanup - total, replicas(rs) - status_int(rs, "availableReplicas"))
+        pods = pod_map.get(uid_of(rs))
+        if pods is not None:
+            count = min(count, unhealthy_deletions_first(pods, min_ready_seconds(d), utcnow()))
+        if count <= 0:
+            continue
         _, out[i] = await s.scale_replica_set_and_record_event(rs, replicas(rs) - count, d)
         total += count
     return out, total
+
+
+def unhealthy_deletions_first(pods: Sequence[Obj], min_ready: int, now: datetime) -> int:
+    """How many pods a scale-down removes before reaching an available one.
+
+    Deletion order is requested pods first (not-ready ones first among them), then the rest
+    (not-ready first). Without requested pods this is just the unavailable count.
+    """
+    active = [p for p in pods if is_pod_active(p)]
+    requested = [p for p in active if has_evacuation_request(p)]
+    unavailable_requested = sum(1 for p in requested if not is_pod_available(p, min_ready, now))
+    if unavailable_requested < len(requested):
+        return unavailable_requested
+    rest = [p for p in active if not has_evacuation_request(p)]
+    return len(requested) + sum(1 for p in rest if not is_pod_available(p, min_ready, now))
 
 
 async def scale_down_old_replica_sets_for_rolling_update(

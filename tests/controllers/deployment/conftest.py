@@ -1,4 +1,8 @@
-"""Local-cluster fixtures for the Deployment integration tests, used until `tests/conftest.py` has them.
+"""Local-cluster fixtures for the Deployment integration tests.
+
+The cluster runs without its scheduler and kubelets: `fakekubelet.FakeKubelet` plays both so a
+test decides exactly when pods become ready (held readiness, never-ready images), which the
+evacuation tests need to stop a surge half-way.
 
 The cluster is entered and exited in one task it owns: its task group must be left by the task
 that entered it, and pytest-asyncio runs fixture setup and teardown in different tasks.
@@ -24,7 +28,7 @@ async def cluster() -> AsyncIterator[Any]:
     holder: list[Any] = []
 
     async def hold() -> None:
-        async with LocalCluster(nodes=3) as c:
+        async with LocalCluster(nodes=3, scheduler=False, kubelets=False) as c:
             holder.append(c)
             ready.set()
             await stop.wait()

@@ -118,3 +118,15 @@ def test_steady_replica_set_only_without_pending_rollout() -> None:
     paused = deployment(3, paused=True)
     only_old = replica_set("old", 3)
     assert evacuation.steady_replica_set(paused, None, [only_old]) is only_old
+
+
+def test_rolling_cleanup_never_counts_a_ready_requested_pod_as_unhealthy() -> None:
+    from controllers.deployment.rolling import unhealthy_deletions_first
+
+    # The ReplicaSet controller deletes requested pods first: a ready requested pod comes before
+    # the not-ready surge pod, so "clean up one unhealthy pod" would cost availability.
+    pods = [pod("a", requested=True), pod("b"), pod("s", ready=False, node="node-2")]
+    assert unhealthy_deletions_first(pods, 0, NOW) == 0
+    pods = [pod("a", requested=True, ready=False), pod("b"), pod("s", ready=False, node="node-2")]
+    assert unhealthy_deletions_first(pods, 0, NOW) == 2
+    assert unhealthy_deletions_first([pod("b"), pod("s", ready=False)], 0, NOW) == 1
