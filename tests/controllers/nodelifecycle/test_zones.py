@@ -103,11 +103,13 @@ def test_zone_state(statuses: list[str | None], state: ZoneState) -> None:
 
 
 def test_zone_rates_and_keys() -> None:
-    rates = {"eviction_rate": 0.1, "secondary_rate": 0.01, "large_cluster_threshold": 50}
-    assert zone_rate(ZoneState.NORMAL, 10, **rates) == 0.1
-    assert zone_rate(ZoneState.PARTIAL_DISRUPTION, 51, **rates) == 0.01
-    assert zone_rate(ZoneState.PARTIAL_DISRUPTION, 50, **rates) == 0.0
-    assert zone_rate(ZoneState.FULL_DISRUPTION, 10, **rates) == 0.1
+    def rates(state: ZoneState, size: int) -> float:
+        return zone_rate(state, size, eviction_rate=0.1, secondary_rate=0.01, large_cluster_threshold=50)
+
+    assert rates(ZoneState.NORMAL, 10) == 0.1
+    assert rates(ZoneState.PARTIAL_DISRUPTION, 51) == 0.01
+    assert rates(ZoneState.PARTIAL_DISRUPTION, 50) == 0.0
+    assert rates(ZoneState.FULL_DISRUPTION, 10) == 0.1
     labels = {"topology.kubernetes.io/region": "r", "topology.kubernetes.io/zone": "a"}
     assert zone_key({"metadata": {"labels": labels}}) == "r:\x00:a"
     assert zone_key({"metadata": {}}) == ""
