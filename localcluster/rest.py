@@ -3,8 +3,9 @@
 Path resolution follows the real server's request-info parser: `namespaces/<ns>/<plural>...`
 is a namespaced request unless `<plural>` is a subresource of namespaces; `watch/` prefixes
 are the legacy watch form. Bodies are read as JSON (or YAML), responses are orjson bytes
-written as stored, so LIST and GET cost no re-serialization. Protobuf is never answered:
-clients that ask for it (kubectl) list JSON as a fallback.
+written as stored, so LIST and GET cost no re-serialization. Protobuf request bodies (kubectl's
+typed clients) are decoded by `localcluster.protobuf` into the same dicts; protobuf is never
+answered: clients that ask for it (kubectl) list JSON as a fallback.
 
 `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` gets a `meta.k8s.io/v1 Table` (what
 `kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last.
@@ -23,7 +24,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from localcluster import errors, patch
+from localcluster import errors, patch, protobuf
 from localcluster.builtin.base import age
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Registry, ResourceType, TableColumn
@@ -344,10 +345,20 @@ async def _body(request: web.Request) -> Any:
     try:
         if content_type in ("application/yaml", "application/x-yaml"):
             return yaml.safe_load(raw)
-        if content_type == "application/vnd.kubernetes.protobuf":
-            raise errors.unsupported_media_type(content_type)
+        if content_type == protobuf.CONTENT_TYPE:
+            return _protobuf(raw)
         return orjson.loads(raw)
     except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+        raise errors.bad_request(f"the object provided is unrecognized: {exc}") from exc
+
+
+def _protobuf(raw: bytes) -> dict[str, Any]:
+    """kubectl's typed clients send protobuf; decoded to the dict its JSON form would have been."""
+    try:
+        return protobuf.decode_body(raw)
+    except protobuf.UnknownKindError as exc:
+        raise errors.unsupported_media_type(f"{protobuf.CONTENT_TYPE}: {exc}") from exc
+    except (protobuf.ProtobufError, UnicodeDecodeError) as exc:
         raise errors.bad_request(f"the object provided is unrecognized: {exc}") from exc
 
 
@@ -357,6 +368,8 @@ async def _optional_body(request: web.Request) -> dict[str, Any]:
     raw = await request.read()
     if not raw.strip():
         return {}
+    if request.headers.get("Content-Type", "").split(";", 1)[0].strip() == protobuf.CONTENT_TYPE:
+        return _protobuf(raw)
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -1,0 +1,76 @@
+"""The protobuf wire format, read by hand.
+
+Why not the `protobuf` package: its Python API decodes against compiled descriptors, which would mean
+vendoring or generating Kubernetes' `.proto` files (hundreds of messages) for the dozen kubectl sends us,
+and its low-level decoder is internal API. The wire format is four wire types; reading it is a
+few dozen lines, has no dependency and is fast enough for request bodies of a few kilobytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
+
+
+class ProtobufError(ValueError):
+    """Malformed protobuf bytes: truncated, a bad varint or a wire type Kubernetes never uses."""
+
+
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Return (value, next position); at most 10 bytes, as the format allows."""
+    result = 0
+    shift = 0
+    end = len(buf)
+    while True:
+        if pos >= end:
+            raise ProtobufError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise ProtobufError("varint longer than 10 bytes")
+
+
+def signed64(value: int) -> int:
+    """int32/int64 fields: negatives travel as 64-bit two's complement (not zigzag)."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def iter_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
+    """Yield (field number, wire type, value): an int for varint/fixed, bytes for length-delimited.
+
+    Groups (wire types 3/4) are deprecated and never produced by Kubernetes' generator: an error.
+    """
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        key, pos = read_varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise ProtobufError("field number 0")
+        if wire == VARINT:
+            value, pos = read_varint(buf, pos)
+            yield number, wire, value
+        elif wire == LEN:
+            size, pos = read_varint(buf, pos)
+            if pos + size > end:
+                raise ProtobufError(f"field {number}: length {size} past the end")
+            yield number, wire, bytes(buf[pos : pos + size])
+            pos += size
+        elif wire == FIXED64:
+            if pos + 8 > end:
+                raise ProtobufError("truncated fixed64")
+            yield number, wire, int.from_bytes(buf[pos : pos + 8], "little")
+            pos += 8
+        elif wire == FIXED32:
+            if pos + 4 > end:
+                raise ProtobufError("truncated fixed32")
+            yield number, wire, int.from_bytes(buf[pos : pos + 4], "little")
+            pos += 4
+        else:
+            raise ProtobufError(f"unsupported wire type {wire} (field {number})")
