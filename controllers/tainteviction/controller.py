@@ -100,8 +100,10 @@ class TaintEvictionController(Controller):
         )
         self.evictions: TimedWorkerQueue[str] = TimedWorkerQueue(self._delete_pod, name=self.name + "-evictions")
         self.tainted: dict[str, list[Taint]] = {}
-        # Loop time each pod's deletion became due, for the latency histogram.
+        # Loop time each pod's deletion is (or was) due, for the latency histogram; and the UID
+        # it was scheduled for, so a pod recreated under the same name is judged afresh.
         self._due_at: dict[str, float] = {}
+        self._due_uid: dict[str, str] = {}
         self.node_informer = ctx.informers.informer(NODES)
         self.pod_informer = ctx.informers.informer(PODS)
         self.node_lister = self.node_informer.lister
@@ -246,23 +248,26 @@ class TaintEvictionController(Controller):
         all_tolerated, used = get_matching_tolerations(taints, _tolerations(pod))
         if not all_tolerated:
             due = self._due_at.get(key)
-            if due is not None and due <= now:
+            if due is not None and due <= now and self._due_uid.get(key) == str(meta.get("uid", "")):
                 return  # already due (or deleted): deleting it again would only add load
             self._cancel_key(key, pod, event=False)
-            self._schedule(key, now, now)
+            self._schedule(key, now, now, str(meta.get("uid", "")))
             return
         seconds = min_toleration_seconds(used)
         if seconds < 0:
             self._cancel_key(key, pod)
             return
         if key in self._due_at:
-            return  # scheduled (or firing) already: the original start stands, never postponed
-        self._schedule(key, now, now + seconds)
+            if self._due_uid.get(key) == str(meta.get("uid", "")):
+                return  # scheduled (or firing) already: the original start stands, never postponed
+            self._cancel_key(key, None)  # the schedule belonged to an earlier pod of that name
+        self._schedule(key, now, now + seconds, str(meta.get("uid", "")))
 
-    def _schedule(self, key: str, created_at: float, fire_at: float) -> None:
+    def _schedule(self, key: str, created_at: float, fire_at: float, uid: str) -> None:
         if key in self._due_at:
             return
         self._due_at[key] = fire_at
+        self._due_uid[key] = uid
         self.evictions.add_work(key, created_at=created_at, fire_at=fire_at)
 
     def _cancel(self, pod: Mapping[str, Any]) -> None:
@@ -271,6 +276,7 @@ class TaintEvictionController(Controller):
 
     def _cancel_key(self, key: str, pod: Mapping[str, Any] | None, *, event: bool = True) -> None:
         scheduled = self._due_at.pop(key, None) is not None
+        self._due_uid.pop(key, None)
         removed = self.evictions.cancel_work(key)
         if event and (removed or scheduled) and pod is not None:
             self.recorder.event(pod, "Normal", EVENT_REASON, f"Cancelling deletion of Pod {key}")
@@ -285,16 +291,15 @@ class TaintEvictionController(Controller):
         due = self._due_at.get(key, anyio.current_time())
         namespace, _, name = key.partition("/")
         pod = self.pod_lister.get(name, namespace)
-        if pod is None:
-            self._due_at.pop(key, None)
-            return
+        if pod is None or str(_meta(pod).get("uid", "")) != self._due_uid.get(key, ""):
+            return  # gone, or a new pod under that name: its own events will judge it
         self.recorder.event(pod, "Normal", EVENT_REASON, f"Marking for deletion Pod {key}")
         error: Exception | None = None
-        for attempt in range(DELETE_RETRIES):
+        for _ in range(DELETE_RETRIES):
             try:
                 await self._add_condition_and_delete(pod)
             except ApiError as exc:
-                if exc.not_found or (exc.conflict and attempt > 0):
+                if exc.not_found or exc.conflict:
                     error = None  # gone, or replaced by a pod with another UID: nothing left to delete
                     break
                 error = exc
@@ -307,6 +312,7 @@ class TaintEvictionController(Controller):
         if error is not None:
             self.log.warning("deleting pod failed, will look again", pod=key, error=str(error))
             self._due_at.pop(key, None)
+            self._due_uid.pop(key, None)
             self.updates.add_after((POD_ITEM, _pod_node(pod), namespace, name), REQUEUE_AFTER_FAILURE)
             raise error
 

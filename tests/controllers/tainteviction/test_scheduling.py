@@ -98,3 +98,14 @@ async def test_node_items_are_handled_before_pod_items_of_the_same_shard() -> No
     first = await c.updates.get(shard)
     assert first[0] == 0
     c.updates.shutdown()
+
+
+async def test_a_pod_recreated_under_the_same_name_is_judged_afresh() -> None:
+    c, _ = make()
+    start = anyio.current_time()
+    first = pod("sts-0", tol(TAINT["key"], 10))
+    c.process_pod_on_node(first, [TAINT], start)
+    await anyio.sleep(8)
+    again = {**first, "metadata": {**first["metadata"], "uid": "another"}}
+    c.process_pod_on_node(again, [TAINT], anyio.current_time())
+    assert c.scheduled("ns/sts-0") == anyio.current_time() + 10  # its own start, not the old pod's
