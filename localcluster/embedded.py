@@ -12,6 +12,7 @@ created in-process (no HTTP), then the scheduler and kubelets bind and start the
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import sys
 from collections.abc import AsyncIterator
@@ -73,6 +74,7 @@ async def cluster_up(*, nodes: int, pods_per_node: int, kubeconfig: str) -> int:
     path = Path(kubeconfig)
     async with LocalCluster(nodes=nodes) as cluster:
         _populate(cluster, nodes * pods_per_node)
+        gc.freeze()  # the cluster's state is long-lived: keep cyclic-GC pauses off the heartbeats
         await anyio.Path(path).parent.mkdir(parents=True, exist_ok=True)
         await anyio.Path(path).write_text(yaml.safe_dump(cluster.kubeconfig()))
         print(
