@@ -84,10 +84,16 @@ class GarbageCollector:
 
     async def _watch(self, key: str) -> None:
         storage = self.objects.storage
+        relist = False
         while True:
             with storage.subscribe(key) as sub:
                 for entry in list(storage.iter_entries(key)):
-                    self._observe(key, "ADDED", entry.load())
+                    obj = entry.load()
+                    self._observe(key, "ADDED", obj)
+                    uid = obj["metadata"].get("uid", "")
+                    if relist and uid in self._owners_of:
+                        # an owner may have gone while the watch was down (a dropped-watches fault)
+                        self._mark("dependent", self._owners_of[uid][0])
                 while not sub.closed:
                     await sub.wait()
                     for ev in sub.drain():
@@ -95,6 +101,7 @@ class GarbageCollector:
             if key not in {rt.storage_key for rt in self.registry.all()}:
                 self._watched.discard(key)
                 return  # the resource went away (a deleted CRD)
+            relist = True
             await anyio.lowlevel.checkpoint()
 
     def _on_event(self, key: str, ev: StoredEvent) -> None:

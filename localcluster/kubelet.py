@@ -117,6 +117,7 @@ class Kubelet:
         self.index = index
         self.running = True
         self.epoch = 0
+        self.node_uid: str | None = None
         self.ready = True
         self.not_ready_message = "container runtime is down"
         self.pressure: dict[str, bool] = {}
@@ -276,10 +277,12 @@ class Kubelets(Mapping[str, Kubelet]):
 
     # -- heartbeats ---------------------------------------------------------------------
     def _renew_lease(self, kubelet: Kubelet) -> None:
-        node = self.objects.storage.get("nodes", "", kubelet.name)
+        if kubelet.node_uid is None:
+            node = self.objects.storage.get("nodes", "", kubelet.name)
+            kubelet.node_uid = node.load()["metadata"]["uid"] if node is not None else None
         owner = []
-        if node is not None:
-            owner = [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": node.load()["metadata"]["uid"]}]
+        if kubelet.node_uid is not None:
+            owner = [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": kubelet.node_uid}]
         lease: Obj = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",

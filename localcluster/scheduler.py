@@ -288,13 +288,28 @@ class Scheduler:
         storage = self.objects.storage
         while True:  # start over when a fault closes every subscription
             with storage.subscribe(key) as sub:
+                seen: set[str] = set()
                 for entry in list(storage.iter_entries(key)):
-                    self._on_event(StoredEvent("ADDED", entry.rv, entry.load(), entry.raw, entry.namespace, entry.labels, entry.fields), key)
+                    obj = entry.load()
+                    seen.add(obj["metadata"]["name"] if key == "nodes" else obj["metadata"]["uid"])
+                    self._on_event(StoredEvent("ADDED", entry.rv, obj, entry.raw, entry.namespace, entry.labels, entry.fields), key)
+                self._forget_unseen(key, seen)  # deleted while our watch was down (a dropped-watches fault)
                 while not sub.closed:
                     await sub.wait()
                     for ev in sub.drain():
                         self._on_event(ev, key)
             await anyio.lowlevel.checkpoint()
+
+    def _forget_unseen(self, key: str, seen: set[str]) -> None:
+        if key == "nodes":
+            for name in [n for n in self._nodes if n not in seen]:
+                self._remove_node(name)
+            return
+        for uid in [u for u in self._placed if u not in seen]:
+            self._forget(uid)
+        for pending in (self._active, self._unschedulable):
+            for uid in [u for u in pending if u not in seen]:
+                del pending[uid]
 
     def _on_event(self, ev: StoredEvent, key: str) -> None:
         if key == "nodes":

@@ -9,7 +9,7 @@ import pytest
 
 from apiclient import ApiError
 from apiclient import resources as R
-from tests.localcluster.living import eventually, living_cluster
+from tests.localcluster.living import eventually, is_ready, living_cluster, pods, replicaset_with_pods
 
 
 async def test_dropping_every_watch_ends_open_streams() -> None:
@@ -97,3 +97,13 @@ async def test_a_shrunk_watch_window_answers_410() -> None:
         else:
             assert [ev.type for ev in events] == ["ERROR"]
             assert events[0].object["code"] == 410 and events[0].object["reason"] == "Expired"
+
+
+async def test_the_scheduler_kubelets_and_gc_survive_dropped_watches() -> None:
+    async with living_cluster(nodes=2) as (cluster, kube):
+        cluster.faults.drop_watches()
+        await replicaset_with_pods(kube, "after", 2)
+        await eventually(lambda: pods(kube, selector="app=after"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps))
+        cluster.faults.drop_watches()
+        await kube.delete(R.REPLICASETS, "after", namespace="default")
+        await eventually(lambda: pods(kube, selector="app=after"), lambda ps: ps == [])
