@@ -1,46 +1,21 @@
-"""Local-cluster fixtures for these tests while `tests/conftest.py`'s `cluster` exits its task group
-from another task (pytest-asyncio runs fixture setup and teardown in different tasks).
+"""A local cluster without the garbage collector for these tests.
 
-The cluster is entered and left by one task this fixture owns. Delete this file once the shared
-fixture does the same.
+The tests fake the pods' owners with ownerReferences to objects that do not exist (the owner's
+answer, `EvacuationInitiated`, is written by the test), and a real garbage collector deletes such
+dependents at once — as the local cluster's does. Scheduler and kubelets stay on.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
-from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
+from tests.owned import held_in_own_task
 
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[LocalCluster]:
-    started: asyncio.Future[LocalCluster] = asyncio.get_running_loop().create_future()
-    stop = asyncio.Event()
-
-    async def hold() -> None:
-        async with LocalCluster(nodes=3) as c:
-            started.set_result(c)
-            await stop.wait()
-
-    task = asyncio.create_task(hold(), name="localcluster")
-    await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
-    if not started.done():
-        await task  # raises the start-up failure
-    try:
-        yield started.result()
-    finally:
-        stop.set()
-        await task
-
-
-@pytest.fixture
-async def kube(cluster: LocalCluster) -> AsyncIterator[KubeClient]:
-    client = await cluster.client()
-    try:
-        yield client
-    finally:
-        await client.close()
+    async with held_in_own_task(LocalCluster(nodes=3, gc=False), name="localcluster") as started:
+        yield started
