@@ -85,3 +85,21 @@ async def test_pod_capacity_and_not_ready_nodes() -> None:
         cluster.kubelets["node-3"].set_ready(True)
         pod = await eventually(lambda: kube.get(R.PODS, waiting["metadata"]["name"], namespace="default"), lambda p: bool(p["spec"].get("nodeName")))
         assert pod["spec"]["nodeName"] == "node-3"
+
+
+async def test_a_deployment_run_by_aiokcm_controllers_gets_scheduled_and_ready() -> None:
+    from controllers.deployment import DeploymentController
+    from controllers.replicaset import ReplicaSetController
+    from tests.controllers.harness import running_controllers
+
+    async with living_cluster(nodes=3) as (_, kube):
+        async with running_controllers(kube, DeploymentController, ReplicaSetController):
+            await kube.create(R.DEPLOYMENTS, {"metadata": {"name": "web"}, "spec": {
+                "replicas": 6, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}},
+                namespace="default")
+            items = await eventually(lambda: pods(kube, selector="app=web"), lambda ps: len(ps) == 6 and all(is_ready(p) for p in ps))
+            assert Counter(p["spec"]["nodeName"] for p in items) == {"node-1": 2, "node-2": 2, "node-3": 2}
+            deployment = await eventually(lambda: kube.get(R.DEPLOYMENTS, "web", namespace="default"),
+                                          lambda d: (d.get("status") or {}).get("availableReplicas") == 6)
+            assert deployment["status"]["readyReplicas"] == 6
