@@ -189,6 +189,11 @@ class NodeMaintenanceController(Controller):
     def healthy(self) -> bool:
         return super().healthy() and not self.node_queue.shutting_down
 
+    def stop(self) -> None:
+        """Stop taking work on both queues: the node shards' workers return once idle."""
+        super().stop()
+        self.node_queue.shutdown()
+
     async def run(self, workers: int | None = None) -> None:
         """Maintenance workers from the base class plus one worker per node shard."""
         count = workers if workers is not None else self.ctx.options.workers(self.name, self.default_workers)
@@ -214,6 +219,9 @@ class NodeMaintenanceController(Controller):
             try:
                 node = await self.node_queue.get(shard)
             except ShutDown:
+                return
+            if self._stopping:
+                self.node_queue.done(node)
                 return
             try:
                 await self.process_node(node)
