@@ -223,7 +223,8 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
     if ns.embedded:
         # The embedded cluster exists to show declarative node maintenance: its gates default on
         # there (an explicit --feature-gates value still wins).
-        gates.set_from_map({features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True})
+        gates.set_from_map({features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True,
+                            features.NODE_MAINTENANCE_LEASE: True})
     try:
         gates.set_from_string(ns.feature_gates)
     except ValueError as exc:
