@@ -23,7 +23,7 @@ from workqueue import RateLimitingQueue, ShutDown
 log = structlog.get_logger()
 
 
-class RequeueAfter(Exception):  # noqa: N818 - a control-flow signal, not an error
+class RequeueAfter(Exception):  # a control-flow signal, not an error
     """Raise from `sync` to check the key again after `seconds` without counting a failure."""
 
     def __init__(self, seconds: float) -> None:
