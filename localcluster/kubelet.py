@@ -296,6 +296,13 @@ class Kubelets(Mapping[str, Kubelet]):
         except errors.StatusError as exc:
             if exc.code != 404:
                 raise
+            # gone (deleted, or collected because its node was deleted): recreate it, owned by the
+            # node if there is one, as the kubelet's lease controller does
+            node = self.objects.storage.get("nodes", "", kubelet.name)
+            kubelet.node_uid = node.load()["metadata"]["uid"] if node is not None else None
+            lease["metadata"]["ownerReferences"] = (
+                [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": kubelet.node_uid}] if kubelet.node_uid else []
+            )
             self.objects.create(self._lease_rt, LEASE_NAMESPACE, lease)
 
     def _post_status(self, kubelet: Kubelet) -> None:
@@ -311,6 +318,10 @@ class Kubelets(Mapping[str, Kubelet]):
 
     def _resume(self, kubelet: Kubelet) -> None:
         now = anyio.current_time()
+        if self.objects.storage.get("nodes", "", kubelet.name) is None:
+            # a restarted kubelet registers its node again if it was deleted meanwhile
+            self.objects.create(self._node_rt, None, self._node_object(kubelet, {}))
+            kubelet.node_uid = None
         self._renew_lease(kubelet)
         self._post_status(kubelet)
         self._push(now + self.config.scaled(self.config.lease_renew_interval), _LEASE, kubelet.name, kubelet.epoch)

@@ -99,3 +99,16 @@ async def test_graceful_deletion_is_finished_by_the_kubelet() -> None:
 
         await eventually(gone, bool)
         assert await pods(kube) == []
+
+
+async def test_a_deleted_node_is_registered_again_when_its_kubelet_restarts() -> None:
+    async with living_cluster(nodes=1) as (cluster, kube):
+        old = await kube.get(R.NODES, "node-1")
+        await kube.delete(R.NODES, "node-1")
+        cluster.kubelets["node-1"].stop()
+        cluster.kubelets["node-1"].start()
+        new = await kube.get(R.NODES, "node-1")
+        assert new["metadata"]["uid"] != old["metadata"]["uid"]
+        lease = await eventually(lambda: kube.get(R.LEASES, "node-1", namespace="kube-node-lease"),
+                                 lambda lz: lz["metadata"].get("ownerReferences", [{}])[0].get("uid") == new["metadata"]["uid"])
+        assert lease["spec"]["holderIdentity"] == "node-1"
