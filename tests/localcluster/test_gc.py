@@ -90,3 +90,36 @@ async def test_dependents_of_a_missing_owner_are_collected_and_dangling_referenc
         kept = await eventually(lambda: kube.get(R.PODS, "two-owners", namespace="default"),
                                 lambda p: len(p["metadata"]["ownerReferences"]) == 1)
         assert kept["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"]
+
+
+async def test_foreground_deletion_cascades_through_a_chain_of_owners() -> None:
+    async with living_cluster(nodes=2) as (_, kube):
+        labels = {"app": "chain"}
+        template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}
+        dep = await kube.create(R.DEPLOYMENTS, {"metadata": {"name": "chain"}, "spec": {
+            "replicas": 2, "selector": {"matchLabels": labels}, "template": template}}, namespace="default")
+        rs = await kube.create(R.REPLICASETS, {"metadata": {"name": "chain-1", "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chain", "uid": dep["metadata"]["uid"],
+             "controller": True, "blockOwnerDeletion": True}]},
+            "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": template}}, namespace="default")
+        for i in range(2):
+            await kube.create(R.PODS, owned_pod(f"chain-1-{i}", rs, labels=labels), namespace="default")
+        await eventually(lambda: pods(kube, selector="app=chain"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps))
+        listed = await kube.list(R.REPLICASETS, namespace="default")
+        rs_events: list[tuple[str, list[str]]] = []
+
+        async def record() -> None:
+            async with kube.watch(R.REPLICASETS, namespace="default", resource_version=listed["metadata"]["resourceVersion"]) as events:
+                async for ev in events:
+                    if ev.type in ("MODIFIED", "DELETED"):
+                        rs_events.append((ev.type, list(ev.object["metadata"].get("finalizers") or [])))
+                        if ev.type == "DELETED":
+                            return
+
+        recorder = asyncio.create_task(record())
+        await kube.delete(R.DEPLOYMENTS, "chain", namespace="default", propagation_policy="Foreground")
+        await recorder
+        # the ReplicaSet has dependents of its own, so it went in the foreground too: its pods first
+        assert ("MODIFIED", ["foregroundDeletion"]) in rs_events
+        await eventually(lambda: _exists(kube, R.DEPLOYMENTS, "chain"), lambda present: not present)
+        assert await pods(kube, selector="app=chain") == []
