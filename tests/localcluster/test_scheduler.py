@@ -103,3 +103,16 @@ async def test_a_deployment_run_by_aiokcm_controllers_gets_scheduled_and_ready()
             deployment = await eventually(lambda: kube.get(R.DEPLOYMENTS, "web", namespace="default"),
                                           lambda d: (d.get("status") or {}).get("availableReplicas") == 6)
             assert deployment["status"]["readyReplicas"] == 6
+
+
+async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed() -> None:
+    async with living_cluster(nodes=1) as (_, kube):
+        await kube.create(R.PODS, {"metadata": {"name": "gated"}, "spec": {
+            "schedulingGates": [{"name": "example.com/quota"}], "containers": [{"name": "c", "image": "x"}]}}, namespace="default")
+        pod = await eventually(lambda: kube.get(R.PODS, "gated", namespace="default"), lambda p: condition(p, "PodScheduled") is not None)
+        cond = condition(pod, "PodScheduled")
+        assert cond is not None and (cond["status"], cond["reason"]) == ("False", "SchedulingGated")
+        assert "nodeName" not in pod["spec"]
+        await kube.patch(R.PODS, "gated", [{"op": "remove", "path": "/spec/schedulingGates"}], namespace="default", patch_type="json")
+        pod = await eventually(lambda: kube.get(R.PODS, "gated", namespace="default"), is_ready)
+        assert pod["spec"]["nodeName"] == "node-1"
