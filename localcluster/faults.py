@@ -4,7 +4,8 @@
   cutting idle streams). Clients must re-watch from their last resourceVersion.
 - `restart(downtime=)`: the server stops listening, every connection is closed, and after
   `downtime` it listens again on the same port with the same state, as a restarted
-  kube-apiserver in front of the same etcd.
+  kube-apiserver in front of the same etcd. `async with server_down():` is the same with the
+  downtime being the block, for tests that act while the server is away.
 - `add_latency(seconds)`: every API request waits this long before it is served.
 - `fail_requests(fraction, code=500|429, retry_after=)`: that fraction of API requests (chosen by a
   seeded RNG, so a test is repeatable) answers a `Status` error instead; a 429 carries
@@ -18,8 +19,9 @@ knobs on `Storage`. `clear()` undoes everything but a shrunk window (use `shrink
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -89,6 +91,12 @@ class Faults:
     # -- restart --------------------------------------------------------------------------
     async def restart(self, *, downtime: float = 0.0) -> None:
         """Stop listening and close every connection, wait, then listen again on the same port."""
+        async with self.server_down():
+            await anyio.sleep(downtime)
+
+    @contextlib.asynccontextmanager
+    async def server_down(self) -> AsyncIterator[None]:
+        """The server is down inside the block (connections refused) and back, same port and state, after it."""
         runner = self._cluster._runner
         if runner is None:
             raise RuntimeError("the cluster is not started")
@@ -98,7 +106,9 @@ class Faults:
         if runner.server is not None:
             for conn in list(runner.server.connections):
                 conn.force_close()
-        await anyio.sleep(downtime)
-        site = web.TCPSite(runner, self._cluster.host, self._cluster.port, backlog=1024, reuse_address=True)
-        await site.start()
-        self.restarts += 1
+        try:
+            yield
+        finally:
+            site = web.TCPSite(runner, self._cluster.host, self._cluster.port, backlog=1024, reuse_address=True)
+            await site.start()
+            self.restarts += 1

@@ -35,14 +35,15 @@ async def test_restart_keeps_state_and_port() -> None:
     async with living_cluster(nodes=1, kubelets=False, scheduler=False) as (cluster, kube):
         await kube.create(R.CONFIGMAPS, {"metadata": {"name": "kept"}, "data": {"k": "v"}}, namespace="default")
         port = cluster.port
-        restart = asyncio.create_task(cluster.faults.restart(downtime=0.5))
-        await asyncio.sleep(0.1)
-        with pytest.raises((aiohttp.ClientError, OSError)):
-            await kube.get(R.CONFIGMAPS, "kept", namespace="default")
-        await restart
+        async with cluster.faults.server_down():
+            with pytest.raises((aiohttp.ClientError, OSError)):
+                await kube.get(R.CONFIGMAPS, "kept", namespace="default")
         assert cluster.port == port and cluster.faults.restarts == 1
         got = await kube.get(R.CONFIGMAPS, "kept", namespace="default")
         assert got["data"] == {"k": "v"}
+        await cluster.faults.restart(downtime=0.05)
+        assert cluster.faults.restarts == 2
+        assert (await kube.get(R.CONFIGMAPS, "kept", namespace="default"))["data"] == {"k": "v"}
 
 
 async def test_added_latency_delays_every_request() -> None:
