@@ -9,7 +9,6 @@ import pytest
 
 from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
-from tests.owned import held_in_own_task
 
 
 @pytest.fixture(autouse=True)
@@ -32,8 +31,18 @@ async def _no_leaked_tasks() -> AsyncIterator[None]:
 @pytest.fixture
 async def cluster() -> AsyncIterator[LocalCluster]:
     """A started local API server with three Ready nodes."""
-    async with held_in_own_task(LocalCluster(nodes=3), name="localcluster") as started:
+    async with LocalCluster(nodes=3) as started:
         yield started
+
+
+@pytest.fixture
+def cluster_factory() -> type[LocalCluster]:
+    """For tests that need a cluster with other options: `async with cluster_factory(nodes=1, gc=False)`.
+
+    `LocalCluster` may be entered and left from different tasks (its background actors live in a
+    task it owns), so it works directly in async fixtures.
+    """
+    return LocalCluster
 
 
 @pytest.fixture

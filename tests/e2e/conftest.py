@@ -13,13 +13,11 @@ import pytest
 from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
 from localcluster.demo import ensure_crd
-from tests.owned import held_in_own_task
 
 
 @pytest.fixture
 async def fast_cluster() -> AsyncIterator[LocalCluster]:
-    cluster = LocalCluster(nodes=3, pod_start_delay=0.2, termination_cap=0.5)
-    async with held_in_own_task(cluster, name="e2e-localcluster") as started:
+    async with LocalCluster(nodes=3, pod_start_delay=0.2, termination_cap=0.5) as started:
         yield started
 
 

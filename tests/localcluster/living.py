@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from apiclient import KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
-from tests.owned import held_in_own_task
 
 SPEED = 100.0
 T = TypeVar("T")
@@ -25,7 +24,7 @@ T = TypeVar("T")
 async def living_cluster(**options: Any) -> AsyncIterator[tuple[LocalCluster, KubeClient]]:
     options.setdefault("nodes", 3)
     options.setdefault("speed", SPEED)
-    async with held_in_own_task(LocalCluster(**options), name="living-cluster") as cluster:
+    async with LocalCluster(**options) as cluster:
         kube = await cluster.client()
         try:
             yield cluster, kube

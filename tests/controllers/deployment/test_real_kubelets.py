@@ -6,9 +6,7 @@ gracefully: the Deployment must still keep every replica available while it move
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import anyio
 import pytest
@@ -17,6 +15,7 @@ from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS
 from controllers.deployment import DeploymentController
 from controllers.replicaset import ReplicaSetController
+from localcluster.cluster import LocalCluster
 from tests.controllers.deployment.fakekubelet import AvailabilitySampler
 from tests.controllers.deployment.test_integration import (
     GATES,
@@ -32,30 +31,13 @@ from tests.controllers.harness import eventually, running_controllers
 
 @pytest.fixture
 async def real_kube() -> AsyncIterator[KubeClient]:
-    from localcluster.cluster import LocalCluster
-
-    ready = asyncio.Event()
-    stop = asyncio.Event()
-    holder: list[Any] = []
-
-    async def hold() -> None:
-        async with LocalCluster(nodes=3, pod_start_delay=0.2, termination_cap=0.3) as c:
-            holder.append(await c.client())
-            ready.set()
-            await stop.wait()
-            await holder[0].close()
-
-    task = asyncio.create_task(hold(), name="localcluster")
-    waiter = asyncio.create_task(ready.wait())
-    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    if not holder:
-        waiter.cancel()
-        await task
-    try:
-        yield holder[0]
-    finally:
-        stop.set()
-        await task
+    """A client to a cluster with its own scheduler and kubelets (fast pod start and stop)."""
+    async with LocalCluster(nodes=3, pod_start_delay=0.2, termination_cap=0.3) as cluster:
+        client = await cluster.client()
+        try:
+            yield client
+        finally:
+            await client.close()
 
 
 @pytest.mark.parametrize("replicas", [1, 3])

@@ -12,10 +12,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from localcluster.cluster import LocalCluster
-from tests.owned import held_in_own_task
 
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[LocalCluster]:
-    async with held_in_own_task(LocalCluster(nodes=3, gc=False), name="localcluster") as started:
+    async with LocalCluster(nodes=3, gc=False) as started:
         yield started
