@@ -213,8 +213,11 @@ def chart(runs: list[Run]) -> list[str]:
     OUT.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, len(runs), figsize=(6 * len(runs), 3.6), sharey=True)
     for ax, run in zip(axes if len(runs) > 1 else [axes], runs, strict=True):
-        for app in APPS:
-            ax.step([t for t, _ in run.samples], [s[app] for _, s in run.samples], where="post", label=app)
+        # Apps often share a value (1 replica each): distinct widths and dashes keep every line visible.
+        styles = [("-", 4.0), ("--", 2.5), (":", 2.0)]
+        for app, (dashes, width) in zip(APPS, styles * len(APPS), strict=False):
+            ax.step([t for t, _ in run.samples], [s[app] for _, s in run.samples], where="post", label=app,
+                    linestyle=dashes, linewidth=width)
         done = f"drained in {run.seconds:.1f}s" if run.seconds is not None else "did not finish"
         ax.set_title(f"{run.mode}: {done}")
         ax.set_xlabel("seconds since drain started")
