@@ -51,7 +51,6 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("apps", "deployments", READ),
         Rule("apps", "statefulsets", READ),
         Rule("", "replicationcontrollers", READ),
-        Rule("policy", "poddisruptionbudgets", ("patch",)),  # the evacuating-pods annotation (KEP-4212)
         Rule("*", "*/scale", ("get",)),  # any controller's /scale, as KCM's bootstrap policy grants
     ),
     "nodemaintenance": (
@@ -62,6 +61,10 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("", "pods/status", ("patch",)),
         Rule("", "pods/eviction", ("create",)),
         Rule("policy", "poddisruptionbudgets", READ),
+        # With the NodeMaintenanceLease gate: the node's maintenance Lease is taken before a
+        # cordon or drain (controllers/maintenancelease/gate.py), and its namespace made if missing.
+        Rule("coordination.k8s.io", "leases", ("get", "create", "update")),
+        Rule("", "namespaces", ("create",)),
     ),
     "taint-eviction-controller": (
         Rule("", "nodes", READ),
@@ -77,8 +80,7 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("coordination.k8s.io", "leases", READ),
     ),
     "maintenance-lease": (
-        Rule("coordination.k8s.io", "leases", (*READ, "create", "update", "patch", "delete")),
-        Rule("maintenance.aiokcm.io", "nodemaintenances", (*READ, "create", "update", "patch", "delete")),
+        Rule("coordination.k8s.io", "leases", (*READ, "create", "update", "patch")),
         Rule("", "nodes", READ),
         Rule("", "namespaces", ("create",)),  # creates its lease namespace when missing
     ),
