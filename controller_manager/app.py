@@ -23,11 +23,11 @@ import structlog
 from anyio.abc import TaskGroup
 
 from apiclient import KubeClient
-from apiclient.config import build_api_client
+from apiclient.config import build_api_client, describe_config_error
 from apiclient.events import EventBroadcaster
 from controller_manager.embedded import load_plugin
 from controller_manager.leaderelection import LeaderElector, LeadershipLost
-from controller_manager.options import ManagerOptions
+from controller_manager.options import ManagerOptions, UsageError
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
 from controller_manager.server import HealthState, serve
 from controllers.context import ControllerContext, ControllerOptions
@@ -216,7 +216,13 @@ async def run(opts: ManagerOptions) -> int:
             demo = {"demo": True, "demo_exit_after_drain": opts.demo_exit_after_drain} if opts.demo else {}
             kubeconfig = await stack.enter_async_context(plugin.start_embedded(nodes=opts.embedded_nodes, **demo))
             log.info("embedded local cluster started", kubeconfig=kubeconfig, nodes=opts.embedded_nodes)
-        api = await build_api_client(kubeconfig=kubeconfig, master=opts.master)
+        try:
+            api = await build_api_client(kubeconfig=kubeconfig, master=opts.master)
+        except Exception as exc:
+            reason = describe_config_error(exc)
+            if reason is None:
+                raise
+            raise UsageError(f"aiokcm run: cannot connect: {reason}") from None
         client = KubeClient(api, qps=opts.kube_api_qps, burst=opts.kube_api_burst)
         stack.push_async_callback(client.close)
         return await Manager(opts, client).run()

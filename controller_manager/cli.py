@@ -86,6 +86,8 @@ def _run(args: list[str]) -> int:
                       min_level=stdlib_logging.WARNING if quiet else None)
     try:
         return anyio.run(app.run, opts)
+    except UsageError as exc:
+        return _fail(str(exc))
     except PluginMissing as exc:
         return _fail(f"aiokcm run --embedded: {exc}")
     except KeyboardInterrupt:

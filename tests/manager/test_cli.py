@@ -32,6 +32,8 @@ def _aiokcm(*args: str) -> subprocess.CompletedProcess[str]:
         (["run", "--log-format=xml"], "invalid choice: 'xml'"),
         (["frobnicate"], "unknown command 'frobnicate'"),
         (["cluster", "up"], "--kubeconfig"),
+        (["run", "--kubeconfig=/nonexistent/kubeconfig"], "--kubeconfig /nonexistent/kubeconfig: no such file"),
+        (["run", "--leader-elect=false"], "no --kubeconfig, --master or $KUBECONFIG, and no in-cluster"),
     ],
 )
 def test_bad_command_lines_exit_2_with_one_line(args: list[str], needle: str) -> None:
