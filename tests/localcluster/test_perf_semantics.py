@@ -1,0 +1,115 @@
+"""What the server's fast paths must keep exactly as the slow ones were.
+
+- `remainingItemCount` comes from sorted-key positions (`Storage.count_entries`) instead of
+  walking the rest of the keys: it must equal the number of entries the following pages hold,
+  per namespace (including namespaces whose names prefix each other) and after any key.
+- The watch window keeps slim events (no parsed object): a replay still hands out the object.
+- One watch line is built per event and shared by every watcher of everything; watchers that
+  rewrite the event (selectors turning MODIFIED into ADDED/DELETED) still get their own type.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from kubeutil import selectors
+from localcluster.objects import ObjectAPI
+from localcluster.registry import Registry
+from localcluster.storage import Storage
+from localcluster.watch import WatchOptions, _framer, make_filter
+
+NAMESPACES = ("a", "a-b", "a0", "ab", "b", "default")
+
+
+def _put(storage: Storage, namespace: str, name: str, labels: dict[str, str] | None = None) -> None:
+    obj = {"metadata": {"name": name, "namespace": namespace, "labels": labels or {}}}
+    storage.write("pods", obj, labels=labels or {}, fields={}, expect_new=True)
+
+
+def test_count_entries_matches_iteration_for_every_namespace_and_start() -> None:
+    storage = Storage()
+    for ns, i in itertools.product(NAMESPACES, range(4)):
+        _put(storage, ns, f"p{i}")
+    keys = [f"{e.namespace}/{e.name}" for e in storage.iter_entries("pods")]
+    for ns in (None, *NAMESPACES, "zz", "a-"):
+        for after in (None, "", "a", "a/", "a/p1", "a0", "ab/p3", "zzz", *keys):
+            expected = sum(1 for _ in storage.iter_entries("pods", ns, after))
+            assert storage.count_entries("pods", ns, after) == expected, (ns, after)
+    assert storage.count_entries("nothing") == 0
+
+
+def _api() -> tuple[ObjectAPI, Registry]:
+    from localcluster.builtin import register_builtins
+
+    registry = Registry()
+    register_builtins(registry)
+    api = ObjectAPI(registry, Storage())
+    ns_rt = registry.get("", "v1", "namespaces")
+    assert ns_rt is not None
+    for ns in NAMESPACES:
+        api.create(ns_rt, None, {"metadata": {"name": ns}})
+    return api, registry
+
+
+def test_remaining_item_count_equals_what_the_next_pages_hold() -> None:
+    api, registry = _api()
+    rt = registry.get("", "v1", "configmaps")
+    assert rt is not None
+    for ns, i in itertools.product(NAMESPACES, range(5)):
+        api.create(rt, ns, {"metadata": {"name": f"cm-{i}"}})
+    for ns in (None, "a", "a0", "ab", "default"):
+        token = None
+        while True:
+            page = api.list(rt, ns, limit=2, continue_token=token)
+            if page.continue_token is None:
+                assert page.remaining is None
+                break
+            rest = api.list(rt, ns, continue_token=page.continue_token)
+            assert page.remaining == len(rest.entries), ns
+            token = page.continue_token
+    # with a selector the real server leaves the count out
+    page = api.list(rt, None, limit=2, label_selector="x!=y")
+    assert page.continue_token is not None and page.remaining is None
+
+
+def test_history_is_slim_but_replays_the_object() -> None:
+    storage = Storage()
+    _put(storage, "a", "p0", {"app": "x"})
+    _put(storage, "a", "p1")
+    bucket = storage._buckets["pods"]
+    assert all(ev._obj is None for ev in bucket.history)
+    with storage.subscribe("pods", 1) as sub:
+        events = sub.drain()
+    assert [ev.obj["metadata"]["name"] for ev in events] == ["p0", "p1"]
+    assert events[0].obj["metadata"]["labels"] == {"app": "x"}
+    assert all(ev._obj is None for ev in bucket.history)  # the replay parsed a private copy
+
+
+def _opts(label_selector: str = "") -> WatchOptions:
+    return WatchOptions(
+        resource_version=None, namespace=None, label_selector=selectors.parse(label_selector or None), field_requirements=(),
+        bookmarks=False, timeout=1.0, send_initial_events=False, first_bookmark_after=1.0, bookmark_interval=1.0,
+    )
+
+
+def test_watch_lines_are_shared_unless_rewritten() -> None:
+    storage = Storage()
+    everything = [storage.subscribe("pods", None, make_filter(_opts())) for _ in range(3)]
+    selected = storage.subscribe("pods", None, make_filter(_opts("app=x")))
+    _put(storage, "a", "p0")
+    obj = {"metadata": {"name": "p0", "namespace": "a", "labels": {"app": "x"}}}
+    storage.write("pods", obj, labels={"app": "x"}, fields={}, expect_new=False)
+    encode = _framer(lambda _kind, raw: raw)
+    lines = [[encode(ev) for ev in sub.drain()] for sub in everything]
+    assert lines[0][0].startswith(b'{"type":"ADDED","object":{') and lines[0][0].endswith(b"}\n")
+    assert lines[0][1].startswith(b'{"type":"MODIFIED","object":')
+    assert all(a is b for a, b in zip(lines[0], lines[1], strict=True))  # one serialization, shared
+    assert lines[1] == lines[2]
+    moved_in = [encode(ev) for ev in selected.drain()]
+    assert len(moved_in) == 1 and moved_in[0].startswith(b'{"type":"ADDED","object":')
+    assert b'"labels":{"app":"x"}' in moved_in[0]
+    rewritten = _framer(lambda _kind, raw: raw.replace(b'"p1"', b'"renamed"'))
+    _put(storage, "a", "p1")
+    ev = everything[0].drain()[0]
+    assert b'"renamed"' in rewritten(ev)  # a Table or another version: render's own bytes
+    assert b'"p1"' in encode(ev) and b'"renamed"' not in encode(ev)  # and not cached as the shared line
