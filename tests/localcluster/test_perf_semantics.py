@@ -31,10 +31,11 @@ def test_count_entries_matches_iteration_for_every_namespace_and_start() -> None
     for ns, i in itertools.product(NAMESPACES, range(4)):
         _put(storage, ns, f"p{i}")
     keys = [f"{e.namespace}/{e.name}" for e in storage.iter_entries("pods")]
-    for ns in (None, *NAMESPACES, "zz", "a-"):
+    scopes: tuple[str | None, ...] = (None, *NAMESPACES, "zz", "a-")
+    for scope in scopes:
         for after in (None, "", "a", "a/", "a/p1", "a0", "ab/p3", "zzz", *keys):
-            expected = sum(1 for _ in storage.iter_entries("pods", ns, after))
-            assert storage.count_entries("pods", ns, after) == expected, (ns, after)
+            expected = sum(1 for _ in storage.iter_entries("pods", scope, after))
+            assert storage.count_entries("pods", scope, after) == expected, (scope, after)
     assert storage.count_entries("nothing") == 0
 
 
@@ -57,15 +58,16 @@ def test_remaining_item_count_equals_what_the_next_pages_hold() -> None:
     assert rt is not None
     for ns, i in itertools.product(NAMESPACES, range(5)):
         api.create(rt, ns, {"metadata": {"name": f"cm-{i}"}})
-    for ns in (None, "a", "a0", "ab", "default"):
+    scopes: tuple[str | None, ...] = (None, "a", "a0", "ab", "default")
+    for scope in scopes:
         token = None
         while True:
-            page = api.list(rt, ns, limit=2, continue_token=token)
+            page = api.list(rt, scope, limit=2, continue_token=token)
             if page.continue_token is None:
                 assert page.remaining is None
                 break
-            rest = api.list(rt, ns, continue_token=page.continue_token)
-            assert page.remaining == len(rest.entries), ns
+            rest = api.list(rt, scope, continue_token=page.continue_token)
+            assert page.remaining == len(rest.entries), scope
             token = page.continue_token
     # with a selector the real server leaves the count out
     page = api.list(rt, None, limit=2, label_selector="x!=y")
