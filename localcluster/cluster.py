@@ -34,6 +34,7 @@ from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
 from localcluster.kubelet import KubeletConfig, Kubelets
+from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
 from localcluster.registry import Registry
 from localcluster.rest import RestHandlers
@@ -105,6 +106,7 @@ class LocalCluster:
             speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods))
         self._kubelets_enabled = kubelets
         self.gc = GarbageCollector(self.objects) if gc else None
+        self.namespaces = NamespaceController(self.objects)
         self._runner: web.AppRunner | None = None
         self._tmp: str | None = None
         self._tg: TaskGroup | None = None
@@ -157,6 +159,7 @@ class LocalCluster:
         may run in different tasks (pytest fixtures do) and still cancel everything."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.crds.run)
+            tg.start_soon(self.namespaces.run)
             for behaviour in (self.scheduler, self.gc, self.kubelets if self._kubelets_enabled else None):
                 if behaviour is not None:
                     tg.start_soon(behaviour.run)

@@ -105,8 +105,17 @@ def _cell(values: list[Any], column: dict[str, Any]) -> Any:
 # --------------------------------------------------------------------------- custom resources
 
 
+_DEFAULT_AGE_COLUMN = {
+    "name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+    "description": "CreationTimestamp is a timestamp representing the server time when this object was created.",
+}
+
+
 class CustomResourceStrategy(Strategy):
     """The behaviour of one served version of a CRD."""
+
+    #: The REST layer adds no Age column of its own: the printer columns say where age goes.
+    table_age_column: str | None = None
 
     def __init__(self, crd: Obj, version: Obj) -> None:
         self.crd_name: str = crd["metadata"]["name"]
@@ -117,12 +126,9 @@ class CustomResourceStrategy(Strategy):
         }
         subresources = version.get("subresources") or {}
         self.has_status_subresource = "status" in subresources
-        # The REST layer always appends an Age column, so a declared creationTimestamp column
-        # (the usual `Age`) would print twice: leave it to the REST layer.
-        self.columns: list[dict[str, Any]] = [
-            c for c in version.get("additionalPrinterColumns") or []
-            if c.get("jsonPath") != ".metadata.creationTimestamp"
-        ]
+        # As apiextensions' `serveDefaultColumnsIfEmpty`: the declared columns, in their order
+        # (a `date` creationTimestamp column where the CRD puts it), or Age alone if none.
+        self.columns: list[dict[str, Any]] = list(version.get("additionalPrinterColumns") or []) or [_DEFAULT_AGE_COLUMN]
         #: Fields dropped by the last `prune` call, for `fieldValidation=Strict` / `Warn`.
         self.last_pruned: list[str] = []
 
@@ -142,8 +148,6 @@ class CustomResourceStrategy(Strategy):
         return crschema.validate(obj, self.schema, old)
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]] | None:
-        if not self.columns:
-            return None
         cols = [
             TableColumn(c["name"], c.get("type", "string"), c.get("format", ""), c.get("description", ""),
                         c.get("priority", 0))
@@ -206,6 +210,15 @@ class CRDStrategy(Strategy):
     """Defaulting, validation and status of CustomResourceDefinition objects."""
 
     has_status_subresource = True
+    #: `kubectl get crd` prints NAME and CREATED AT (the default table convertor), no AGE.
+    table_age_column: str | None = None
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        created = obj["metadata"].get("creationTimestamp")
+        column = TableColumn(
+            "Created At", "date", "", "CreationTimestamp is a timestamp representing the server time when this object was created."
+        )
+        return [column], [created]
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry

@@ -20,7 +20,7 @@ import datetime as dt
 import secrets
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -54,6 +54,28 @@ class ListResult:
     resource_version: int
     continue_token: str | None
     remaining: int | None
+
+
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """Per-request options of a write, as the real server's `CreateOptions` / `UpdateOptions` /
+    `PatchOptions` / `DeleteOptions` carry them. In-process actors pass none (no dry run, unknown
+    fields dropped silently); HTTP requests default to `Warn`, as kube-apiserver >= 1.27 does.
+
+    `warnings` collects what the REST layer sends back as `Warning: 299` headers.
+    """
+
+    dry_run: bool = False
+    field_validation: str = "Ignore"
+    warnings: list[str] = field(default_factory=list)
+    #: Duplicate fields the body decoder found (`fieldValidation=Strict` reports them).
+    duplicates: list[str] = field(default_factory=list)
+
+
+_NO_OPTIONS = WriteOptions()
 
 
 @dataclass(slots=True)
@@ -96,9 +118,36 @@ class ObjectAPI:
         fields["metadata.namespace"] = meta.get("namespace", "") if rt.namespaced else ""
         return fields
 
-    def _store(self, rt: ResourceType, obj: Obj, *, new: bool) -> Entry:
+    def _store(self, rt: ResourceType, obj: Obj, *, new: bool, opts: WriteOptions = _NO_OPTIONS) -> Entry:
         labels = obj["metadata"].get("labels") or {}
+        if opts.dry_run:
+            return self._dry_entry(rt, obj, new=new)
         return self.storage.write(rt.storage_key, obj, labels=labels, fields=self._fields(rt, obj), expect_new=new)
+
+    def _dry_entry(self, rt: ResourceType, obj: Obj, *, new: bool) -> Entry:
+        """`dryRun=All`: the would-be object, never stored and never seen by a watch. A dry-run
+        create has no resourceVersion (as upstream); an update keeps the current one."""
+        meta = obj["metadata"]
+        if new:
+            meta.pop("resourceVersion", None)
+        rv = int(meta.get("resourceVersion") or 0)
+        return Entry(orjson.dumps(obj), rv, meta.get("namespace", "") or "", meta["name"], meta.get("labels") or {}, self._fields(rt, obj))
+
+    def _check_unknown_fields(self, rt: ResourceType, opts: WriteOptions) -> None:
+        """`fieldValidation`: what pruning dropped (and duplicates the decoder saw) is an error
+        under Strict, a `Warning` header under Warn, nothing under Ignore (the fields are gone
+        either way). Read right after `strategy.prune`, which records what it dropped."""
+        if opts.field_validation == "Ignore":
+            return
+        problems = [f'unknown field "{p}"' for p in getattr(rt.strategy, "last_pruned", None) or ()]
+        if opts.field_validation == "Strict":
+            problems += [f'duplicate field "{p}"' for p in opts.duplicates]
+            if problems:
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: ' + ", ".join(problems)
+                )
+            return
+        opts.warnings.extend(problems)
 
     def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None, *, status: bool = False) -> None:
         strategy = rt.strategy
@@ -194,7 +243,7 @@ class ObjectAPI:
         return label_sel, field_reqs
 
     # -- create -------------------------------------------------------------------------
-    def create(self, rt: ResourceType, namespace: str | None, body: Any) -> Entry:
+    def create(self, rt: ResourceType, namespace: str | None, body: Any, *, opts: WriteOptions = _NO_OPTIONS) -> Entry:
         obj = self._check_type(rt, body)
         meta = obj["metadata"]
         ns = self._namespace_of(rt, namespace or meta.get("namespace"))
@@ -203,12 +252,14 @@ class ObjectAPI:
                 raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
             meta["namespace"] = ns
             self._check_namespace_exists(ns)
+            self._check_namespace_active(rt, ns, meta)
         else:
             meta.pop("namespace", None)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
         strategy = rt.strategy
         strategy.prune(obj)
+        self._check_unknown_fields(rt, opts)
         strategy.default(obj)
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
@@ -218,11 +269,12 @@ class ObjectAPI:
         self._validate(rt, obj, None)
         if self.storage.get(rt.storage_key, ns, meta["name"]) is not None:
             raise errors.already_exists(rt.group_resource, meta["name"], group=rt.group, kind=rt.plural)
-        return self._store(rt, obj, new=True)
+        return self._store(rt, obj, new=True, opts=opts)
 
     # -- update -------------------------------------------------------------------------
     def update(
-        self, rt: ResourceType, namespace: str | None, name: str, body: Any, *, subresource: str | None = None
+        self, rt: ResourceType, namespace: str | None, name: str, body: Any, *, subresource: str | None = None,
+        opts: WriteOptions = _NO_OPTIONS,
     ) -> Entry:
         """PUT: the body replaces the object (status or not, per `subresource`)."""
         ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
@@ -243,9 +295,11 @@ class ObjectAPI:
                 rt.group_resource, name, f"Precondition failed: UID in precondition: {old['metadata']['uid']}, UID in object meta: {uid}",
                 group=rt.group, kind=rt.plural,
             )
-        return self._apply_update(rt, obj, old, entry, subresource=subresource)
+        return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts)
 
-    def _apply_update(self, rt: ResourceType, obj: Obj, old: Obj, entry: Entry, *, subresource: str | None) -> Entry:
+    def _apply_update(
+        self, rt: ResourceType, obj: Obj, old: Obj, entry: Entry, *, subresource: str | None, opts: WriteOptions = _NO_OPTIONS
+    ) -> Entry:
         meta, old_meta = obj["metadata"], old["metadata"]
         for key in _IMMUTABLE_META:
             if key in old_meta:
@@ -256,10 +310,13 @@ class ObjectAPI:
         meta.pop("selfLink", None)
         strategy = rt.strategy
         strategy.prune(obj)
+        self._check_unknown_fields(rt, opts)
         strategy.default(obj)
         status = subresource == "status"
         if status:
             strategy.prepare_for_status_update(obj, old)
+        elif subresource == "finalize":
+            strategy.prepare_for_finalize(obj, old)  # type: ignore[attr-defined]  # namespaces only
         else:
             strategy.prepare_for_update(obj, old)
         meta["resourceVersion"] = old_meta.get("resourceVersion")
@@ -267,8 +324,11 @@ class ObjectAPI:
             return entry  # a no-op write: no new RV, no event (as etcd's guaranteed update)
         self._validate(rt, obj, old, status=status)
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
-            return self._remove(rt, obj)
-        return self._store(rt, obj, new=False)
+            # a terminating namespace goes only once its spec.finalizers are gone too
+            # (`ShouldDeleteNamespaceDuringUpdate`)
+            if not (rt.storage_key == "namespaces" and (obj.get("spec") or {}).get("finalizers")):
+                return self._remove(rt, obj, opts)
+        return self._store(rt, obj, new=False, opts=opts)
 
     def update_status(self, rt: ResourceType, namespace: str | None, name: str, body: Any) -> Entry:
         return self.update(rt, namespace, name, body, subresource="status")
@@ -283,6 +343,7 @@ class ObjectAPI:
         content_type: str,
         *,
         subresource: str | None = None,
+        opts: WriteOptions = _NO_OPTIONS,
     ) -> Entry:
         ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
         entry = self._entry(rt, ns, name)
@@ -302,7 +363,7 @@ class ObjectAPI:
         if meta.get("uid") not in (None, old["metadata"]["uid"]):
             raise errors.conflict(rt.group_resource, name, "Precondition failed: UID mismatch", group=rt.group, kind=rt.plural)
         obj = self._check_type(rt, patched)
-        return self._apply_update(rt, obj, old, entry, subresource=subresource)
+        return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts)
 
     # -- delete -------------------------------------------------------------------------
     def delete(
@@ -315,6 +376,7 @@ class ObjectAPI:
         propagation_policy: str | None = None,
         preconditions: dict[str, Any] | None = None,
         orphan_dependents: bool | None = None,
+        opts: WriteOptions = _NO_OPTIONS,
     ) -> DeleteResult:
         ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
         entry = self._entry(rt, ns, name)
@@ -354,6 +416,8 @@ class ObjectAPI:
             meta["finalizers"] = finalizers
         else:
             meta.pop("finalizers", None)
+        if rt.storage_key == "namespaces":
+            return self._delete_namespace(rt, obj, before, entry, opts)
 
         grace: int | None = 0
         if rt.strategy.graceful_deletion:
@@ -365,19 +429,55 @@ class ObjectAPI:
             if meta.get("deletionGracePeriodSeconds") != grace:
                 meta["deletionTimestamp"] = _later_rfc3339(grace)
                 meta["deletionGracePeriodSeconds"] = grace
-            return DeleteResult(self._store_if_changed(rt, obj, before, entry), False)
+            return DeleteResult(self._store_if_changed(rt, obj, before, entry, opts), False)
         if finalizers:
             meta.setdefault("deletionTimestamp", now_rfc3339())
             meta["deletionGracePeriodSeconds"] = 0
-            return DeleteResult(self._store_if_changed(rt, obj, before, entry), False)
-        return DeleteResult(self._remove(rt, obj), True)
+            return DeleteResult(self._store_if_changed(rt, obj, before, entry, opts), False)
+        return DeleteResult(self._remove(rt, obj, opts), True)
 
-    def _store_if_changed(self, rt: ResourceType, obj: Obj, before: Obj, entry: Entry) -> Entry:
+    def _delete_namespace(self, rt: ResourceType, obj: Obj, before: Obj, entry: Entry, opts: WriteOptions) -> DeleteResult:
+        """Namespace REST `Delete`: the first DELETE only marks the namespace (deletionTimestamp,
+        phase Terminating); the namespace controller (`localcluster.namespaces`) empties it and
+        removes the `kubernetes` finalizer through `/finalize`, which deletes it. A DELETE of a
+        namespace already terminating with no spec.finalizers left deletes it for real."""
+        meta = obj["metadata"]
+        if not before["metadata"].get("deletionTimestamp"):
+            meta["deletionTimestamp"] = now_rfc3339()
+            obj.setdefault("status", {})["phase"] = "Terminating"
+            return DeleteResult(self._store_if_changed(rt, obj, before, entry, opts), False)
+        if (obj.get("spec") or {}).get("finalizers") or meta.get("finalizers"):
+            return DeleteResult(self._store_if_changed(rt, obj, before, entry, opts), False)
+        return DeleteResult(self._remove(rt, obj, opts), True)
+
+    def _check_namespace_active(self, rt: ResourceType, namespace: str, meta: Obj) -> None:
+        """NamespaceLifecycle admission: no new content in a terminating namespace. The cause
+        (`NamespaceTerminating` on metadata.namespace) is what controllers look for."""
+        entry = self.storage.get("namespaces", "", namespace)
+        if entry is None or b'"deletionTimestamp"' not in entry.raw:
+            return
+        if not entry.load()["metadata"].get("deletionTimestamp"):
+            return
+        name = meta.get("name") or meta.get("generateName") or "Unknown"
+        details: dict[str, Any] = {"name": name, "kind": rt.plural, "causes": [
+            {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated", "field": "metadata.namespace"}
+        ]}
+        if rt.group:
+            details["group"] = rt.group
+        raise errors.StatusError(
+            403, "Forbidden",
+            f'{rt.group_resource} "{name}" is forbidden: unable to create new content in namespace {namespace} because it is being terminated',
+            details,
+        )
+
+    def _store_if_changed(self, rt: ResourceType, obj: Obj, before: Obj, entry: Entry, opts: WriteOptions = _NO_OPTIONS) -> Entry:
         if obj == before:
             return entry
-        return self._store(rt, obj, new=False)
+        return self._store(rt, obj, new=False, opts=opts)
 
-    def _remove(self, rt: ResourceType, obj: Obj) -> Entry:
+    def _remove(self, rt: ResourceType, obj: Obj, opts: WriteOptions = _NO_OPTIONS) -> Entry:
+        if opts.dry_run:
+            return self._dry_entry(rt, obj, new=False)
         entry = self.storage.remove(rt.storage_key, obj)
         for hook in list(self.on_removed):
             hook(rt, obj)

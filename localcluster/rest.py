@@ -15,6 +15,7 @@ Subresources another module serves (pods/eviction in part 2) plug in through
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ from aiohttp import web
 
 from localcluster import errors, patch, protobuf
 from localcluster.builtin.base import age
-from localcluster.objects import ObjectAPI
-from localcluster.registry import Registry, ResourceType, TableColumn
+from localcluster.objects import FIELD_VALIDATION, ObjectAPI, WriteOptions
+from localcluster.registry import FieldError, Registry, ResourceType, TableColumn
 from localcluster.storage import Entry
 from localcluster.watch import WatchOptions, serve_watch
 
@@ -134,7 +135,9 @@ class RestHandlers:
                     return await self._watch(request, t)
                 return self._list(request, t)
             if method == "POST":
-                return _json(self.objects.create(t.rt, t.namespace, await _body(request)).raw, 201)
+                opts = _write_options(request, "CreateOptions")
+                entry = self.objects.create(t.rt, t.namespace, await _body(request, opts), opts=opts)
+                return _warned(_json(entry.raw, 201), opts)
             if method == "DELETE" and "deletecollection" in t.rt.verbs:
                 return self._delete_collection(request, t, await _optional_body(request))
             raise _not_allowed(method, t)
@@ -150,6 +153,10 @@ class RestHandlers:
             self.objects.bind(t.rt, t.namespace or "", t.name, await _body(request))
             return _json(orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}), 201)
         sub = t.subresource
+        if sub == "finalize" and method == "PUT":  # namespaces/<name>/finalize
+            opts = _write_options(request, "UpdateOptions")
+            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts), subresource=sub, opts=opts)
+            return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if sub not in (None, "status"):
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         if method == "GET":
@@ -158,16 +165,18 @@ class RestHandlers:
                 return _json(orjson.dumps(self._table(t.rt, [entry], entry.rv)))
             return _json(self._render(t.rt, entry.raw))
         if method == "PUT":
-            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request), subresource=sub)
-            return _json(self._render(t.rt, entry.raw))
+            opts = _write_options(request, "UpdateOptions")
+            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts), subresource=sub, opts=opts)
+            return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if method == "PATCH":
+            opts = _write_options(request, "PatchOptions")
             content_type = request.headers.get("Content-Type", "")
             raw = await request.read()
             if content_type.startswith(patch.APPLY_PATCH) and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None:
                 obj = patch.decode_body(raw, patch.APPLY_PATCH)
-                return _json(self.objects.create(t.rt, t.namespace, obj).raw, 201)
-            entry = self.objects.patch(t.rt, t.namespace, t.name, raw, content_type, subresource=sub)
-            return _json(self._render(t.rt, entry.raw))
+                return _warned(_json(self.objects.create(t.rt, t.namespace, obj, opts=opts).raw, 201), opts)
+            entry = self.objects.patch(t.rt, t.namespace, t.name, raw, content_type, subresource=sub, opts=opts)
+            return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if method == "DELETE" and sub is None:
             return self._delete(request, t, await _optional_body(request))
         raise _not_allowed(method, t)
@@ -246,9 +255,10 @@ class RestHandlers:
         orphan = options.get("orphanDependents")
         if q.get("orphanDependents") is not None:
             orphan = _bool(q.get("orphanDependents"))
+        opts = _write_options(request, "DeleteOptions", options)
         result = self.objects.delete(
             t.rt, t.namespace, t.name, grace_period_seconds=grace, propagation_policy=policy,
-            preconditions=options.get("preconditions"), orphan_dependents=orphan,
+            preconditions=options.get("preconditions"), orphan_dependents=orphan, opts=opts,
         )
         if result.deleted and t.rt.storage_key != "pods":
             obj = orjson.loads(result.entry.raw)
@@ -264,11 +274,12 @@ class RestHandlers:
         result = self.objects.list(t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"))
         raws = []
         grace = _int(q.get("gracePeriodSeconds"), "gracePeriodSeconds")
+        opts = _write_options(request, "DeleteOptions", options)
         for entry in result.entries:
             try:
                 deleted = self.objects.delete(
                     t.rt, entry.namespace or None, entry.name, grace_period_seconds=grace,
-                    propagation_policy=q.get("propagationPolicy") or options.get("propagationPolicy"),
+                    propagation_policy=q.get("propagationPolicy") or options.get("propagationPolicy"), opts=opts,
                 )
             except errors.StatusError as exc:
                 if exc.code == 404:
@@ -308,19 +319,22 @@ class RestHandlers:
     def _table_of(self, rt: ResourceType, objs: list[dict[str, Any]], rv: int) -> dict[str, Any]:
         extra: list[TableColumn] = []
         rows = []
+        # strategies whose table places age itself (CRDs, custom resources) set this to None
+        age_column: str | None = getattr(rt.strategy, "table_age_column", "Age")
         for obj in objs:
             result = rt.strategy.table(obj)
             cells: list[Any] = []
             if result is not None:
                 extra, cells = result
             meta = obj.get("metadata") or {}
-            created = age(meta.get("creationTimestamp"))
-            age_at = next((i for i, c in enumerate(extra) if c.name == "Age"), None)
-            if age_at is None:
-                cells = [*cells, created]
-            else:
-                cells = list(cells)
-                cells[age_at] = created
+            if age_column is not None:
+                created = age(meta.get("creationTimestamp"))
+                age_at = next((i for i, c in enumerate(extra) if c.name == age_column), None)
+                if age_at is None:
+                    cells = [*cells, created]
+                else:
+                    cells = list(cells)
+                    cells[age_at] = created
             partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
             rows.append({"cells": [meta.get("name", ""), *cells], "object": partial})
         if not objs:
@@ -330,7 +344,7 @@ class RestHandlers:
         name_col = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}
         age_col = {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}
         cols = [name_col, *({"name": c.name, "type": c.type, "format": c.format, "description": c.description, "priority": c.priority} for c in extra)]
-        if not any(c.name == "Age" for c in extra):
+        if age_column is not None and not any(c.name == age_column for c in extra):
             cols.append(age_col)
         return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(rv)}, "columnDefinitions": cols, "rows": rows}
 
@@ -339,7 +353,58 @@ def _not_allowed(method: str, t: Target) -> errors.StatusError:
     return errors.method_not_allowed(f"the server does not allow this method on the requested resource ({method} {t.rt.plural})")
 
 
-async def _body(request: web.Request) -> Any:
+def _write_options(request: web.Request, kind: str, body_options: dict[str, Any] | None = None) -> WriteOptions:
+    """`dryRun` and `fieldValidation` of a write (query, or DeleteOptions body for DELETE).
+    Absent `fieldValidation` means Warn, as kube-apiserver >= 1.27 (kubectl 1.32 sends Strict)."""
+    q = request.query
+    dry = q.getall("dryRun", [])
+    if not dry and body_options:
+        dry = list(body_options.get("dryRun") or [])
+    bad = [v for v in dry if v != "All"]
+    if bad:
+        raise errors.invalid(kind, "", [FieldError.not_supported("dryRun", bad[0], ("All",))], group="meta.k8s.io")
+    validation = q.get("fieldValidation") or "Warn"
+    if validation not in FIELD_VALIDATION:
+        raise errors.invalid(kind, "", [FieldError.not_supported("fieldValidation", validation, FIELD_VALIDATION)], group="meta.k8s.io")
+    return WriteOptions(dry_run=bool(dry), field_validation=validation)
+
+
+def _warned(response: web.Response, opts: WriteOptions) -> web.Response:
+    """One `Warning: 299 - "<text>"` header per warning, as the real server's warning recorder;
+    kubectl prints each as `Warning: <text>`."""
+    for text in dict.fromkeys(opts.warnings):
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
+
+
+class _Fields(dict[str, Any]):
+    """A decoded JSON object that remembers keys it saw twice (the last one wins, as in Go)."""
+
+    duplicates: list[str]
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Fields:
+    out = _Fields()
+    out.duplicates = []
+    for key, value in pairs:
+        if key in out:
+            out.duplicates.append(key)
+        out[key] = value
+    return out
+
+
+def _duplicate_paths(value: Any, path: str, found: list[str]) -> None:
+    if isinstance(value, _Fields):
+        found.extend(f"{path}.{k}" if path else k for k in value.duplicates)
+        for key, sub in value.items():
+            _duplicate_paths(sub, f"{path}.{key}" if path else key, found)
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            _duplicate_paths(sub, f"{path}[{i}]", found)
+
+
+async def _body(request: web.Request, opts: WriteOptions | None = None) -> Any:
     raw = await request.read()
     content_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip()
     try:
@@ -347,6 +412,14 @@ async def _body(request: web.Request) -> Any:
             return yaml.safe_load(raw)
         if content_type == protobuf.CONTENT_TYPE:
             return _protobuf(raw)
+        if opts is not None and opts.field_validation == "Strict":
+            # only Strict reports duplicate fields; the slower decoder is paid only then
+            try:
+                tree = json.loads(raw, object_pairs_hook=_pairs)
+            except ValueError as exc:
+                raise errors.bad_request(f"the object provided is unrecognized: {exc}") from exc
+            _duplicate_paths(tree, "", opts.duplicates)
+            return tree
         return orjson.loads(raw)
     except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"the object provided is unrecognized: {exc}") from exc

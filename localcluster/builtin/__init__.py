@@ -14,6 +14,8 @@ from localcluster.builtin.core import (
     EventStrategy,
     NamespaceStrategy,
     NodeStrategy,
+    SecretStrategy,
+    ServiceAccountStrategy,
     ServiceStrategy,
 )
 from localcluster.builtin.others import EventsV1Strategy, LeaseStrategy, PodDisruptionBudgetStrategy
@@ -34,6 +36,8 @@ def builtin_types() -> list[ResourceType]:
                      subresources=frozenset({"status", "binding", "eviction"}), strategy=PodStrategy()),
         ResourceType("", "v1", "events", "Event", True, short_names=("ev",), strategy=EventStrategy()),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",), strategy=ConfigMapStrategy()),
+        ResourceType("", "v1", "secrets", "Secret", True, strategy=SecretStrategy()),
+        ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",), strategy=ServiceAccountStrategy()),
         ResourceType("", "v1", "services", "Service", True, short_names=("svc",), categories=("all",),
                      subresources=frozenset({"status"}),
                      verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),

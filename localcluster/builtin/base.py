@@ -18,8 +18,12 @@ class BuiltinStrategy(Strategy):
     #: Names that must be DNS-1123 labels (namespaces, services) rather than subdomains.
     label_names: bool = False
 
+    #: Paths the last `prune` dropped, read by `ObjectAPI` right after it (same call, no await
+    #: between) for `fieldValidation` Strict / Warn.
+    last_pruned: list[str] = []  # replaced per call, never mutated
+
     def prune(self, obj: Obj) -> None:
-        schemas.prune_kind(obj, self.group, self.version, self.kind)
+        self.last_pruned = schemas.prune_kind(obj, self.group, self.version, self.kind)
 
 
 def age(timestamp: str | None, now: dt.datetime | None = None) -> str:

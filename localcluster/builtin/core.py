@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import itertools
+import re
 from typing import Any
 
+from localcluster import errors
 from localcluster.builtin.base import BuiltinStrategy, columns, get_path
 from localcluster.registry import FieldError, Obj, TableColumn
 
@@ -66,8 +70,30 @@ class NamespaceStrategy(BuiltinStrategy):
         labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
 
     def prepare_for_create(self, obj: Obj) -> None:
+        """Active, and always the `kubernetes` finalizer the namespace controller removes."""
         obj["status"] = {"phase": "Active"}
-        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        spec = obj.setdefault("spec", {})
+        finalizers = list(spec.get("finalizers") or [])
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+        spec["finalizers"] = finalizers
+        obj["metadata"].pop("generation", None)
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        """spec.finalizers change only through `/finalize` (`namespaceStrategy.PrepareForUpdate`)."""
+        super().prepare_for_update(obj, old)
+        spec = obj.setdefault("spec", {})
+        if "finalizers" in (old.get("spec") or {}):
+            spec["finalizers"] = old["spec"]["finalizers"]
+        else:
+            spec.pop("finalizers", None)
+
+    def prepare_for_finalize(self, obj: Obj, old: Obj) -> None:
+        """`/finalize`: only spec.finalizers (and metadata) change; status stays."""
+        if "status" in old:
+            obj["status"] = old["status"]
+        else:
+            obj.pop("status", None)
         obj["metadata"].pop("generation", None)
 
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
@@ -143,6 +169,69 @@ class ConfigMapStrategy(BuiltinStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         return columns(("Data", "integer")), [len(obj.get("data") or {}) + len(obj.get("binaryData") or {})]
+
+
+_SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+class SecretStrategy(BuiltinStrategy):
+    """core/v1 Secret: `stringData` is merged into `data` (base64) and dropped on every write,
+    `type` defaults to Opaque, and `immutable` freezes data and type (`pkg/registry/core/secret`)."""
+
+    kind = "Secret"
+    tracks_generation = False
+    field_labels = frozenset({"type"})
+
+    def default(self, obj: Obj) -> None:
+        data = obj.get("data")
+        if isinstance(data, dict):
+            # `data` is []byte in Go: bad base64 fails decoding (400), before validation
+            for value in data.values():
+                try:
+                    base64.b64decode(str(value), validate=True)
+                except (binascii.Error, ValueError) as exc:
+                    raise errors.bad_request(f'Secret in version "v1" cannot be handled as a Secret: illegal base64 data: {exc}') from exc
+        if not obj.get("type"):
+            obj["type"] = "Opaque"
+        string_data = obj.pop("stringData", None)
+        if isinstance(string_data, dict) and string_data:
+            data = obj.get("data")
+            if not isinstance(data, dict):
+                data = obj["data"] = {}
+            for key, value in string_data.items():
+                data[key] = base64.b64encode(str(value).encode()).decode()
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs: list[FieldError] = []
+        data = obj.get("data")
+        if data is not None and not isinstance(data, dict):
+            return [FieldError.invalid("data", "", "must be a map of base64-encoded strings")]
+        for key in data or {}:
+            if not _SECRET_KEY.match(str(key)) or len(str(key)) > 253:
+                errs.append(FieldError.invalid(f"data[{key}]", key, "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"))
+        if old is not None:
+            if obj.get("type") != old.get("type"):
+                errs.append(FieldError("FieldValueInvalid", "type", f"Invalid value: \"{obj.get('type')}\": field is immutable"))
+            if old.get("immutable"):
+                if not obj.get("immutable"):
+                    errs.append(FieldError.forbidden("immutable", "field is immutable when `immutable` is set"))
+                if obj.get("data") != old.get("data"):
+                    errs.append(FieldError.forbidden("data", "field is immutable when `immutable` is set"))
+        return errs
+
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        return {"type": str(obj.get("type") or "")}
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        return columns(("Type", "string"), ("Data", "string")), [obj.get("type", ""), str(len(obj.get("data") or {}))]
+
+
+class ServiceAccountStrategy(BuiltinStrategy):
+    kind = "ServiceAccount"
+    tracks_generation = False
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        return columns(("Secrets", "string")), [str(len(obj.get("secrets") or []))]
 
 
 class EventStrategy(BuiltinStrategy):

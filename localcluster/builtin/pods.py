@@ -228,27 +228,66 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
-def _validate_spec_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
-    """Only images, activeDeadlineSeconds, added tolerations and scheduling gates may change;
-    nodeName only through the binding subresource."""
-    def strip(spec: dict[str, Any]) -> dict[str, Any]:
-        out = {k: v for k, v in spec.items() if k not in _MUTABLE_SPEC}
-        out["containers"] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get("containers") or []]
-        out["initContainers"] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get("initContainers") or []]
-        return out
+_UPDATABLE = (
+    "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+    "`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+)
 
+
+def _validate_spec_update(new: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """`ValidatePodUpdate`: the new spec is "munged" with the old values of what may change
+    (images, activeDeadlineSeconds, tolerations, schedulingGates, a negative grace period set to
+    1) and must then equal the old spec; those fields have their own rules. nodeName changes
+    only through the binding subresource."""
     errs: list[FieldError] = []
-    if strip(new) != strip(old):
-        errs.append(
-            FieldError.forbidden(
-                "spec",
-                "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
-                "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
-                "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-            )
-        )
-    old_tol = old.get("tolerations") or []
-    new_tol = new.get("tolerations") or []
-    if any(t not in new_tol for t in old_tol):
-        errs.append(FieldError.forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds"))
+    for key in ("containers", "initContainers"):
+        if len(new.get(key) or []) != len(old.get(key) or []):
+            errs.append(FieldError.forbidden(f"spec.{key}", "pod updates may not add or remove containers"))
+    if errs:
+        return errs
+    munged = dict(new)
+    for key in ("containers", "initContainers"):
+        if key in new:
+            munged[key] = [
+                {**c, "image": o.get("image")} if isinstance(c, dict) and isinstance(o, dict) else c
+                for c, o in zip(new[key], old.get(key) or [], strict=True)
+            ]
+    for key in ("activeDeadlineSeconds", "schedulingGates", "tolerations"):
+        if key in old:
+            munged[key] = old[key]
+        else:
+            munged.pop(key, None)
+    old_grace, new_grace = old.get("terminationGracePeriodSeconds"), new.get("terminationGracePeriodSeconds")
+    if isinstance(old_grace, int) and old_grace < 0 and new_grace == 1:
+        munged["terminationGracePeriodSeconds"] = old_grace
+    if munged != old:
+        errs.append(FieldError.forbidden("spec", f"pod updates may not change fields other than {_UPDATABLE}"))
+    # activeDeadlineSeconds: may be set or lowered, never removed or raised
+    old_ads, new_ads = old.get("activeDeadlineSeconds"), new.get("activeDeadlineSeconds")
+    if old_ads is not None:
+        if new_ads is None:
+            errs.append(FieldError.invalid("spec.activeDeadlineSeconds", None, "must not update from a positive integer to nil value"))
+        elif isinstance(new_ads, int) and isinstance(old_ads, int) and new_ads > old_ads:
+            errs.append(FieldError.invalid("spec.activeDeadlineSeconds", new_ads, "must be less than or equal to previous value"))
+    # schedulingGates: only removals
+    old_gates = {g.get("name") for g in old.get("schedulingGates") or [] if isinstance(g, dict)}
+    for i, gate in enumerate(new.get("schedulingGates") or []):
+        if isinstance(gate, dict) and gate.get("name") not in old_gates:
+            errs.append(FieldError.forbidden(f"spec.schedulingGates[{i}]", f"only deletion is allowed, but found new scheduling gate '{gate.get('name')}'"))
+    errs.extend(_validate_only_added_tolerations(new.get("tolerations") or [], old.get("tolerations") or []))
     return errs
+
+
+def _validate_only_added_tolerations(new: list[Any], old: list[Any]) -> list[FieldError]:
+    """`validateOnlyAddedTolerations`: every old toleration must still be there, compared with
+    tolerationSeconds ignored on both sides, so an existing toleration's seconds may change
+    (tolerationSeconds itself still needs effect NoExecute, checked with the spec)."""
+    def without_seconds(t: Any) -> Any:
+        return {k: v for k, v in t.items() if k != "tolerationSeconds"} if isinstance(t, dict) else t
+
+    stripped_new = [without_seconds(t) for t in new]
+    for t in old:
+        if without_seconds(t) not in stripped_new:
+            return [FieldError.forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds")]
+    return []

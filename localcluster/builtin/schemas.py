@@ -123,7 +123,9 @@ def _compile(schema: Schema | None) -> _Node | None:
     return node
 
 
-def _prune_node(value: Any, node: _Node) -> None:
+def _prune_node(value: Any, node: _Node, path: str, dropped: list[str]) -> None:
+    """`path` is the JSON path of `value` as the strict decoder names it (`spec.containers[0]`),
+    for `fieldValidation`; it costs one short string per visited field."""
     if isinstance(value, dict):
         props = node.props
         if props is not None:
@@ -131,29 +133,34 @@ def _prune_node(value: Any, node: _Node) -> None:
                 if key not in props:
                     if key not in ("apiVersion", "kind"):
                         del value[key]
+                        dropped.append(f"{path}.{key}" if path else key)
                     continue
                 sub = props[key]
                 if sub is not None:
-                    _prune_node(value[key], sub)
+                    _prune_node(value[key], sub, f"{path}.{key}" if path else key, dropped)
         elif node.extra is not None:
-            for sub_value in value.values():
-                _prune_node(sub_value, node.extra)
+            for key, sub_value in value.items():
+                _prune_node(sub_value, node.extra, f"{path}.{key}" if path else key, dropped)
     elif isinstance(value, list) and node.item is not None:
-        for element in value:
-            _prune_node(element, node.item)
+        for i, element in enumerate(value):
+            _prune_node(element, node.item, f"{path}[{i}]", dropped)
 
 
-def prune(value: Any, schema: Schema | None) -> None:
-    """Drop, in place, object fields the schema does not declare (as the decoder drops them)."""
+def prune(value: Any, schema: Schema | None) -> list[str]:
+    """Drop, in place, object fields the schema does not declare (as the decoder drops them);
+    return their paths."""
+    dropped: list[str] = []
     node = _compile(schema)
     if node is not None:
-        _prune_node(value, node)
+        _prune_node(value, node, "", dropped)
+    return dropped
 
 
-def prune_kind(obj: dict[str, Any], group: str, version: str, kind: str) -> None:
+def prune_kind(obj: dict[str, Any], group: str, version: str, kind: str) -> list[str]:
     name = definition_name(group, version, kind)
     if name is not None:
-        prune(obj, definitions()[name])
+        return prune(obj, definitions()[name])
+    return []
 
 
 def kind_schema(group: str, version: str, kind: str) -> Schema | None:

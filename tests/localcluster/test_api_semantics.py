@@ -251,7 +251,12 @@ async def test_pdb_status_defaults_and_validation(kube: KubeClient) -> None:
 
 async def test_namespace_deletion_removes_its_objects(kube: KubeClient) -> None:
     await kube.create(R.NAMESPACES, {"metadata": {"name": "tmp"}})
-    await kube.create(R.CONFIGMAPS, {"metadata": {"name": "cm"}}, namespace="tmp")
-    await kube.delete(R.NAMESPACES, "tmp")
+    created = await kube.create(R.CONFIGMAPS, {"metadata": {"name": "cm"}}, namespace="tmp")
+    # as on a real cluster the namespace controller removes the content after the DELETE returns
+    async with kube.watch(R.CONFIGMAPS, namespace="tmp", resource_version=created["metadata"]["resourceVersion"]) as events:
+        await kube.delete(R.NAMESPACES, "tmp")
+        async for ev in events:
+            if ev.type == "DELETED":
+                break
     with pytest.raises(ApiError):
         await kube.get(R.CONFIGMAPS, "cm", namespace="tmp")
