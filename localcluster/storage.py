@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import bisect
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -313,12 +314,14 @@ class Storage:
         The caller has already checked existence and preconditions; `obj` becomes shared."""
         bucket = self._bucket(key)
         meta = obj["metadata"]
-        namespace = meta.get("namespace", "") or ""
+        namespace = sys.intern(meta.get("namespace", "") or "")
         name = meta["name"]
         k = object_key(namespace, name)
         rv = self._next_rv()
         meta["resourceVersion"] = str(rv)
         raw = _compact(orjson.dumps(obj))
+        _intern_values(labels)
+        _intern_values(fields)
         entry = Entry(raw, rv, namespace, name, labels, fields)
         old = bucket.items.get(k)
         bucket.items[k] = entry
@@ -389,6 +392,15 @@ class Storage:
         if key is not None:
             return len(self._bucket(key).subscribers)
         return sum(len(b.subscribers) for b in self._buckets.values())
+
+
+def _intern_values(strings: dict[str, str]) -> None:
+    """Share repeated label and field values (`default`, `Running`, `node-7`, `app=web`) between
+    the entries that hold them: each parsed copy is ~55 bytes, times 150,000 pods. Keys need no
+    help (orjson caches short keys). Values stay equal, so doing it in place is invisible."""
+    for k, v in strings.items():
+        if type(v) is str and len(v) <= 63:
+            strings[k] = sys.intern(v)
 
 
 def _compact(raw: bytes) -> bytes:
