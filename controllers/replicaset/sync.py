@@ -195,7 +195,8 @@ def _namespace_terminating(exc: BaseException) -> bool:
     if not isinstance(exc, ApiError):
         return False
     causes = exc.details.get("causes") or []
-    return any(isinstance(c, dict) and c.get("type") == NAMESPACE_TERMINATING_CAUSE for c in causes)
+    # A StatusCause's type travels under the JSON key "reason" (metav1.StatusCause.Type).
+    return any(isinstance(c, dict) and c.get("reason") == NAMESPACE_TERMINATING_CAUSE for c in causes)
 
 
 class ReplicaSetSync:
