@@ -218,9 +218,11 @@ class ObjectAPI:
                 continue
             if limit and len(out) >= limit:
                 last = out[-1]
-                token = encode_continue(list_rv, f"{last.namespace}/{last.name}" if last.namespace else last.name)
+                last_key = f"{last.namespace}/{last.name}" if last.namespace else last.name
+                token = encode_continue(list_rv, last_key)
                 if label_sel.empty and not field_reqs:
-                    remaining = 1 + sum(1 for _ in iterator)
+                    # from sorted-key positions: O(log n), where counting the rest was O(n)
+                    remaining = self.storage.count_entries(rt.storage_key, ns or None, last_key)
                 break
             out.append(entry)
         return ListResult(out, list_rv, token, remaining)

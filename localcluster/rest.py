@@ -81,6 +81,10 @@ class RestHandlers:
         self.bookmark_interval = bookmark_interval
         self.first_bookmark_after = first_bookmark_after
         self.subresource_handlers: dict[tuple[str, str], SubresourceHandler] = {}
+        #: (group, plural) -> served at several versions; `_render` runs per event per watcher,
+        #: so the registry scan is memoized and forgotten on every (un)registration.
+        self._multi_version: dict[tuple[str, str], bool] = {}
+        registry.subscribe(lambda _event, _rt: self._multi_version.clear())
 
     def setup_routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/api/{path:.+}", self.handle_core)
@@ -305,7 +309,10 @@ class RestHandlers:
     # -- output -------------------------------------------------------------------------
     def _render(self, rt: ResourceType, raw: bytes) -> bytes:
         """Rewrite apiVersion when a resource is served at several versions (CRDs)."""
-        if len(self.registry.by_group_resource(rt.group, rt.plural)) <= 1:
+        multi = self._multi_version.get((rt.group, rt.plural))
+        if multi is None:
+            multi = self._multi_version[(rt.group, rt.plural)] = len(self.registry.by_group_resource(rt.group, rt.plural)) > 1
+        if not multi:
             return raw
         obj = orjson.loads(raw)
         if obj.get("apiVersion") == rt.api_version:
