@@ -144,7 +144,8 @@ class _Run:
         fake = FakeApiServer()
         fake.url = url
         self.client = fake.client(request_timeout=300)
-        self.factory = SharedInformerFactory(self.client, transforms={PODS: _transform(transform)})
+        # The benchmark owns its process, so it sets the GC policy as the manager does.
+        self.factory = SharedInformerFactory(self.client, transforms={PODS: _transform(transform)}, gc_freeze=True)
         self.counter = _Counter()
         self.informer = self.factory.informer(PODS)
         self.informer.add_event_handler(

@@ -47,10 +47,12 @@ class InformerFactory(Protocol):
     async def wait_for_cache_sync(self) -> bool: ...
 
 
-def _default_factory(client: KubeClient) -> SharedInformerFactory:
+def _default_factory(client: KubeClient, *, gc_freeze: bool = True) -> SharedInformerFactory:
+    """The manager owns its process, so it (not the informers library) decides the GC policy:
+    freezing is on unless `--no-gc-freeze` (see `informers.gcpolicy` for why it pays)."""
     from informers import SharedInformerFactory
 
-    return SharedInformerFactory(client)
+    return SharedInformerFactory(client, gc_freeze=gc_freeze)
 
 
 class Manager:
@@ -63,12 +65,12 @@ class Manager:
         *,
         registry: ControllerRegistry | None = None,
         identity: str | None = None,
-        factory: Callable[[KubeClient], SharedInformerFactory] = _default_factory,
+        factory: Callable[[KubeClient], SharedInformerFactory] | None = None,
     ) -> None:
         self.opts = opts
         self.client = client
         self.registry = registry or default_registry()
-        self.factory = factory
+        self.factory = factory or functools.partial(_default_factory, gc_freeze=opts.gc_freeze)
         self.health = HealthState()
         self.stopping = anyio.Event()
         self.bound_port: int | None = None

@@ -105,6 +105,7 @@ class ManagerOptions:
     demo: bool = False
     demo_exit_after_drain: bool = False
     shutdown_grace_period: float = 20.0
+    gc_freeze: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -170,6 +171,10 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
                                   f"(default: {d.default_workers}).")
     ctl.add_argument("--shutdown-grace-period", type=parse_duration, default="20s",
                      help="On SIGTERM, how long in-flight syncs may run before they are cancelled.")
+    ctl.add_argument("--gc-freeze", action=argparse.BooleanOptionalAction, default=True,
+                     help="Keep Python's cyclic garbage collector off the informer caches (gc.freeze "
+                          "after each list and every 1000 events): JSON objects form no cycles, and "
+                          "full collections over a large cache stall the event loop for seconds.")
 
     node = parser.add_argument_group("node lifecycle")
     for flag, dest, default, text in NODE_LIFECYCLE_FLAGS:
@@ -267,6 +272,7 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         demo=ns.embedded and ns.demo,
         demo_exit_after_drain=ns.embedded and ns.demo and ns.demo_exit_after_drain,
         shutdown_grace_period=ns.shutdown_grace_period,
+        gc_freeze=ns.gc_freeze,
         extra=extra,
     )
 

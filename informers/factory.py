@@ -8,8 +8,12 @@ every informer and handler task.
 Custom resources (NodeMaintenance) need nothing special: a `Resource` names the group,
 version and plural, and the informer LISTs and WATCHes its path like any built-in kind.
 
-Garbage collection: by default the factory freezes the heap after each (re)list and every few
-thousand events (`gc_freeze=True`, see `gcpolicy`), so full collections never rescan the cache.
+Garbage collection: `gc_freeze=True` freezes the heap after each (re)list and every thousand
+events (see `gcpolicy`), so full collections never rescan the cache. It is off by default:
+`gc.freeze` acts on the whole process, and a library must not change its user's GC behaviour
+behind their back. The process's owner turns it on: the `aiokcm` manager does (its
+`--gc-freeze` flag, on by default), and so do the benchmarks. Off, a cold start is slower
+(every young collection during a LIST rescans the objects just built) but nothing else changes.
 
 Transforms: the informer for a resource has one transform, since it has one cache. By default
 it is `default_transform` (or the one given in `transforms=` for that resource). If callers ask
@@ -51,7 +55,7 @@ class SharedInformerFactory:
         resync_period: float = 0.0,
         transforms: Mapping[Resource, Transform] | None = None,
         options: ReflectorOptions | None = None,
-        gc_freeze: bool = True,
+        gc_freeze: bool = False,
     ) -> None:
         self.client = client
         self.freezer = Freezer(enabled=gc_freeze, every=1000)

@@ -161,16 +161,14 @@ class Reflector:
             )
             page = gcpolicy.decode_page(raw, freeze=self.freeze_pages)
             del raw
-            page_items = page.get("items") or []
-            for item in page_items:
-                # List items carry no type; watch events do. Make both look alike.
-                if "kind" not in item:
-                    item["apiVersion"] = api_version
-                    item["kind"] = kind
-            # Transform page by page: the untransformed list is never held whole.
-            items.extend(map(transform, page_items) if transform is not None else page_items)
             meta = page.get("metadata") or {}
-            del page, page_items
+            # One synchronous step per page, out of the collector's way as decoding is: the
+            # transform allocates the cached objects and frees the parsed ones, so young
+            # collections would keep rescanning them (see `gcpolicy.transform_page`).
+            gcpolicy.transform_page(
+                page.get("items") or [], api_version, kind, transform, items, freeze=self.freeze_pages
+            )
+            del page
             token = meta.get("continue") or None
             if not token:
                 resource_version = str(meta.get("resourceVersion") or "")

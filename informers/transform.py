@@ -10,8 +10,14 @@ annotations, owners, deletion, node binding, tolerations, priority, phase, the c
 controllers look at, per-container readiness and restarts for ranking), interns the strings
 that repeat across pods (condition types, phases, node and namespace names, owner kinds,
 timestamps) and shares equal sub-objects between pods (labels, owner references,
-tolerations, container statuses), so a cached pod costs about 2 KB instead of 15-25 KB. Controllers reading pods from a
+tolerations, conditions, container statuses; see `_Shared`), so a cached pod costs about
+1.5 KB instead of 15-25 KB. It builds a new object and leaves its input alone. The shared
+sub-objects are referenced by many cached pods at once: mutating one would change them all,
+which is one more reason cached objects are never mutated. Controllers reading pods from a
 projected cache must write with PATCH, never PUT the cached object back.
+
+Cost (10,000 realistic pods): the projection itself is ~8 us/pod (a hit in a sharing table
+skips building and interning the sub-object); releasing the parsed pod costs as much again.
 """
 
 from __future__ import annotations
@@ -30,30 +36,54 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _intern = sys.intern
 
 
+_MISSING: Any = object()  # "field absent" in a structural key (distinct from any JSON value)
+
+_dumps = orjson.dumps
+_EncodeError = orjson.JSONEncodeError
+
+
 class _Shared:
-    """Hash-consing of sub-objects: equal labels, owner references, tolerations and container
-    statuses are stored once and shared by every pod that has them (pods of one ReplicaSet
-    differ in little else). Safe only because cached objects are never mutated. Bounded: the
-    table is dropped when it grows past `limit` (objects already shared stay shared)."""
+    """Hash-consing of sub-objects: equal ones are built once and shared by every pod having them.
 
-    __slots__ = ("_limit", "_table")
+    Pods of one ReplicaSet differ in little but their names, so labels, owner references,
+    tolerations, conditions and container statuses repeat. The lookup key is computed from the
+    *raw* sub-object, before any projection: on a hit the projected value is taken from the
+    table and nothing is built or interned, only a miss builds it. For flat JSON the cheapest
+    exact key is `orjson.dumps` of the raw value (measured: 0.2-0.3 us for a pod's five
+    conditions, 4x cheaper than a tuple of `items()`, which allocates a tuple per field); it
+    is exact because equal JSON text means equal values. Container statuses carry per-pod
+    fields (containerID, state) the projection drops, so they are keyed by a tuple of the few
+    fields kept instead.
 
-    def __init__(self, limit: int = 100_000) -> None:
-        self._table: dict[bytes, Any] = {}
+    Safe only because cached objects are never mutated. Bounded: the table is dropped when it
+    grows past `limit` (objects already shared stay shared), so unique values (a condition
+    with a per-pod message) cost at most `limit` keys.
+    """
+
+    __slots__ = ("_limit", "table")
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self.table: dict[Any, Any] = {}
         self._limit = limit
 
-    def __call__(self, value: Any) -> Any:
-        key = orjson.dumps(value)
-        found = self._table.get(key)
-        if found is not None:
-            return found
-        if len(self._table) >= self._limit:
-            self._table = {}
-        self._table[key] = value
+    def remember(self, key: Any, value: Any) -> Any:
+        table = self.table
+        if len(table) >= self._limit:
+            self.table = table = {}
+        table[key] = value
         return value
 
 
-_share = _Shared()
+def _intern_short(value: Any) -> Any:
+    """Intern short strings (names, reasons, timestamps repeat across pods); leave the rest."""
+    return _intern(value) if value.__class__ is str and len(value) <= 64 else value
+
+
+_labels = _Shared()
+_owners = _Shared()
+_tolerations = _Shared()
+_conditions = _Shared()
+_container_statuses = _Shared()
 
 
 def default_transform(obj: Obj) -> Obj:
@@ -91,9 +121,104 @@ _SPEC_KEEP = (
 )
 _STATUS_KEEP = ("phase", "reason", "message", "startTime", "nominatedNodeName")
 
+# Kubelet bookkeeping no controller here reads (Ready, PodScheduled, DisruptionTarget and the
+# evacuation conditions are kept).
+_KUBELET_CONDITIONS = frozenset({"PodReadyToStartContainers", "Initialized", "ContainersReady"})
 
-def _interned_map(values: dict[str, Any]) -> dict[str, Any]:
-    return {_intern(k): _intern(v) if isinstance(v, str) and len(v) <= 64 else v for k, v in values.items()}
+
+def _key(value: Any) -> bytes | None:
+    """The sharing key of a raw JSON value; None (do not share) if it is not plain JSON."""
+    try:
+        return _dumps(value)
+    except _EncodeError:
+        return None
+
+
+def _share_labels(labels: Obj) -> Obj:
+    key = _key(labels)
+    found = _labels.table.get(key) if key is not None else None
+    if found is None:
+        found = {_intern_short(k): _intern_short(v) for k, v in labels.items()}
+        if key is not None:
+            _labels.remember(key, found)
+    return found
+
+
+def _share_owners(refs: list[Obj]) -> list[Obj]:
+    key = _key(refs)
+    found = _owners.table.get(key) if key is not None else None
+    if found is None:
+        found = [
+            {
+                "apiVersion": _intern_short(r.get("apiVersion", "")),
+                "kind": _intern_short(r.get("kind", "")),
+                "name": _intern_short(r.get("name", "")),
+                "uid": _intern_short(r.get("uid", "")),
+                **({"controller": True} if r.get("controller") else {}),
+                **({"blockOwnerDeletion": True} if r.get("blockOwnerDeletion") else {}),
+            }
+            for r in refs
+        ]
+        if key is not None:
+            _owners.remember(key, found)
+    return found
+
+
+def _share_tolerations(tolerations: list[Obj]) -> list[Obj]:
+    key = _key(tolerations)
+    found = _tolerations.table.get(key) if key is not None else None
+    if found is None:
+        found = [{_intern_short(k): _intern_short(v) for k, v in t.items()} for t in tolerations]
+        if key is not None:
+            _tolerations.remember(key, found)
+    return found
+
+
+def _project_condition(cond: Obj) -> Obj:
+    out: Obj = {"type": _intern_short(cond.get("type", "")), "status": _intern_short(cond.get("status", ""))}
+    for key in ("reason", "message", "lastTransitionTime"):
+        value = cond.get(key)
+        if value:
+            # Transition times repeat across pods created together; reasons repeat everywhere.
+            out[key] = value if key == "message" else _intern_short(value)
+    return out
+
+
+def _share_conditions(conditions: list[Obj]) -> list[Obj]:
+    # Keyed by every field of every condition, kubelet ones included: a lastProbeTime change
+    # only costs a miss (the kubelet leaves it null).
+    key = _key(conditions)
+    found = _conditions.table.get(key) if key is not None else None
+    if found is None:
+        found = [_project_condition(c) for c in conditions if c.get("type") not in _KUBELET_CONDITIONS]
+        if key is not None:
+            _conditions.remember(key, found)
+    return found
+
+
+def _share_container_statuses(statuses: list[Obj]) -> list[Obj]:
+    try:
+        key: Any = tuple([
+            (s.get("name", ""), bool(s.get("ready")), s.get("restartCount", 0), s.get("started", _MISSING))
+            for s in statuses
+        ])
+        found = _container_statuses.table.get(key)
+    except TypeError:  # an unhashable field (not a valid status): project, do not share
+        key, found = None, None
+    if found is None:
+        found = []
+        for s in statuses:
+            out: Obj = {
+                "name": _intern_short(s.get("name", "")),
+                "ready": bool(s.get("ready")),
+                "restartCount": s.get("restartCount", 0),
+            }
+            if "started" in s:
+                out["started"] = s["started"]
+            found.append(out)
+        if key is not None:
+            _container_statuses.remember(key, found)
+    return found
 
 
 def _project_meta(meta: Obj) -> Obj:
@@ -101,10 +226,10 @@ def _project_meta(meta: Obj) -> Obj:
     for key in ("namespace", "generateName", "creationTimestamp"):
         value = out.get(key)
         if value:
-            out[key] = _intern(value)
+            out[key] = _intern_short(value)
     labels = meta.get("labels")
     if labels:
-        out["labels"] = _share(_interned_map(labels))
+        out["labels"] = _share_labels(labels)
     annotations = meta.get("annotations")
     if annotations:
         kept = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
@@ -112,43 +237,7 @@ def _project_meta(meta: Obj) -> Obj:
             out["annotations"] = kept
     refs = meta.get("ownerReferences")
     if refs:
-        out["ownerReferences"] = _share([
-            {
-                "apiVersion": _intern(r.get("apiVersion", "")),
-                "kind": _intern(r.get("kind", "")),
-                "name": r.get("name", ""),
-                "uid": r.get("uid", ""),
-                **({"controller": True} if r.get("controller") else {}),
-                **({"blockOwnerDeletion": True} if r.get("blockOwnerDeletion") else {}),
-            }
-            for r in refs
-        ])
-    return out
-
-
-# Kubelet bookkeeping no controller here reads (Ready, PodScheduled, DisruptionTarget and the
-# evacuation conditions are kept).
-_KUBELET_CONDITIONS = frozenset({"PodReadyToStartContainers", "Initialized", "ContainersReady"})
-
-
-def _project_condition(cond: Obj) -> Obj:
-    out: Obj = {"type": _intern(cond.get("type", "")), "status": _intern(cond.get("status", ""))}
-    for key in ("reason", "message", "lastTransitionTime"):
-        value = cond.get(key)
-        if value:
-            # Transition times repeat across pods created together; reasons repeat everywhere.
-            out[key] = value if key == "message" else _intern(value)
-    return out
-
-
-def _project_container_status(status: Obj) -> Obj:
-    out: Obj = {
-        "name": _intern(status.get("name", "")),
-        "ready": bool(status.get("ready")),
-        "restartCount": status.get("restartCount", 0),
-    }
-    if "started" in status:
-        out["started"] = status["started"]
+        out["ownerReferences"] = _share_owners(refs)
     return out
 
 
@@ -158,23 +247,23 @@ def pod_projection(pod: Obj) -> Obj:
     spec_in = pod.get("spec") or {}
     spec: Obj = {k: spec_in[k] for k in _SPEC_KEEP if k in spec_in}
     for key in ("nodeName", "priorityClassName", "schedulerName", "restartPolicy"):
-        if key in spec and isinstance(spec[key], str):
-            spec[key] = _intern(spec[key])
+        if key in spec:
+            spec[key] = _intern_short(spec[key])
     tolerations = spec_in.get("tolerations")
     if tolerations:
-        spec["tolerations"] = _share([_interned_map(t) for t in tolerations])
+        spec["tolerations"] = _share_tolerations(tolerations)
     out["spec"] = spec
     status_in = pod.get("status") or {}
     status: Obj = {k: status_in[k] for k in _STATUS_KEEP if k in status_in}
     for key in ("phase", "startTime"):
         if key in status:
-            status[key] = _intern(status[key])
+            status[key] = _intern_short(status[key])
     conditions = status_in.get("conditions")
     if conditions:
-        status["conditions"] = [_project_condition(c) for c in conditions if c.get("type") not in _KUBELET_CONDITIONS]
+        status["conditions"] = _share_conditions(conditions)
     for key in ("containerStatuses", "initContainerStatuses"):
         statuses = status_in.get(key)
         if statuses:
-            status[key] = _share([_project_container_status(s) for s in statuses])
+            status[key] = _share_container_statuses(statuses)
     out["status"] = status
     return out

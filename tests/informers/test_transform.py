@@ -82,3 +82,36 @@ def test_pod_projection_drops_kubelet_conditions_and_shares_equal_parts() -> Non
     b2 = _full_pod()
     b2["metadata"]["labels"] = {"app": "other"}
     assert pod_projection(b2)["metadata"]["labels"] == {"app": "other"}
+
+
+def test_pod_projection_shares_conditions_and_statuses_but_never_across_different_values() -> None:
+    a, b = _full_pod(), _full_pod()
+    b["metadata"]["name"] = "b"
+    b["status"]["containerStatuses"][0]["containerID"] = "containerd://other"  # dropped: still shared
+    pa, pb = pod_projection(a), pod_projection(b)
+    assert pa["status"]["conditions"] is pb["status"]["conditions"]
+    assert pa["status"]["containerStatuses"] is pb["status"]["containerStatuses"]
+    c = _full_pod()
+    c["status"]["containerStatuses"][0]["restartCount"] = 4
+    c["status"]["conditions"][0]["status"] = "False"
+    pc = pod_projection(c)
+    assert pc["status"]["containerStatuses"] == [{"name": "c", "ready": True, "restartCount": 4}]
+    assert pc["status"]["conditions"][0]["status"] == "False"
+    assert pa["status"]["containerStatuses"][0]["restartCount"] == 3  # the shared value is untouched
+
+
+def test_pod_projection_of_values_that_are_not_plain_json_is_not_shared() -> None:
+    p = _full_pod()
+    p["metadata"]["labels"] = {"app": "web", 1: "x"}  # not encodable: copied, not shared
+    p["status"]["containerStatuses"] = [{"name": "c", "ready": True, "restartCount": [1]}]  # unhashable
+    out = pod_projection(p)
+    assert out["metadata"]["labels"] == {"app": "web", 1: "x"}
+    assert out["status"]["containerStatuses"] == [{"name": "c", "ready": True, "restartCount": [1]}]
+    assert pod_projection(p)["metadata"]["labels"] is not out["metadata"]["labels"]
+
+
+def test_pod_projection_does_not_touch_its_input() -> None:
+    p = _full_pod()
+    before = copy.deepcopy(p)
+    pod_projection(p)
+    assert p == before
