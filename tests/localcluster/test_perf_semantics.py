@@ -3,6 +3,8 @@
 - `remainingItemCount` comes from sorted-key positions (`Storage.count_entries`) instead of
   walking the rest of the keys: it must equal the number of entries the following pages hold,
   per namespace (including namespaces whose names prefix each other) and after any key.
+- Sorted keys are held in chunks (`_SortedKeys`): positions and walks must be those of one
+  flat sorted list through any sequence of inserts and deletes (chunks splitting and emptying).
 - The watch window keeps slim events (no parsed object): a replay still hands out the object.
 - One watch line is built per event and shared by every watcher of everything; watchers that
   rewrite the event (selectors turning MODIFIED into ADDED/DELETED) still get their own type.
@@ -10,12 +12,14 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import random
 
 from kubeutil import selectors
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Registry
-from localcluster.storage import Storage
+from localcluster.storage import Storage, _SortedKeys
 from localcluster.watch import WatchOptions, _framer, make_filter
 
 NAMESPACES = ("a", "a-b", "a0", "ab", "b", "default")
@@ -37,6 +41,48 @@ def test_count_entries_matches_iteration_for_every_namespace_and_start() -> None
             expected = sum(1 for _ in storage.iter_entries("pods", scope, after))
             assert storage.count_entries("pods", scope, after) == expected, (scope, after)
     assert storage.count_entries("nothing") == 0
+
+
+def test_chunked_keys_behave_as_one_sorted_list() -> None:
+    rng = random.Random(7)
+    keys = _SortedKeys(load=2)
+    flat: list[str] = []
+    pool = [f"ns{rng.randint(0, 3)}/k{rng.randint(0, 60):02d}" for _ in range(400)]
+    for step in range(600):
+        key = rng.choice(pool)
+        if key in flat and rng.random() < 0.5:
+            keys.remove(key)
+            flat.remove(key)
+        elif key not in flat:
+            keys.add(key)
+            bisect.insort(flat, key)
+        assert len(keys) == len(flat)
+        if step % 10 == 0:
+            assert list(keys.iter_from()) == flat
+            for probe in (rng.choice(pool), "", "ns1/", "ns10", "zz"):
+                assert keys.position(probe) == bisect.bisect_left(flat, probe)
+                assert keys.position(probe, after=True) == bisect.bisect_right(flat, probe)
+                assert list(keys.iter_from(probe)) == flat[bisect.bisect_left(flat, probe):]
+                assert list(keys.iter_from(probe, after=True)) == flat[bisect.bisect_right(flat, probe):]
+    for key in list(flat):
+        keys.remove(key)
+    assert len(keys) == 0 and list(keys.iter_from()) == [] and keys.position("a") == 0
+
+
+def test_walking_entries_survives_writes_made_meanwhile() -> None:
+    storage = Storage()
+    for i in range(50):
+        _put(storage, "a", f"p{i:02d}")
+    seen = []
+    for entry in storage.iter_entries("pods", "a"):
+        seen.append(entry.name)
+        if entry.name == "p10":
+            storage.remove("pods", {"metadata": {"name": "p11", "namespace": "a"}})
+            _put(storage, "a", "p10x")
+    # as with one flat list: every untouched key once and in order, the removed one never
+    # (the new one may or may not be seen, depending on where the walk is)
+    assert [n for n in seen if n != "p10x"] == [f"p{i:02d}" for i in range(50) if i != 11]
+    assert seen == sorted(seen)
 
 
 def _api() -> tuple[ObjectAPI, Registry]:
