@@ -155,10 +155,14 @@ class Subscription:
         if not wakeup.is_set():
             wakeup.set()
 
-    def drain(self) -> list[StoredEvent]:
-        """Everything buffered right now, without waiting."""
-        out = list(self._buffer)
-        self._buffer.clear()
+    def drain(self, limit: int | None = None) -> list[StoredEvent]:
+        """What is buffered right now (at most `limit` events, oldest first), without waiting."""
+        buffer = self._buffer
+        if limit is not None and len(buffer) > limit:
+            popleft = buffer.popleft
+            return [popleft() for _ in range(limit)]
+        out = list(buffer)
+        buffer.clear()
         self._wakeup.clear()
         return out
 

@@ -15,8 +15,15 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
 
 from kubeutil import selectors
+from localcluster import watch
+from localcluster.cluster import LocalCluster
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Registry
 from localcluster.storage import Storage, _SortedKeys
@@ -161,3 +168,29 @@ def test_watch_lines_are_shared_unless_rewritten() -> None:
     ev = everything[0].drain()[0]
     assert b'"renamed"' in rewritten(ev)  # a Table or another version: render's own bytes
     assert b'"p1"' in encode(ev) and b'"renamed"' not in encode(ev)  # and not cached as the shared line
+
+
+async def test_watch_batches_keep_order_across_write_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Initial state and backlog go out `MAX_BATCH` events per write: nothing lost, reordered or
+    repeated at the seams, and the initial-events-end bookmark still comes after the state."""
+    monkeypatch.setattr(watch, "MAX_BATCH", 2)
+    async with LocalCluster(nodes=0, scheduler=False, kubelets=False, gc=False) as cluster:
+        rt = cluster.registry.get("", "v1", "configmaps")
+        assert rt is not None
+        for i in range(5):
+            cluster.objects.create(rt, "default", {"metadata": {"name": f"cm-{i}"}})
+        query = {"watch": "true", "sendInitialEvents": "true", "allowWatchBookmarks": "true", "resourceVersionMatch": "NotOlderThan"}
+        lines: list[dict[str, Any]] = []
+        async with aiohttp.ClientSession() as session, session.get(cluster.url + "/api/v1/namespaces/default/configmaps", params=query) as resp:
+            async for line in resp.content:
+                lines.append(orjson.loads(line))
+                if len(lines) == 6:
+                    for i in range(5, 10):  # a backlog written while the watcher is not reading
+                        cluster.objects.create(rt, "default", {"metadata": {"name": f"cm-{i}"}})
+                if len(lines) == 11:
+                    break
+    names = [(e["type"], e["object"]["metadata"].get("name")) for e in lines]
+    assert names[:5] == [("ADDED", f"cm-{i}") for i in range(5)]
+    assert names[5][0] == "BOOKMARK"
+    assert lines[5]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert names[6:] == [("ADDED", f"cm-{i}") for i in range(5, 10)]
