@@ -168,7 +168,7 @@ async def one_mode(mode: str, args: argparse.Namespace) -> Run:
             target, others = nodes[0], nodes[1:]
             if mode == "aiokcm":
                 await install_crd(client)
-            factory = SharedInformerFactory(client)
+            factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
             ctx = ControllerContext(client=client, informers=factory, gates=StaticGates(GATES))
             paths = [*KCM_CONTROLLERS, *([NM_CONTROLLER] if mode == "aiokcm" else [])]
             controllers: list[Controller] = [import_controller_class(p)(ctx) for p in paths]

@@ -70,7 +70,7 @@ def _rs_body(name: str, replicas: int) -> dict[str, Any]:
 
 async def _run_once(cluster: LocalCluster, name: str, replicas: int, qps: float, burst: int) -> dict[str, Any]:
     client: KubeClient = await cluster.client(qps=qps, burst=burst)
-    factory = SharedInformerFactory(client)
+    factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
     controller = ReplicaSetController(ControllerContext(client=client, informers=factory))
     before_requests = _requests_by_method()
     before_syncs = _sample_sum(cmetrics.RECONCILE_TIME, "controller_runtime_reconcile_time_seconds_count")

@@ -70,7 +70,7 @@ async def budget_run(pods: int, qps: float, burst: int) -> dict[str, Any]:
         try:
             for i in range(pods):
                 await admin.create(PODS, _pod(f"p-{i}", "node-1"), namespace=NS)
-            factory = SharedInformerFactory(client)
+            factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
             controller = TaintEvictionController(ControllerContext(client=client, informers=factory))
             before = _deletions()
             async with anyio.create_task_group() as tg:
@@ -127,7 +127,7 @@ def _percentile(values: list[float], q: float) -> float:
 async def latency_run(nodes: int, cached_pods: int, tainted: int, spacing: float) -> dict[str, Any]:
     fake = _RecordingClient()
     client = cast(KubeClient, fake)
-    factory = SharedInformerFactory(client)
+    factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
     controller = TaintEvictionController(ControllerContext(client=client, informers=factory))
     node_store, pod_store = controller.node_informer.store, controller.pod_informer.store
     per_node = max(1, cached_pods // nodes)
