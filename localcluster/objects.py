@@ -32,6 +32,12 @@ from localcluster.registry import FieldError, Obj, Registry, ResourceType
 from localcluster.storage import Entry, Storage, decode_continue, encode_continue
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_GENERATE_NAME_ATTEMPTS = 8
+
+
+def _random_suffix() -> str:
+    """Five characters from the alphabet `names.SimpleNameGenerator` uses (no vowels, no 0/1/3)."""
+    return "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
 _IMMUTABLE_META = ("name", "namespace", "uid", "creationTimestamp", "generateName", "deletionTimestamp", "deletionGracePeriodSeconds")
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
@@ -257,8 +263,9 @@ class ObjectAPI:
             self._check_namespace_active(rt, ns, meta)
         else:
             meta.pop("namespace", None)
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        if generated:
+            meta["name"] = meta["generateName"] + _random_suffix()
         strategy = rt.strategy
         strategy.prune(obj)
         self._check_unknown_fields(rt, opts)
@@ -269,6 +276,13 @@ class ObjectAPI:
         meta["creationTimestamp"] = now_rfc3339()
         strategy.prepare_for_create(obj)
         self._validate(rt, obj, None)
+        # As kube-apiserver since 1.31 (RetryGenerateName): a generated name that is taken is drawn
+        # again, up to 8 attempts in all, before the create fails with AlreadyExists. With 27^5
+        # suffixes, one ReplicaSet of 5,000 pods would otherwise almost surely see a collision.
+        for _ in range(_GENERATE_NAME_ATTEMPTS - 1):
+            if not generated or self.storage.get(rt.storage_key, ns, meta["name"]) is None:
+                break
+            meta["name"] = meta["generateName"] + _random_suffix()
         if self.storage.get(rt.storage_key, ns, meta["name"]) is not None:
             raise errors.already_exists(rt.group_resource, meta["name"], group=rt.group, kind=rt.plural)
         return self._store(rt, obj, new=True, opts=opts)
