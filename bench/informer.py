@@ -9,7 +9,11 @@ process so peak RSS and tracemalloc figures do not bleed into each other.
 
 Scenarios:
 - cold start (default transform, pod projection): LIST to a synced cache and one handler
-  having seen every add: seconds, pods/s, peak RSS;
+  having seen every add: seconds, pods/s, peak RSS. The projection decodes with msgspec
+  (`informers.rawdecode`, only the kept fields parsed); measured on a loaded 2-core machine,
+  before/after at 10,000 pods: 13,367 -> 40,326 pods/s (15,127 -> 54,010 per CPU second),
+  peak RSS 105.6 MB after, bytes per pod unchanged (1,488); at 150,000 pods 10,830 -> 22,015
+  pods/s (12,940 -> 38,734 per CPU second), 312 MB peak RSS, 1,412 bytes per pod;
 - watch: MODIFIED events/s through the reflector, store and one handler;
 - bytes per cached pod (tracemalloc, store and indexes included) with no transform, the
   default transform and the pod projection;

@@ -14,6 +14,9 @@ Modeled on client-go's `tools/cache/reflector.go`:
   30 s, jittered, reset after 2 minutes of health). A watch that ends at once with no event is
   a failure too ("very short watch"), so a server dropping every watch is not hammered.
 - LIST pages are fetched raw and decoded out of the garbage collector's way (see `gcpolicy`).
+  When the transform has a schema-directed decoder (the pod projection, see `rawdecode`), LIST
+  pages and watch events are decoded by it straight into the cached objects, and the
+  transform is not applied again.
 - Every request carries a timeout (KubeClient's request timeout for LIST; connect timeout and
   a read timeout just past `timeoutSeconds` for WATCH).
 
@@ -37,6 +40,7 @@ import structlog
 from apiclient import ApiError, KubeClient, Resource
 from informers import gcpolicy, metrics
 from informers.backoff import Backoff, BackoffPolicy
+from informers.rawdecode import RawDecoder
 
 log = structlog.get_logger(__name__)
 
@@ -102,8 +106,11 @@ class Reflector:
         options: ReflectorOptions | None = None,
         transform: Callable[[Obj], Obj] | None = None,
         freeze_pages: bool = False,
+        raw_decoder: Callable[[], RawDecoder | None] | None = None,
     ) -> None:
         self.client = client
+        # Asked before each LIST and WATCH: the informer's transform may be settled late.
+        self.raw_decoder = raw_decoder
         self.freeze_pages = freeze_pages
         self.transform = transform
         self.res = res
@@ -148,6 +155,7 @@ class Reflector:
         api_version, kind = self.res.api_version, self.res.kind
         path = self.res.path(self.namespace)
         transform = self.transform
+        decoder = self.raw_decoder() if self.raw_decoder is not None else None
         while True:
             raw = await self.client.request_raw(
                 "GET",
@@ -159,16 +167,18 @@ class Reflector:
                     "continue": token,
                 },
             )
-            page = gcpolicy.decode_page(raw, freeze=self.freeze_pages)
+            meta = decoder.decode_page(raw, items, freeze=self.freeze_pages) if decoder is not None else None
+            if meta is None:
+                page = gcpolicy.decode_page(raw, freeze=self.freeze_pages)
+                meta = page.get("metadata") or {}
+                # One synchronous step per page, out of the collector's way as decoding is: the
+                # transform allocates the cached objects and frees the parsed ones, so young
+                # collections would keep rescanning them (see `gcpolicy.transform_page`).
+                gcpolicy.transform_page(
+                    page.get("items") or [], api_version, kind, transform, items, freeze=self.freeze_pages
+                )
+                del page
             del raw
-            meta = page.get("metadata") or {}
-            # One synchronous step per page, out of the collector's way as decoding is: the
-            # transform allocates the cached objects and frees the parsed ones, so young
-            # collections would keep rescanning them (see `gcpolicy.transform_page`).
-            gcpolicy.transform_page(
-                page.get("items") or [], api_version, kind, transform, items, freeze=self.freeze_pages
-            )
-            del page
             token = meta.get("continue") or None
             if not token:
                 resource_version = str(meta.get("resourceVersion") or "")
@@ -188,6 +198,8 @@ class Reflector:
             start = anyio.current_time()
             metrics.WATCHES_TOTAL.labels(self._name).inc()
             count = 0
+            decoder = self.raw_decoder() if self.raw_decoder is not None else None
+            decoded = decoder is not None
             try:
                 async with self.client.watch(
                     self.res,
@@ -197,11 +209,12 @@ class Reflector:
                     field_selector=self.field_selector,
                     timeout_seconds=timeout_seconds,
                     allow_bookmarks=True,
+                    decode=decoder.decode_event if decoder is not None else None,
                 ) as events:
                     try:
                         async for event in events:
                             count += 1
-                            self._handle(event.type, event.object)
+                            self._handle(event.type, event.object, decoded=decoded)
                     except _NETWORK_ERRORS as err:
                         # The stream broke: resume from the last version seen.
                         self._log.debug("watch stream ended", error=repr(err), events=count)
@@ -228,7 +241,8 @@ class Reflector:
                 metrics.SHORT_WATCHES_TOTAL.labels(self._name).inc()
                 await self._backoff.sleep()
 
-    def _handle(self, event_type: str, obj: Obj) -> None:
+    def _handle(self, event_type: str, obj: Obj, *, decoded: bool = False) -> None:
+        """One watch event; `decoded`: a raw decoder already made the cached object."""
         counter = self._events.get(event_type)
         if counter is not None:
             counter.inc()
@@ -247,7 +261,7 @@ class Reflector:
             self._log.warning("unknown watch event type", type=event_type)
             return
         rv = _resource_version(obj)
-        if self.transform is not None:
+        if self.transform is not None and not decoded:
             obj = self.transform(obj)
         self.sink.apply(event_type, obj)
         if rv:

@@ -39,6 +39,7 @@ from informers.gcpolicy import Freezer
 from informers.indexers import IndexFunc, default_indexers
 from informers.keys import DeletedFinalStateUnknown, meta_key
 from informers.lister import Lister
+from informers.rawdecode import RawDecoder, decoder_for
 from informers.reflector import Reflector, ReflectorOptions
 from informers.store import Store
 from informers.transform import Transform, default_transform
@@ -170,6 +171,7 @@ class SharedInformer:
             options=options,
             transform=self._transform,
             freeze_pages=self._freezer.enabled,
+            raw_decoder=self._raw_decoder,
         )
 
     # -- the contract -----------------------------------------------------------------
@@ -233,6 +235,10 @@ class SharedInformer:
             self._tg = None
 
     # -- the reflector's sink -------------------------------------------------------------
+
+    def _raw_decoder(self) -> RawDecoder | None:
+        """The transform's schema-directed decoder, if any; read at call time, as `_transform`."""
+        return decoder_for(self.transform)
 
     def _transform(self, obj: Obj) -> Obj:
         """Read at call time: the factory may settle the transform until the informer starts."""

@@ -134,44 +134,70 @@ def _key(value: Any) -> bytes | None:
         return None
 
 
-def _share_labels(labels: Obj) -> Obj:
-    key = _key(labels)
-    found = _labels.table.get(key) if key is not None else None
+def _share(table: _Shared, value: Any, build: Callable[[Any], Any]) -> Any:
+    """The shared projection of a raw JSON value, built on a miss (see `_Shared`)."""
+    key = _key(value)
+    found = table.table.get(key) if key is not None else None
     if found is None:
-        found = {_intern_short(k): _intern_short(v) for k, v in labels.items()}
+        found = build(value)
         if key is not None:
-            _labels.remember(key, found)
+            table.remember(key, found)
     return found
+
+
+def share_json_text(table: _Shared, text: bytes, build: Callable[[Any], Any]) -> Any:
+    """The shared projection of a value given as JSON text; None if the value is falsy.
+
+    For the schema-directed decoder (`informers.rawdecode`), which hands sub-objects over
+    undecoded: on a hit the text is never parsed at all. The text is a key of the same table
+    `_share` fills with `orjson.dumps` keys: both are exact (equal JSON text, whatever wrote it,
+    means equal values), they merely may not meet. A falsy value (null, {}, []) is never
+    stored: the projection leaves such a field out, and telling it apart needs the value.
+    """
+    found = table.table.get(text)
+    if found is None:
+        value = orjson.loads(text)
+        if not value:
+            return None
+        found = table.remember(text, build(value))
+    return found
+
+
+def _build_labels(labels: Obj) -> Obj:
+    return {_intern_short(k): _intern_short(v) for k, v in labels.items()}
+
+
+def _share_labels(labels: Obj) -> Obj:
+    result: Obj = _share(_labels, labels, _build_labels)
+    return result
+
+
+def _build_owners(refs: list[Obj]) -> list[Obj]:
+    return [
+        {
+            "apiVersion": _intern_short(r.get("apiVersion", "")),
+            "kind": _intern_short(r.get("kind", "")),
+            "name": _intern_short(r.get("name", "")),
+            "uid": _intern_short(r.get("uid", "")),
+            **({"controller": True} if r.get("controller") else {}),
+            **({"blockOwnerDeletion": True} if r.get("blockOwnerDeletion") else {}),
+        }
+        for r in refs
+    ]
 
 
 def _share_owners(refs: list[Obj]) -> list[Obj]:
-    key = _key(refs)
-    found = _owners.table.get(key) if key is not None else None
-    if found is None:
-        found = [
-            {
-                "apiVersion": _intern_short(r.get("apiVersion", "")),
-                "kind": _intern_short(r.get("kind", "")),
-                "name": _intern_short(r.get("name", "")),
-                "uid": _intern_short(r.get("uid", "")),
-                **({"controller": True} if r.get("controller") else {}),
-                **({"blockOwnerDeletion": True} if r.get("blockOwnerDeletion") else {}),
-            }
-            for r in refs
-        ]
-        if key is not None:
-            _owners.remember(key, found)
-    return found
+    result: list[Obj] = _share(_owners, refs, _build_owners)
+    return result
+
+
+def _build_tolerations(tolerations: list[Obj]) -> list[Obj]:
+    return [{_intern_short(k): _intern_short(v) for k, v in t.items()} for t in tolerations]
 
 
 def _share_tolerations(tolerations: list[Obj]) -> list[Obj]:
-    key = _key(tolerations)
-    found = _tolerations.table.get(key) if key is not None else None
-    if found is None:
-        found = [{_intern_short(k): _intern_short(v) for k, v in t.items()} for t in tolerations]
-        if key is not None:
-            _tolerations.remember(key, found)
-    return found
+    result: list[Obj] = _share(_tolerations, tolerations, _build_tolerations)
+    return result
 
 
 def _project_condition(cond: Obj) -> Obj:
@@ -184,16 +210,15 @@ def _project_condition(cond: Obj) -> Obj:
     return out
 
 
+def _build_conditions(conditions: list[Obj]) -> list[Obj]:
+    return [_project_condition(c) for c in conditions if c.get("type") not in _KUBELET_CONDITIONS]
+
+
 def _share_conditions(conditions: list[Obj]) -> list[Obj]:
     # Keyed by every field of every condition, kubelet ones included: a lastProbeTime change
     # only costs a miss (the kubelet leaves it null).
-    key = _key(conditions)
-    found = _conditions.table.get(key) if key is not None else None
-    if found is None:
-        found = [_project_condition(c) for c in conditions if c.get("type") not in _KUBELET_CONDITIONS]
-        if key is not None:
-            _conditions.remember(key, found)
-    return found
+    result: list[Obj] = _share(_conditions, conditions, _build_conditions)
+    return result
 
 
 def _share_container_statuses(statuses: list[Obj]) -> list[Obj]:
