@@ -24,12 +24,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TextIO
 
-import aiohttp
 import anyio
 
 from apiclient import ApiError, KubeClient
-from apiclient.config import build_api_client
 from apiclient.resources import LEASES
+from controller_manager.clientcli import run_with_client
 from controller_manager.options import OneLineParser, UsageError, parse_duration
 from controllers.maintenancelease import lease
 
@@ -199,18 +198,8 @@ async def main(argv: list[str]) -> int:
         return EXIT_USAGE
     except SystemExit as exc:  # --help
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    try:
-        api_client = await build_api_client(kubeconfig=args.kubeconfig, master=args.server, context=args.context)
-    except Exception as exc:
-        print(f"error: cannot load the client configuration: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    client = KubeClient(api_client)
-    try:
+
+    async def work(client: KubeClient) -> int:
         return await run(args, client, out=sys.stdout, err=sys.stderr)
-    except ApiError as exc:
-        print(f"error: {exc.reason}: {exc.message}", file=sys.stderr)
-    except (aiohttp.ClientError, OSError) as exc:
-        print(f"error: cannot reach the API server at {client.host}: {exc}", file=sys.stderr)
-    finally:
-        await client.close()
-    return EXIT_FAILED
+
+    return await run_with_client(work, kubeconfig=args.kubeconfig, context=args.context, server=args.server)

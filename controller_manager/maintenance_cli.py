@@ -22,37 +22,32 @@ Exit codes: 0 done, 1 timed out or failed (one line on stderr), 2 bad usage.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-import aiohttp
 import anyio
 
 from apiclient import ApiError, KubeClient
-from apiclient.config import build_api_client
 from apiclient.resources import NODEMAINTENANCES, NODES, PODS
+from controller_manager.clientcli import CliError, run_with_client
+from controller_manager.options import OneLineParser, UsageError
+from controller_manager.options import parse_duration as go_duration
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.drain import EVICTION_RETRY_SECONDS, evict, is_targeted
 from controllers.nodemaintenance.nodeselector import names_selector, selector_matches
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "aiokcm-cli"}
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
-
-
-class CliError(Exception):
-    """A failure worth exactly one line to the user."""
-
-
 def parse_duration(text: str) -> float:
-    """`90`, `90s`, `5m`, `1h30m` -> seconds (0 means no limit, as kubectl's `--timeout=0`)."""
-    match = _DURATION.match(text.strip())
-    if not text.strip() or match is None:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 90s, 5m, 1h)")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
+    """`90`, `90s`, `5m`, `1h30m` -> seconds, as the manager's flags parse them; never negative.
+
+    0 means no limit, as kubectl's `--timeout=0`.
+    """
+    seconds = go_duration(text)
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must not be negative")
+    return seconds
 
 
 def maintenance_name(node: str) -> str:
@@ -60,7 +55,7 @@ def maintenance_name(node: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aiokcm", description="Declarative node maintenance (KEP-4212).")
+    parser = OneLineParser(prog="aiokcm", description="Declarative node maintenance (KEP-4212).")
     parser.add_argument("command", choices=("drain", "cordon", "uncordon"))
     parser.add_argument("nodes", nargs="+", metavar="NODE")
     parser.add_argument("--kubeconfig", default=None, help="path to the kubeconfig file")
@@ -387,25 +382,15 @@ async def run(args: argparse.Namespace, client: KubeClient, *, out: TextIO, err:
 
 async def main(argv: list[str]) -> int:
     """Entry point: `argv` starts with the subcommand (`drain`, `cordon` or `uncordon`)."""
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0) if isinstance(exc.code, int) else 2
-    try:
-        api_client = await build_api_client(kubeconfig=args.kubeconfig, master=args.server, context=args.context)
-    except Exception as exc:
-        print(f"error: cannot load the client configuration: {exc}", file=sys.stderr)
-        return 1
-    client = KubeClient(api_client)
-    try:
-        return await run(args, client, out=sys.stdout, err=sys.stderr)
-    except CliError as exc:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
-    except ApiError as exc:
-        print(f"error: {exc.reason}: {exc.message}", file=sys.stderr)
-    except (aiohttp.ClientError, OSError) as exc:
-        print(f"error: cannot reach the API server at {client.host}: {exc}", file=sys.stderr)
-    finally:
-        await client.close()
-    return 1
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0) if isinstance(exc.code, int) else 2
+
+    async def work(client: KubeClient) -> int:
+        return await run(args, client, out=sys.stdout, err=sys.stderr)
+
+    return await run_with_client(work, kubeconfig=args.kubeconfig, context=args.context, server=args.server)

@@ -34,6 +34,10 @@ def _aiokcm(*args: str) -> subprocess.CompletedProcess[str]:
         (["cluster", "up"], "--kubeconfig"),
         (["run", "--kubeconfig=/nonexistent/kubeconfig"], "--kubeconfig /nonexistent/kubeconfig: no such file"),
         (["run", "--leader-elect=false"], "no --kubeconfig, --master or $KUBECONFIG, and no in-cluster"),
+        (["drain", "node-1", "--bogus"], "unrecognized arguments: --bogus"),
+        (["drain", "node-1", "--timeout=-5s"], "must not be negative"),
+        (["drain", "node-1", "--kubeconfig=/nonexistent/kc"], "--kubeconfig /nonexistent/kc: no such file"),
+        (["lease", "status", "--kubeconfig=/nonexistent/kc"], "--kubeconfig /nonexistent/kc: no such file"),
     ],
 )
 def test_bad_command_lines_exit_2_with_one_line(args: list[str], needle: str) -> None:
