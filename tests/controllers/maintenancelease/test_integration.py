@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import io
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import yaml
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import CUSTOMRESOURCEDEFINITIONS, LEASES, NAMESPACES, NODEMAINTENANCES, NODES
+from apiclient.resources import LEASES, NAMESPACES, NODEMAINTENANCES, NODES
 from controller_manager.lease_cli import build_parser, run
 from controllers.maintenancelease import MaintenanceLeaseController, lease
 from controllers.maintenancelease.metrics import ABANDONED, COLLECTOR, HELD
@@ -26,7 +24,6 @@ from controllers.nodemaintenance.nodeselector import names_selector
 from tests.controllers.harness import eventually, running_controllers
 
 LEASE_GATES = {"NodeMaintenanceLease": True}
-CRD_PATH = Path(__file__).resolve().parents[3] / "deploy" / "crds" / "nodemaintenance.yaml"
 
 
 async def get_lease(kube: KubeClient, node: str) -> dict[str, Any] | None:
@@ -271,25 +268,6 @@ async def test_metrics_count_leases_from_the_controller_cache(kube: KubeClient) 
 
         got = await eventually(counted, "the leases in the metrics")
         assert got == {(HELD, "aiokcm/nodemaintenance"): 1, (ABANDONED, "ops"): 1}
-
-
-@pytest.fixture
-async def crd(kube: KubeClient) -> None:
-    body = yaml.safe_load(CRD_PATH.read_text())
-    try:
-        await kube.create(CUSTOMRESOURCEDEFINITIONS, body)
-    except ApiError as exc:
-        if not exc.already_exists:
-            raise
-
-    async def served() -> bool:
-        try:
-            await kube.list(NODEMAINTENANCES, limit=1)
-        except ApiError:
-            return False
-        return True
-
-    await eventually(served, "the NodeMaintenance API to be served")
 
 
 def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:

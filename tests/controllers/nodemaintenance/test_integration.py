@@ -8,15 +8,13 @@ controller would. The CRD is the one users install: `deploy/crds/nodemaintenance
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import yaml
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import CUSTOMRESOURCEDEFINITIONS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
+from apiclient.resources import NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import (
@@ -34,26 +32,6 @@ pytestmark = pytest.mark.usefixtures("cluster")
 
 NS = "default"
 GATES = {"DeclarativeNodeMaintenance": True}
-CRD_PATH = Path(__file__).resolve().parents[3] / "deploy" / "crds" / "nodemaintenance.yaml"
-
-
-@pytest.fixture
-async def crd(kube: KubeClient) -> None:
-    body = yaml.safe_load(CRD_PATH.read_text())
-    try:
-        await kube.create(CUSTOMRESOURCEDEFINITIONS, body)
-    except ApiError as exc:
-        if not exc.already_exists:
-            raise
-
-    async def served() -> bool:
-        try:
-            await kube.list(NODEMAINTENANCES, limit=1)
-        except ApiError:
-            return False
-        return True
-
-    await eventually(served, "the NodeMaintenance API to be served")
 
 
 @pytest.fixture
