@@ -1,14 +1,65 @@
-"""Shared fixtures: a task-leak guard for every async test, the local cluster, a client to it."""
+"""Shared fixtures: a task-leak guard for every async test, the cluster (local or real), a client to it.
+
+Tests and modules marked `@pytest.mark.backends("local", "real")` run once per backend: their
+`cluster` (and so `kube`) is the embedded local cluster, then a real kube-apiserver beside the
+real kube-controller-manager (minus the controllers aiokcm replaces), with ids `[local]` and
+`[real]`. The real control plane starts once per session from `KUBEBUILDER_ASSETS`; without it
+the `[real]` cases are skipped with the reason, unless `AIOKCM_REQUIRE_REAL=1` (CI) makes that a
+failure.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
 from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
+from realcluster import ENV, Assets, ControlPlane, assets_from_env
+from tests.backends import cluster_on_backend
+
+REQUIRE_REAL = "AIOKCM_REQUIRE_REAL"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("backends")
+    if marker is None or "cluster" not in metafunc.fixturenames:
+        return
+    metafunc.parametrize("cluster", list(marker.args), indirect=True, ids=list(marker.args))
+
+
+def _assets_or_skip() -> Assets:
+    assets = assets_from_env()
+    if assets is None:
+        reason = f"{ENV} is not set: no real control plane (see README, 'The real-apiserver tier')"
+        if os.environ.get(REQUIRE_REAL) == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return assets
+
+
+@pytest.fixture(scope="session")
+def real_plane() -> Iterator[ControlPlane]:
+    """etcd, kube-apiserver, kube-scheduler and KCM (minus aiokcm's controllers), once per session."""
+    with ControlPlane(_assets_or_skip()) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
+def real_bare_plane() -> Iterator[ControlPlane]:
+    """kube-apiserver for tests of the API's own semantics: no scheduler, and of KCM only the
+    namespace controller (the embedded cluster always runs one too).
+
+    Nobody creates the `default` service accounts, so the ServiceAccount admission plugin, which
+    refuses pods until one exists, is off.
+    """
+    with ControlPlane(_assets_or_skip(), kcm_controllers="namespace", scheduler=False,
+                      apiserver_flags=("--disable-admission-plugins=ServiceAccount",)) as plane:
+        yield plane
 
 
 @pytest.fixture(autouse=True)
@@ -29,9 +80,9 @@ async def _no_leaked_tasks() -> AsyncIterator[None]:
 
 
 @pytest.fixture
-async def cluster() -> AsyncIterator[LocalCluster]:
-    """A started local API server with three Ready nodes."""
-    async with LocalCluster(nodes=3) as started:
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """A started API server with three Ready nodes: the local one, or the real one for `[real]` cases."""
+    async with cluster_on_backend(request, nodes=3) as started:
         yield started
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 from localcluster.cluster import LocalCluster
+from tests.backends import cluster_on_backend
 
 
 def pod(name: str | None = None, *, labels: dict[str, str] | None = None, node: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -43,8 +46,9 @@ def deployment(name: str, *, replicas: int | None = None) -> dict[str, Any]:
     return body
 
 
-async def bare_cluster() -> AsyncIterator[LocalCluster]:
+async def bare_cluster(request: pytest.FixtureRequest) -> AsyncIterator[LocalCluster]:
     """An API server only (no scheduler, kubelets or GC), for tests of the API's own semantics:
-    a module uses it with `cluster = pytest.fixture(bare_cluster)`."""
-    async with LocalCluster(nodes=3, scheduler=False, kubelets=False, gc=False) as started:
+    a module uses it with `cluster = pytest.fixture(bare_cluster)`. On the real backend the
+    scheduler and garbage collector still run; nodes are registered but no kubelet runs pods."""
+    async with cluster_on_backend(request, nodes=3, scheduler=False, kubelets=False, gc=False) as started:
         yield started

@@ -1,0 +1,164 @@
+"""One test's view of a shared real control plane: a clean world, simulated kubelets, clients.
+
+A control plane costs seconds to start, so one serves a whole test session; each test enters a
+`RealCluster`, which first puts the world back to what a fresh cluster has (no workloads, no
+test namespaces, `nodes` freshly registered Ready nodes) and then runs the simulated kubelets
+for the test's duration. The surface is the embedded cluster's (`client()`, `kubeconfig_path`,
+`url`, `kubelets[name]`), so one test body runs on either.
+
+The reset deletes content rather than namespaces where it can: a deleted namespace lingers as
+Terminating until kube-controller-manager's namespace controller empties it, and the next test
+would meet a 403 creating into it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from apiclient import ApiError, KubeClient
+from apiclient.config import build_api_client
+from apiclient.resources import LEASES, NAMESPACES, NODES, PODS, Resource
+from realcluster.controlplane import ControlPlane
+from realcluster.kubelet import ApiKubelets
+
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+# Namespaced kinds a test may leave behind, cleared in every namespace (system ones included,
+# except for what the control plane itself keeps there).
+_NAMESPACED = (
+    Resource("apps", "v1", "deployments", "Deployment", True),
+    Resource("apps", "v1", "statefulsets", "StatefulSet", True),
+    Resource("apps", "v1", "daemonsets", "DaemonSet", True),
+    Resource("apps", "v1", "replicasets", "ReplicaSet", True),
+    Resource("", "v1", "replicationcontrollers", "ReplicationController", True),
+    Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    Resource("", "v1", "configmaps", "ConfigMap", True),
+    Resource("", "v1", "events", "Event", True),
+    Resource("events.k8s.io", "v1", "events", "Event", True),
+)
+_KEPT_CONFIGMAPS = frozenset({"kube-root-ca.crt", "extension-apiserver-authentication"})
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
+_NODEMAINTENANCES = Resource("maintenance.aiokcm.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", False)
+
+
+class RealCluster:
+    """`async with RealCluster(plane, nodes=3) as cluster:` — a clean world with `nodes` Ready nodes."""
+
+    def __init__(self, plane: ControlPlane, *, nodes: int = 3, pod_start_delay: float = 1.0,
+                 termination_cap: float = 2.0, untaint_not_ready: bool = True, kubelets: bool = True) -> None:
+        self.plane = plane
+        self.nodes = nodes
+        self.url = plane.url
+        self.kubeconfig_path = str(plane.kubeconfig("admin"))
+        self._admin: KubeClient | None = None
+        self.kubelets: ApiKubelets
+        self._kubelet_options: dict[str, Any] = {
+            "pod_start_delay": pod_start_delay, "termination_cap": termination_cap,
+            "untaint_not_ready": untaint_not_ready, "run_pods": kubelets,
+        }
+        self._background: asyncio.Task[None] | None = None
+
+    async def client(self, *, qps: float = 1000.0, burst: int = 2000) -> KubeClient:
+        """A `KubeClient` built from the admin kubeconfig, as the product builds its own."""
+        return KubeClient(await build_api_client(kubeconfig=self.kubeconfig_path), qps=qps, burst=burst)
+
+    async def __aenter__(self) -> RealCluster:
+        self._admin = await self.client()
+        await reset_world(self._admin)
+        if self.plane.kcm_controllers and "serviceaccount" not in self.plane.apiserver_disabled_admission():
+            await _wait_for_default_service_account(self._admin)
+        self.kubelets = ApiKubelets(self._admin, **self._kubelet_options)
+        for i in range(1, self.nodes + 1):
+            self.kubelets.add_node(f"node-{i}")
+        self._background = asyncio.create_task(self.kubelets.run(), name="realcluster-kubelets")
+        registered = asyncio.create_task(self.kubelets.registered.wait())
+        done, _ = await asyncio.wait({registered, self._background}, return_when=asyncio.FIRST_COMPLETED)
+        if registered not in done:
+            registered.cancel()
+            await self._background  # raises what stopped the kubelets
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        if self._background is not None:
+            self._background.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._background
+        if self._admin is not None:
+            await self._admin.close()
+
+
+async def _ignore_missing(call: Any) -> None:
+    try:
+        await call
+    except ApiError as exc:
+        if not (exc.not_found or exc.status in (405, 409)):
+            raise
+
+
+async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
+    """Remove what tests create: workloads, pods, budgets, maintenances, nodes and test namespaces."""
+    namespaces = [ns["metadata"]["name"] for ns in (await client.list(NAMESPACES)).get("items") or []]
+    with contextlib.suppress(ApiError):  # the CRD may not be installed yet
+        for nm in (await client.list(_NODEMAINTENANCES)).get("items") or []:
+            name = nm["metadata"]["name"]
+            if nm["metadata"].get("finalizers"):
+                await _ignore_missing(client.patch(_NODEMAINTENANCES, name, {"metadata": {"finalizers": None}}))
+            await _ignore_missing(client.delete(_NODEMAINTENANCES, name))
+    for ns in namespaces:
+        for res in _NAMESPACED:
+            if res.plural == "configmaps":
+                for cm in (await client.list(res, namespace=ns)).get("items") or []:
+                    if cm["metadata"]["name"] not in _KEPT_CONFIGMAPS:
+                        await _ignore_missing(client.delete(res, cm["metadata"]["name"], namespace=ns))
+                continue
+            await _ignore_missing(client.request(
+                "DELETE", _collection_path(res, ns), query={"propagationPolicy": "Background"}))
+        if ns not in ("kube-system",):
+            await _ignore_missing(client.request("DELETE", _collection_path(LEASES, ns)))
+        await _clear_pods(client, ns)
+    for node in (await client.list(NODES)).get("items") or []:
+        await _ignore_missing(client.delete(NODES, node["metadata"]["name"]))
+    for ns in namespaces:
+        if ns not in SYSTEM_NAMESPACES:
+            await _ignore_missing(client.delete(NAMESPACES, ns))
+    with anyio.fail_after(timeout):
+        while True:
+            left = [p for p in (await client.list(PODS)).get("items") or []]
+            names = {ns["metadata"]["name"] for ns in (await client.list(NAMESPACES)).get("items") or []}
+            if not left and names <= SYSTEM_NAMESPACES and not (await client.list(NODES)).get("items"):
+                return
+            for pod in left:
+                await _clear_pods(client, pod["metadata"]["namespace"])
+            await anyio.sleep(0.1)
+
+
+async def _clear_pods(client: KubeClient, namespace: str) -> None:
+    for pod in (await client.list(PODS, namespace=namespace)).get("items") or []:
+        name = pod["metadata"]["name"]
+        if pod["metadata"].get("finalizers"):
+            await _ignore_missing(client.patch(PODS, name, {"metadata": {"finalizers": None}}, namespace=namespace))
+        await _ignore_missing(client.delete(PODS, name, namespace=namespace, grace_period_seconds=0))
+
+
+async def _wait_for_default_service_account(client: KubeClient, *, timeout: float = 60.0) -> None:
+    """Pods are refused until KCM's service-account controller has made `default/default`."""
+    with anyio.fail_after(timeout):
+        while True:
+            try:
+                await client.get(SERVICEACCOUNTS, "default", namespace="default")
+                return
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+            await anyio.sleep(0.1)
+
+
+def _collection_path(res: Resource, namespace: str) -> str:
+    base = "/api/v1" if not res.group else f"/apis/{res.group}/{res.version}"
+    return f"{base}/namespaces/{namespace}/{res.plural}"

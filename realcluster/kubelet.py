@@ -1,0 +1,366 @@
+"""Simulated kubelets that work against any API server, through the API only.
+
+What a real kubelet does that controllers can observe, and nothing else: nodes registered with
+capacity and the kubelet's conditions; the node Lease renewed every 10 s; pods bound to a node
+go Running and Ready after `pod_start_delay`; a pod being deleted is finished after
+min(its grace period, `termination_cap`) by a delete with grace 0, as the kubelet does once its
+containers have stopped. Per-node controls (`stop`, `start`, `set_ready`, `set_condition`,
+`fail_readiness`) have the same names as the embedded cluster's kubelets, so one test can drive
+either.
+
+kube-apiserver's TaintNodesByCondition admission puts `node.kubernetes.io/not-ready:NoSchedule`
+on every new Node, and the node lifecycle controller lifts it once the node is Ready. When that
+controller is not running (aiokcm replaces it and a test does not start it), `untaint_not_ready`
+lifts it at registration instead, so pods schedule as on the embedded cluster.
+
+Every request is retried through API server and etcd restarts, and the pod watch relists after
+any break: a fault test restarts the control plane under these kubelets.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import aiohttp
+import anyio
+from anyio.abc import TaskGroup
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import LEASES, NODES, PODS
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+LEASE_NAMESPACE = "kube-node-lease"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+_PRESSURE_TEXT: dict[str, tuple[str, str, str, str]] = {
+    "MemoryPressure": ("KubeletHasSufficientMemory", "kubelet has sufficient memory available",
+                       "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
+    "DiskPressure": ("KubeletHasNoDiskPressure", "kubelet has no disk pressure",
+                     "KubeletHasDiskPressure", "kubelet has disk pressure"),
+    "PIDPressure": ("KubeletHasSufficientPID", "kubelet has sufficient PID available",
+                    "KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
+}
+_TRANSIENT = (aiohttp.ClientError, OSError, TimeoutError)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _micro_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class ApiKubelet:
+    """One node's kubelet; its controls take effect at once through the owning `ApiKubelets`."""
+
+    name: str
+    labels: dict[str, str]
+    index: int
+    owner: ApiKubelets
+    running: bool = True
+    ready: bool = True
+    not_ready_message: str = ""
+    pressure: dict[str, bool] = field(default_factory=dict)
+    failing: set[tuple[str, str]] = field(default_factory=set)
+    recovering: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def host_ip(self) -> str:
+        return f"10.1.{self.index // 250}.{self.index % 250 + 1}"
+
+    def stop(self) -> None:
+        """The kubelet dies: no more heartbeats, pods left as they are."""
+        self.running = False
+
+    def start(self) -> None:
+        self.running = True
+        self.owner.post_status(self)
+        self.owner.resync_pods()
+
+    def set_ready(self, ready: bool, message: str = "container runtime is down") -> None:
+        self.ready = ready
+        self.not_ready_message = message
+        self.owner.post_status(self)
+
+    def set_condition(self, condition: str, status: bool) -> None:
+        self.pressure[condition] = status
+        self.owner.post_status(self)
+
+    def fail_readiness(self, namespace: str, name: str, failing: bool = True) -> None:
+        """The pod's readiness probe starts (or stops) failing."""
+        if failing:
+            self.failing.add((namespace, name))
+            self.recovering.discard((namespace, name))
+        elif (namespace, name) in self.failing:
+            self.failing.discard((namespace, name))
+            self.recovering.add((namespace, name))
+        self.owner.resync_pods()
+
+
+class ApiKubelets:
+    """Run with `await kubelets.run()` inside a task group; cancel to stop."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        pod_start_delay: float = 1.0,
+        termination_cap: float = 2.0,
+        lease_interval: float = 10.0,
+        lease_duration_seconds: int = 40,
+        status_interval: float = 60.0,
+        untaint_not_ready: bool = True,
+        max_pods: int = 110,
+        run_pods: bool = True,
+    ) -> None:
+        self.client = client
+        self.pod_start_delay = pod_start_delay
+        self.termination_cap = termination_cap
+        self.lease_interval = lease_interval
+        self.lease_duration_seconds = lease_duration_seconds
+        self.status_interval = status_interval
+        self.untaint_not_ready = untaint_not_ready
+        self.max_pods = max_pods
+        self.run_pods = run_pods
+        self._kubelets: dict[str, ApiKubelet] = {}
+        self._tg: TaskGroup | None = None
+        self._pending: set[tuple[str, str]] = set()
+        self._relist = anyio.Event()
+        self.registered = anyio.Event()
+
+    def __getitem__(self, name: str) -> ApiKubelet:
+        return self._kubelets[name]
+
+    def __iter__(self) -> Iterator[ApiKubelet]:
+        return iter(list(self._kubelets.values()))
+
+    def add_node(self, name: str, *, labels: dict[str, str] | None = None) -> ApiKubelet:
+        kubelet = ApiKubelet(name, dict(labels or {}), len(self._kubelets), self)
+        self._kubelets[name] = kubelet
+        if self._tg is not None:
+            self._tg.start_soon(self._register, kubelet)
+        return kubelet
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as registering:
+                    for kubelet in list(self._kubelets.values()):
+                        registering.start_soon(self._register, kubelet)
+            self.registered.set()
+            tg.start_soon(self._heartbeats)
+            if self.run_pods:
+                tg.start_soon(self._watch_pods)
+
+    def post_status(self, kubelet: ApiKubelet) -> None:
+        if self._tg is not None and kubelet.running:
+            self._tg.start_soon(self._post_status, kubelet)
+
+    def resync_pods(self) -> None:
+        self._relist.set()
+
+    async def _retry(self, what: Callable[[], Awaitable[T]], *, give_up: tuple[int, ...] = (404,)) -> T | None:
+        """Retry through transport errors, 5xx and 429 until it succeeds; None on a status in `give_up`."""
+        delay = 0.2
+        while True:
+            try:
+                return await what()
+            except ApiError as exc:
+                if exc.status in give_up:
+                    return None
+                if exc.status < 500 and exc.status != 429:
+                    raise
+            except _TRANSIENT:
+                pass
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    async def _register(self, kubelet: ApiKubelet) -> None:
+        body: Obj = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": kubelet.name, "labels": {
+                "kubernetes.io/hostname": kubelet.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", **kubelet.labels}},
+            "spec": {"podCIDR": f"10.244.{kubelet.index}.0/24", "podCIDRs": [f"10.244.{kubelet.index}.0/24"]},
+        }
+        await self._retry(lambda: self.client.create(NODES, body), give_up=(409,))
+        if self.untaint_not_ready:
+            node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
+            taints = (node or {}).get("spec", {}).get("taints") or []
+            kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
+            if len(kept) != len(taints):
+                await self._retry(lambda: self.client.patch(NODES, kubelet.name, {"spec": {"taints": kept or None}}))
+        await self._post_status(kubelet, initial=True)
+        await self._renew_lease(kubelet)
+
+    def _conditions(self, kubelet: ApiKubelet, old: list[Obj]) -> list[Obj]:
+        now = _now()
+        previous = {c.get("type"): c for c in old}
+        out: list[Obj] = []
+
+        def put(type_: str, status: str, reason: str, message: str) -> None:
+            before = previous.get(type_) or {}
+            changed = before.get("status") != status
+            out.append({"type": type_, "status": status, "lastHeartbeatTime": now,
+                        "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),
+                        "reason": reason, "message": message})
+
+        for type_, (r_false, m_false, r_true, m_true) in _PRESSURE_TEXT.items():
+            on = kubelet.pressure.get(type_, False)
+            put(type_, "True" if on else "False", r_true if on else r_false, m_true if on else m_false)
+        if kubelet.ready:
+            put("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+        else:
+            put("Ready", "False", "KubeletNotReady", kubelet.not_ready_message)
+        return out
+
+    async def _post_status(self, kubelet: ApiKubelet, *, initial: bool = False) -> None:
+        if not kubelet.running:
+            return
+        node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
+        if node is None:
+            return
+        status: Obj = {"conditions": self._conditions(kubelet, (node.get("status") or {}).get("conditions") or [])}
+        if initial:
+            capacity = {"cpu": "32", "memory": "128Gi", "pods": str(self.max_pods), "ephemeral-storage": "100Gi"}
+            status |= {
+                "capacity": capacity,
+                "allocatable": dict(capacity),
+                "addresses": [{"type": "InternalIP", "address": kubelet.host_ip}, {"type": "Hostname", "address": kubelet.name}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {
+                    "machineID": secrets.token_hex(16), "systemUUID": secrets.token_hex(16), "bootID": secrets.token_hex(16),
+                    "kernelVersion": "6.1.0", "osImage": "aiokcm simulated node", "containerRuntimeVersion": "fake://1",
+                    "kubeletVersion": "v1.24.0", "kubeProxyVersion": "v1.24.0", "operatingSystem": "linux",
+                    "architecture": "amd64",
+                },
+            }
+        await self._retry(lambda: self.client.patch(
+            NODES, kubelet.name, {"status": status}, subresource="status", patch_type="strategic"))
+
+    async def _renew_lease(self, kubelet: ApiKubelet) -> None:
+        node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
+        owner = [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": node["metadata"]["uid"]}] if node else []
+        spec = {"holderIdentity": kubelet.name, "leaseDurationSeconds": self.lease_duration_seconds,
+                "renewTime": _micro_now()}
+        renewed = await self._retry(lambda: self.client.patch(
+            LEASES, kubelet.name, {"spec": spec}, namespace=LEASE_NAMESPACE))
+        if renewed is None:
+            lease: Obj = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                          "metadata": {"name": kubelet.name, "namespace": LEASE_NAMESPACE, "ownerReferences": owner},
+                          "spec": spec}
+            await self._retry(lambda: self.client.create(LEASES, lease, namespace=LEASE_NAMESPACE), give_up=(409,))
+
+    async def _heartbeats(self) -> None:
+        since_status = 0.0
+        while True:
+            await anyio.sleep(self.lease_interval)
+            since_status += self.lease_interval
+            for kubelet in list(self._kubelets.values()):
+                if kubelet.running:
+                    await self._renew_lease(kubelet)
+                    if since_status >= self.status_interval:
+                        await self._post_status(kubelet)
+            if since_status >= self.status_interval:
+                since_status = 0.0
+
+    # -- pods -------------------------------------------------------------------------------
+
+    async def _watch_pods(self) -> None:
+        while True:
+            self._relist = anyio.Event()
+            try:
+                listed = await self.client.list(PODS)
+                for pod in listed.get("items") or []:
+                    self._on_pod(pod)
+                version = str(listed["metadata"]["resourceVersion"])
+                async with anyio.create_task_group() as watching:
+                    watching.start_soon(self._cancel_on_relist, watching)
+                    async with self.client.watch(PODS, resource_version=version, timeout_seconds=300) as events:
+                        async for event in events:
+                            if event.type == "ERROR":
+                                break
+                            if event.type in ("ADDED", "MODIFIED"):
+                                self._on_pod(event.object)
+                    watching.cancel_scope.cancel()
+            except (ApiError, *_TRANSIENT):
+                await anyio.sleep(0.5)
+
+    async def _cancel_on_relist(self, scope_owner: TaskGroup) -> None:
+        await self._relist.wait()
+        scope_owner.cancel_scope.cancel()
+
+    def _on_pod(self, pod: Obj) -> None:
+        meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+        kubelet = self._kubelets.get(spec.get("nodeName") or "")
+        if kubelet is None or not kubelet.running or self._tg is None:
+            return
+        key = (meta["namespace"], meta["name"])
+        if key in self._pending:
+            return
+        if meta.get("deletionTimestamp"):
+            grace = meta.get("deletionGracePeriodSeconds") or 0
+            self._pending.add(key)
+            self._tg.start_soon(self._finish, pod, min(float(grace), self.termination_cap))
+            return
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        failing = key in kubelet.failing
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return
+        recovering = key in kubelet.recovering and not ready
+        if status.get("phase") != "Running" or (ready and failing) or recovering:
+            kubelet.recovering.discard(key)
+            self._pending.add(key)
+            delay = self.pod_start_delay if status.get("phase") != "Running" else 0.0
+            self._tg.start_soon(self._run_pod, pod, kubelet, delay)
+
+    async def _run_pod(self, pod: Obj, kubelet: ApiKubelet, delay: float) -> None:
+        meta = pod["metadata"]
+        key = (meta["namespace"], meta["name"])
+        try:
+            await anyio.sleep(delay)
+            ready = key not in kubelet.failing
+            flag = "True" if ready else "False"
+            started = (pod.get("status") or {}).get("startTime") or _now()
+            now = _now()
+            containers = [{
+                "name": c["name"], "ready": ready, "started": True, "restartCount": 0, "image": c.get("image", ""),
+                "imageID": "fake://" + str(c.get("image", "")), "containerID": f"fake://{meta['uid'][:12]}{c['name']}",
+                "state": {"running": {"startedAt": started}},
+            } for c in (pod.get("spec") or {}).get("containers") or []]
+            ip = f"10.244.{kubelet.index}.{(hash(meta['uid']) % 250) + 2}"
+            status: Obj = {
+                "phase": "Running", "hostIP": kubelet.host_ip, "podIP": ip, "podIPs": [{"ip": ip}], "startTime": started,
+                "conditions": [
+                    {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+                    {"type": "Ready", "status": flag, "lastTransitionTime": now},
+                    {"type": "ContainersReady", "status": flag, "lastTransitionTime": now},
+                ],
+                "containerStatuses": containers,
+            }
+            await self._retry(lambda: self.client.patch(
+                PODS, meta["name"], {"status": status, "metadata": {"uid": meta["uid"]}},
+                namespace=meta["namespace"], subresource="status", patch_type="strategic"), give_up=(404, 409, 422))
+        finally:
+            self._pending.discard(key)
+
+    async def _finish(self, pod: Obj, delay: float) -> None:
+        meta = pod["metadata"]
+        try:
+            await anyio.sleep(delay)
+            await self._retry(lambda: self.client.delete(
+                PODS, meta["name"], namespace=meta["namespace"], grace_period_seconds=0,
+                preconditions={"uid": meta["uid"]}), give_up=(404, 409))
+        finally:
+            self._pending.discard((meta["namespace"], meta["name"]))

@@ -1,0 +1,36 @@
+"""One way for any fixture to get a cluster on the backend its test was parametrized with.
+
+`local` is the embedded cluster with the options given; `real` is a clean world on the
+session's real control plane (see tests/conftest.py). Options the real control plane cannot
+switch per test (its scheduler and kube-controller-manager's garbage collector always run)
+are honoured only all together: with neither scheduler nor garbage collector the test gets the
+session's bare control plane (kube-apiserver alone); otherwise the full one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from localcluster.cluster import LocalCluster
+from realcluster import RealCluster
+
+
+def backend_of(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "local"))
+
+
+@asynccontextmanager
+async def cluster_on_backend(request: pytest.FixtureRequest, **local_options: Any) -> AsyncIterator[Any]:
+    if backend_of(request) == "real":
+        bare = not local_options.get("scheduler", True) and not local_options.get("gc", True)
+        plane = request.getfixturevalue("real_bare_plane" if bare else "real_plane")
+        async with RealCluster(plane, nodes=local_options.get("nodes", 3),
+                               kubelets=local_options.get("kubelets", True)) as real:
+            yield real
+        return
+    async with LocalCluster(**local_options) as local:
+        yield local
