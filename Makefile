@@ -1,6 +1,8 @@
 # Two entry points, both self-sufficient on a fresh machine with Python 3.11 and make:
 #   make run   -> the manager against an embedded local cluster (demo)
-#   make test  -> ruff, mypy, import-linter contracts and pytest
+#   make test  -> ruff, mypy, import-linter contracts and pytest; with KUBEBUILDER_ASSETS set (a folder
+#                 holding kube-apiserver and etcd, envtest's convention) the [real] tests run on a real
+#                 control plane too: export KUBEBUILDER_ASSETS=$$(../shared/realk8s/assets.sh)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

@@ -42,6 +42,28 @@ def _assets_or_skip() -> Assets:
     return assets
 
 
+_real_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "[real" not in report.nodeid and "/real/" not in report.nodeid:
+        return
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        _real_outcomes[report.outcome] = _real_outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if any(_real_outcomes.values()):
+        terminalreporter.write_line(
+            "real-apiserver tier: {passed} passed, {failed} failed, {skipped} skipped".format(**_real_outcomes))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under AIOKCM_REQUIRE_REAL=1 a skipped real-tier test fails the run: CI must prove the tier."""
+    if os.environ.get(REQUIRE_REAL) == "1" and _real_outcomes["skipped"] and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture(scope="session")
 def real_plane() -> Iterator[ControlPlane]:
     """etcd, kube-apiserver, kube-scheduler and KCM (minus aiokcm's controllers), once per session."""
