@@ -11,7 +11,16 @@ replicas seen and the seconds spent at zero (sampled every `--sample` seconds). 
 replicas over time for both modes goes to `bench/out/drain.png` and `.svg` (for the README). Prints a
 table, then as its LAST line one JSON object with the figures.
 
-    python -m bench.drain [--timeout 120] [--sample 0.1] [--evacuation-timeout 60]
+    python -m bench.drain [--timeout 120] [--sample 0.1] [--evacuation-timeout 60] [--apps N --nodes N]
+    python -m bench.drain --real [...]     # on a real control plane ($KUBEBUILDER_ASSETS)
+
+With `--real` each mode gets a fresh real control plane (etcd, kube-apiserver, kube-scheduler and
+kube-controller-manager, simulated kubelets over the API): the aiokcm mode runs KCM without the
+controllers aiokcm replaces plus aiokcm's controllers at `--kube-api-qps 20 --kube-api-burst 30`;
+the kubectl mode runs the whole real KCM (its default 20/30) and the real `kubectl drain`. The
+API server's audit log counts the requests of the drain's actors (aiokcm's controllers and its
+CLI; KCM's replicaset, deployment and disruption controllers and kubectl) while the drain runs,
+reported per evacuated pod.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import orjson
 import yaml
 
 from apiclient import ApiError, KubeClient
+from apiclient.config import build_api_client
 from apiclient.resources import (
     CUSTOMRESOURCEDEFINITIONS,
     DEPLOYMENTS,
@@ -49,6 +59,13 @@ from localcluster.cluster import LocalCluster
 
 NS = "default"
 APPS = {"single": 1, "triple": 3, "guarded": 1}
+# The actors whose requests a real-plane run counts: users of the audit log.
+DRAIN_ACTORS = frozenset({
+    "aiokcm", "drainer",
+    "system:serviceaccount:kube-system:replicaset-controller",
+    "system:serviceaccount:kube-system:deployment-controller",
+    "system:serviceaccount:kube-system:disruption-controller",
+})
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "deploy" / "crds" / "nodemaintenance.yaml"
 OUT = ROOT / "bench" / "out"
@@ -67,6 +84,14 @@ class Run:
     seconds: float | None = None  # None: did not finish before the timeout
     samples: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     note: str = ""
+    pods_moved: int = 0
+    requests: int | None = None  # requests of the drain's actors while draining (real plane only)
+
+    @property
+    def requests_per_pod(self) -> float | None:
+        if self.requests is None or not self.pods_moved:
+            return None
+        return self.requests / self.pods_moved
 
     def min_available(self, app: str) -> int:
         return min((s[app] for _, s in self.samples), default=0)
@@ -77,6 +102,14 @@ class Run:
             if s0[app] == 0:
                 total += t1 - t0
         return total
+
+
+def layout(apps: int) -> dict[str, int]:
+    """The default three apps, or `apps` apps of 1, 3, 1, 2, ... replicas (a PDB guards `guarded`)."""
+    if apps <= 3:
+        return dict(APPS)
+    sizes = (1, 3, 1, 2)
+    return {"guarded": 1} | {f"app-{i:02d}": sizes[i % len(sizes)] for i in range(apps - 1)}
 
 
 def deployment(name: str, replicas: int) -> dict[str, Any]:
@@ -159,49 +192,135 @@ async def sample(client: KubeClient, run: Run, start: float, every: float) -> No
         await anyio.sleep(every)
 
 
+async def _drain(mode: str, target: str, kubeconfig: str, client: KubeClient, run: Run, args: argparse.Namespace) -> int:
+    """Drain `target` the mode's way: `aiokcm drain` (a NodeMaintenance) or the real `kubectl drain`."""
+    if mode == "aiokcm":
+        cli_args = build_parser().parse_args([
+            "drain", target, "--timeout", f"{args.timeout}s",
+            "--evacuation-timeout", f"{args.evacuation_timeout}s", "--poll-interval", "0.2",
+        ])
+        return await run_cli(cli_args, client, out=io.StringIO(), err=io.StringIO())
+    result = await anyio.run_process(
+        ["kubectl", "--kubeconfig", kubeconfig, "drain", target,
+         "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(args.timeout)}s"],
+        check=False,
+    )
+    if result.returncode:
+        lines = result.stderr.decode(errors="replace").strip().splitlines()
+        run.note = lines[-1] if lines else f"exit {result.returncode}"
+    return result.returncode
+
+
+async def _pods_on(client: KubeClient, node: str) -> int:
+    return len(await client.list_all(PODS, namespace=NS, field_selector=f"spec.nodeName={node}"))
+
+
+async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: KubeClient, controllers_client: KubeClient,
+                     drain_client: KubeClient, drain_kubeconfig: str, controller_paths: list[str]) -> tuple[float, float]:
+    """Lay the apps out, drain the first node; returns the drain's start and end on the wall clock."""
+    nodes = sorted(n["metadata"]["name"] for n in await setup.list_all(NODES))
+    target, others = nodes[0], nodes[1:]
+    if mode == "aiokcm":
+        await install_crd(setup)
+    factory = SharedInformerFactory(controllers_client, gc_freeze=True)  # as the manager runs (--gc-freeze)
+    ctx = ControllerContext(client=controllers_client, informers=factory, gates=StaticGates(GATES))
+    controllers: list[Controller] = [import_controller_class(p)(ctx) for p in controller_paths]
+    async with anyio.create_task_group() as tg:
+        factory.start(tg)
+        for c in controllers:
+            tg.start_soon(c.run, None)
+        await set_layout(setup, target, others)
+        run.pods_moved = await _pods_on(setup, target)
+        start, wall_start = time.monotonic(), time.time()
+        tg.start_soon(sample, setup, run, start, args.sample)
+        code = await _drain(mode, target, drain_kubeconfig, drain_client, run, args)
+        run.seconds = time.monotonic() - start if code == 0 else None
+        wall_end = time.time()
+        await anyio.sleep(1.0)  # see the apps settle after the drain
+        tg.cancel_scope.cancel()
+    return wall_start, wall_end
+
+
 async def one_mode(mode: str, args: argparse.Namespace) -> Run:
     run = Run(mode)
-    async with LocalCluster(nodes=3) as cluster:
+    async with LocalCluster(nodes=args.nodes) as cluster:
         client = await cluster.client(qps=100, burst=200)
         try:
-            nodes = sorted(n["metadata"]["name"] for n in await client.list_all(NODES))
-            target, others = nodes[0], nodes[1:]
-            if mode == "aiokcm":
-                await install_crd(client)
-            factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
-            ctx = ControllerContext(client=client, informers=factory, gates=StaticGates(GATES))
             paths = [*KCM_CONTROLLERS, *([NM_CONTROLLER] if mode == "aiokcm" else [])]
-            controllers: list[Controller] = [import_controller_class(p)(ctx) for p in paths]
-            async with anyio.create_task_group() as tg:
-                factory.start(tg)
-                for c in controllers:
-                    tg.start_soon(c.run, None)
-                await set_layout(client, target, others)
-                start = time.monotonic()
-                tg.start_soon(sample, client, run, start, args.sample)
-                if mode == "aiokcm":
-                    cli_args = build_parser().parse_args([
-                        "drain", target, "--timeout", f"{args.timeout}s",
-                        "--evacuation-timeout", f"{args.evacuation_timeout}s", "--poll-interval", "0.2",
-                    ])
-                    code = await run_cli(cli_args, client, out=io.StringIO(), err=io.StringIO())
-                else:
-                    result = await anyio.run_process(
-                        ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path), "drain", target,
-                         "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(args.timeout)}s"],
-                        check=False,
-                    )
-                    code = result.returncode
-                    if code:
-                        lines = result.stderr.decode(errors="replace").strip().splitlines()
-                        run.note = lines[-1] if lines else f"exit {code}"
-                elapsed = time.monotonic() - start
-                run.seconds = elapsed if code == 0 else None
-                await anyio.sleep(1.0)  # see the apps settle after the drain
-                tg.cancel_scope.cancel()
+            await _run_drain(mode, args, run, setup=client, controllers_client=client, drain_client=client,
+                             drain_kubeconfig=str(cluster.kubeconfig_path), controller_paths=paths)
         finally:
             await client.close()
     return run
+
+
+def count_requests(audit_log: Path, users: frozenset[str], start: float, end: float) -> int:
+    """Requests by `users` that kube-apiserver answered between `start` and `end` (epoch seconds)."""
+    import datetime as dt
+
+    count = 0
+    for line in audit_log.read_text().splitlines():
+        event = orjson.loads(line)
+        if (event.get("user") or {}).get("username") not in users:
+            continue
+        stamp = dt.datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00")).timestamp()
+        if start <= stamp <= end and event.get("stage") == "ResponseComplete":
+            count += 1
+    return count
+
+
+async def one_mode_real(mode: str, args: argparse.Namespace) -> Run:
+    """One mode on a fresh real control plane; see the module docstring."""
+    from realcluster import KCM_BESIDE_AIOKCM, ApiKubelets, ControlPlane, assets_from_env
+
+    assets = assets_from_env()
+    if assets is None:
+        raise SystemExit("bench.drain --real: set KUBEBUILDER_ASSETS (e.g. $(../shared/realk8s/assets.sh))")
+    run = Run(mode)
+    plane = ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM if mode == "aiokcm" else "*",
+                         extra_users={"aiokcm": "system:masters", "drainer": "system:masters", "bench": "system:masters"},
+                         audit=True)
+    await anyio.to_thread.run_sync(plane.start)
+    try:
+        async def client_of(user: str, qps: float, burst: int) -> KubeClient:
+            return KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig(user))), qps=qps, burst=burst)
+
+        setup = await client_of("bench", 1000, 2000)
+        kubelet_client = await client_of("kubelet", 1000, 2000)
+        controllers_client = await client_of("aiokcm", 20, 30)
+        drain_client = await client_of("drainer", 20, 30)
+        try:
+            kubelets = ApiKubelets(kubelet_client)
+            for i in range(1, args.nodes + 1):
+                kubelets.add_node(f"node-{i}")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(kubelets.run)
+                await kubelets.registered.wait()
+                await _wait_service_account(setup)
+                paths = [*KCM_CONTROLLERS, NM_CONTROLLER] if mode == "aiokcm" else []
+                start, end = await _run_drain(mode, args, run, setup=setup, controllers_client=controllers_client,
+                                              drain_client=drain_client, drain_kubeconfig=str(plane.kubeconfig("drainer")),
+                                              controller_paths=paths)
+                tg.cancel_scope.cancel()
+            await anyio.sleep(2.5)  # the audit log is written in batches of at most a second
+            run.requests = count_requests(plane.audit_log, DRAIN_ACTORS, start, end)
+        finally:
+            for c in (setup, kubelet_client, controllers_client, drain_client):
+                await c.close()
+    finally:
+        await anyio.to_thread.run_sync(plane.stop)
+    return run
+
+
+async def _wait_service_account(client: KubeClient) -> None:
+    async def present() -> bool:
+        try:
+            await client.request("GET", f"/api/v1/namespaces/{NS}/serviceaccounts/default")
+        except ApiError:
+            return False
+        return True
+
+    await wait_for(present, "KCM's default service account")
 
 
 def chart(runs: list[Run]) -> list[str]:
@@ -232,15 +351,25 @@ def chart(runs: list[Run]) -> list[str]:
     return [str(p.relative_to(ROOT)) for p in paths]
 
 
-def report(runs: list[Run], pictures: list[str]) -> dict[str, Any]:
-    print(f"{'mode':8} {'drained in':>12}  " + "  ".join(f"{app + ' min/zero s':>20}" for app in APPS))
-    figures: dict[str, Any] = {"pictures": pictures}
+def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, Any]:
+    wide = len(APPS) <= 3
+    apps_header = "  ".join(f"{app + ' min/zero s':>20}" for app in APPS) if wide else f"{'apps at 0':>10}"
+    print(f"backend: {backend}; {len(APPS)} apps")
+    print(f"{'mode':8} {'drained in':>12} {'pods moved':>10} {'req/pod':>8}  " + apps_header)
+    figures: dict[str, Any] = {"backend": backend, "pictures": pictures}
     for run in runs:
         done = f"{run.seconds:.1f}s" if run.seconds is not None else "timeout"
-        cells = "  ".join(f"{run.min_available(a):>12} / {run.seconds_at_zero(a):5.1f}" for a in APPS)
-        print(f"{run.mode:8} {done:>12}  {cells}" + (f"   ({run.note})" if run.note else ""))
+        per_pod = f"{run.requests_per_pod:.1f}" if run.requests_per_pod is not None else "-"
+        at_zero = sum(1 for a in APPS if run.min_available(a) == 0)
+        cells = ("  ".join(f"{run.min_available(a):>12} / {run.seconds_at_zero(a):5.1f}" for a in APPS)
+                 if wide else f"{at_zero:>10}")
+        print(f"{run.mode:8} {done:>12} {run.pods_moved:>10} {per_pod:>8}  {cells}" + (f"   ({run.note})" if run.note else ""))
         figures[run.mode] = {
             "seconds_to_drained": None if run.seconds is None else round(run.seconds, 2),
+            "pods_moved": run.pods_moved,
+            "requests": run.requests,
+            "requests_per_evacuated_pod": None if run.requests_per_pod is None else round(run.requests_per_pod, 2),
+            "apps_at_zero": at_zero,
             "apps": {a: {"min_available": run.min_available(a), "seconds_at_zero": round(run.seconds_at_zero(a), 2)}
                      for a in APPS},
         }
@@ -253,10 +382,16 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--sample", type=float, default=0.1, help="seconds between availability samples")
     parser.add_argument("--evacuation-timeout", type=float, default=60.0)
     parser.add_argument("--skip-kubectl", action="store_true")
+    parser.add_argument("--real", action="store_true", help="on a real control plane from $KUBEBUILDER_ASSETS")
+    parser.add_argument("--apps", type=int, default=3, help="more than 3: that many apps of 1-3 replicas")
+    parser.add_argument("--nodes", type=int, default=3)
     args = parser.parse_args(argv)
+    apps = layout(args.apps)
+    APPS.clear()
+    APPS.update(apps)
     modes = ["aiokcm"] + ([] if args.skip_kubectl or not shutil.which("kubectl") else ["kubectl"])
-    runs = [await one_mode(mode, args) for mode in modes]
-    figures = report(runs, chart(runs))
+    runs = [await (one_mode_real if args.real else one_mode)(mode, args) for mode in modes]
+    figures = report(runs, chart(runs) if len(APPS) <= 3 else [], backend="real" if args.real else "local")
     print(orjson.dumps(figures).decode())
     return 0
 

@@ -88,6 +88,10 @@ class ControlPlane:
     kcm_controllers: str | None = KCM_BESIDE_AIOKCM
     scheduler: bool = True
     apiserver_flags: Sequence[str] = ()
+    # More token users, name -> group ("" for none); each gets `<name>.kubeconfig`.
+    extra_users: dict[str, str] = field(default_factory=dict)
+    # Write kube-apiserver's audit log (metadata level) to `audit.log`: who sent which request.
+    audit: bool = False
     workdir: Path = field(default_factory=lambda: _scratch_folder())
     api_port: int = field(default_factory=free_port)
     etcd_port: int = field(default_factory=free_port)
@@ -141,7 +145,8 @@ class ControlPlane:
         if not key.exists():
             subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
         lines = []
-        for user, (name, group) in _USERS.items():
+        users = dict(_USERS) | {user: (user, group) for user, group in self.extra_users.items()}
+        for user, (name, group) in users.items():
             token = self._tokens.setdefault(user, secrets.token_hex(16))
             lines.append(f"{token},{name},{user}" + (f",{group}" if group else ""))
         (self.workdir / "tokens.csv").write_text("\n".join(lines) + "\n")
@@ -168,7 +173,7 @@ class ControlPlane:
             "--service-cluster-ip-range", "10.96.0.0/16",
             "--feature-gates", "CustomResourceValidationExpressions=true",
             "--max-requests-inflight", "800", "--max-mutating-requests-inflight", "400",
-            "--v", "1", *self.apiserver_flags,
+            "--v", "1", *self._audit_flags(), *self.apiserver_flags,
         ])
         if self.scheduler:
             if a.kube_scheduler is None:
@@ -179,8 +184,27 @@ class ControlPlane:
                 "--authorization-kubeconfig", str(self.kubeconfig("sched")),
                 "--leader-elect=false", "--secure-port", "0", "--v", "1",
             ])
-        for user in _USERS:
+        for user in self._tokens:
             self.write_kubeconfig(self.kubeconfig(user), self._tokens[user])
+
+    @property
+    def audit_log(self) -> Path:
+        return self.workdir / "audit.log"
+
+    def _audit_flags(self) -> list[str]:
+        if not self.audit:
+            return []
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump({
+            "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+            "rules": [{"level": "Metadata"}],
+        }))
+        return ["--audit-policy-file", str(policy), "--audit-log-path", str(self.audit_log),
+                "--audit-log-format", "json", "--audit-log-mode", "batch", "--audit-log-batch-max-wait", "1s"]
+
+    def pid(self, name: str) -> int | None:
+        comp = self._components.get(name)
+        return comp.process.pid if comp is not None and comp.process is not None else None
 
     def _define(self, name: str, argv: list[str]) -> None:
         self._components[name] = _Component(name, argv, self.workdir / f"{name}.log")
