@@ -6,9 +6,12 @@ kubernetes_asyncio's `ApiClient` (authentication, TLS, kubeconfig, exec plugins)
 raw responses (`_preload_content=False`). With raw responses the generated client checks no
 status code, so this module does, raising `ApiError` with the server's `Status`.
 
-The client-side token bucket and the `rest_client_*` metrics are installed on the
-`ApiClient`'s REST layer, so every request made with that `ApiClient` (ours, and the ones the
-leader-election `LeaseLock` makes through the generated API) waits for a token and is counted.
+The `rest_client_*` metrics are installed on the `ApiClient`'s REST layer, so every request made
+with that `ApiClient` is counted. The client-side token bucket belongs to the `KubeClient`: as KCM
+builds a client, and so a rate limiter, per controller (`SimpleControllerClientBuilder`) and
+gives leader election and events their own, `derive(component)` makes a client that shares the
+connection pool and credentials but waits on a bucket of its own, so one controller's burst of
+writes never delays another's, nor a lease renewal.
 """
 
 from __future__ import annotations
@@ -50,20 +53,21 @@ class WatchEvent:
     object: Obj
 
 
-def _install_rest_hooks(api_client: k8s_client.ApiClient, bucket: TokenBucket) -> None:
-    """Wrap the REST layer once: token bucket first, then timing and counting."""
+def _api_host(api_client: k8s_client.ApiClient) -> str:
+    host = str(api_client.configuration.host)
+    return urlsplit(host).netloc or host
+
+
+def _install_rest_hooks(api_client: k8s_client.ApiClient) -> None:
+    """Wrap the REST layer once: timing and counting of every request."""
     rest: Any = api_client.rest_client
     if getattr(rest, "_aiokcm_instrumented", False):
-        rest._aiokcm_bucket = bucket
         return
-    host = urlsplit(api_client.configuration.host).netloc or api_client.configuration.host
+    host = _api_host(api_client)
     original = rest.request
-    rest._aiokcm_bucket = bucket
 
     async def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         verb = method.upper()
-        waited = await rest._aiokcm_bucket.acquire()
-        metrics.RATE_LIMITER_DURATION.labels(verb, host).observe(waited)
         start = time.perf_counter()
         code = "<error>"
         try:
@@ -116,18 +120,40 @@ class KubeClient:
         qps: float = 20.0,
         burst: int = 30,
         request_timeout: float = 60.0,
+        component: str = "",
+        _owns_api_client: bool = True,
     ) -> None:
         self.api_client = api_client
         self.bucket = TokenBucket(qps, burst)
         self.request_timeout = request_timeout
-        _install_rest_hooks(api_client, self.bucket)
+        self.component = component
+        self._owns_api_client = _owns_api_client
+        self._host_label = _api_host(api_client)
+        base_agent = str(api_client.user_agent or "aiokcm")
+        self._user_agent = f"{base_agent}/{component}" if component else None
+        _install_rest_hooks(api_client)
 
     @property
     def host(self) -> str:
         return str(self.api_client.configuration.host)
 
+    def derive(self, component: str, *, qps: float | None = None, burst: int | None = None) -> KubeClient:
+        """A client for one component (a controller, leader election, events): the same server,
+        credentials and connections, its own rate limiter (this client's qps and burst unless
+        given) and a User-Agent naming the component, as KCM's per-controller clients."""
+        return KubeClient(
+            self.api_client,
+            qps=self.bucket.qps if qps is None else qps,
+            burst=self.bucket.burst if burst is None else burst,
+            request_timeout=self.request_timeout,
+            component=component,
+            _owns_api_client=False,
+        )
+
     async def close(self) -> None:
-        await self.api_client.close()
+        """Close the connections, unless this client was derived from another (which owns them)."""
+        if self._owns_api_client:
+            await self.api_client.close()
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -148,6 +174,10 @@ class KubeClient:
         timeout: float | aiohttp.ClientTimeout | None,
     ) -> aiohttp.ClientResponse:
         headers = {"Accept": "application/json", "Content-Type": content_type}
+        if self._user_agent is not None:
+            headers["User-Agent"] = self._user_agent
+        waited = await self.bucket.acquire()
+        metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
         response: aiohttp.ClientResponse = await self.api_client.call_api(
             path,
             method,

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import signal
 from collections.abc import Callable
@@ -80,8 +81,10 @@ class Manager:
         le = opts.leader_election
         self.elector: LeaderElector | None = None
         if le.enabled:
+            # Its own client and rate limiter, as KCM's "leader-election" client: renewals never
+            # queue behind controller writes, so the leader's own load cannot cost it the lease.
             self.elector = LeaderElector(
-                client,
+                client.derive("leader-election"),
                 namespace=le.namespace,
                 name=le.name,
                 identity=identity,
@@ -146,7 +149,8 @@ class Manager:
         for d in descriptors:
             module = d.import_path.partition(":")[0]
             try:
-                controller = d.constructor(ctx)
+                # A client, and so a rate limiter, per controller, as KCM's controller client builder.
+                controller = d.constructor(dataclasses.replace(ctx, client=self.client.derive(d.name)))
             except ModuleNotFoundError as exc:
                 if exc.name is None or not module.startswith(exc.name):
                     raise
@@ -166,8 +170,8 @@ class Manager:
             if d not in enabled and self.registry.is_enabled(d.name, opts.controllers):
                 log.warning("controller is disabled by a feature gate", controller=d.name,
                             required=list(d.required_gates))
-        broadcaster = EventBroadcaster(self.client)
-        informers = self.factory(self.client)
+        broadcaster = EventBroadcaster(self.client.derive("events"))
+        informers = self.factory(self.client.derive("shared-informers"))
         ctx = ControllerContext(
             client=self.client,
             informers=informers,
