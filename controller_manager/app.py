@@ -28,6 +28,7 @@ from apiclient.config import build_api_client, describe_config_error
 from apiclient.events import EventBroadcaster
 from controller_manager.embedded import load_plugin
 from controller_manager.leaderelection import LeaderElector, LeadershipLost
+from controller_manager.loopmonitor import LoopMonitor
 from controller_manager.options import ManagerOptions, UsageError
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
 from controller_manager.server import HealthState, serve
@@ -73,6 +74,8 @@ class Manager:
         self.registry = registry or default_registry()
         self.factory = factory or functools.partial(_default_factory, gc_freeze=opts.gc_freeze)
         self.health = HealthState()
+        self.loop_monitor = LoopMonitor()
+        self.health.add_check("event-loop", self.loop_monitor.healthy)
         self.stopping = anyio.Event()
         self.bound_port: int | None = None
         self.controllers: list[Controller] = []
@@ -109,6 +112,7 @@ class Manager:
         log.info("starting aiokcm", controllers=list(self.opts.controllers), gates=self.opts.gates.effective())
         try:
             async with anyio.create_task_group() as tg:
+                tg.start_soon(self.loop_monitor.run)
                 if self.opts.secure_port:
                     self.bound_port = await tg.start(
                         functools.partial(serve, self.health, host=self.opts.bind_address, port=self.opts.secure_port)
