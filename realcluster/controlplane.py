@@ -322,6 +322,10 @@ class ControlPlane:
         path.chmod(0o600)
         return path
 
+    def tokens(self) -> dict[str, str]:
+        """The static users' bearer tokens, by user: what must never show up in a log."""
+        return dict(self._tokens)
+
     def kubeconfig_for_token(self, name: str, token: str) -> Path:
         """A kubeconfig for another identity (e.g. a service account's token), in the work folder."""
         return self.write_kubeconfig(self.workdir / f"{name}.kubeconfig", token)

@@ -132,7 +132,7 @@ class ApiKubelets:
         self._kubelets: dict[str, ApiKubelet] = {}
         self._tg: TaskGroup | None = None
         self._pending: set[tuple[str, str]] = set()
-        self._relist = anyio.Event()
+        self._watch_scope: anyio.CancelScope | None = None
         self.registered = anyio.Event()
 
     def __getitem__(self, name: str) -> ApiKubelet:
@@ -167,7 +167,8 @@ class ApiKubelets:
             self._tg.start_soon(self._post_status, kubelet)
 
     def resync_pods(self) -> None:
-        self._relist.set()
+        if self._watch_scope is not None:
+            self._watch_scope.cancel()
 
     async def _retry(self, what: Callable[[], Awaitable[T]], *, give_up: tuple[int, ...] = (404,)) -> T | None:
         """Retry through transport errors, 5xx and 429 until it succeeds; None on a status in `give_up`."""
@@ -279,27 +280,21 @@ class ApiKubelets:
 
     async def _watch_pods(self) -> None:
         while True:
-            self._relist = anyio.Event()
             try:
                 listed = await self.client.list(PODS)
                 for pod in listed.get("items") or []:
                     self._on_pod(pod)
                 version = str(listed["metadata"]["resourceVersion"])
-                async with anyio.create_task_group() as watching:
-                    watching.start_soon(self._cancel_on_relist, watching)
+                with anyio.CancelScope() as scope:
+                    self._watch_scope = scope  # `resync_pods` ends the watch: relist at once
                     async with self.client.watch(PODS, resource_version=version, timeout_seconds=300) as events:
                         async for event in events:
                             if event.type == "ERROR":
                                 break
                             if event.type in ("ADDED", "MODIFIED"):
                                 self._on_pod(event.object)
-                    watching.cancel_scope.cancel()
             except (ApiError, *_TRANSIENT):
                 await anyio.sleep(0.5)
-
-    async def _cancel_on_relist(self, scope_owner: TaskGroup) -> None:
-        await self._relist.wait()
-        scope_owner.cancel_scope.cancel()
 
     def _on_pod(self, pod: Obj) -> None:
         meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}

@@ -9,6 +9,7 @@ session's bare control plane (kube-apiserver alone); otherwise the full one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +17,20 @@ from typing import Any
 import pytest
 
 from localcluster.cluster import LocalCluster
-from realcluster import RealCluster
+from realcluster import ENV, Assets, RealCluster, assets_from_env
+
+REQUIRE_REAL = "AIOKCM_REQUIRE_REAL"
+
+
+def real_assets_or_skip() -> Assets:
+    """The control-plane binaries; without them skip, or fail when the run requires the real tier."""
+    assets = assets_from_env()
+    if assets is None:
+        reason = f"{ENV} is not set: no real control plane (see README, 'The real-apiserver tier')"
+        if os.environ.get(REQUIRE_REAL) == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return assets
 
 
 def backend_of(request: pytest.FixtureRequest) -> str:

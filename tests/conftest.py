@@ -19,10 +19,8 @@ import pytest
 
 from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
-from realcluster import ENV, Assets, ControlPlane, assets_from_env
-from tests.backends import cluster_on_backend
-
-REQUIRE_REAL = "AIOKCM_REQUIRE_REAL"
+from realcluster import ControlPlane
+from tests.backends import REQUIRE_REAL, cluster_on_backend, real_assets_or_skip
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -30,16 +28,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None or "cluster" not in metafunc.fixturenames:
         return
     metafunc.parametrize("cluster", list(marker.args), indirect=True, ids=list(marker.args))
-
-
-def _assets_or_skip() -> Assets:
-    assets = assets_from_env()
-    if assets is None:
-        reason = f"{ENV} is not set: no real control plane (see README, 'The real-apiserver tier')"
-        if os.environ.get(REQUIRE_REAL) == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return assets
 
 
 _real_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}
@@ -67,7 +55,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 @pytest.fixture(scope="session")
 def real_plane() -> Iterator[ControlPlane]:
     """etcd, kube-apiserver, kube-scheduler and KCM (minus aiokcm's controllers), once per session."""
-    with ControlPlane(_assets_or_skip()) as plane:
+    with ControlPlane(real_assets_or_skip()) as plane:
         yield plane
 
 
@@ -79,7 +67,7 @@ def real_bare_plane() -> Iterator[ControlPlane]:
     Nobody creates the `default` service accounts, so the ServiceAccount admission plugin, which
     refuses pods until one exists, is off.
     """
-    with ControlPlane(_assets_or_skip(), kcm_controllers="namespace", scheduler=False,
+    with ControlPlane(real_assets_or_skip(), kcm_controllers="namespace", scheduler=False,
                       apiserver_flags=("--disable-admission-plugins=ServiceAccount",)) as plane:
         yield plane
 

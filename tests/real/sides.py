@@ -1,0 +1,200 @@
+"""Two real control planes side by side: one run by the real KCM, one by aiokcm beside KCM.
+
+The `kcm` side runs kube-controller-manager with every default controller; the `aiokcm` side
+runs KCM without the controllers aiokcm replaces and `aiokcm run` as a separate process, as an
+operator would deploy it. Both get the same simulated kubelets and the same steps, so whatever
+differs at the end is the controllers' doing. The API server's audit log counts each side's
+pod creates, which is how "no extra pod" is checked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+from anyio.abc import Process, TaskGroup
+
+from apiclient import KubeClient
+from apiclient.config import build_api_client
+from realcluster import KCM_BESIDE_AIOKCM, ApiKubelets, Assets, ControlPlane
+
+ROOT = Path(__file__).resolve().parents[2]
+AIOKCM_CONTROLLERS = "replicaset,deployment,disruption"
+# Who creates pods on each side, as the audit log names them.
+POD_CREATORS = {
+    "kcm": "system:serviceaccount:kube-system:replicaset-controller",
+    "aiokcm": "aiokcm",
+}
+
+
+@dataclass
+class Side:
+    name: str
+    plane: ControlPlane
+    client: KubeClient
+    kubelet_client: KubeClient
+    kubelets: ApiKubelets
+    manager: Process | None = None
+    manager_log: Path | None = None
+
+    # -- the controller manager of this side ----------------------------------------------
+
+    async def start_manager(self) -> None:
+        """aiokcm's side: `aiokcm run` as its own process. KCM's side: KCM is part of the plane."""
+        if self.name != "aiokcm":
+            await anyio.to_thread.run_sync(self.plane.start_component, "kube-controller-manager")
+            return
+        self.manager_log = self.plane.workdir / "aiokcm.log"
+        log = self.manager_log.open("ab")
+        self.manager = await anyio.open_process(
+            [str(Path(sys.executable).with_name("aiokcm")), "run", "--kubeconfig", str(self.plane.kubeconfig("aiokcm")),
+             "--controllers", AIOKCM_CONTROLLERS, "--leader-elect=false", "--secure-port", "0",
+             "--log-format", "json", "-v", "4"],
+            stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+
+    async def kill_manager(self) -> None:
+        """SIGKILL, as a node failure or an OOM kill would."""
+        if self.name != "aiokcm":
+            await anyio.to_thread.run_sync(self.plane.kill, "kube-controller-manager")
+            return
+        if self.manager is not None and self.manager.returncode is None:
+            self.manager.kill()
+            await self.manager.wait()
+
+    async def terminate_manager(self, *, timeout: float = 10.0) -> tuple[int | None, float]:
+        """SIGTERM; returns the exit code (None if it had to be killed) and the seconds it took."""
+        if self.manager is None or self.manager.returncode is not None:
+            return (self.manager.returncode if self.manager else None), 0.0
+        started = time.monotonic()
+        self.manager.send_signal(signal.SIGTERM)
+        with anyio.move_on_after(timeout):
+            await self.manager.wait()
+        took = time.monotonic() - started
+        if self.manager.returncode is None:
+            self.manager.kill()
+            await self.manager.wait()
+            return None, took
+        return self.manager.returncode, took
+
+    def manager_output(self) -> str:
+        if self.name == "aiokcm":
+            return self.manager_log.read_text(errors="replace") if self.manager_log else ""
+        return self.plane.log_tail("kube-controller-manager", lines=100_000)
+
+    # -- faults -------------------------------------------------------------------------------
+
+    async def kill_component(self, component: str) -> None:
+        await anyio.to_thread.run_sync(self.plane.kill, component)
+
+    async def start_component(self, component: str) -> None:
+        await anyio.to_thread.run_sync(self.plane.start_component, component)
+        if component in ("kube-apiserver", "etcd"):
+            await anyio.to_thread.run_sync(lambda: self.plane.wait_ready(timeout=60))
+
+    # -- observations -------------------------------------------------------------------------
+
+    def pod_creates(self, *, since: float = 0.0) -> int:
+        """Pods the side's ReplicaSet controller created (201 answers) since `since` (epoch seconds)."""
+        user = POD_CREATORS[self.name]
+        count = 0
+        log = self.plane.audit_log
+        if not log.exists():
+            return 0
+        for line in log.read_text().splitlines():
+            event = orjson.loads(line)
+            ref = event.get("objectRef") or {}
+            if (event.get("verb") != "create" or ref.get("resource") != "pods" or ref.get("subresource")
+                    or (event.get("user") or {}).get("username") != user
+                    or (event.get("responseStatus") or {}).get("code") != 201):
+                continue
+            stamp = dt.datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00")).timestamp()
+            if stamp >= since:
+                count += 1
+        return count
+
+
+@asynccontextmanager
+async def side_by_side(assets: Assets, *, nodes: int = 3) -> AsyncIterator[tuple[Side, Side]]:
+    """Both sides started (planes, kubelets, managers); everything stopped on exit."""
+    planes = {
+        "kcm": ControlPlane(assets, kcm_controllers="*", extra_users={"aiokcm": "system:masters"}, audit=True),
+        "aiokcm": ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM, extra_users={"aiokcm": "system:masters"},
+                               audit=True),
+    }
+    try:
+        async with anyio.create_task_group() as starting:
+            for plane in planes.values():
+                starting.start_soon(anyio.to_thread.run_sync, plane.start)
+        sides: dict[str, Side] = {}
+        async with anyio.create_task_group() as tg:
+            for name, plane in planes.items():
+                client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("admin"))),
+                                    qps=1000, burst=2000)
+                kubelet_client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("kubelet"))),
+                                            qps=1000, burst=2000)
+                kubelets = ApiKubelets(kubelet_client, pod_start_delay=0.5, termination_cap=0.5)
+                for i in range(1, nodes + 1):
+                    kubelets.add_node(f"node-{i}")
+                tg.start_soon(kubelets.run)
+                sides[name] = Side(name, plane, client, kubelet_client, kubelets)
+            for side in sides.values():
+                await side.kubelets.registered.wait()
+                await _default_service_account(side.client)
+            await sides["aiokcm"].start_manager()
+            try:
+                yield sides["kcm"], sides["aiokcm"]
+            finally:
+                for side in sides.values():
+                    await side.kill_manager()
+                tg.cancel_scope.cancel()
+        for side in sides.values():
+            await side.client.close()
+            await side.kubelet_client.close()
+    finally:
+        with anyio.CancelScope(shield=True):
+            for plane in planes.values():
+                await anyio.to_thread.run_sync(plane.stop)
+
+
+async def _default_service_account(client: KubeClient, *, timeout: float = 60.0) -> None:
+    with anyio.fail_after(timeout):
+        while True:
+            try:
+                await client.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
+                return
+            except Exception:
+                await anyio.sleep(0.2)
+
+
+async def on_both(kcm: Side, aiokcm: Side, step: Callable[[Side], Awaitable[Any]]) -> dict[str, Any]:
+    """Run `step` on both sides at once; returns each side's result by name."""
+    results: dict[str, Any] = {}
+
+    async def one(side: Side, tg: TaskGroup) -> None:
+        results[side.name] = await step(side)
+
+    async with anyio.create_task_group() as tg:
+        for side in (kcm, aiokcm):
+            tg.start_soon(one, side, tg)
+    return results
+
+
+async def first_time(check: Callable[[], Awaitable[bool]], *, timeout: float, every: float = 0.1) -> float:
+    """Monotonic time at which `check` first holds; fails after `timeout`."""
+    with anyio.fail_after(timeout):
+        while True:
+            if await check():
+                return time.monotonic()
+            await anyio.sleep(every)

@@ -1,0 +1,184 @@
+"""Control-plane faults on a real kube-apiserver, aiokcm against the real KCM.
+
+Each scenario runs side by side (see `sides.py`): the same workload, the same fault at the same
+moment, on a plane run by the real KCM and on one run by aiokcm. Each must end in KCM's final
+state (pods per ReplicaSet, ReplicaSet status matching its pods), create no pod beyond the
+minimum the change needs, and converge no more than 2 s after KCM once the server is back. A
+connection error during the outage must never put a bearer token in aiokcm's log.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS
+from realcluster import Assets
+from tests.backends import real_assets_or_skip
+from tests.real.sides import Side, first_time, on_both, side_by_side
+
+NS = "default"
+RECOVERY_SLACK = 2.0
+
+
+@pytest.fixture
+def assets() -> Assets:
+    return real_assets_or_skip()
+
+
+def replicaset(name: str, replicas: int) -> dict[str, Any]:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "app", "image": "pause:1"}],
+                                           "terminationGracePeriodSeconds": 0}}}}
+
+
+def deployment(name: str, replicas: int, image: str = "pause:1") -> dict[str, Any]:
+    body = replicaset(name, replicas)
+    body["kind"] = "Deployment"
+    body["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    body["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    return body
+
+
+async def live_pods(client: KubeClient, app: str) -> list[dict[str, Any]]:
+    pods = await client.list_all(PODS, namespace=NS, label_selector=f"app={app}")
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+async def replica_sets_settled(client: KubeClient, app: str) -> dict[str, tuple[int, int, int]] | None:
+    """Per ReplicaSet (by image): (spec.replicas, status.replicas, live pods), once every one has
+    exactly its wanted pods, a current status and no pending generation; else None."""
+    pods = await live_pods(client, app)
+    out: dict[str, tuple[int, int, int]] = {}
+    for rs in await client.list_all(REPLICASETS, namespace=NS):
+        uid = rs["metadata"]["uid"]
+        owned = [p for p in pods if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])]
+        want = int(rs["spec"].get("replicas", 1))
+        status = rs.get("status") or {}
+        if (len(owned) != want or int(status.get("replicas", 0)) != want
+                or status.get("observedGeneration") != rs["metadata"]["generation"]
+                or int(status.get("readyReplicas", 0)) != want):
+            return None
+        image = rs["spec"]["template"]["spec"]["containers"][0]["image"]
+        out[image] = (want, int(status.get("replicas", 0)), len(owned))
+    return out or None
+
+
+async def deployment_settled(client: KubeClient, app: str) -> dict[str, Any] | None:
+    try:
+        d = await client.get(DEPLOYMENTS, app, namespace=NS)
+    except ApiError:
+        return None
+    st = d.get("status") or {}
+    want = int(d["spec"]["replicas"])
+    if (st.get("observedGeneration") != d["metadata"]["generation"] or st.get("updatedReplicas") != want
+            or st.get("replicas") != want or st.get("availableReplicas") != want):
+        return None
+    sets = await replica_sets_settled(client, app)
+    if sets is None:
+        return None
+    return {"replicas": want, "updated": st.get("updatedReplicas"), "sets": sets}
+
+
+@dataclass
+class Scenario:
+    name: str
+    setup: Callable[[Side], Awaitable[None]]  # brings the workload to its starting point
+    change: Callable[[Side], Awaitable[None]]  # the change the fault interrupts
+    settled: Callable[[Side], Awaitable[Any]]  # the final state, or None while converging
+    fault: str  # "kube-apiserver", "etcd" or "manager"
+    minimum_creates: int  # pods the change needs created, at the least
+    fault_after: float = 0.5
+    down_for: float = 5.0
+
+
+async def _scale_rs(side: Side, replicas: int) -> None:
+    await side.client.patch(REPLICASETS, "web", {"spec": {"replicas": replicas}}, namespace=NS)
+
+
+async def _create_rs(side: Side, replicas: int) -> None:
+    await side.client.create(REPLICASETS, replicaset("web", replicas), namespace=NS)
+
+
+async def _set_image(side: Side, image: str) -> None:
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}}
+    await side.client.patch(DEPLOYMENTS, "web", patch, namespace=NS, patch_type="strategic")
+
+
+async def _rs_settled(side: Side) -> Any:
+    return await replica_sets_settled(side.client, "web")
+
+
+async def _deploy_settled(side: Side) -> Any:
+    return await deployment_settled(side.client, "web")
+
+
+async def _create_deploy(side: Side) -> None:
+    await side.client.create(DEPLOYMENTS, deployment("web", 10), namespace=NS)
+
+
+SCENARIOS = [
+    Scenario("apiserver-killed-during-scale-up", lambda s: _create_rs(s, 0), lambda s: _scale_rs(s, 60),
+             _rs_settled, "kube-apiserver", minimum_creates=60),
+    Scenario("apiserver-killed-during-scale-down", lambda s: _create_rs(s, 60), lambda s: _scale_rs(s, 5),
+             _rs_settled, "kube-apiserver", minimum_creates=0),
+    Scenario("apiserver-killed-during-rollout", _create_deploy, lambda s: _set_image(s, "pause:2"),
+             _deploy_settled, "kube-apiserver", minimum_creates=10),
+    Scenario("etcd-restarted-during-rollout", _create_deploy, lambda s: _set_image(s, "pause:2"),
+             _deploy_settled, "etcd", minimum_creates=10),
+    Scenario("manager-killed-mid-rollout", _create_deploy, lambda s: _set_image(s, "pause:2"),
+             _deploy_settled, "manager", minimum_creates=10, fault_after=1.0, down_for=2.0),
+]
+
+
+async def _run_side(side: Side, scenario: Scenario) -> dict[str, Any]:
+    await scenario.setup(side)
+    start_state = await first_time(lambda: _truthy(scenario.settled(side)), timeout=90)
+    del start_state
+    since = time.time()
+    await scenario.change(side)
+    await anyio.sleep(scenario.fault_after)
+    if scenario.fault == "manager":
+        await side.kill_manager()
+        await anyio.sleep(scenario.down_for)
+        back = time.monotonic()
+        await side.start_manager()
+    else:
+        await side.kill_component(scenario.fault)
+        await anyio.sleep(scenario.down_for)
+        await side.start_component(scenario.fault)
+        back = time.monotonic()
+    converged = await first_time(lambda: _truthy(scenario.settled(side)), timeout=60)
+    await anyio.sleep(2.0)  # let anything extra show up, and the audit log catch up
+    return {"state": await scenario.settled(side), "recovery": converged - back,
+            "creates": side.pod_creates(since=since)}
+
+
+async def _truthy(result: Awaitable[Any]) -> bool:
+    return bool(await result)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+async def test_fault_ends_in_kcms_state_as_fast_as_kcm(assets: Assets, scenario: Scenario) -> None:
+    async with side_by_side(assets) as (kcm, aiokcm):
+        results = await on_both(kcm, aiokcm, lambda side: _run_side(side, scenario))
+        output = aiokcm.manager_output()
+    want, got = results["kcm"], results["aiokcm"]
+    assert got["state"] == want["state"], f"{scenario.name}: aiokcm ended in {got['state']}, KCM in {want['state']}"
+    assert got["creates"] == scenario.minimum_creates, (
+        f"{scenario.name}: aiokcm created {got['creates']} pods, the change needs {scenario.minimum_creates} "
+        f"(KCM created {want['creates']})")
+    assert got["recovery"] <= want["recovery"] + RECOVERY_SLACK, (
+        f"{scenario.name}: aiokcm converged {got['recovery']:.1f} s after the server was back, KCM {want['recovery']:.1f} s")
+    for token in aiokcm.plane.tokens().values():
+        assert token not in output, f"{scenario.name}: a bearer token reached aiokcm's log"
