@@ -326,10 +326,12 @@ class ReplicaSetSync:
             pmeta = pod["metadata"]
             try:
                 await self.client.delete(PODS, pmeta["name"], namespace=pmeta["namespace"])
-            except ApiError as exc:
-                # The informer will not see this deletion: stop waiting for it.
+            except Exception as exc:
+                # Any failure, a dropped connection as much as a refusal: the informer will not
+                # see this deletion, so stop waiting for it (KCM's DeletionObserved on every error),
+                # or the ReplicaSet would ignore all scaling until the expectations expire.
                 self.expectations.deletion_observed(key, pod_key(pod))
-                if not exc.not_found:
+                if not (isinstance(exc, ApiError) and exc.not_found):
                     self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {exc}")
                     errors.append(exc)
                 return
