@@ -12,6 +12,7 @@ import abc
 import time
 from typing import Any, ClassVar
 
+import aiohttp
 import anyio
 import structlog
 
@@ -123,15 +124,19 @@ class Controller(abc.ABC):
     def handle_error(self, key: str, exc: BaseException) -> None:
         metrics.RECONCILE_ERRORS.labels(self.name).inc()
         metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
-        if not isinstance(exc, ApiError):
+        # An API refusal or a transport failure (a dropped connection, a server restarting, a
+        # timeout) is an ordinary error: one line, no traceback. Anything else is a bug.
+        bug = not isinstance(exc, ApiError | aiohttp.ClientError | OSError | TimeoutError)
+        if bug:
             metrics.RECONCILE_PANICS.labels(self.name).inc()
         retries = self.queue.num_requeues(key)
-        fields: dict[str, Any] = {"retries": retries, "error": str(exc)}
+        fields: dict[str, Any] = {"retries": retries, "error": str(exc) or type(exc).__name__,
+                                  "error_type": type(exc).__name__}
         if retries < self.max_retries:
             if isinstance(exc, ApiError) and exc.conflict:
                 self.log.debug("conflict, requeueing", **fields)
             else:
-                self.log.warning("sync failed, requeueing", exc_info=not isinstance(exc, ApiError), **fields)
+                self.log.warning("sync failed, requeueing", exc_info=bug, **fields)
             self.queue.add_rate_limited(key)
         else:
             self.log.error("dropping key out of the queue after too many retries", **fields)
