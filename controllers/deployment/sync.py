@@ -80,19 +80,31 @@ class DeploymentSync:
 
     # -- writes ---------------------------------------------------------------------------
 
-    async def update_status(self, d: RS, status: dict[str, Any]) -> None:
-        body = {"metadata": {"resourceVersion": meta(d).get("resourceVersion")}, "status": status}
+    async def update_status(
+        self, d: RS, status: dict[str, Any] | None, *, annotations: Mapping[str, str | None] | None = None
+    ) -> None:
+        """Write through `/status`, annotations included, as KCM's `UpdateStatus`: kube-apiserver
+        bumps a Deployment's generation on any annotation change through the main resource, but
+        not through `/status`, so revision bookkeeping never looks like a new spec."""
+        body: dict[str, Any] = {"metadata": {"resourceVersion": meta(d).get("resourceVersion")}}
+        if annotations:
+            body["metadata"]["annotations"] = dict(annotations)
+        if status is not None:
+            body["status"] = status
         updated = await self.client.patch(
             DEPLOYMENTS, name_of(d), body, namespace=meta(d).get("namespace"), subresource="status"
         )
-        d["status"] = status
-        d.setdefault("metadata", {})["resourceVersion"] = (updated.get("metadata") or {}).get("resourceVersion")
+        if status is not None:
+            d["status"] = status
+        written = updated.get("metadata") or {}
+        d_meta = d.setdefault("metadata", {})
+        d_meta["resourceVersion"] = written.get("resourceVersion")
+        if annotations:
+            d_meta["annotations"] = dict(written.get("annotations") or {})
 
     async def update_annotations(self, d: RS, changes: Mapping[str, str | None]) -> None:
-        """Merge-patch the Deployment's annotations (None removes one) and mirror it in `d`."""
-        body = {"metadata": {"annotations": dict(changes), "resourceVersion": meta(d).get("resourceVersion")}}
-        updated = await self.client.patch(DEPLOYMENTS, name_of(d), body, namespace=meta(d).get("namespace"))
-        d["metadata"] = copy.deepcopy(updated.get("metadata") or d.get("metadata") or {})
+        """Merge the Deployment's annotations (None removes one) through `/status`; mirror them in `d`."""
+        await self.update_status(d, None, annotations=changes)
 
     async def patch_replica_set(self, rs: Obj, body: dict[str, Any]) -> RS:
         body.setdefault("metadata", {})["resourceVersion"] = meta(rs).get("resourceVersion")
@@ -130,13 +142,16 @@ class DeploymentSync:
             return await self.patch_replica_set(existing, body)
         rs = dict(existing)
         rs_revision = annotations_of(rs).get(REVISION_ANNOTATION)
+        revision: dict[str, str | None] = {}
         if rs_revision is not None and annotations_of(d).get(REVISION_ANNOTATION) != rs_revision:
-            await self.update_annotations(d, {REVISION_ANNOTATION: rs_revision})
-        status = copy.deepcopy(d.get("status") or {})
-        if progress_deadline_seconds(d) is not None and get_condition(status, progress.PROGRESSING) is None:
+            revision[REVISION_ANNOTATION] = rs_revision
+        new_status: dict[str, Any] | None = None
+        if progress_deadline_seconds(d) is not None and get_condition(d.get("status") or {}, progress.PROGRESSING) is None:
+            new_status = copy.deepcopy(d.get("status") or {})
             msg = f'Found new replica set "{name_of(rs)}"'
-            set_condition(status, progress.deployment_condition(progress.PROGRESSING, "True", progress.FOUND_NEW_RS_REASON, msg))
-            await self.update_status(d, status)
+            set_condition(new_status, progress.deployment_condition(progress.PROGRESSING, "True", progress.FOUND_NEW_RS_REASON, msg))
+        if revision or new_status is not None:
+            await self.update_status(d, new_status, annotations=revision)  # one write, as KCM's
         return rs
 
     async def _create_new_rs(self, d: RS, old_rss: Sequence[RS], new_revision: int) -> RS | None:
@@ -196,13 +211,16 @@ class DeploymentSync:
             self.recorder.event(
                 d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name_of(created)} from 0 to {new_replicas}"
             )
+        revision: dict[str, str | None] = {}
         if annotations_of(d).get(REVISION_ANNOTATION) != str(new_revision):
-            await self.update_annotations(d, {REVISION_ANNOTATION: str(new_revision)})
+            revision[REVISION_ANNOTATION] = str(new_revision)
+        new_status: dict[str, Any] | None = None
         if not already_exists and progress_deadline_seconds(d) is not None:
-            status = copy.deepcopy(d.get("status") or {})
+            new_status = copy.deepcopy(d.get("status") or {})
             msg = f'Created new replica set "{name_of(created)}"'
-            set_condition(status, progress.deployment_condition(progress.PROGRESSING, "True", progress.NEW_RS_CREATED_REASON, msg))
-            await self.update_status(d, status)
+            set_condition(new_status, progress.deployment_condition(progress.PROGRESSING, "True", progress.NEW_RS_CREATED_REASON, msg))
+        if revision or new_status is not None:
+            await self.update_status(d, new_status, annotations=revision)  # one write, as KCM's
         return created
 
     # -- scaling ----------------------------------------------------------------------------

@@ -76,7 +76,27 @@ class WorkloadStrategy(BuiltinStrategy):
 
 
 class DeploymentStrategy(WorkloadStrategy):
+    """kube-apiserver's deployment strategy: an annotation change bumps the generation too
+    (annotations are copied to the ReplicaSets, so they are part of what the controller rolls
+    out), and a `/status` write keeps the old labels. The controller therefore writes its
+    revision annotations through `/status`, which bumps nothing."""
+
     kind = "Deployment"
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        super().prepare_for_update(obj, old)
+        old_meta, meta = old["metadata"], obj["metadata"]
+        generation = old_meta.get("generation", 1)
+        if meta.get("generation") == generation and (meta.get("annotations") or {}) != (old_meta.get("annotations") or {}):
+            meta["generation"] = generation + 1
+
+    def prepare_for_status_update(self, obj: Obj, old: Obj) -> None:
+        super().prepare_for_status_update(obj, old)
+        labels = old["metadata"].get("labels")
+        if labels is None:
+            obj["metadata"].pop("labels", None)
+        else:
+            obj["metadata"]["labels"] = labels
 
     def default(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})

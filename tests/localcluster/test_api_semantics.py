@@ -55,6 +55,32 @@ async def test_generation_bumps_on_spec_change_only(kube: KubeClient) -> None:
     assert scaled["metadata"]["generation"] == 2
 
 
+async def test_deployment_generation_counts_annotation_changes_but_not_status_writes(kube: KubeClient) -> None:
+    """kube-apiserver's deployment strategy: spec or annotations through the main resource bump
+    the generation; `/status` keeps annotations it is sent, keeps the old labels, bumps nothing.
+    A ReplicaSet's generation follows its spec alone, and its `/status` keeps new labels."""
+    created = await kube.create(R.DEPLOYMENTS, deployment("d", replicas=1), namespace="default")
+    assert created["metadata"]["generation"] == 1
+    annotated = await kube.patch(R.DEPLOYMENTS, "d", {"metadata": {"annotations": {"a": "1"}}}, namespace="default")
+    assert annotated["metadata"]["generation"] == 2
+    labelled = await kube.patch(R.DEPLOYMENTS, "d", {"metadata": {"labels": {"z": "1"}}}, namespace="default")
+    assert labelled["metadata"]["generation"] == 2
+    body = {"metadata": {"annotations": {"b": "2"}, "labels": {"x": "y"}}, "spec": {"replicas": 5}, "status": {"replicas": 0}}
+    via_status = await kube.patch(R.DEPLOYMENTS, "d", body, namespace="default", subresource="status")
+    assert via_status["metadata"]["generation"] == 2
+    assert via_status["metadata"]["annotations"] == {"a": "1", "b": "2"}
+    assert via_status["metadata"]["labels"] == {"z": "1"}
+    assert via_status["spec"]["replicas"] == 1
+
+    await kube.create(R.REPLICASETS, replicaset("r"), namespace="default")
+    rs = await kube.patch(R.REPLICASETS, "r", {"metadata": {"annotations": {"a": "1"}}}, namespace="default")
+    assert rs["metadata"]["generation"] == 1
+    rs = await kube.patch(R.REPLICASETS, "r", body, namespace="default", subresource="status")
+    assert rs["metadata"]["generation"] == 1
+    assert rs["metadata"]["labels"] == {"x": "y"}
+    assert rs["metadata"]["annotations"] == {"a": "1", "b": "2"}
+
+
 async def test_status_and_spec_are_written_through_their_own_endpoints(kube: KubeClient) -> None:
     await kube.create(R.REPLICASETS, replicaset("rs"), namespace="default")
     main = await kube.patch(R.REPLICASETS, "rs", {"spec": {"replicas": 2}, "status": {"replicas": 7}}, namespace="default")
