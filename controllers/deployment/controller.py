@@ -88,7 +88,12 @@ class DeploymentController(Controller):
         self.enqueue(meta_key(d))
 
     def _requeue_after(self, d: Obj, seconds: float) -> None:
-        self.queue.add_after(meta_key(d), seconds)
+        """A later look at `d`; "now" goes through the rate limiter, as KCM's `enqueueRateLimited`,
+        so a Deployment whose deadline is due can never requeue itself in a busy loop."""
+        if seconds <= 0:
+            self.queue.add_rate_limited(meta_key(d))
+        else:
+            self.queue.add_after(meta_key(d), seconds)
 
     def _delete_deployment(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         d = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj

@@ -44,6 +44,7 @@ from controllers.deployment.util import (
     find_active_or_latest,
     find_new_replica_set,
     find_old_replica_sets,
+    has_progress_deadline,
     is_rolling_update,
     is_saturated,
     max_revision,
@@ -51,7 +52,6 @@ from controllers.deployment.util import (
     meta,
     name_of,
     new_rs_new_replicas,
-    progress_deadline_seconds,
     proportional_sizes,
     replicas,
     replicas_annotations_need_update,
@@ -146,7 +146,7 @@ class DeploymentSync:
         if rs_revision is not None and annotations_of(d).get(REVISION_ANNOTATION) != rs_revision:
             revision[REVISION_ANNOTATION] = rs_revision
         new_status: dict[str, Any] | None = None
-        if progress_deadline_seconds(d) is not None and get_condition(d.get("status") or {}, progress.PROGRESSING) is None:
+        if has_progress_deadline(d) and get_condition(d.get("status") or {}, progress.PROGRESSING) is None:
             new_status = copy.deepcopy(d.get("status") or {})
             msg = f'Found new replica set "{name_of(rs)}"'
             set_condition(new_status, progress.deployment_condition(progress.PROGRESSING, "True", progress.FOUND_NEW_RS_REASON, msg))
@@ -215,7 +215,7 @@ class DeploymentSync:
         if annotations_of(d).get(REVISION_ANNOTATION) != str(new_revision):
             revision[REVISION_ANNOTATION] = str(new_revision)
         new_status: dict[str, Any] | None = None
-        if not already_exists and progress_deadline_seconds(d) is not None:
+        if not already_exists and has_progress_deadline(d):
             new_status = copy.deepcopy(d.get("status") or {})
             msg = f'Created new replica set "{name_of(created)}"'
             set_condition(new_status, progress.deployment_condition(progress.PROGRESSING, "True", progress.NEW_RS_CREATED_REASON, msg))
@@ -332,7 +332,7 @@ class DeploymentSync:
 
     async def check_paused_conditions(self, d: RS) -> None:
         """`checkPausedConditions`: Unknown Progressing while paused, so pause time never times out."""
-        if progress_deadline_seconds(d) is None:
+        if not has_progress_deadline(d):
             return
         cond = get_condition(d.get("status"), progress.PROGRESSING)
         if cond is not None and cond.get("reason") == progress.TIMED_OUT_REASON:
