@@ -7,8 +7,11 @@ published schema: lists whose field carries `x-kubernetes-patch-strategy: merge`
 uid, ...); every other list is replaced (so `tolerations` and node `taints`, which are atomic
 in Kubernetes, are replaced as on a real server). Directives: `$patch: replace|delete|merge`
 on maps and list elements, `$retainKeys`, `$deleteFromPrimitiveList/<field>`; the
-`$setElementOrder/<field>` that kubectl sends is accepted and ignored (order of merged lists
-is: original elements in place, new ones appended).
+`$setElementOrder/<field>` that kubectl sends gives the order of the patched elements. A merged
+list is ordered as `normalizeElementOrder` orders it: the patch's elements in the patch's (or
+the directive's) order, interleaved with the elements only the server has, which keep their
+relative order and go before a patch element only when the live list already had them in front
+of it; so an element new to the list comes before the untouched ones.
 
 `application/apply-patch+yaml` (server-side apply) is approximated: the applied configuration
 is strategic-merged onto the live object (or creates it). Field ownership and managedFields are
@@ -122,7 +125,9 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], schema: schemas.
             else:
                 result[key] = merged
         elif isinstance(value, list):
-            result[key] = _merge_list(current if isinstance(current, list) else [], value, sub_schema)
+            order = patch.get(f"$setElementOrder/{key}")
+            result[key] = _merge_list(current if isinstance(current, list) else [], value, sub_schema,
+                                      order=order if isinstance(order, list) else None)
         else:
             result[key] = value
     if isinstance(retain, list):
@@ -132,7 +137,9 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], schema: schemas.
     return result
 
 
-def _merge_list(original: list[Any], patch: list[Any], schema: schemas.Schema | None) -> list[Any]:
+def _merge_list(
+    original: list[Any], patch: list[Any], schema: schemas.Schema | None, *, order: list[Any] | None = None
+) -> list[Any]:
     resolved = schemas.resolve(schema) if schema is not None else None
     strategy = str((resolved or {}).get("x-kubernetes-patch-strategy") or "")
     merge_key = (resolved or {}).get("x-kubernetes-patch-merge-key")
@@ -146,7 +153,7 @@ def _merge_list(original: list[Any], patch: list[Any], schema: schemas.Schema | 
         for value in patch:
             if value not in result:
                 result.append(value)
-        return result
+        return _normalize_order(result, original, order if order is not None else patch, None)
     result = list(original)
     for element in patch:
         if not isinstance(element, dict):
@@ -167,7 +174,45 @@ def _merge_list(original: list[Any], patch: list[Any], schema: schemas.Schema | 
                 del result[index]
             else:
                 result[index] = merged
-    return result
+    live_patch = [v for v in patch if not (isinstance(v, dict) and v.get("$patch") == "delete")]
+    return _normalize_order(result, original, order if order is not None else live_patch, merge_key)
+
+
+def _normalize_order(merged: list[Any], original: list[Any], patch_order: list[Any], merge_key: str | None) -> list[Any]:
+    """strategicpatch's `normalizeElementOrder` + `mergeSortedSlice` for one merged list."""
+
+    def ident(value: Any) -> Any:
+        if merge_key is None:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if isinstance(value, dict | list) else value
+        return value.get(merge_key) if isinstance(value, dict) else value
+
+    patch_index = {}
+    for i, v in enumerate(patch_order):
+        patch_index.setdefault(ident(v), i)
+    server_index = {}
+    for i, v in enumerate(original):
+        server_index.setdefault(ident(v), i)
+    patch_items = sorted((v for v in merged if ident(v) in patch_index), key=lambda v: patch_index[ident(v)])
+    server_only = sorted((v for v in merged if ident(v) not in patch_index),
+                         key=lambda v: server_index.get(ident(v), len(server_index)))
+    out: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(patch_items):
+        if j >= len(patch_items):
+            out.append(server_only[i])
+            i += 1
+        elif i >= len(server_only):
+            out.append(patch_items[j])
+            j += 1
+        else:
+            li, ri = server_index.get(ident(server_only[i])), server_index.get(ident(patch_items[j]))
+            if li is not None and ri is not None and li < ri:
+                out.append(server_only[i])
+                i += 1
+            else:
+                out.append(patch_items[j])
+                j += 1
+    return out
 
 
 def _strip_directives(value: Any) -> Any:
