@@ -244,4 +244,4 @@ async def test_without_the_gate_requests_are_ignored(kube: KubeClient) -> None:
         assert "maintenance.aiokcm.io/replicas-to-evacuate" not in (cur["metadata"].get("annotations") or {})
 
 
-pytestmark = pytest.mark.usefixtures("cluster")
+pytestmark = [pytest.mark.usefixtures("cluster"), pytest.mark.backends("local", "real")]
