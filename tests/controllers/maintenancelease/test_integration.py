@@ -23,6 +23,8 @@ from controllers.nodemaintenance.api import PHASE_ANNOTATION
 from controllers.nodemaintenance.nodeselector import names_selector
 from tests.controllers.harness import eventually, running_controllers
 
+pytestmark = pytest.mark.backends("local", "real")
+
 LEASE_GATES = {"NodeMaintenanceLease": True}
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import pytest
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES, PODS
 from controllers.tainteviction import TaintEvictionController
 from tests.controllers.harness import eventually, running_controllers
+
+pytestmark = pytest.mark.backends("local", "real")
 
 NS = "default"
 UNREACHABLE = {"key": "example.com/evict", "effect": "NoExecute"}
