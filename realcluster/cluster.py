@@ -6,9 +6,10 @@ test namespaces, `nodes` freshly registered Ready nodes) and then runs the simul
 for the test's duration. The surface is the embedded cluster's (`client()`, `kubeconfig_path`,
 `url`, `kubelets[name]`), so one test body runs on either.
 
-The reset deletes content rather than namespaces where it can: a deleted namespace lingers as
-Terminating until kube-controller-manager's namespace controller empties it, and the next test
-would meet a 403 creating into it.
+The reset deletes content, not namespaces: kube-controller-manager's namespace controller takes
+about 5 s to remove one, and a test that creates into a namespace still Terminating meets a 403.
+A namespace a test left behind is emptied and kept (a controller that creates its namespace, as
+the maintenance-lease one does, finds it there); one a test deleted is waited for.
 """
 
 from __future__ import annotations
@@ -103,7 +104,9 @@ async def _ignore_missing(call: Any) -> None:
 
 async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
     """Remove what tests create: workloads, pods, budgets, maintenances, nodes and test namespaces."""
-    namespaces = [ns["metadata"]["name"] for ns in (await client.list(NAMESPACES)).get("items") or []]
+    listed = (await client.list(NAMESPACES)).get("items") or []
+    namespaces = [ns["metadata"]["name"] for ns in listed]
+    terminating = {ns["metadata"]["name"] for ns in listed if ns["metadata"].get("deletionTimestamp")}
     with contextlib.suppress(ApiError):  # the CRD may not be installed yet
         for nm in (await client.list(_NODEMAINTENANCES)).get("items") or []:
             name = nm["metadata"]["name"]
@@ -124,14 +127,11 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
         await _clear_pods(client, ns)
     for node in (await client.list(NODES)).get("items") or []:
         await _ignore_missing(client.delete(NODES, node["metadata"]["name"]))
-    for ns in namespaces:
-        if ns not in SYSTEM_NAMESPACES:
-            await _ignore_missing(client.delete(NAMESPACES, ns))
     with anyio.fail_after(timeout):
         while True:
             left = [p for p in (await client.list(PODS)).get("items") or []]
             names = {ns["metadata"]["name"] for ns in (await client.list(NAMESPACES)).get("items") or []}
-            if not left and names <= SYSTEM_NAMESPACES and not (await client.list(NODES)).get("items"):
+            if not left and not (names & terminating) and not (await client.list(NODES)).get("items"):
                 return
             for pod in left:
                 await _clear_pods(client, pod["metadata"]["namespace"])
