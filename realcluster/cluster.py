@@ -44,6 +44,10 @@ _NAMESPACED = (
 )
 _KEPT_CONFIGMAPS = frozenset({"kube-root-ca.crt", "extension-apiserver-authentication"})
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
+CUSTOMRESOURCEDEFINITIONS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                     "CustomResourceDefinition", False)
+# CRDs that outlive a test: installing one takes a while and every test that needs it installs it.
+KEPT_CRDS = frozenset({"nodemaintenances.maintenance.aiokcm.io"})
 _NODEMAINTENANCES = Resource("maintenance.aiokcm.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", False)
 
 
@@ -103,7 +107,8 @@ async def _ignore_missing(call: Any) -> None:
 
 
 async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
-    """Remove what tests create: workloads, pods, budgets, maintenances, nodes and test namespaces."""
+    """Remove what tests create: workloads, pods, budgets, maintenances, nodes, custom resource
+    definitions (but the NodeMaintenance one), and the content of every namespace."""
     listed = (await client.list(NAMESPACES)).get("items") or []
     namespaces = [ns["metadata"]["name"] for ns in listed]
     terminating = {ns["metadata"]["name"] for ns in listed if ns["metadata"].get("deletionTimestamp")}
@@ -127,11 +132,17 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
         await _clear_pods(client, ns)
     for node in (await client.list(NODES)).get("items") or []:
         await _ignore_missing(client.delete(NODES, node["metadata"]["name"]))
+    crds = [c["metadata"]["name"] for c in (await client.list(CUSTOMRESOURCEDEFINITIONS)).get("items") or []
+            if c["metadata"]["name"] not in KEPT_CRDS]
+    for crd in crds:
+        await _ignore_missing(client.delete(CUSTOMRESOURCEDEFINITIONS, crd))
     with anyio.fail_after(timeout):
         while True:
             left = [p for p in (await client.list(PODS)).get("items") or []]
             names = {ns["metadata"]["name"] for ns in (await client.list(NAMESPACES)).get("items") or []}
-            if not left and not (names & terminating) and not (await client.list(NODES)).get("items"):
+            crds_left = {c["metadata"]["name"] for c in (await client.list(CUSTOMRESOURCEDEFINITIONS)).get("items") or []}
+            if (not left and not (names & terminating) and not (await client.list(NODES)).get("items")
+                    and not crds_left.intersection(crds)):
                 return
             for pod in left:
                 await _clear_pods(client, pod["metadata"]["namespace"])

@@ -13,9 +13,11 @@ from collections.abc import AsyncIterator
 import pytest
 
 from localcluster.cluster import LocalCluster
+from tests.backends import cluster_on_backend
 
 
 @pytest.fixture
-async def cluster() -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(nodes=3, scheduler=False, kubelets=False, gc=False) as c:
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[LocalCluster]:
+    """On the real backend: kube-apiserver without scheduler or garbage collector, nodes without kubelets."""
+    async with cluster_on_backend(request, nodes=3, scheduler=False, kubelets=False, gc=False) as c:
         yield c

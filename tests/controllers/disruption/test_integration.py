@@ -31,6 +31,8 @@ from controllers.disruption import DisruptionController
 from informers import SharedInformerFactory
 from tests.controllers.harness import HeldWatches, RecordingEvents, eventually, running_controllers
 
+pytestmark = pytest.mark.backends("local", "real")
+
 NS = "default"
 FOO_BAR = {"foo": "bar"}
 GATES = {"DeclarativeNodeMaintenance": True}
