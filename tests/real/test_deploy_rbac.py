@@ -1,0 +1,111 @@
+"""deploy/ as an operator applies it, aiokcm under its own ServiceAccount on a real kube-apiserver.
+
+RBAC is enforced, and the manager holds nothing but its ServiceAccount's token (from the
+TokenRequest API), so a grant the code needs and deploy/rbac.yaml lacks shows up as a 403. The
+demo's drain (a single-replica app with a PDB and a three-replica app, the node of the single
+replica drained through a NodeMaintenance) must finish with zero downtime and no 403 at all.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+import yaml
+
+from apiclient import KubeClient
+from localcluster.demo import APPS, run_demo
+from realcluster import ControlPlane, RealCluster
+from tests.backends import real_assets_or_skip
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+MANIFESTS = [DEPLOY / "crds", DEPLOY / "namespace.yaml", DEPLOY / "serviceaccount.yaml", DEPLOY / "rbac.yaml"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def manager_args(port: int) -> list[str]:
+    """The container's arguments from deploy/deployment.yaml, served on loopback for the test."""
+    docs = list(yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text()))
+    deployment = next(d for d in docs if d and d.get("kind") == "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = [a for a in container["args"] if not a.startswith(("--bind-address", "--secure-port"))]
+    return [*args, "--bind-address=127.0.0.1", f"--secure-port={port}"]
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[RealCluster]:
+    """A fresh real control plane of this module's own: KCM beside aiokcm, simulated kubelets."""
+    with ControlPlane(real_assets_or_skip()) as plane:
+        async with RealCluster(plane, nodes=3) as real:
+            yield real
+
+
+async def _service_account_token(admin: KubeClient) -> str:
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
+    issued = await admin.request("POST", "/api/v1/namespaces/aiokcm-system/serviceaccounts/aiokcm/token", body=body)
+    return str(issued["status"]["token"])
+
+
+async def _metric_total(port: int, code: str) -> float:
+    async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}/metrics") as r:
+        text = await r.text()
+    pattern = re.compile(r'^rest_client_requests_total\{[^}]*code="' + code + r'"[^}]*\} (\S+)$', re.M)
+    return sum(float(v) for v in pattern.findall(text))
+
+
+@pytest.mark.timeout(240)
+async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(cluster: RealCluster) -> None:
+    applied = await anyio.run_process(
+        ["kubectl", "--kubeconfig", cluster.kubeconfig_path, "apply", *[arg for m in MANIFESTS for arg in ("-f", str(m))]],
+        check=False)
+    assert applied.returncode == 0, applied.stderr.decode()
+    admin = await cluster.client()
+    port = _free_port()
+    log_path = cluster.plane.workdir / "aiokcm-sa.log"
+    manager: Any = None
+    try:
+        token = await _service_account_token(admin)
+        kubeconfig = cluster.plane.kubeconfig_for_token("aiokcm-sa", token)
+        with log_path.open("wb") as log:
+            manager = await anyio.open_process(
+                [str(Path(sys.executable).with_name("aiokcm")), *manager_args(port), "--kubeconfig", str(kubeconfig)],
+                stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        result = await run_demo(admin, out=io.StringIO())
+        forbidden = await _metric_total(port, "403")
+        requests = await _metric_total(port, "200") + await _metric_total(port, "201")
+        started = time.monotonic()
+        manager.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30):
+            code = await manager.wait()
+        stop_seconds = time.monotonic() - started
+    finally:
+        if manager is not None and manager.returncode is None:
+            manager.kill()
+            await manager.wait()
+        await admin.close()
+    output = log_path.read_text(errors="replace")
+    assert result.drained, output[-3000:]
+    assert result.zero_downtime(APPS), f"least available while draining: {result.least_available}"
+    assert requests > 0  # the manager did its work through the API, as its ServiceAccount
+    assert forbidden == 0, [line for line in output.splitlines() if "403" in line or "orbidden" in line][:10]
+    assert "Forbidden" not in output
+    assert code == 0, output[-2000:]
+    assert stop_seconds < 25  # within --shutdown-grace-period (20 s) plus the event flush
+    assert token not in output
