@@ -57,6 +57,33 @@ _CONDITION_TEXT: dict[str, tuple[str, str, str, str]] = {
     "NetworkUnavailable": ("RouteCreated", "RouteController created a route", "NoRouteCreated", "Node created without a route"),
 }
 
+def node_conditions(
+    *, ready: bool, not_ready_message: str, pressure: Mapping[str, bool], old: list[Obj], now: str
+) -> list[Obj]:
+    """The kubelet's condition setters: heartbeat `now`, transition time kept unless the status
+    flips. Shared with the simulated kubelets that run against a real API server."""
+    previous = {c.get("type"): c for c in old}
+    out: list[Obj] = []
+
+    def put(type_: str, status: str, reason: str, message: str) -> None:
+        before = previous.get(type_) or {}
+        changed = before.get("status") != status
+        out.append({"type": type_, "status": status, "lastHeartbeatTime": now,
+                    "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),
+                    "reason": reason, "message": message})
+
+    for type_, (r_false, m_false, r_true, m_true) in _CONDITION_TEXT.items():
+        if type_ == "NetworkUnavailable" and type_ not in pressure and type_ not in previous:
+            continue
+        on = pressure.get(type_, False)
+        put(type_, "True" if on else "False", r_true if on else r_false, m_true if on else m_false)
+    if ready:
+        put("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+    else:
+        put("Ready", "False", "KubeletNotReady", not_ready_message)
+    return out
+
+
 # heap actions
 _LEASE, _STATUS, _START, _FINISH = "lease", "status", "start", "finish"
 
@@ -252,28 +279,9 @@ class Kubelets(Mapping[str, Kubelet]):
         }
 
     def _conditions(self, kubelet: Kubelet, old: list[Obj]) -> list[Obj]:
-        """The kubelet's condition setters: heartbeat now, transition time kept unless the status flips."""
-        now = now_rfc3339()
-        previous = {c.get("type"): c for c in old}
-        out: list[Obj] = []
-
-        def put(type_: str, status: str, reason: str, message: str) -> None:
-            before = previous.get(type_)
-            changed = before is None or before.get("status") != status
-            out.append({"type": type_, "status": status, "lastHeartbeatTime": now,
-                        "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),  # type: ignore[union-attr]
-                        "reason": reason, "message": message})
-
-        for type_, (r_false, m_false, r_true, m_true) in _CONDITION_TEXT.items():
-            if type_ == "NetworkUnavailable" and type_ not in kubelet.pressure and type_ not in previous:
-                continue
-            on = kubelet.pressure.get(type_, False)
-            put(type_, "True" if on else "False", r_true if on else r_false, m_true if on else m_false)
-        if kubelet.ready:
-            put("Ready", "True", "KubeletReady", "kubelet is posting ready status")
-        else:
-            put("Ready", "False", "KubeletNotReady", kubelet.not_ready_message)
-        return out
+        """The kubelet's condition setters (see `node_conditions`)."""
+        return node_conditions(ready=kubelet.ready, not_ready_message=kubelet.not_ready_message,
+                               pressure=kubelet.pressure, old=old, now=now_rfc3339())
 
     # -- heartbeats ---------------------------------------------------------------------
     def _renew_lease(self, kubelet: Kubelet) -> None:

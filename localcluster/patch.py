@@ -186,10 +186,10 @@ def _normalize_order(merged: list[Any], original: list[Any], patch_order: list[A
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if isinstance(value, dict | list) else value
         return value.get(merge_key) if isinstance(value, dict) else value
 
-    patch_index = {}
+    patch_index: dict[Any, int] = {}
     for i, v in enumerate(patch_order):
         patch_index.setdefault(ident(v), i)
-    server_index = {}
+    server_index: dict[Any, int] = {}
     for i, v in enumerate(original):
         server_index.setdefault(ident(v), i)
     patch_items = sorted((v for v in merged if ident(v) in patch_index), key=lambda v: patch_index[ident(v)])

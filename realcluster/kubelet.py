@@ -31,20 +31,13 @@ from anyio.abc import TaskGroup
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NODES, PODS
+from localcluster.kubelet import node_conditions
 
 Obj = dict[str, Any]
 T = TypeVar("T")
 
 LEASE_NAMESPACE = "kube-node-lease"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-_PRESSURE_TEXT: dict[str, tuple[str, str, str, str]] = {
-    "MemoryPressure": ("KubeletHasSufficientMemory", "kubelet has sufficient memory available",
-                       "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
-    "DiskPressure": ("KubeletHasNoDiskPressure", "kubelet has no disk pressure",
-                     "KubeletHasDiskPressure", "kubelet has disk pressure"),
-    "PIDPressure": ("KubeletHasSufficientPID", "kubelet has sufficient PID available",
-                    "KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
-}
 _TRANSIENT = (aiohttp.ClientError, OSError, TimeoutError)
 
 
@@ -205,34 +198,15 @@ class ApiKubelets:
         await self._post_status(kubelet, initial=True)
         await self._renew_lease(kubelet)
 
-    def _conditions(self, kubelet: ApiKubelet, old: list[Obj]) -> list[Obj]:
-        now = _now()
-        previous = {c.get("type"): c for c in old}
-        out: list[Obj] = []
-
-        def put(type_: str, status: str, reason: str, message: str) -> None:
-            before = previous.get(type_) or {}
-            changed = before.get("status") != status
-            out.append({"type": type_, "status": status, "lastHeartbeatTime": now,
-                        "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),
-                        "reason": reason, "message": message})
-
-        for type_, (r_false, m_false, r_true, m_true) in _PRESSURE_TEXT.items():
-            on = kubelet.pressure.get(type_, False)
-            put(type_, "True" if on else "False", r_true if on else r_false, m_true if on else m_false)
-        if kubelet.ready:
-            put("Ready", "True", "KubeletReady", "kubelet is posting ready status")
-        else:
-            put("Ready", "False", "KubeletNotReady", kubelet.not_ready_message)
-        return out
-
     async def _post_status(self, kubelet: ApiKubelet, *, initial: bool = False) -> None:
         if not kubelet.running:
             return
         node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
         if node is None:
             return
-        status: Obj = {"conditions": self._conditions(kubelet, (node.get("status") or {}).get("conditions") or [])}
+        old = (node.get("status") or {}).get("conditions") or []
+        status: Obj = {"conditions": node_conditions(ready=kubelet.ready, not_ready_message=kubelet.not_ready_message,
+                                                     pressure=kubelet.pressure, old=old, now=_now())}
         if initial:
             capacity = {"cpu": "32", "memory": "128Gi", "pods": str(self.max_pods), "ephemeral-storage": "100Gi"}
             status |= {

@@ -8,9 +8,7 @@ and on a bug, an API error, and a library logging through the standard library.
 
 from __future__ import annotations
 
-import io
 import logging
-from collections.abc import Iterator
 
 import pytest
 import structlog
@@ -22,28 +20,10 @@ from controller_manager import logging as manager_logging
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from informers import SharedInformerFactory
+from tests.manager.logcapture import CapturedStream, restore_logging  # noqa: F401 - autouse fixture
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXNlcnZpY2UtYWNjb3VudC10b2tlbg.QUJDREVGR0hJSktMTU5PUA"
 PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----"
-
-
-class _Stream(io.StringIO):
-    def __init__(self) -> None:
-        super().__init__()
-        self.buffer = io.BytesIO()
-
-    def everything(self) -> str:
-        return self.getvalue() + self.buffer.getvalue().decode()
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    structlog.reset_defaults()
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +63,7 @@ def _client_to_nowhere() -> KubeClient:
 @pytest.mark.parametrize("log_format", ["json", "text"])
 @pytest.mark.parametrize("failure", ["connection", "bug"])
 async def test_error_paths_never_log_the_token(log_format: str, failure: str) -> None:
-    stream = _Stream()
+    stream = CapturedStream()
     manager_logging.configure(log_format=log_format, verbosity=10, stream=stream)
     client = _client_to_nowhere()
     try:

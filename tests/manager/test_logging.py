@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import io
-import logging
-from collections.abc import Iterator
-
 import orjson
-import pytest
 import structlog
 
 from controller_manager import logging as manager_logging
-
-
-class _Stream(io.StringIO):
-    def __init__(self) -> None:
-        super().__init__()
-        self.buffer = io.BytesIO()
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    structlog.reset_defaults()
-    root.handlers[:] = handlers
-    root.setLevel(level)
+from tests.manager.logcapture import CapturedStream, restore_logging  # noqa: F401 - autouse fixture
 
 
 def test_json_lines_carry_bound_context_and_respect_verbosity() -> None:
-    stream = _Stream()
+    stream = CapturedStream()
     manager_logging.configure(log_format="json", verbosity=0, stream=stream)
     log = structlog.get_logger()
     with structlog.contextvars.bound_contextvars(controller="replicaset", key="shop/web"):
@@ -44,7 +24,7 @@ def test_json_lines_carry_bound_context_and_respect_verbosity() -> None:
 
 
 def test_text_format_and_debug_at_v4() -> None:
-    stream = _Stream()
+    stream = CapturedStream()
     manager_logging.configure(log_format="text", verbosity=4, stream=stream)
     structlog.get_logger().debug("detail", controller="deployment")
     text = stream.getvalue()
