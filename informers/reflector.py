@@ -10,9 +10,13 @@ Modeled on client-go's `tools/cache/reflector.go`:
 - 410 Gone (on opening the watch, or as an ERROR event whose Status code is 410) and "Too
   large resource version" mean the version cannot be resumed from: relist.
 - Connection failures, 429 and 5xx on opening a watch are retried from the same version after
-  a backoff; any other failure relists after a backoff. The backoff is client-go's (800 ms to
-  30 s, jittered, reset after 2 minutes of health). A watch that ends at once with no event is
-  a failure too ("very short watch"), so a server dropping every watch is not hammered.
+  a backoff; any other failure relists after a backoff. As client-go, two backoffs (each 800 ms
+  to 30 s, jittered, reset after 2 minutes of health): one between watch attempts (its
+  `initConnBackoffManager`), one before each new LIST (its `backoffManager`). With a single
+  one, the watch retries of a 5 s API server restart grew the delay before the relist that
+  follows it to ~10 s, and every controller worked from a stale cache that long. A watch that
+  ends at once with no event is a failure too ("very short watch"), so a server dropping every
+  watch is not hammered.
 - LIST pages are fetched raw and decoded out of the garbage collector's way (see `gcpolicy`).
   When the transform has a schema-directed decoder (the pod projection, see `rawdecode`), LIST
   pages and watch events are decoded by it straight into the cached objects, and the
@@ -120,7 +124,8 @@ class Reflector:
         self.field_selector = field_selector
         self.options = options or ReflectorOptions()
         self.last_sync_resource_version = ""
-        self._backoff = Backoff(self.options.backoff)
+        self._backoff = Backoff(self.options.backoff)  # before each LIST
+        self._watch_backoff = Backoff(self.options.backoff)  # between watch attempts
         name = res.group_resource
         self._name = name
         self._events = {
@@ -227,19 +232,19 @@ class Reflector:
                 if err.too_many_requests or err.status >= 500:
                     metrics.ERRORS_TOTAL.labels(self._name, "api").inc()
                     self._log.info("watch refused, retrying", error=str(err))
-                    await self._backoff.sleep()
+                    await self._watch_backoff.sleep()
                     continue
                 raise
             except _NETWORK_ERRORS as err:
                 metrics.ERRORS_TOTAL.labels(self._name, "network").inc()
                 self._log.info("watch failed to open, retrying", error=repr(err))
-                await self._backoff.sleep()
+                await self._watch_backoff.sleep()
                 continue
             finally:
                 metrics.WATCH_DURATION.labels(self._name).observe(anyio.current_time() - start)
             if count == 0 and anyio.current_time() - start < opts.min_watch_duration:
                 metrics.SHORT_WATCHES_TOTAL.labels(self._name).inc()
-                await self._backoff.sleep()
+                await self._watch_backoff.sleep()
 
     def _handle(self, event_type: str, obj: Obj, *, decoded: bool = False) -> None:
         """One watch event; `decoded`: a raw decoder already made the cached object."""
