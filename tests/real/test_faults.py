@@ -3,9 +3,10 @@
 Each scenario runs side by side (see `sides.py`): the same workload, the same fault at the same
 moment, on a plane run by the real KCM and on one run by aiokcm. Each must end in KCM's final
 state (pods per ReplicaSet, ReplicaSet status matching its pods) and create no pod beyond the
-minimum the change needs; a connection error during the outage must never put a bearer token in
-aiokcm's log. How fast each side recovers once the server is back is a figure, not an assertion:
-`python -m bench.faults` prints it for both sides from the same runs.
+minimum the change needs, and converge no later than 2 s after KCM once the server is back (a
+comparison between the two sides of one run, not an absolute time); a connection error during
+the outage must never put a bearer token in aiokcm's log. `python -m bench.faults` prints the
+recovery figures of both sides.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tests.backends import real_assets_or_skip
 from tests.real.sides import Side, first_time, on_both, side_by_side
 
 NS = "default"
+RECOVERY_SLACK = 2.0  # seconds aiokcm may take beyond KCM, measured in the same run
 
 
 @pytest.fixture
@@ -180,6 +182,7 @@ async def test_fault_ends_in_kcms_state_as_fast_as_kcm(assets: Assets, scenario:
     assert got["creates"] == scenario.minimum_creates, (
         f"{scenario.name}: aiokcm created {got['creates']} pods, the change needs {scenario.minimum_creates} "
         f"(KCM created {want['creates']})")
-    print(f"{scenario.name}: recovered {got['recovery']:.1f} s after the server was back (KCM {want['recovery']:.1f} s)")
+    assert got["recovery"] <= want["recovery"] + RECOVERY_SLACK, (
+        f"{scenario.name}: aiokcm converged {got['recovery']:.1f} s after the server was back, KCM {want['recovery']:.1f} s")
     for token in aiokcm.plane.tokens().values():
         assert token not in output, f"{scenario.name}: a bearer token reached aiokcm's log"
