@@ -1,7 +1,9 @@
-"""Node lifecycle + taint eviction + ReplicaSet on the local cluster with simulated kubelets.
+"""Node lifecycle + taint eviction + ReplicaSet with simulated kubelets, on both backends.
 
 Kubelets run 10x faster (a lease renewal per second), the grace period is 3 s and the monitor
-pass runs every 0.5 s, so a stopped kubelet is noticed within seconds.
+pass runs every 0.5 s, so a stopped kubelet is noticed within seconds. On the real control plane
+kube-controller-manager's own node lifecycle controller (and with it its taint manager) is off,
+so aiokcm's are the only ones acting on the nodes.
 
 About "pods without a toleration": the API server's DefaultTolerationSeconds admission gives
 every pod 300 s for `unreachable` and `not-ready`, unless the pod already names those keys. A
@@ -23,7 +25,7 @@ from controllers.context import ControllerOptions
 from controllers.nodelifecycle import NodeLifecycleController
 from controllers.replicaset import ReplicaSetController
 from controllers.tainteviction import TaintEvictionController
-from localcluster.cluster import LocalCluster
+from tests.backends import backend_of, cluster_on_backend
 from tests.controllers.harness import eventually, running_controllers
 
 NS = "default"
@@ -42,19 +44,15 @@ OPTIONS = ControllerOptions(
 )
 
 
+pytestmark = pytest.mark.backends("local", "real")
+
+
 @pytest.fixture
-async def fast_cluster() -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(nodes=3, speed=10.0, pod_start_delay=0.1, termination_cap=0.5) as c:
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    async with cluster_on_backend(request, nodes=3, speed=10.0, pod_start_delay=0.1, termination_cap=0.5) as c:
+        if backend_of(request) == "real":
+            c.kubelets.set_speed(10.0)
         yield c
-
-
-@pytest.fixture
-async def client(fast_cluster: LocalCluster) -> AsyncIterator[KubeClient]:
-    kube = await fast_cluster.client()
-    try:
-        yield kube
-    finally:
-        await kube.close()
 
 
 def bare_pod(name: str, node: str, tolerations: list[dict[str, Any]]) -> dict[str, Any]:
@@ -121,9 +119,8 @@ async def live_pods(kube: KubeClient, app: str) -> list[dict[str, Any]]:
 
 
 async def test_a_stopped_kubelet_taints_its_node_and_its_pods_go_by_their_tolerations(
-    fast_cluster: LocalCluster, client: KubeClient
+    cluster: Any, kube: KubeClient
 ) -> None:
-    kube = client
     async with running_controllers(
         kube, NodeLifecycleController, TaintEvictionController, ReplicaSetController, options=OPTIONS
     ) as h:
@@ -151,7 +148,7 @@ async def test_a_stopped_kubelet_taints_its_node_and_its_pods_go_by_their_tolera
             await kube.patch(NODES, node, {"spec": {"unschedulable": None}})
             await eventually(lambda node=node: _lacks(kube, node, "node.kubernetes.io/unschedulable"), "uncordoned")
 
-        fast_cluster.kubelets["node-1"].stop()
+        cluster.kubelets["node-1"].stop()
         await eventually(lambda: _is(ready_status(kube, "node-1"), "Unknown"), "node-1 Ready=Unknown")
         await eventually(lambda: _has(kube, "node-1", (UNREACHABLE, "NoExecute")), "node-1 tainted unreachable")
         tainted_at = anyio.current_time()
@@ -177,27 +174,25 @@ async def test_a_stopped_kubelet_taints_its_node_and_its_pods_go_by_their_tolera
 
 
 async def test_a_node_coming_back_loses_its_taint_and_scheduled_deletions_are_cancelled(
-    fast_cluster: LocalCluster, client: KubeClient
+    cluster: Any, kube: KubeClient
 ) -> None:
-    kube = client
     tol = [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 8}]
     await kube.create(PODS, bare_pod("patient", "node-1", tol), namespace=NS)
     async with running_controllers(kube, NodeLifecycleController, TaintEvictionController, options=OPTIONS) as h:
         evictor = next(c for c in h.controllers if isinstance(c, TaintEvictionController))
         await eventually(lambda: _is(_pod_ready(kube, "patient"), "True"), "the pod running")
-        fast_cluster.kubelets["node-1"].stop()
+        cluster.kubelets["node-1"].stop()
         due = await eventually(lambda: evictor.scheduled(f"{NS}/patient"), "the deletion scheduled")
-        fast_cluster.kubelets["node-1"].start()
+        cluster.kubelets["node-1"].start()
         await eventually(lambda: _lacks(kube, "node-1", UNREACHABLE), "the unreachable taints removed")
         await eventually(lambda: evictor.scheduled(f"{NS}/patient") is None, "the deletion cancelled")
         await anyio.sleep(max(0.0, due - anyio.current_time()) + 0.5)
         assert not await deleted(kube, "patient")
 
 
-async def test_conditions_map_to_no_schedule_taints(fast_cluster: LocalCluster, client: KubeClient) -> None:
-    kube = client
+async def test_conditions_map_to_no_schedule_taints(cluster: Any, kube: KubeClient) -> None:
     async with running_controllers(kube, NodeLifecycleController, options=OPTIONS):
-        kubelet = fast_cluster.kubelets["node-2"]
+        kubelet = cluster.kubelets["node-2"]
         kubelet.set_condition("MemoryPressure", True)
         kubelet.set_condition("PIDPressure", True)
         await eventually(lambda: _has(kube, "node-2", ("node.kubernetes.io/memory-pressure", "NoSchedule")), "memory")
