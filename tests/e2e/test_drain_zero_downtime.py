@@ -3,8 +3,9 @@
 Three nodes; Deployments `single` (1 replica) and `triple` (3 replicas) and `guarded` (1 replica,
 PDB `minAvailable: 1`), all `maxSurge: 1, maxUnavailable: 0`; every one of their pods starts on
 the node to drain (the other nodes are cordoned during the roll-out), the hardest layout. aiokcm's
-ReplicaSet, Deployment, disruption and NodeMaintenance controllers run; the local cluster provides
-the scheduler, kubelets, garbage collector and the eviction API. `aiokcm drain` is the real CLI
+ReplicaSet, Deployment, disruption and NodeMaintenance controllers run; the cluster provides the
+scheduler, kubelets, garbage collector and the eviction API: the embedded ones, or on the real
+backend kube-apiserver, kube-scheduler and kube-controller-manager's garbage collector. `aiokcm drain` is the real CLI
 entry point (`controller_manager.maintenance_cli.main`), talking to the cluster over HTTP.
 
 Availability is watched, not polled: a WATCH on pods replays every state the API server went
@@ -14,9 +15,11 @@ same layout takes `single` to zero and is blocked forever by `guarded`'s PDB.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import pytest
 from anyio.abc import TaskStatus
 
 from apiclient import KubeClient
@@ -26,13 +29,23 @@ from controllers.deployment import DeploymentController
 from controllers.disruption import DisruptionController
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.replicaset import ReplicaSetController
-from localcluster.cluster import LocalCluster
-from localcluster.demo import NS, App, deployment, drained, pdb, pod_available
+from localcluster.demo import NS, App, deployment, drained, ensure_crd, pdb, pod_available
+from tests.backends import cluster_on_backend
 from tests.controllers.harness import eventually, running_controllers
 
 APPS = (App("single", 1), App("triple", 3), App("guarded", 1, pdb_min_available=1))
 GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}
 TARGET = "node-1"
+
+pytestmark = pytest.mark.backends("local", "real")
+
+
+@pytest.fixture
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """Fast kubelets where the backend lets us choose (pods Ready 0.2 s after binding, termination
+    capped at 0.5 s); the test only waits for states, so the real kubelets' pace changes nothing."""
+    async with cluster_on_backend(request, nodes=3, pod_start_delay=0.2, termination_cap=0.5) as c:
+        yield c
 
 
 class AvailabilityWatch:
@@ -102,9 +115,9 @@ async def _all_available_on(kube: KubeClient, nodes: set[str]) -> bool:
 
 
 async def test_aiokcm_drain_never_leaves_an_app_without_replicas(
-    fast_cluster: LocalCluster, fast_kube: KubeClient, capsys: Any
+    cluster: Any, kube: KubeClient, capsys: Any
 ) -> None:
-    kube = fast_kube
+    await ensure_crd(kube)
     nodes = sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
     others = [n for n in nodes if n != TARGET]
     assert TARGET in nodes and len(others) == 2
@@ -135,7 +148,7 @@ async def test_aiokcm_drain_never_leaves_an_app_without_replicas(
             await tg.start(lambda task_status: watch.run(kube, task_status=task_status))
             assert watch.available() == {a.name: a.replicas for a in APPS}
             code = await maintenance_cli.main([
-                "drain", TARGET, "--kubeconfig", fast_cluster.kubeconfig_path,
+                "drain", TARGET, "--kubeconfig", cluster.kubeconfig_path,
                 "--reason", "e2e: kernel upgrade", "--timeout", "150s", "--poll-interval", "0.2",
             ])
             out = capsys.readouterr().out
