@@ -1,4 +1,4 @@
-"""`aiokcm lease acquire|renew|release|status`: node maintenance leases (seed 003) from a shell.
+"""`aiokcm lease acquire|renew|release|status`: node maintenance leases from a shell.
 
     aiokcm lease acquire node-1 --holder reboot-agent/node-1 --duration 10m [--wait [--timeout 5m]]
     aiokcm lease renew   node-1 --holder reboot-agent/node-1 [--duration 10m]

@@ -97,7 +97,7 @@ class LocalCluster:
         self.app: web.Application
         self.rest: RestHandlers
         self.app, self.rest = build_app(self.registry, self.objects, bookmark_interval=bookmark_interval)
-        # part 2, a living cluster: each behaviour can be switched off by a test that drives it by hand
+        # A living cluster: each behaviour can be switched off by a test that drives it by hand
         self.faults = Faults(self, seed=fault_seed)
         self.app.middlewares.append(self.faults.middleware)
         self.eviction = install_eviction(self.rest, self.objects)

@@ -89,7 +89,7 @@ class Maintenance:
 
     @property
     def holder(self) -> str:
-        """The identity this maintenance uses towards node leases (issue 12)."""
+        """The identity this maintenance uses towards node leases."""
         return f"aiokcm/nodemaintenance/{self.name}"
 
 

@@ -51,7 +51,7 @@ def _name(obj: Obj) -> str:
 
 
 def _default_gate(ctx: ControllerContext) -> LeaseGate:
-    """Real node leases when the `NodeMaintenanceLease` gate is on (issue 12), else no coordination."""
+    """Real node leases when the `NodeMaintenanceLease` gate is on, else no coordination."""
     if ctx.gates.enabled(LEASE_FEATURE_GATE):
         from controllers.maintenancelease.gate import MaintenanceLeaseGate
 

@@ -36,14 +36,9 @@ GATES = {"DeclarativeNodeMaintenance": True}
 
 @pytest.fixture
 async def eviction(kube: KubeClient) -> None:
-    """Skip (with the reason) while the local cluster does not serve `pods/eviction` yet."""
+    """The cluster serves `pods/eviction` (the fallback path needs it): a probe pod is evicted."""
     await make_pod(kube, "probe", "node-1", owner=None)
-    try:
-        await kube.evict(NS, "probe")
-    except ApiError as exc:
-        if exc.status in (404, 405):
-            pytest.skip(f"the local cluster does not serve pods/eviction: {exc.message}")
-        raise
+    await kube.evict(NS, "probe")
 
 
 @pytest.fixture
