@@ -1,4 +1,4 @@
-"""Node maintenance leases (seed 003): the controller keeping one Lease per node, and the holders' library.
+"""Node maintenance leases: the controller keeping one Lease per node, and the holders' library.
 
 `lease.py` holds the proposal's rules and `acquire` / `renew` / `release` / `maintenance_lease`;
 `controller.py` keeps the namespace and the leases; `gate.py` plugs the leases into the

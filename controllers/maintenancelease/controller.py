@@ -45,7 +45,7 @@ def _node_ref(lease: Obj, node: Obj) -> tuple[int, Mapping[str, Any]] | None:
 
 
 class MaintenanceLeaseController(Controller):
-    """One maintenance Lease per node, owned by the node (seed 003)."""
+    """One maintenance Lease per node, owned by the node."""
 
     name: ClassVar[str] = "maintenance-lease"
     required_gates: ClassVar[tuple[str, ...]] = (GATE,)

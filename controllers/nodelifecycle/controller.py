@@ -5,7 +5,7 @@ Four loops, all in `run`'s task group:
 - the node queue (the base class's, one worker): each node add/update is a NoSchedule tainting
   pass: its conditions map to taints (Ready False/Unknown -> `not-ready`/`unreachable`,
   MemoryPressure/DiskPressure/PIDPressure/NetworkUnavailable True -> their taints, all
-  NoSchedule; `spec.unschedulable` -> `unschedulable`), written as one diff (seed 004);
+  NoSchedule; `spec.unschedulable` -> `unschedulable`), written as one diff;
 - the health monitor, every `node_monitor_period` (5 s): per node, `health.observe` notes new
   heartbeats (status or Lease); past the grace period Ready and the pressure conditions become
   Unknown (status subresource). A node whose Ready is False/Unknown is queued in its zone's
@@ -98,7 +98,7 @@ def _ready_status(node: Mapping[str, Any]) -> str | None:
 
 
 def no_schedule_taints(node: Mapping[str, Any]) -> list[Taint]:
-    """The NoSchedule taints a node's conditions and `spec.unschedulable` call for (seed 004)."""
+    """The NoSchedule taints a node's conditions and `spec.unschedulable` call for."""
     out: list[Taint] = []
     for cond in (node.get("status") or {}).get("conditions") or ():
         key = CONDITION_TAINTS.get(str(cond.get("type")), {}).get(str(cond.get("status")))

@@ -1,4 +1,4 @@
-"""The seam for node maintenance leases (issue 12): ask before disrupting a node, release after.
+"""The seam for node maintenance leases: ask before disrupting a node, release after.
 
 The node sync asks the gate for each maintenance that cordons or drains a node before doing either,
 with the holder identity `aiokcm/nodemaintenance/<name>`; a refused node is reported as
