@@ -1,6 +1,6 @@
 """MaintenanceLeaseController: the namespace and one unheld Lease per node, never the holder fields.
 
-Seed 003 asks the control plane to create, for every node, a Lease named after it in namespace
+The Node Maintenance Lease proposal asks the control plane to create, for every node, a Lease named after it in namespace
 `kube-node-maintenance`, owned by the node (so the garbage collector removes it with the node), and
 to recreate it when someone deletes it. Holding the lease is the holders' business (see `lease.py`):
 this controller creates leases with an empty spec and otherwise only repairs the owner reference,

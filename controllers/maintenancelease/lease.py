@@ -1,6 +1,6 @@
 """Node maintenance leases for holders: the proposal's rules, acquire / renew / release, a context manager.
 
-Seed 003 (Node Maintenance Lease): one `coordination.k8s.io/v1` Lease per node, named after the node,
+The Node Maintenance Lease proposal: one `coordination.k8s.io/v1` Lease per node, named after the node,
 in namespace `kube-node-maintenance`, tells every disruptive actor who is disrupting that node now.
 The lease is voluntary: this module is the "library with an easy to use interface" the proposal asks
 for so that well-behaved clients agree on what "held" means.
