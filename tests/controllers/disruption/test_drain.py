@@ -1,4 +1,4 @@
-"""The real `kubectl drain` against a living local cluster, gated by this controller's numbers.
+"""The real `kubectl drain` against a living cluster (scheduler, kubelets), gated by this controller's numbers.
 
 The eviction subresource trusts `status.disruptionsAllowed`; nothing here writes a budget's status
 by hand. Four pods of a ReplicaSet (scale 4) run two on node-1 and one each on node-2 and node-3,
@@ -13,8 +13,7 @@ with nobody to replace an evicted pod, under `maxUnavailable: 1`:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,21 @@ import pytest
 from apiclient import KubeClient
 from apiclient.resources import PODDISRUPTIONBUDGETS, PODS, REPLICASETS
 from controllers.disruption import DisruptionController
+from tests.backends import cluster_on_backend
 from tests.controllers.disruption.test_integration import controller_ref, create_workload, status_of
 from tests.controllers.harness import eventually, running_controllers
 
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.backends("local", "real")]
 
 NS = "default"
 LAYOUT = {"web-0": "node-1", "web-1": "node-1", "web-2": "node-2", "web-3": "node-3"}
+
+
+@pytest.fixture
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """Unlike the package's bare cluster, kubelets run: the drain waits for evicted pods to go."""
+    async with cluster_on_backend(request, nodes=3) as started:
+        yield started
 
 
 async def kubectl(kubeconfig: str, cache: Path, *args: str) -> tuple[int, str]:
@@ -58,39 +65,34 @@ async def wait_budget(kube: KubeClient, expected: tuple[int, int, int, int]) -> 
 
 
 async def test_kubectl_drain_allowed_and_blocked_by_the_controller_numbers(
-    tmp_path: Path, cluster_factory: Callable[..., AbstractAsyncContextManager[Any]]
+    tmp_path: Path, cluster: Any, kube: KubeClient
 ) -> None:
-    async with cluster_factory(nodes=3) as cluster:
-        kube: KubeClient = await cluster.client()
-        try:
-            async with running_controllers(kube, DisruptionController):
-                rs = await create_workload(kube, REPLICASETS, 4, name="web")
-                for name, node in LAYOUT.items():
-                    body = {"apiVersion": "v1", "kind": "Pod",
-                            "metadata": {"name": name, "labels": {"foo": "bar"}, "ownerReferences": [controller_ref(rs)]},
-                            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}}
-                    await kube.create(PODS, body, namespace=NS)
-                await kube.create(PODDISRUPTIONBUDGETS, {"metadata": {"name": "web"}, "spec": {
-                    "maxUnavailable": 1, "selector": {"matchLabels": {"foo": "bar"}}}}, namespace=NS)
-                # All four pods Ready: 4 healthy, 3 desired of 4 expected, 1 disruption allowed.
-                await wait_budget(kube, (1, 4, 3, 4))
+    async with running_controllers(kube, DisruptionController):
+        rs = await create_workload(kube, REPLICASETS, 4, name="web")
+        for name, node in LAYOUT.items():
+            body = {"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "labels": {"foo": "bar"}, "ownerReferences": [controller_ref(rs)]},
+                    "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}}
+            await kube.create(PODS, body, namespace=NS)
+        await kube.create(PODDISRUPTIONBUDGETS, {"metadata": {"name": "web"}, "spec": {
+            "maxUnavailable": 1, "selector": {"matchLabels": {"foo": "bar"}}}}, namespace=NS)
+        # All four pods Ready: 4 healthy, 3 desired of 4 expected, 1 disruption allowed.
+        await wait_budget(kube, (1, 4, 3, 4))
 
-                drain = ("drain", "node-1", "--ignore-daemonsets", "--delete-emptydir-data")
-                code, out = await kubectl(cluster.kubeconfig_path, tmp_path, *drain, "--timeout=8s")
-                assert code != 0, out
-                assert "Cannot evict pod as it would violate the pod's disruption budget." in out
-                left = await live_pods(kube)
-                on_node_1 = sorted(n for n, p in left.items() if p["spec"]["nodeName"] == "node-1")
-                assert len(on_node_1) == 1, out  # exactly the one disruption the budget allowed
-                # The controller agrees: 3 healthy of 3 desired, nothing more may go.
-                await wait_budget(kube, (0, 3, 3, 4))
+        drain = ("drain", "node-1", "--ignore-daemonsets", "--delete-emptydir-data")
+        code, out = await kubectl(cluster.kubeconfig_path, tmp_path, *drain, "--timeout=8s")
+        assert code != 0, out
+        assert "Cannot evict pod as it would violate the pod's disruption budget." in out
+        left = await live_pods(kube)
+        on_node_1 = sorted(n for n, p in left.items() if p["spec"]["nodeName"] == "node-1")
+        assert len(on_node_1) == 1, out  # exactly the one disruption the budget allowed
+        # The controller agrees: 3 healthy of 3 desired, nothing more may go.
+        await wait_budget(kube, (0, 3, 3, 4))
 
-                await kube.patch(PODDISRUPTIONBUDGETS, "web", {"spec": {"maxUnavailable": 2}}, namespace=NS)
-                await wait_budget(kube, (1, 3, 2, 4))
-                code, out = await kubectl(cluster.kubeconfig_path, tmp_path, *drain, "--timeout=60s")
-                assert code == 0, out
-                assert f"pod/{on_node_1[0]} evicted" in out and "node/node-1 drained" in out
-                assert sorted(p["spec"]["nodeName"] for p in (await live_pods(kube)).values()) == ["node-2", "node-3"]
-                await wait_budget(kube, (0, 2, 2, 4))
-        finally:
-            await kube.close()
+        await kube.patch(PODDISRUPTIONBUDGETS, "web", {"spec": {"maxUnavailable": 2}}, namespace=NS)
+        await wait_budget(kube, (1, 3, 2, 4))
+        code, out = await kubectl(cluster.kubeconfig_path, tmp_path, *drain, "--timeout=60s")
+        assert code == 0, out
+        assert f"pod/{on_node_1[0]} evicted" in out and "node/node-1 drained" in out
+        assert sorted(p["spec"]["nodeName"] for p in (await live_pods(kube)).values()) == ["node-2", "node-3"]
+        await wait_budget(kube, (0, 2, 2, 4))
