@@ -1,21 +1,20 @@
-"""The NodeMaintenance tests' cluster: three nodes with scheduler, kubelets and garbage collector.
+"""A local cluster without the garbage collector for these tests.
 
-The pods' owners are live objects (a ReplicaSet scaled to zero, a DaemonSet held to one node), so
-a garbage collector, the embedded one or kube-controller-manager's, leaves the pods alone; the
-owner's answer (`EvacuationInitiated`) is still written by the test.
+The tests fake the pods' owners with ownerReferences to objects that do not exist (the owner's
+answer, `EvacuationInitiated`, is written by the test), and a real garbage collector deletes such
+dependents at once — as the local cluster's does. Scheduler and kubelets stay on.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
-from tests.backends import cluster_on_backend
+from localcluster.cluster import LocalCluster
 
 
 @pytest.fixture
-async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    async with cluster_on_backend(request, nodes=3) as started:
+async def cluster() -> AsyncIterator[LocalCluster]:
+    async with LocalCluster(nodes=3, gc=False) as started:
         yield started

@@ -1,9 +1,8 @@
-"""The NodeMaintenance controller and CLI against an API server, through real informers, on both backends.
+"""The NodeMaintenance controller and CLI against the local API server, through real informers.
 
-Pods are created bound to a node (`spec.nodeName`) so no scheduler is needed. Their owners are live
-objects no controller acts on here: a ReplicaSet scaled to zero (neither backend runs a ReplicaSet
-controller in these tests), so the owner's answer (`EvacuationInitiated`) is written by the test,
-as the ReplicaSet controller would. The CRD is the one users install: `deploy/crds/nodemaintenance.yaml`.
+Pods are created bound to a node (`spec.nodeName`) so no scheduler is needed; owners are faked with
+ownerReferences and their answer (`EvacuationInitiated`) is written by the test, as the ReplicaSet
+controller would. The CRD is the one users install: `deploy/crds/nodemaintenance.yaml`.
 """
 
 from __future__ import annotations
@@ -15,15 +14,7 @@ import anyio
 import pytest
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import (
-    CUSTOMRESOURCEDEFINITIONS,
-    DAEMONSETS,
-    NODEMAINTENANCES,
-    NODES,
-    PODDISRUPTIONBUDGETS,
-    PODS,
-    REPLICASETS,
-)
+from apiclient.resources import NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import (
@@ -35,42 +26,19 @@ from controllers.nodemaintenance.api import (
 from controllers.nodemaintenance.drain import format_time
 from controllers.nodemaintenance.nodeselector import names_selector
 from controllers.nodemaintenance.sync import utcnow
-from realcluster import RealCluster
 from tests.controllers.harness import eventually, running_controllers
 
-pytestmark = [pytest.mark.usefixtures("cluster"), pytest.mark.backends("local", "real")]
+pytestmark = pytest.mark.usefixtures("cluster")
 
 NS = "default"
 GATES = {"DeclarativeNodeMaintenance": True}
-NODEMAINTENANCES_CRD = "nodemaintenances.maintenance.aiokcm.io"
 
 
 @pytest.fixture
 async def eviction(kube: KubeClient) -> None:
     """The cluster serves `pods/eviction` (the fallback path needs it): a probe pod is evicted."""
-    await make_pod(kube, "probe", "node-1", owned=False)
+    await make_pod(kube, "probe", "node-1", owner=None)
     await kube.evict(NS, "probe")
-
-
-@pytest.fixture
-async def no_nodemaintenance_api(kube: KubeClient) -> None:
-    """The NodeMaintenance CRD removed and no longer served (the real backend keeps it between tests)."""
-    try:
-        await kube.delete(CUSTOMRESOURCEDEFINITIONS, NODEMAINTENANCES_CRD)
-    except ApiError as exc:
-        if not exc.not_found:
-            raise
-
-    async def unserved() -> bool:
-        try:
-            await kube.list(NODEMAINTENANCES, limit=1)
-        except ApiError as exc:
-            if exc.not_found:
-                return True
-            raise
-        return False
-
-    await eventually(unserved, "the NodeMaintenance API gone")
 
 
 @pytest.fixture
@@ -92,53 +60,17 @@ def nm_body(name: str, nodes: list[str], *, cordon: bool = True, drain: bool = F
     }
 
 
-async def make_pod(kube: KubeClient, name: str, node: str, *, owned: bool = True,
+async def make_pod(kube: KubeClient, name: str, node: str, *, owner: str | None = "ReplicaSet",
                    labels: dict[str, str] | None = None, mirror: bool = False) -> dict[str, Any]:
-    """A pod bound to `node`; `owned`: controlled by a ReplicaSet `<name>-owner` of zero replicas."""
-    labels = labels or {"app": name}
-    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels}
-    if owned:
-        rs = await kube.create(REPLICASETS, {
-            "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": f"{name}-owner", "namespace": NS},
-            "spec": {"replicas": 0, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}},
-        }, namespace=NS)
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs["metadata"]["name"],
-                                    "uid": rs["metadata"]["uid"], "controller": True}]
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels or {"app": name}}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": f"{name}-owner",
+                                    "uid": f"uid-{name}-owner", "controller": True}]
     if mirror:
         meta["annotations"] = {"kubernetes.io/config.mirror": "hash"}
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}}
     return await kube.create(PODS, body, namespace=NS)
-
-
-async def daemon_pod(kube: KubeClient, cluster: Any, name: str, node: str) -> str:
-    """The pod of a live DaemonSet `name` that runs on `node` alone; returns the pod's name.
-
-    On the real control plane kube-controller-manager's DaemonSet controller makes the pod (and
-    `OnDelete` keeps it from replacing it); the embedded cluster has no such controller, so there
-    the test makes it, as that controller would.
-    """
-    labels = {"app": name}
-    ds = await kube.create(DAEMONSETS, {
-        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": NS},
-        "spec": {"selector": {"matchLabels": labels}, "updateStrategy": {"type": "OnDelete"},
-                 "template": {"metadata": {"labels": labels},
-                              "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
-                                       "containers": [{"name": "app", "image": "nginx"}]}}},
-    }, namespace=NS)
-    if isinstance(cluster, RealCluster):
-        async def made() -> str | None:
-            pods = (await kube.list(PODS, namespace=NS, label_selector=f"app={name}"))["items"]
-            return next((p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") == node), None)
-
-        return str(await eventually(made, f"the DaemonSet controller's pod on {node}"))
-    meta = {"name": f"{name}-{node}", "namespace": NS, "labels": labels,
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name,
-                                 "uid": ds["metadata"]["uid"], "controller": True}]}
-    await kube.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-                             "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}}, namespace=NS)
-    return str(meta["name"])
 
 
 async def pod(kube: KubeClient, name: str) -> dict[str, Any] | None:
@@ -237,13 +169,11 @@ async def test_never_uncordons_a_node_cordoned_before_or_still_held(kube: KubeCl
 
 
 @pytest.mark.usefixtures("crd")
-async def test_drain_requests_evacuation_and_completes_when_pods_leave(
-    kube: KubeClient, cluster: Any, node_names: list[str]
-) -> None:
+async def test_drain_requests_evacuation_and_completes_when_pods_leave(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
     await make_pod(kube, "web", target)
-    agent = await daemon_pod(kube, cluster, "agent", target)
-    await make_pod(kube, "static", target, owned=False, mirror=True)
+    await make_pod(kube, "agent", target, owner="DaemonSet")
+    await make_pod(kube, "static", target, owner=None, mirror=True)
     await make_pod(kube, "elsewhere", node_names[1])
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
         await kube.create(NODEMAINTENANCES, nm_body("d", [target], drain=True))
@@ -254,7 +184,7 @@ async def test_drain_requests_evacuation_and_completes_when_pods_leave(
 
         req = await eventually(requested, "EvacuationRequest on the app pod")
         assert (req["reason"], req["message"]) == ("NodeMaintenance", "kernel upgrade")
-        for skipped in (agent, "static", "elsewhere"):
+        for skipped in ("agent", "static", "elsewhere"):
             assert condition(await pod(kube, skipped), "EvacuationRequest") is None
 
         async def status_node() -> dict[str, Any] | None:
@@ -287,7 +217,7 @@ async def test_drain_requests_evacuation_and_completes_when_pods_leave(
         await eventually(drained, "Drained=True")
         assert (await node(kube, target))["metadata"]["annotations"][PHASE_ANNOTATION] == "Drained"
         assert "Drained" in h.events.reasons("d")
-        assert not await gone_or_terminating(kube, agent)  # DaemonSet pods stay
+        assert (await pod(kube, "agent")) is not None  # DaemonSet pods stay
 
 
 @pytest.mark.usefixtures("crd")
@@ -338,15 +268,11 @@ async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(kube: KubeC
         await eventually(lambda: gone_or_terminating(kube, "lonely"), "the unanswered pod evicted")
 
         async def blocked() -> dict[str, Any] | None:
-            """Blocked holds from the first stuck pod on (the evicted one still terminating, too), so
-            wait until the guarded pod's eviction has been tried and refused."""
             obj = await kube.get(NODEMAINTENANCES, "e")
             c = condition(obj, "Blocked")
-            blocking = ((obj.get("status") or {}).get("nodes") or {}).get(target, {}).get("blockingPods") or []
-            refused = any(b["name"] == "guarded" and b["reason"] != "AwaitingEvacuation" for b in blocking)
-            return obj if c and c["status"] == "True" and refused else None
+            return obj if c and c["status"] == "True" else None
 
-        obj = await eventually(blocked, "Blocked=True with the PDB's refusal of the guarded pod")
+        obj = await eventually(blocked, "Blocked=True for the PDB-protected pod")
         blocking = obj["status"]["nodes"][target]["blockingPods"]
         reasons = {b["name"]: b["reason"] for b in blocking}
         assert reasons.pop("guarded") == "EvictionRefused"
@@ -393,20 +319,18 @@ async def test_cli_drain_then_uncordon(kube: KubeClient, node_names: list[str]) 
         assert "also under NodeMaintenance ops" not in err.getvalue()  # ops does not cordon: no collision
 
 
-@pytest.mark.usefixtures("no_nodemaintenance_api", "eviction")
-async def test_cli_falls_back_to_eviction_without_the_api(
-    kube: KubeClient, cluster: Any, node_names: list[str]
-) -> None:
+@pytest.mark.usefixtures("eviction")
+async def test_cli_falls_back_to_eviction_without_the_api(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
     await make_pod(kube, "legacy", target)
-    agent = await daemon_pod(kube, cluster, "legacy-agent", target)
+    await make_pod(kube, "legacy-agent", target, owner="DaemonSet")
     out, err = io.StringIO(), io.StringIO()
     args = build_parser().parse_args(["drain", target, "--poll-interval", "0.1", "--timeout", "5s"])
     code = await run(args, kube, out=out, err=err)
     assert "falling back" in err.getvalue()
     assert (await node(kube, target))["spec"]["unschedulable"] is True
     assert await gone_or_terminating(kube, "legacy")
-    assert not await gone_or_terminating(kube, agent)
+    assert not await gone_or_terminating(kube, "legacy-agent")
     # Without kubelets a graceful deletion may wait on the node; with them the drain completes.
     if await pod(kube, "legacy") is None:
         assert code == 0 and f"drained: {target}" in out.getvalue()
