@@ -2,8 +2,10 @@
 
 Why not the generated per-kind APIs: building kubernetes_asyncio's models costs ~10x the CPU of
 orjson, and a controller manager spends most of its time decoding pods. We still go through
-kubernetes_asyncio's `ApiClient` (authentication, TLS, kubeconfig, exec plugins), asking for
-raw responses (`_preload_content=False`). With raw responses the generated client checks no
+kubernetes_asyncio's `ApiClient` (its connection pool and request building), asking for raw
+responses (`_preload_content=False`); `apiclient.config` builds it with client-go's credential
+handling. A 401 lets the credentials rotate (a token file re-read, an exec plugin re-run) and,
+when they did, the request is sent once more. With raw responses the generated client checks no
 status code, so this module does, raising `ApiError` with the server's `Status`.
 
 The `rest_client_*` metrics are installed on the `ApiClient`'s REST layer, so every request made
@@ -30,6 +32,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from apiclient import metrics
+from apiclient.credentials import Credentials
 from apiclient.errors import ApiError
 from apiclient.resources import PODS, Resource
 from apiclient.throttle import TokenBucket
@@ -131,6 +134,8 @@ class KubeClient:
         self._host_label = _api_host(api_client)
         base_agent = str(api_client.user_agent or "aiokcm")
         self._user_agent = f"{base_agent}/{component}" if component else None
+        hook = api_client.configuration.refresh_api_key_hook
+        self._credentials: Credentials | None = hook if isinstance(hook, Credentials) else None
         _install_rest_hooks(api_client)
 
     @property
@@ -176,19 +181,35 @@ class KubeClient:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         if self._user_agent is not None:
             headers["User-Agent"] = self._user_agent
-        waited = await self.bucket.acquire()
-        metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
-        response: aiohttp.ClientResponse = await self.api_client.call_api(
-            path,
-            method,
-            query_params=_query(query or {}),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=timeout if timeout is not None else self.request_timeout,
-        )
-        return response
+        creds = self._credentials
+        for attempt in (1, 2):
+            auth_settings = ["BearerToken"]
+            used: str | None = None
+            if creds is not None:
+                # The header is set here, not by the generated client, to know which one a 401 answers.
+                used = await creds.authorization()
+                auth_settings = []
+                headers.pop("Authorization", None)
+                if used is not None:
+                    headers["Authorization"] = used
+            waited = await self.bucket.acquire()
+            metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
+            response: aiohttp.ClientResponse = await self.api_client.call_api(
+                path,
+                method,
+                query_params=_query(query or {}),
+                header_params=dict(headers),
+                body=body,
+                auth_settings=auth_settings,
+                _preload_content=False,
+                _request_timeout=timeout if timeout is not None else self.request_timeout,
+            )
+            if response.status == 401 and creds is not None and attempt == 1 and await creds.unauthorized(used):
+                # Rotated credentials (an expired plugin token, a rotated token file): send once more.
+                response.release()
+                continue
+            return response
+        raise AssertionError("unreachable")
 
     async def request_raw(
         self,

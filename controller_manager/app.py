@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import signal
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -109,14 +110,14 @@ class Manager:
 
     async def run(self, *, handle_signals: bool = True) -> int:
         code = 0
-        log.info("starting aiokcm", controllers=list(self.opts.controllers), gates=self.opts.gates.effective())
         try:
             async with anyio.create_task_group() as tg:
+                if self.opts.secure_port:
+                    # First, so a port in use is one line on stderr, as any other bad setting.
+                    self.bound_port = await self._listen(tg)
+                log.info("starting aiokcm", controllers=list(self.opts.controllers), gates=self.opts.gates.effective())
                 tg.start_soon(self.loop_monitor.run)
                 if self.opts.secure_port:
-                    self.bound_port = await tg.start(
-                        functools.partial(serve, self.health, host=self.opts.bind_address, port=self.opts.secure_port)
-                    )
                     log.info("serving health and metrics", address=self.opts.bind_address, port=self.bound_port)
                 if handle_signals:
                     tg.start_soon(self._watch_signals, tg)
@@ -125,8 +126,21 @@ class Manager:
         except* LeadershipLost as group:
             log.error("leaderelection lost", error=str(group.exceptions[0]))
             code = 1
+        except* UsageError as group:
+            raise group.exceptions[0] from None
         log.info("exiting", code=code)
         return code
+
+    async def _listen(self, tg: TaskGroup) -> int:
+        host, port = self.opts.bind_address, self.opts.secure_port
+        try:
+            bound: int = await tg.start(functools.partial(serve, self.health, host=host, port=port))
+        except OSError as exc:
+            # A port in use or an address this host does not have: a setting to fix, as a bad flag.
+            where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+            raise UsageError(f"aiokcm run: failed to create listener: failed to listen on {where}: {reason}") from None
+        return bound
 
     async def _watch_signals(self, tg: TaskGroup) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

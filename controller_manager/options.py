@@ -9,6 +9,8 @@ anything starts.
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,9 +73,33 @@ def _non_negative_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not math.isfinite(value):
+        # float() takes "nan" and "inf"; a rate of nan compares false with everything and turns
+        # every limit off, so a typo would silently remove client-side throttling.
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
+
+
+def _port(text: str) -> int:
+    """KCM's SecureServingOptions.Validate range; 0 turns serving off."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{value} must be between 0 and 65535, inclusive. 0 for turning off secure port")
+    return value
+
+
+def _ip_address(text: str) -> str:
+    """pflag's IP flag: an IPv4 or IPv6 address, nothing else (no host names)."""
+    try:
+        return str(ipaddress.ip_address(text.strip()))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"failed to parse IP: {text!r}") from None
 
 
 @dataclass(frozen=True)
@@ -198,9 +224,9 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
                     help="Name of the Lease used for leader election.")
 
     srv = parser.add_argument_group("serving")
-    srv.add_argument("--bind-address", default="0.0.0.0",
+    srv.add_argument("--bind-address", type=_ip_address, default="0.0.0.0",
                      help="Address to serve /metrics, /healthz, /livez and /readyz on.")
-    srv.add_argument("--secure-port", type=_positive_int, default=10257,
+    srv.add_argument("--secure-port", type=_port, default=10257,
                      help="Port for /metrics and health checks. Unlike KCM this serves plain HTTP "
                           "(terminate TLS in front if needed); 0 disables serving.")
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +40,10 @@ def _aiokcm(*args: str) -> subprocess.CompletedProcess[str]:
         (["drain", "node-1", "--timeout=-5s"], "must not be negative"),
         (["drain", "node-1", "--kubeconfig=/nonexistent/kc"], "--kubeconfig /nonexistent/kc: no such file"),
         (["lease", "status", "--kubeconfig=/nonexistent/kc"], "--kubeconfig /nonexistent/kc: no such file"),
+        (["run", "--secure-port=70000"], "70000 must be between 0 and 65535, inclusive"),
+        (["run", "--bind-address=not-an-ip"], "failed to parse IP: 'not-an-ip'"),
+        (["run", "--kube-api-qps=nan"], "must be a finite number, got 'nan'"),
+        (["run", "--leader-elect=false", "--master=not a url"], "must be a URL or a host:port pair: 'not a url'"),
     ],
 )
 def test_bad_command_lines_exit_2_with_one_line(args: list[str], needle: str) -> None:
@@ -47,6 +53,111 @@ def test_bad_command_lines_exit_2_with_one_line(args: list[str], needle: str) ->
     assert len(lines) == 1, result.stderr
     assert needle in lines[0]
     assert "Traceback" not in result.stderr
+
+
+_EXEC_USER = "  user:\n    exec:\n      command: {command}\n      apiVersion: client.authentication.k8s.io/v1\n"
+
+
+def _kubeconfig(*, server: str = "http://127.0.0.1:9", user: str = "  user: {token: t}\n") -> str:
+    return ("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters:\n- name: c\n  cluster: {{server: '{server}'}}\n"
+            "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
+            f"users:\n- name: u\n{user}")
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("", "invalid configuration: no configuration has been provided"),
+        ("\n# only a comment\n", "invalid configuration: no configuration has been provided"),
+        ("this is not a kubeconfig", "a kubeconfig is a mapping"),
+        ("- name: c\n- name: d\n", "a kubeconfig is a mapping (apiVersion, kind: Config, clusters, users, contexts), not a list"),
+        ("clusters: [\n  {name: c\n", "yaml: "),
+        ("clusters:\n  - name: c\n   cluster: {}\n", "yaml: "),
+        ("\x00\x01\x02garbage", "yaml: "),
+        ("clusters: {name: c}\n", "clusters must be a list"),
+        (_kubeconfig().replace("current-context: c", "current-context: other"),
+         "context was not found for specified context: other"),
+        (_kubeconfig(server="not a url"), "must be a URL or a host:port pair: 'not a url'"),
+        (_kubeconfig(server="https://"), "must be a URL or a host:port pair"),
+        (_kubeconfig(server=""), "no server found for cluster 'c'"),
+        (_kubeconfig(user=_EXEC_USER.format(command="/nonexistent/aws-iam-authenticator") + "      interactiveMode: Never\n"),
+         "exec: executable /nonexistent/aws-iam-authenticator not found. It looks like you are trying to use a "
+         "client-go credential plugin that is not installed."),
+        (_kubeconfig(user=_EXEC_USER.format(command="no-such-credential-plugin") + "      installHint: brew install it\n"
+                     "      interactiveMode: Never\n"),
+         "executable no-such-credential-plugin not found"),
+        (_kubeconfig(user=_EXEC_USER.format(command="true").replace("/v1\n", "/v1\n      interactiveMode: Always\n")),
+         "exec plugin cannot support interactive mode: standard input is not a terminal"),
+        (_kubeconfig(user=_EXEC_USER.format(command="true")),
+         "interactiveMode must be specified for u to use exec authentication plugin"),
+        (_kubeconfig(user="  user:\n    exec: {command: get-token}\n"),
+         "apiVersion must be specified for u to use exec authentication plugin"),
+        (_kubeconfig(user="  user:\n    exec: {command: get-token, apiVersion: client.authentication.k8s.io/v1alpha1}\n"),
+         "exec plugin: invalid apiVersion 'client.authentication.k8s.io/v1alpha1'"),
+        (_kubeconfig(user="  user: {tokenFile: /nonexistent/token}\n"), "failed to read token file '/nonexistent/token'"),
+        (_kubeconfig(user="  user: {client-certificate-data: bm90IGEgY2VydA==}\n"),
+         "client-key-data or client-key must be specified for u"),
+        (_kubeconfig(user="  user: {client-certificate-data: bm90IGEgY2VydA==, client-key-data: bm90IGEga2V5}\n"),
+         "failed parsing client key/certificate"),
+        (_kubeconfig(user="  user: {token: t, username: a, password: b}\n"), "more than one authentication method found for u"),
+    ],
+)
+def test_bad_kubeconfigs_exit_2_with_one_line(tmp_path: Path, content: str, needle: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """In process, through the same `main` the console script calls: many cases, milliseconds each."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(content)
+    for args in (["run", "--leader-elect=false"], ["lease", "status"]):
+        assert main([*args, f"--kubeconfig={path}"]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1, lines
+        assert needle in lines[0]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["run", "--secure-port=-1"], "-1 must be between 0 and 65535, inclusive"),
+    (["run", "--bind-address=localhost"], "failed to parse IP: 'localhost'"),
+    (["run", "--kube-api-qps=inf"], "must be a finite number, got 'inf'"),
+    (["run", "--kube-api-qps=-1"], "must be >= 0, got -1"),
+    (["run", "--node-eviction-rate=NaN"], "must be a finite number, got 'NaN'"),
+    (["run", "--leader-elect=false", "--master=ftp://example.com"], "must be a URL or a host:port pair"),
+    (["run", "--leader-elect=false", "--master=http://127.0.0.1:99999"], "must be a URL or a host:port pair"),
+    (["drain", "node-1", "--server=http://"], "must be a URL or a host:port pair"),
+])
+def test_more_bad_flags_exit_2_with_one_line(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert needle in lines[0]
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    ("", "no configuration has been provided"),
+    ("- a\n- b\n", "not a list"),
+    (_kubeconfig(user=_EXEC_USER.format(command="/nonexistent/gke-gcloud-auth-plugin") + "      interactiveMode: Never\n"),
+     "exec: executable /nonexistent/gke-gcloud-auth-plugin not found"),
+])
+def test_bad_kubeconfig_as_a_user_meets_it(tmp_path: Path, content: str, needle: str) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(content)
+    result = _aiokcm("run", f"--kubeconfig={path}")
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert needle in lines[0]
+
+
+def test_a_port_in_use_is_one_line_and_exit_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _aiokcm("run", "--master=http://127.0.0.1:9", "--bind-address=127.0.0.1", f"--secure-port={port}",
+                         "--controllers=", "--leader-elect=false")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"aiokcm run: failed to create listener: failed to listen on 127.0.0.1:{port}: address already in use"]
 
 
 KCM_FLAGS = [

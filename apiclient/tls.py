@@ -1,0 +1,85 @@
+"""TLS for the API connection, built from bytes held in memory: no key file is ever left on disk.
+
+Python's `ssl` loads a client certificate and key only from paths. kubernetes_asyncio writes
+inline `client-key-data` to a temporary file and removes it at exit, so a killed process leaves
+the private key in `$TMPDIR`. Here the bytes go into an anonymous memory file (`memfd_create`,
+opened through `/proc/self/fd/N`): nothing is written to any filesystem, and the descriptor is
+closed as soon as OpenSSL has read it. Where memfd is missing, a file in a fresh private
+directory is created and removed within the same synchronous call, with no await between.
+CA data needs no file at all (`cadata`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import ssl
+import tempfile
+from collections.abc import Iterator
+
+import aiohttp
+
+READ_BUFSIZE = 2**21  # as kubernetes_asyncio's session: one watch event may be a large object
+
+
+@contextlib.contextmanager
+def memory_paths(*contents: bytes) -> Iterator[list[str]]:
+    """Paths whose content is `contents`, valid only inside the block."""
+    fds: list[int] = []
+    folder: str | None = None
+    try:
+        if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+            paths = []
+            for data in contents:
+                fd = os.memfd_create("aiokcm-tls", os.MFD_CLOEXEC)
+                fds.append(fd)
+                os.write(fd, data)
+                paths.append(f"/proc/self/fd/{fd}")
+            yield paths
+        else:
+            folder = tempfile.mkdtemp(prefix="aiokcm-tls-")
+            paths = []
+            for i, data in enumerate(contents):
+                path = os.path.join(folder, str(i))
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                paths.append(path)
+            yield paths
+    finally:
+        for fd in fds:
+            os.close(fd)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def load_client_certificate(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    with memory_paths(cert, key) as (cert_path, key_path):
+        try:
+            context.load_cert_chain(cert_path, key_path)
+        except ssl.SSLError as exc:
+            raise ValueError(f"failed parsing client key/certificate: {exc.reason or exc}") from None
+
+
+def ssl_context(*, ca: bytes | None, cert: bytes | None, key: bytes | None, verify: bool) -> ssl.SSLContext:
+    """What kubernetes_asyncio's REST client builds, from memory instead of file names."""
+    if ca:
+        try:
+            context = ssl.create_default_context(cadata=ca.decode("ascii", "replace"))
+        except ssl.SSLError as exc:
+            raise ValueError(f"unable to load root certificates: {exc.reason or exc}") from None
+    else:
+        context = ssl.create_default_context()
+    if cert and key:
+        load_client_certificate(context, cert, key)
+    if not verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def session(context: ssl.SSLContext, *, limit: int) -> aiohttp.ClientSession:
+    """An aiohttp session as kubernetes_asyncio's `RESTClientObject` makes one, on `context`."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, ssl=context), trust_env=True,
+                                 read_bufsize=READ_BUFSIZE)
