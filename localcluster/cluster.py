@@ -28,6 +28,7 @@ from anyio.abc import TaskGroup
 
 from apiclient import KubeClient
 from apiclient.config import build_api_client
+from localcluster.authn import BearerTokens
 from localcluster.builtin import register_builtins
 from localcluster.crd import CRDController
 from localcluster.eviction import install as install_eviction
@@ -97,6 +98,9 @@ class LocalCluster:
         self.app: web.Application
         self.rest: RestHandlers
         self.app, self.rest = build_app(self.registry, self.objects, bookmark_interval=bookmark_interval)
+        # Off by default; `cluster.authn.enabled = True` makes every API request need an allowed token.
+        self.authn = BearerTokens()
+        self.app.middlewares.insert(0, self.authn.middleware)
         # A living cluster: each behaviour can be switched off by a test that drives it by hand
         self.faults = Faults(self, seed=fault_seed)
         self.app.middlewares.append(self.faults.middleware)

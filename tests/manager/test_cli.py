@@ -12,6 +12,7 @@ import pytest
 
 from controller_manager import embedded
 from controller_manager.cli import main
+from tests.manager.logcapture import restore_logging  # noqa: F401 - autouse: main() configures logging
 
 
 def _aiokcm(*args: str) -> subprocess.CompletedProcess[str]:

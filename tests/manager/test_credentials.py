@@ -1,0 +1,259 @@
+"""Credentials that keep working: exec plugins renewed, token files re-read, keys never on disk.
+
+The local cluster enforces bearer tokens here (`cluster.authn`): a fake credential plugin, a
+Python script written into the test's folder, issues HMAC-signed tokens that live two seconds,
+and the cluster refuses any token past its expiry. The manager runs as a user runs it
+(`aiokcm run --kubeconfig`) through several renewals and keeps reconciling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+
+from apiclient import KubeClient
+from apiclient.config import build_api_client
+from apiclient.credentials import TokenFileCredentials
+from apiclient.execplugin import ExecCredentials
+from apiclient.kubeconfig import ClusterInfo, ExecConfig
+from apiclient.resources import NAMESPACES, PODS, Resource
+from localcluster.cluster import LocalCluster
+from tests.manager.waiting import eventually
+
+REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
+SECRET = "not-a-real-signing-key"
+
+PLUGIN = '''\
+import hashlib, hmac, json, os, sys, time
+lifetime, log, version = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+expires = time.time() + lifetime
+payload = "%.3f" % expires
+token = payload + "." + hmac.new(os.environ["TOKEN_SECRET"].encode(), payload.encode(), hashlib.sha256).hexdigest()
+with open(log, "a") as f:
+    f.write(json.dumps({"token": token, "info": json.loads(os.environ["KUBERNETES_EXEC_INFO"]),
+                        "stdin_tty": os.isatty(0)}) + "\\n")
+stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(expires)) + ("%.6f" % (expires % 1))[1:] + "Z"
+print(json.dumps({"apiVersion": version, "kind": "ExecCredential",
+                  "status": {"token": token, "expirationTimestamp": stamp}}))
+'''
+
+
+def _valid(token: str) -> bool:
+    payload, _, signature = token.rpartition(".")
+    expected = hmac.new(SECRET.encode(), payload.encode(), hashlib.sha256).hexdigest()
+    try:
+        return hmac.compare_digest(signature, expected) and float(payload) > time.time()
+    except ValueError:
+        return False
+
+
+def _runs(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _exec_kubeconfig(tmp_path: Path, server: str, *, lifetime: float = 2.0,
+                     version: str = "client.authentication.k8s.io/v1") -> tuple[Path, Path]:
+    plugin, log = tmp_path / "token-plugin.py", tmp_path / "issued.jsonl"
+    plugin.write_text(PLUGIN)
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "local",
+        "clusters": [{"name": "local", "cluster": {
+            "server": server,
+            "extensions": [{"name": "client.authentication.k8s.io/exec", "extension": {"audience": "aiokcm"}}]}}],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": "plugin"}}],
+        "users": [{"name": "plugin", "user": {"exec": {
+            "apiVersion": version, "command": sys.executable, "args": [str(plugin), str(lifetime), str(log), version],
+            "env": [{"name": "TOKEN_SECRET", "value": SECRET}], "interactiveMode": "Never",
+            "provideClusterInfo": True}}}],
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path, log
+
+
+def _replicaset(replicas: int) -> dict[str, Any]:
+    labels = {"app": "renewals"}
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "renewals", "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+
+
+async def _pods(kube: KubeClient) -> int:
+    return len((await kube.list(PODS, namespace="default", label_selector="app=renewals"))["items"])
+
+
+async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: Path) -> None:
+    async with LocalCluster(nodes=1) as cluster:
+        cluster.authn.allow("localcluster")  # the test's own client
+        cluster.authn.allow_if(_valid)
+        cluster.authn.enabled = True
+        kubeconfig, issued = _exec_kubeconfig(tmp_path, cluster.url)
+        output = tmp_path / "manager.log"
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        args = [sys.executable, "-m", "controller_manager", "run", f"--kubeconfig={kubeconfig}",
+                "--controllers=replicaset", "--secure-port=0", "--log-format=json", "--v=5",
+                "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",
+                "--leader-elect-retry-period=500ms"]
+        kube = await cluster.client()
+        with output.open("wb") as out:
+            proc = await anyio.open_process(args, env=env, stdout=out, stderr=out, stdin=None)
+        try:
+            await kube.create(REPLICASETS, _replicaset(1), namespace="default")
+            await _until_pods(kube, 1, proc)
+            # Each token lives 2 s; the lease renewals every 500 ms outlive several of them.
+            await eventually(lambda: len(_runs(issued)) >= 4 or proc.returncode is not None, limit=90)
+            assert proc.returncode is None, output.read_text()[-3000:]
+            await kube.patch(REPLICASETS, "renewals", {"spec": {"replicas": 3}}, namespace="default")
+            await _until_pods(kube, 3, proc)
+            assert proc.returncode is None
+        finally:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGTERM)
+                with anyio.move_on_after(30):
+                    await proc.wait()
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+            await proc.aclose()
+            await kube.close()
+        assert proc.returncode == 0, output.read_text()[-3000:]
+        runs = _runs(issued)
+        assert len(runs) >= 4
+        info = runs[0]["info"]
+        assert info["apiVersion"] == "client.authentication.k8s.io/v1" and info["kind"] == "ExecCredential"
+        assert info["spec"]["interactive"] is False and runs[0]["stdin_tty"] is False
+        assert info["spec"]["cluster"] == {"server": cluster.url, "config": {"audience": "aiokcm"}}
+        logged = output.read_text()
+        assert "caches synced" in logged
+        for run in runs:
+            assert run["token"] not in logged
+            assert run["token"].rpartition(".")[2] not in logged  # the signature alone neither
+
+
+async def _until_pods(kube: KubeClient, count: int, proc: Any) -> None:
+    with anyio.fail_after(60):
+        while await _pods(kube) != count:
+            assert proc.returncode is None, "the manager exited"
+            await anyio.sleep(0.1)
+
+
+async def test_a_401_reruns_the_plugin_and_the_request_is_sent_again(tmp_path: Path) -> None:
+    revoked: set[str] = set()
+    async with LocalCluster() as cluster:
+        cluster.authn.allow_if(lambda token: _valid(token) and token not in revoked)
+        cluster.authn.enabled = True
+        kubeconfig, issued = _exec_kubeconfig(tmp_path, cluster.url, lifetime=3600,
+                                              version="client.authentication.k8s.io/v1beta1")
+        kube = KubeClient(await build_api_client(kubeconfig=str(kubeconfig)))
+        try:
+            await kube.get(NAMESPACES, "default")
+            revoked.add(_runs(issued)[0]["token"])  # valid for an hour, but the server no longer takes it
+            await kube.get(NAMESPACES, "default")  # 401, the plugin runs, the same GET succeeds
+            assert len(_runs(issued)) == 2
+            assert cluster.authn.rejected == 1
+            assert _runs(issued)[1]["info"]["apiVersion"] == "client.authentication.k8s.io/v1beta1"
+        finally:
+            await kube.close()
+
+
+async def test_concurrent_requests_share_one_plugin_run() -> None:
+    config = ExecConfig(command=sys.executable, api_version="client.authentication.k8s.io/v1",
+                        args=("-c", "import json; print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
+                                    "'kind': 'ExecCredential', 'status': {'token': 'abc'}}))"),
+                        interactive_mode="Never")
+    creds = ExecCredentials(config, ClusterInfo(server="https://example"))
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(creds.authorization)
+    assert creds.runs == 1
+    assert await creds.authorization() == "Bearer abc"
+    assert await creds.unauthorized("Bearer abc") is False  # the plugin gave the same token again: no retry
+
+
+@pytest.mark.parametrize(("output", "message"), [
+    ('{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": "t"}}',
+     "exec plugin is configured to use API version client.authentication.k8s.io/v1, plugin returned version "
+     "client.authentication.k8s.io/v1beta1"),
+    ('{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential"}', "didn't return a status field"),
+    ('{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {}}',
+     "didn't return a token or cert/key pair"),
+    ('{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"clientKeyData": "k"}}',
+     "returned only certificate or key, not both"),
+    ("not json", "decoding stdout"),
+])
+async def test_a_bad_plugin_answer_is_refused_with_client_gos_message(output: str, message: str) -> None:
+    from apiclient.credentials import CredentialError
+
+    config = ExecConfig(command=sys.executable, api_version="client.authentication.k8s.io/v1",
+                        args=("-c", f"print({output!r})"), interactive_mode="Never")
+    with pytest.raises(CredentialError) as caught:
+        await ExecCredentials(config, None).authorization()
+    assert message in str(caught.value)
+
+
+async def test_a_failing_plugin_names_its_exit_code() -> None:
+    from apiclient.credentials import CredentialError
+
+    config = ExecConfig(command=sys.executable, api_version="client.authentication.k8s.io/v1",
+                        args=("-c", "raise SystemExit(3)"), interactive_mode="Never")
+    with pytest.raises(CredentialError, match=f"exec: executable {sys.executable} failed with exit code 3"):
+        await ExecCredentials(config, None).authorization()
+
+
+def _token_file_kubeconfig(tmp_path: Path, server: str, token_file: Path) -> Path:
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "local",
+        "clusters": [{"name": "local", "cluster": {"server": server}}],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": "file"}}],
+        "users": [{"name": "file", "user": {"tokenFile": token_file.name}}],  # relative to the kubeconfig
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def test_a_rotated_token_file_is_read_again_after_a_401(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("first-token\n")
+    async with LocalCluster() as cluster:
+        cluster.authn.allow("first-token")
+        cluster.authn.enabled = True
+        kube = KubeClient(await build_api_client(kubeconfig=str(_token_file_kubeconfig(tmp_path, cluster.url, token_file))))
+        try:
+            await kube.get(NAMESPACES, "default")
+            token_file.write_text("second-token\n")  # the issuer rotates the file, the server the token
+            cluster.authn.allow("second-token")
+            cluster.authn.allow("first-token", expires_at=0)
+            await kube.get(NAMESPACES, "default")
+            assert cluster.authn.rejected == 1  # one 401, then the same request with the new token
+            await kube.get(NAMESPACES, "default")
+            assert cluster.authn.rejected == 1
+        finally:
+            await kube.close()
+
+
+async def test_a_token_file_is_read_again_about_every_minute(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("one")
+    now = [1000.0]
+    creds = TokenFileCredentials(str(token_file), clock=lambda: now[0])
+    assert await creds.authorization() == "Bearer one"
+    token_file.write_text("two")
+    now[0] += 49
+    assert await creds.authorization() == "Bearer one"  # cached: within a minute less the 10 s leeway
+    now[0] += 2
+    assert await creds.authorization() == "Bearer two"
+    token_file.unlink()  # a failed re-read keeps the last good token, as client-go does
+    now[0] += 120
+    assert await creds.authorization() == "Bearer two"
