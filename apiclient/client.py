@@ -204,10 +204,11 @@ class KubeClient:
                 _preload_content=False,
                 _request_timeout=timeout if timeout is not None else self.request_timeout,
             )
-            if response.status == 401 and creds is not None and attempt == 1 and await creds.unauthorized(used):
-                # Rotated credentials (an expired plugin token, a rotated token file): send once more.
-                response.release()
-                continue
+            if response.status == 401 and creds is not None and attempt == 1:
+                await response.read()  # the whole body: the connection goes back to the pool, the
+                # response keeps the body for the caller's error when the credentials did not rotate
+                if await creds.unauthorized(used):
+                    continue  # rotated credentials (a re-run plugin, a re-read token file): send once more
             return response
         raise AssertionError("unreachable")
 

@@ -41,7 +41,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     _openssl("req", "-x509", *ec, "-keyout", str(d / "ca.key"), "-out", str(d / "ca.crt"), "-days", "1",
              "-subj", "/CN=test-ca")
-    for name, extra in (("server", ["-addext", "subjectAltName=IP:127.0.0.1"]), ("client", [])):
+    for name, extra in (("server", ["-addext", "subjectAltName=IP:127.0.0.1"]), ("client", []), ("client2", [])):
         _openssl("req", *ec, "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"),
                  "-subj", f"/CN=aiokcm-{name}", *extra)
         _openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.crt"), "-CAkey", str(d / "ca.key"),
@@ -49,8 +49,12 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+REVOKED: set[str] = set()
+
+
 @pytest.fixture
 async def mtls_server(pki: Path) -> AsyncIterator[str]:
+    """Answers GET namespace with the client certificate's CN; 401 for a CN in `REVOKED`."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki / "ca.crt"))
     context.load_cert_chain(str(pki / "server.crt"), str(pki / "server.key"))
     context.verify_mode = ssl.CERT_REQUIRED
@@ -58,6 +62,9 @@ async def mtls_server(pki: Path) -> AsyncIterator[str]:
     async def namespace(request: web.Request) -> web.Response:
         peer = request.transport.get_extra_info("peercert") if request.transport else None
         subject = dict(item[0] for item in (peer or {}).get("subject", ()))
+        if subject.get("commonName") in REVOKED:
+            return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Unauthorized",
+                                      "code": 401, "message": "Unauthorized"}, status=401)
         return web.json_response({"kind": "Namespace", "apiVersion": "v1",
                                   "metadata": {"name": request.match_info["name"], "labels": {"cn": subject.get("commonName", "")}}})
 
@@ -71,6 +78,7 @@ async def mtls_server(pki: Path) -> AsyncIterator[str]:
     try:
         yield f"https://127.0.0.1:{port}"
     finally:
+        REVOKED.clear()
         await runner.cleanup()
 
 
@@ -137,3 +145,65 @@ async def test_no_key_file_is_left_in_tmpdir_after_sigkill(tmp_path: Path, pki: 
         for path in folder.rglob("*"):
             if path.is_file() and path.name != "kubeconfig":
                 assert key_text.strip() not in path.read_text(errors="replace"), path
+
+
+async def test_an_exec_plugin_may_hand_out_the_client_certificate(tmp_path: Path, pki: Path, mtls_server: str) -> None:
+    answer = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+              "status": {"clientCertificateData": (pki / "client.crt").read_text(),
+                         "clientKeyData": (pki / "client.key").read_text()}}
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {
+            "server": mtls_server,
+            "certificate-authority-data": base64.b64encode((pki / "ca.crt").read_bytes()).decode()}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never", "command": sys.executable,
+            "args": ["-c", f"import json; print(json.dumps({answer!r}))"]}}}],
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    kube = KubeClient(await build_api_client(kubeconfig=str(path)))
+    try:
+        ns = await kube.get(NAMESPACES, "default")
+    finally:
+        await kube.close()
+    assert ns["metadata"]["labels"]["cn"] == "aiokcm-client"
+
+
+ROTATING_PLUGIN = """\
+import json, os, sys
+counter, pki = sys.argv[1], sys.argv[2]
+runs = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+open(counter, "w").write(str(runs))
+name = "client" if runs == 1 else "client2"
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {
+    "clientCertificateData": open(os.path.join(pki, name + ".crt")).read(),
+    "clientKeyData": open(os.path.join(pki, name + ".key")).read()}}))
+"""
+
+
+async def test_a_401_rotates_a_plugin_certificate_onto_new_connections(tmp_path: Path, pki: Path,
+                                                                      mtls_server: str) -> None:
+    plugin, counter = tmp_path / "plugin.py", tmp_path / "runs"
+    plugin.write_text(ROTATING_PLUGIN)
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {
+            "server": mtls_server,
+            "certificate-authority-data": base64.b64encode((pki / "ca.crt").read_bytes()).decode()}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never", "command": sys.executable,
+            "args": [str(plugin), str(counter), str(pki)]}}}],
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    kube = KubeClient(await build_api_client(kubeconfig=str(path)))
+    try:
+        assert (await kube.get(NAMESPACES, "default"))["metadata"]["labels"]["cn"] == "aiokcm-client"
+        REVOKED.add("aiokcm-client")  # the open keep-alive connection still carries the old certificate
+        assert (await kube.get(NAMESPACES, "default"))["metadata"]["labels"]["cn"] == "aiokcm-client2"
+        assert counter.read_text() == "2"
+    finally:
+        await kube.close()

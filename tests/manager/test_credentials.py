@@ -22,7 +22,7 @@ import anyio
 import pytest
 import yaml
 
-from apiclient import KubeClient
+from apiclient import ApiError, KubeClient
 from apiclient.config import build_api_client
 from apiclient.credentials import TokenFileCredentials
 from apiclient.execplugin import ExecCredentials
@@ -239,6 +239,11 @@ async def test_a_rotated_token_file_is_read_again_after_a_401(tmp_path: Path) ->
             assert cluster.authn.rejected == 1  # one 401, then the same request with the new token
             await kube.get(NAMESPACES, "default")
             assert cluster.authn.rejected == 1
+            cluster.authn.allow("second-token", expires_at=0)  # revoked, and the file has nothing newer
+            with pytest.raises(ApiError) as refused:
+                await kube.get(NAMESPACES, "default")
+            assert refused.value.status == 401
+            assert cluster.authn.rejected == 2  # the same token is not sent twice
         finally:
             await kube.close()
 
@@ -257,3 +262,24 @@ async def test_a_token_file_is_read_again_about_every_minute(tmp_path: Path) -> 
     token_file.unlink()  # a failed re-read keeps the last good token, as client-go does
     now[0] += 120
     assert await creds.authorization() == "Bearer two"
+
+
+async def test_in_cluster_credentials_come_from_the_mounted_token_and_are_re_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from apiclient import config as apiconfig
+
+    (tmp_path / "token").write_text("service-account-token\n")
+    (tmp_path / "ca.crt").write_bytes(b"")
+    monkeypatch.setattr(apiconfig, "SERVICE_ACCOUNT_DIR", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    kc = apiconfig.resolve_kubeconfig(kubeconfig=None, master=None, context=None)
+    assert kc.cluster.server == "https://10.96.0.1:443"
+    assert kc.user.token_file == str(tmp_path / "token")
+    creds, _ = await apiconfig._credentials(kc)
+    assert isinstance(creds, TokenFileCredentials)
+    assert await creds.authorization() == "Bearer service-account-token"
+    (tmp_path / "token").write_text("rotated-by-the-kubelet")
+    assert await creds.unauthorized("Bearer service-account-token") is True
+    assert await creds.authorization() == "Bearer rotated-by-the-kubelet"
