@@ -66,13 +66,13 @@ def resolve_kubeconfig(*, kubeconfig: str | None, master: str | None, context: s
     if paths:
         resolved = load_kubeconfig(paths, context=context)
     elif master:
-        resolved = Kubeconfig(context="", cluster=ClusterInfo(server=validate_server(master, tls=False, what="--master")),
+        resolved = Kubeconfig(context="", cluster=ClusterInfo(server=validate_server(master, tls=False, what="server address")),
                               user=UserInfo())
     else:
         resolved, _ = _in_cluster()
     if master:
         tls_wanted = bool(resolved.cluster.ca_data or resolved.user.cert_data or resolved.cluster.insecure_skip_tls_verify)
-        server = validate_server(master, tls=tls_wanted, what="--master")
+        server = validate_server(master, tls=tls_wanted, what="server address")
         resolved = dataclasses.replace(resolved, cluster=dataclasses.replace(resolved.cluster, server=server))
     return resolved
 

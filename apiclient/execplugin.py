@@ -33,6 +33,7 @@ import anyio
 import structlog
 import yaml
 
+from apiclient import metrics
 from apiclient.credentials import CredentialError, Credentials
 from apiclient.kubeconfig import ClusterInfo, ExecConfig
 
@@ -149,11 +150,17 @@ async def run_plugin(config: ExecConfig, cluster: ClusterInfo | None, *,
             stdin=None if is_interactive else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None,
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError):
+        metrics.EXEC_PLUGIN_CALLS.labels("1", "plugin_not_found_error").inc()
         hint = f" {config.install_hint.strip()}" if config.install_hint.strip() else ""
         message = f"exec: executable {config.command} not found. {INSTALL_HINT_HELP}{hint}"
         raise CredentialError(" ".join(message.split())) from None
+    except OSError as exc:
+        metrics.EXEC_PLUGIN_CALLS.labels("1", "client_internal_error").inc()
+        raise CredentialError(f"exec: {exc.strerror or exc}") from None
     if done.returncode != 0:
+        metrics.EXEC_PLUGIN_CALLS.labels(str(done.returncode), "plugin_execution_error").inc()
         raise CredentialError(f"exec: executable {config.command} failed with exit code {done.returncode}")
+    metrics.EXEC_PLUGIN_CALLS.labels("0", "no_error").inc()
     return parse_output(config, done.stdout)
 
 

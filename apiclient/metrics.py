@@ -21,3 +21,10 @@ RATE_LIMITER_DURATION = Histogram(
     ["verb", "host"],
     buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
 )
+EXEC_PLUGIN_CALLS = Counter(
+    "rest_client_exec_plugin_call_total",
+    "Number of calls to an exec plugin, partitioned by the type of event encountered (no_error, "
+    "plugin_execution_error, plugin_not_found_error, client_internal_error) and an optional exit code. "
+    "The exit code will be set to 0 if and only if the plugin call was successful.",
+    ["code", "call_status"],
+)

@@ -27,6 +27,7 @@ from apiclient.config import build_api_client
 from apiclient.credentials import TokenFileCredentials
 from apiclient.execplugin import ExecCredentials
 from apiclient.kubeconfig import ClusterInfo, ExecConfig
+from apiclient.metrics import EXEC_PLUGIN_CALLS
 from apiclient.resources import NAMESPACES, PODS, Resource
 from localcluster.cluster import LocalCluster
 from tests.manager.waiting import eventually
@@ -207,8 +208,11 @@ async def test_a_failing_plugin_names_its_exit_code() -> None:
 
     config = ExecConfig(command=sys.executable, api_version="client.authentication.k8s.io/v1",
                         args=("-c", "raise SystemExit(3)"), interactive_mode="Never")
+    failures = EXEC_PLUGIN_CALLS.labels("3", "plugin_execution_error")
+    before = failures._value.get()
     with pytest.raises(CredentialError, match=f"exec: executable {sys.executable} failed with exit code 3"):
         await ExecCredentials(config, None).authorization()
+    assert failures._value.get() == before + 1  # client-go's rest_client_exec_plugin_call_total
 
 
 def _token_file_kubeconfig(tmp_path: Path, server: str, token_file: Path) -> Path:
