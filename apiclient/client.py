@@ -183,17 +183,18 @@ class KubeClient:
             headers["User-Agent"] = self._user_agent
         creds = self._credentials
         for attempt in (1, 2):
+            waited = await self.bucket.acquire()
+            metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
             auth_settings = ["BearerToken"]
             used: str | None = None
             if creds is not None:
-                # The header is set here, not by the generated client, to know which one a 401 answers.
+                # Set here, not by the generated client, to know which header a 401 answers; and
+                # after the rate limiter's wait, so a token is never sent stale from the queue.
                 used = await creds.authorization()
                 auth_settings = []
                 headers.pop("Authorization", None)
                 if used is not None:
                     headers["Authorization"] = used
-            waited = await self.bucket.acquire()
-            metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
             response: aiohttp.ClientResponse = await self.api_client.call_api(
                 path,
                 method,

@@ -182,10 +182,6 @@ class ExecCredentials(Credentials):
         """Call `callback` when a run hands out a client certificate other than the last one."""
         self._on_certificate = callback
 
-    @property
-    def cached(self) -> ExecResult | None:
-        return self._cached
-
     def _expired(self, creds: ExecResult) -> bool:
         return creds.expires is not None and self._now() > creds.expires
 
