@@ -81,6 +81,14 @@ class Kubeconfig:
     namespace: str | None = None
 
 
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    """Go's yaml error shape ("yaml: line 3: ..."), without PyYAML's snippet of the offending line:
+    that line may hold a token or a key."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    return f"yaml: line {mark.line + 1}: {problem}" if mark is not None else f"yaml: {problem}"
+
+
 def _read_yaml(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
@@ -92,8 +100,7 @@ def _read_yaml(path: str) -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(data)
     except yaml.YAMLError as exc:
-        detail = " ".join(str(exc).split())
-        raise KubeconfigError(f"error loading config file {path!r}: yaml: {detail}") from None
+        raise KubeconfigError(f"error loading config file {path!r}: {_yaml_error(exc)}") from None
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

@@ -74,7 +74,8 @@ def _kubeconfig(*, server: str = "http://127.0.0.1:9", user: str = "  user: {tok
         ("this is not a kubeconfig", "a kubeconfig is a mapping"),
         ("- name: c\n- name: d\n", "a kubeconfig is a mapping (apiVersion, kind: Config, clusters, users, contexts), not a list"),
         ("clusters: [\n  {name: c\n", "yaml: "),
-        ("clusters:\n  - name: c\n   cluster: {}\n", "yaml: "),
+        ("clusters:\n  - name: c\n   cluster: {}\n", "yaml: line 3: "),
+        ("users:\n- name: u\n  user:\n    token: s3cr3t-t0ken: oops\n", "yaml: line 4: mapping values are not allowed here"),
         ("\x00\x01\x02garbage", "yaml: "),
         ("clusters: {name: c}\n", "clusters must be a list"),
         (_kubeconfig().replace("current-context: c", "current-context: other"),
@@ -114,6 +115,7 @@ def test_bad_kubeconfigs_exit_2_with_one_line(tmp_path: Path, content: str, need
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1, lines
         assert needle in lines[0]
+        assert "s3cr3t" not in lines[0]  # an error near a token never quotes the line
 
 
 @pytest.mark.parametrize(("args", "needle"), [
