@@ -1,7 +1,7 @@
 """Credentials that keep working: exec plugins renewed, token files re-read, keys never on disk.
 
 The local cluster enforces bearer tokens here (`cluster.authn`): a fake credential plugin, a
-Python script written into the test's folder, issues HMAC-signed tokens that live two seconds,
+Python script written into the test's folder, issues HMAC-signed tokens that live three seconds,
 and the cluster refuses any token past its expiry. The manager runs as a user runs it
 (`aiokcm run --kubeconfig`) through several renewals and keeps reconciling.
 """
@@ -99,12 +99,12 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
         cluster.authn.allow("localcluster")  # the test's own client
         cluster.authn.allow_if(_valid)
         cluster.authn.enabled = True
-        kubeconfig, issued = _exec_kubeconfig(tmp_path, cluster.url)
+        kubeconfig, issued = _exec_kubeconfig(tmp_path, cluster.url, lifetime=3.0)
         output = tmp_path / "manager.log"
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         args = [sys.executable, "-m", "controller_manager", "run", f"--kubeconfig={kubeconfig}",
                 "--controllers=replicaset", "--secure-port=0", "--log-format=json", "--v=5",
-                "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",
+                "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s",
                 "--leader-elect-retry-period=500ms"]
         kube = await cluster.client()
         with output.open("wb") as out:
@@ -112,7 +112,7 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
         try:
             await kube.create(REPLICASETS, _replicaset(1), namespace="default")
             await _until_pods(kube, 1, proc)
-            # Each token lives 2 s; the lease renewals every 500 ms outlive several of them.
+            # Each token lives 3 s; the lease renewals every 500 ms outlive several of them.
             await eventually(lambda: len(_runs(issued)) >= 4 or proc.returncode is not None, limit=90)
             assert proc.returncode is None, output.read_text()[-3000:]
             await kube.patch(REPLICASETS, "renewals", {"spec": {"replicas": 3}}, namespace="default")
@@ -131,6 +131,7 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
         assert proc.returncode == 0, output.read_text()[-3000:]
         runs = _runs(issued)
         assert len(runs) >= 4
+        assert not cluster.authn.authenticate(f"Bearer {runs[0]['token']}")  # the first token is refused by now
         info = runs[0]["info"]
         assert info["apiVersion"] == "client.authentication.k8s.io/v1" and info["kind"] == "ExecCredential"
         assert info["spec"]["interactive"] is False and runs[0]["stdin_tty"] is False
