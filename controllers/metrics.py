@@ -14,6 +14,11 @@ RECONCILE_ERRORS = Counter(
     "Total number of reconciliation errors per controller",
     ["controller"],
 )
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors per controller",
+    ["controller"],
+)
 RECONCILE_PANICS = Counter(
     "controller_runtime_reconcile_panics_total",
     "Total number of reconciliation panics per controller",
