@@ -108,7 +108,13 @@ Reconcile = Callable[[T], Awaitable[Result | None]]
 
 
 def is_expected_failure(exc: BaseException) -> bool:
-    """An API refusal, a dropped connection, a server restarting, a timeout: not a bug."""
+    """An API refusal, a dropped connection, a server restarting, a timeout: not a bug.
+
+    A task group's exception group is expected when everything in it is (parallel writes that
+    all met the same restarting server).
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        return all(is_expected_failure(inner) for inner in exc.exceptions)
     return isinstance(exc, ApiError | aiohttp.ClientError | OSError | TimeoutError | TerminalError)
 
 

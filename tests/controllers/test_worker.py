@@ -22,7 +22,15 @@ import structlog
 from apiclient import ApiError
 from controller_manager import logging as manager_logging
 from controllers import metrics
-from controllers.worker import MAX_RETRIES, Outcome, RequeueAfter, Result, TerminalError, Worker
+from controllers.worker import (
+    MAX_RETRIES,
+    Outcome,
+    RequeueAfter,
+    Result,
+    TerminalError,
+    Worker,
+    is_expected_failure,
+)
 from tests.manager.logcapture import CapturedStream, restore_logging  # noqa: F401 - autouse fixture
 from workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue, ShardedQueue
 
@@ -217,6 +225,14 @@ async def test_a_bug_is_a_panic_with_one_traceback_a_transport_error_one_plain_l
     assert "exception" in by_key["bug"][1]  # the traceback of the bug
     assert "exception" not in by_key["transport"][1]  # a dropped connection: one line
     assert by_key["transport"][1]["error_type"] == "ClientConnectionError"
+
+
+def test_what_counts_as_a_bug() -> None:
+    expected = [ApiError(503), aiohttp.ServerDisconnectedError(), ConnectionResetError(), TimeoutError(),
+                ExceptionGroup("writes", [ApiError(500), aiohttp.ClientConnectionError()])]
+    bugs = [KeyError("spec"), TypeError("NoneType"), ExceptionGroup("writes", [ApiError(500), ValueError("x")])]
+    assert all(is_expected_failure(exc) for exc in expected)
+    assert not any(is_expected_failure(exc) for exc in bugs)
 
 
 # -- a fair loop: a reconcile that never suspends still lets everything else run -------------

@@ -87,3 +87,25 @@ async def test_an_eviction_that_keeps_failing_is_dropped_then_scheduled_again_by
             assert controller.scheduled("ns/p") is not None
             assert len(fake.attempts) > (1 + MAX_RETRIES) * DELETE_RETRIES
             controller.stop()
+
+
+async def test_stop_lets_a_deletion_in_flight_finish() -> None:
+    fake = FlakyDeletes(failures=0)
+    release = anyio.Event()
+    inner_delete = fake.delete
+
+    async def slow_delete(*args: Any, **kwargs: Any) -> Any:
+        await release.wait()
+        return await inner_delete(*args, **kwargs)
+
+    fake.delete = slow_delete  # type: ignore[method-assign]
+    controller = _controller(fake)
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            controller.start_workers(tg, 1)
+            controller.updates.add((0, "node-1", "", ""))
+            await anyio.sleep(1)  # the deletion is now waiting on the API
+            controller.stop()
+            await anyio.sleep(1)
+            release.set()  # the workers' task group only ends once it has finished
+    assert fake.deleted == ["ns/p"]
