@@ -7,10 +7,11 @@ read as deltas of that name only.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import anyio
@@ -19,9 +20,11 @@ import orjson
 import pytest
 import structlog
 
-from apiclient import ApiError
+from apiclient import ApiError, KubeClient
 from controller_manager import logging as manager_logging
 from controllers import metrics
+from controllers.base import Controller
+from controllers.context import ControllerContext
 from controllers.worker import (
     MAX_RETRIES,
     Outcome,
@@ -31,6 +34,7 @@ from controllers.worker import (
     Worker,
     is_expected_failure,
 )
+from informers import SharedInformerFactory
 from tests.manager.logcapture import CapturedStream, restore_logging  # noqa: F401 - autouse fixture
 from workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue, ShardedQueue
 
@@ -225,6 +229,37 @@ async def test_a_bug_is_a_panic_with_one_traceback_a_transport_error_one_plain_l
     assert "exception" in by_key["bug"][1]  # the traceback of the bug
     assert "exception" not in by_key["transport"][1]  # a dropped connection: one line
     assert by_key["transport"][1]["error_type"] == "ClientConnectionError"
+
+
+async def test_a_periodic_loop_goes_on_after_failures_with_a_traceback_only_for_a_bug(
+    json_logs: Callable[[], list[dict[str, Any]]],
+) -> None:
+    class Periodic(Controller):
+        name = "engine-periodic"
+
+        async def sync(self, key: str) -> None:
+            return None
+
+    client = cast(KubeClient, None)
+    controller = Periodic(ControllerContext(client=client, informers=SharedInformerFactory(client)))
+    failures: list[Exception] = [aiohttp.ClientConnectionError("Connection refused"), KeyError("status")]
+    steps: list[float] = []
+
+    async def step() -> None:
+        steps.append(anyio.current_time())
+        if failures:
+            raise failures.pop(0)
+
+    async with anyio.create_task_group() as tg:
+        start = anyio.current_time()
+        tg.start_soon(functools.partial(controller.every, 5.0, step, what="probing"))
+        await anyio.sleep(12)
+        tg.cancel_scope.cancel()
+    assert [round(t - start, 6) for t in steps] == [0, 5, 10]  # the loop went on after both failures
+    failed = [line for line in json_logs() if line["event"] == "probing failed"]
+    assert [line["error_type"] for line in failed] == ["ClientConnectionError", "KeyError"]
+    assert all(line["controller"] == "engine-periodic" for line in failed)
+    assert ["exception" in line for line in failed] == [False, True]
 
 
 def test_what_counts_as_a_bug() -> None:
