@@ -23,13 +23,15 @@ in structlog's contextvars for every log line a reconcile writes. After each ite
 yields to the event loop, so a reconcile that never suspends (everything in the cache) cannot
 keep health checks, informers or SIGTERM from running.
 
-Queues: any rate-limiting queue (`run`), each shard of a `ShardedQueue` (`run_shards`), and the
-`TimedWorkerQueue`, whose own tasks call the engine (`timed_queue`). Shutting a queue down stops
+Queues: a rate-limiting queue (`run`; a plain or delaying one gets a rate limiter beside it for
+its retries), each shard of a `ShardedQueue` (`run_shards`), and the `TimedWorkerQueue`, whose own
+tasks call the engine (`timed_queue`). Shutting a queue down stops
 its workers: items still queued are dropped, items in work finish.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import time
 from collections.abc import Awaitable, Callable, Hashable
@@ -44,7 +46,16 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from apiclient import ApiError
 from controllers import metrics
-from workqueue import RateLimiter, ShardedQueue, ShutDown, TimedWorkerQueue, default_controller_rate_limiter
+from workqueue import (
+    DelayingQueue,
+    Queue,
+    RateLimiter,
+    RateLimitingQueue,
+    ShardedQueue,
+    ShutDown,
+    TimedWorkerQueue,
+    default_controller_rate_limiter,
+)
 
 log = structlog.get_logger()
 
@@ -151,11 +162,15 @@ class Worker(Generic[T]):
 
     # -- the loops -------------------------------------------------------------------------
 
-    async def run(self, queue: WorkQueue[T], workers: int = 1) -> None:
-        """Serve `queue` with `workers` workers until it is shut down; in-flight items finish."""
+    async def run(self, queue: WorkQueue[T] | Queue[T], workers: int = 1) -> None:
+        """Serve `queue` with `workers` workers until it is shut down; in-flight items finish.
+
+        A plain or delaying queue gets the controller rate limiter for its retries.
+        """
+        served: WorkQueue[T] = queue if isinstance(queue, RateLimitingQueue) else with_backoff(queue)
         async with anyio.create_task_group() as tg:
             for _ in range(max(1, workers)):
-                tg.start_soon(self._serve, queue)
+                tg.start_soon(self._serve, served)
 
     async def run_shards(self, queue: ShardedQueue[T]) -> None:
         """One worker per shard, so all work for one shard key stays serialized."""
@@ -264,6 +279,48 @@ class Worker(Generic[T]):
         if self.on_drop is not None:
             self.on_drop(item)
         return Outcome.DROPPED
+
+
+def with_backoff(queue: WorkQueue[T] | Queue[T], rate_limiter: RateLimiter | None = None) -> WorkQueue[T]:
+    """`queue` as the engine serves it: a plain or delaying queue gains a rate limiter for its retries."""
+    if isinstance(queue, Queue) and not isinstance(queue, RateLimitingQueue):
+        return _Backoff(queue, rate_limiter or default_controller_rate_limiter())
+    return queue
+
+
+class _Backoff(Generic[T]):
+    """A plain or delaying queue with a rate limiter beside it (client-go's rate-limiting layer)."""
+
+    def __init__(self, queue: Queue[T], rate_limiter: RateLimiter) -> None:
+        self.queue = queue
+        self.rate_limiter = rate_limiter
+
+    async def get(self) -> T:
+        return await self.queue.get()
+
+    def done(self, item: T) -> None:
+        self.queue.done(item)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.queue.shutting_down
+
+    def forget(self, item: T) -> None:
+        self.rate_limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        return self.rate_limiter.num_requeues(item)
+
+    def add_rate_limited(self, item: T) -> None:
+        self.add_after(item, self.rate_limiter.when(item))
+
+    def add_after(self, item: T, seconds: float) -> None:
+        if isinstance(self.queue, DelayingQueue):
+            self.queue.add_after(item, seconds)
+        elif seconds <= 0:
+            self.queue.add(item)
+        else:  # a timer handle, like the delaying queue's own: nothing to own or cancel
+            asyncio.get_running_loop().call_later(seconds, self.queue.add, item)
 
 
 class _TimedRequeuer(Generic[T]):

@@ -33,10 +33,11 @@ from controllers.worker import (
     TerminalError,
     Worker,
     is_expected_failure,
+    with_backoff,
 )
 from informers import SharedInformerFactory
 from tests.manager.logcapture import CapturedStream, restore_logging  # noqa: F401 - autouse fixture
-from workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue, ShardedQueue
+from workqueue import DelayingQueue, ItemExponentialFailureRateLimiter, Queue, RateLimitingQueue, ShardedQueue
 
 pytestmark = pytest.mark.looptime
 
@@ -84,13 +85,21 @@ def _server_error() -> ApiError:
 # -- the policy on a rate-limiting queue -------------------------------------------------------
 
 
-async def test_success_forgets_the_backoff_and_counts_success() -> None:
+QUEUE_KINDS: dict[str, Callable[[], Queue[str]]] = {
+    "plain": Queue,
+    "delaying": DelayingQueue,
+    "rate-limiting": RateLimitingQueue,
+}
+
+
+@pytest.mark.parametrize("kind", QUEUE_KINDS)
+async def test_success_forgets_the_backoff_and_counts_success(kind: str) -> None:
     name = _name()
     calls = Calls(lambda _item, n: _server_error() if n <= 2 else None)
     worker: Worker[str] = Worker(name, calls)
-    queue: RateLimitingQueue[str] = RateLimitingQueue()
-    async with serving(lambda: worker.run(queue), queue.shutdown):
-        queue.add("a")
+    queue = with_backoff(QUEUE_KINDS[kind]())
+    async with serving(lambda: worker.run(queue), queue_of(queue).shutdown):
+        queue_of(queue).add("a")
         await anyio.sleep(1)
     start = calls.times("a")[0]
     assert [round(t - start, 6) for t in calls.times("a")] == [0, 0.005, 0.015]  # 5 ms, then 10 ms
@@ -100,18 +109,20 @@ async def test_success_forgets_the_backoff_and_counts_success() -> None:
     assert _count(metrics.RECONCILE_ERRORS, name) == 2
 
 
-async def test_an_error_is_retried_fifteen_times_then_dropped_until_the_next_add() -> None:
+@pytest.mark.parametrize("kind", QUEUE_KINDS)
+async def test_an_error_is_retried_fifteen_times_then_dropped_until_the_next_add(kind: str) -> None:
     name = _name()
     calls = Calls(lambda _item, _n: _server_error())
     worker: Worker[str] = Worker(name, calls)
-    queue: RateLimitingQueue[str] = RateLimitingQueue()
-    async with serving(lambda: worker.run(queue), queue.shutdown):
-        queue.add("a")
+    queue = with_backoff(QUEUE_KINDS[kind]())
+    plain = queue_of(queue)
+    async with serving(lambda: worker.run(queue), plain.shutdown):
+        plain.add("a")
         await anyio.sleep(600)  # far beyond the last retry (~164 s)
         assert len(calls.times("a")) == 1 + MAX_RETRIES == 16
         assert queue.num_requeues("a") == 0  # dropped: its backoff forgotten
-        assert len(queue) == 0 and queue.waiting == 0
-        queue.add("a")  # the next event starts afresh
+        assert len(plain) == 0
+        plain.add("a")  # the next event starts afresh
         await anyio.sleep(0.001)
         assert len(calls.times("a")) == 17
     times = calls.times("a")
@@ -119,6 +130,24 @@ async def test_an_error_is_retried_fifteen_times_then_dropped_until_the_next_add
     assert gaps == [round(0.005 * 2**i, 6) for i in range(15)]  # client-go's per-item backoff
     assert _count(metrics.RECONCILE_ERRORS, name) == 17
     assert _count(metrics.RECONCILE_PANICS, name) == 0
+
+
+async def test_a_plain_queue_is_served_directly_with_the_controller_backoff() -> None:
+    calls = Calls(lambda _item, n: _server_error() if n == 1 else None)
+    worker: Worker[str] = Worker(_name(), calls)
+    queue: Queue[str] = Queue()
+    async with serving(lambda: worker.run(queue), queue.shutdown):
+        queue.add("a")
+        await anyio.sleep(1)
+    first, second = calls.times("a")
+    assert round(second - first, 6) == 0.005
+
+
+def queue_of(queue: object) -> Queue[str]:
+    """The queue itself behind what `with_backoff` returned (to add items and shut it down)."""
+    inner = getattr(queue, "queue", queue)
+    assert isinstance(inner, Queue)
+    return inner
 
 
 async def test_requeue_after_looks_again_later_without_counting_a_failure() -> None:
