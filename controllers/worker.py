@@ -18,7 +18,8 @@ controller-runtime's `reconcileHandler` writes once (pkg/internal/controller/con
 - only a real bug counts as a panic and is logged with its traceback; an API refusal, a dropped
   connection or a timeout is one log line.
 
-Metrics keep controller-runtime's names (`controllers.metrics`). `controller` and `key` are bound
+Metrics keep controller-runtime's names (`controllers.metrics`), including its active and maximum
+worker gauges. `controller` and `key` are bound
 in structlog's contextvars for every log line a reconcile writes. After each item the worker
 yields to the event loop, so a reconcile that never suspends (everything in the cache) cannot
 keep health checks, informers or SIGTERM from running.
@@ -159,6 +160,8 @@ class Worker(Generic[T]):
         self._terminal = metrics.TERMINAL_RECONCILE_ERRORS.labels(controller)
         self._panics = metrics.RECONCILE_PANICS.labels(controller)
         self._time = metrics.RECONCILE_TIME.labels(controller)
+        self._active = metrics.ACTIVE_WORKERS.labels(controller)
+        self._max_concurrent = metrics.MAX_CONCURRENT_RECONCILES.labels(controller)
 
     # -- the loops -------------------------------------------------------------------------
 
@@ -168,15 +171,24 @@ class Worker(Generic[T]):
         A plain or delaying queue gets the controller rate limiter for its retries.
         """
         served: WorkQueue[T] = queue if isinstance(queue, RateLimitingQueue) else with_backoff(queue)
-        async with anyio.create_task_group() as tg:
-            for _ in range(max(1, workers)):
-                tg.start_soon(self._serve, served)
+        count = max(1, workers)
+        self._max_concurrent.inc(count)
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(count):
+                    tg.start_soon(self._serve, served)
+        finally:
+            self._max_concurrent.dec(count)
 
     async def run_shards(self, queue: ShardedQueue[T]) -> None:
         """One worker per shard, so all work for one shard key stays serialized."""
-        async with anyio.create_task_group() as tg:
-            for shard in range(queue.shards):
-                tg.start_soon(self._serve, queue.shard(shard))
+        self._max_concurrent.inc(queue.shards)
+        try:
+            async with anyio.create_task_group() as tg:
+                for shard in range(queue.shards):
+                    tg.start_soon(self._serve, queue.shard(shard))
+        finally:
+            self._max_concurrent.dec(queue.shards)
 
     def timed_queue(
         self, *, name: str = "", concurrency: int = 64, rate_limiter: RateLimiter | None = None
@@ -215,6 +227,7 @@ class Worker(Generic[T]):
         """Reconcile `item` once and apply the policy; always yields to the event loop once."""
         # bind/reset rather than `bound_contextvars`: the same effect at half the cost per item
         tokens = bind_contextvars(controller=self.controller, key=self.describe(item))
+        self._active.inc()
         start = time.perf_counter()
         try:
             result = await self.reconcile(item)
@@ -231,6 +244,7 @@ class Worker(Generic[T]):
                 outcome = Outcome.DONE
         finally:
             self._time.observe(time.perf_counter() - start)
+            self._active.dec()
             reset_contextvars(**tokens)
         await anyio.lowlevel.checkpoint()
         return outcome

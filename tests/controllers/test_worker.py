@@ -361,7 +361,8 @@ async def test_one_slow_shard_does_not_hold_the_others() -> None:
             await release.wait()
         calls.append(node)
 
-    worker: Worker[str] = Worker(_name(), reconcile)
+    name = _name()
+    worker: Worker[str] = Worker(name, reconcile)
     queue: ShardedQueue[str] = ShardedQueue(2, shard_key=lambda node: node)
     other = next(n for n in (f"n{i}" for i in range(20)) if queue.shard_for(n) != queue.shard_for("slow"))
     async with serving(lambda: worker.run_shards(queue), queue.shutdown):
@@ -369,9 +370,13 @@ async def test_one_slow_shard_does_not_hold_the_others() -> None:
         queue.add(other)
         await anyio.sleep(1)
         assert calls == [other]
+        assert _count(metrics.ACTIVE_WORKERS, name) == 1  # the slow one
+        assert _count(metrics.MAX_CONCURRENT_RECONCILES, name) == 2  # a worker per shard
         release.set()
         await anyio.sleep(1)
     assert calls == [other, "slow"]
+    assert _count(metrics.ACTIVE_WORKERS, name) == 0
+    assert _count(metrics.MAX_CONCURRENT_RECONCILES, name) == 0
 
 
 async def test_the_timed_queue_retries_failed_work_with_backoff_then_releases_the_key() -> None:
