@@ -71,7 +71,9 @@ class Calls:
 
 
 @asynccontextmanager
-async def serving(run: Callable[[], Coroutine[Any, Any, None]], stop: Callable[[], None]) -> AsyncIterator[None]:
+async def serving(
+    run: Callable[[], Coroutine[Any, Any, None]], stop: Callable[[], None]
+) -> AsyncIterator[None]:
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
         yield
@@ -292,9 +294,18 @@ async def test_a_periodic_loop_goes_on_after_failures_with_a_traceback_only_for_
 
 
 def test_what_counts_as_a_bug() -> None:
-    expected = [ApiError(503), aiohttp.ServerDisconnectedError(), ConnectionResetError(), TimeoutError(),
-                ExceptionGroup("writes", [ApiError(500), aiohttp.ClientConnectionError()])]
-    bugs = [KeyError("spec"), TypeError("NoneType"), ExceptionGroup("writes", [ApiError(500), ValueError("x")])]
+    expected = [
+        ApiError(503),
+        aiohttp.ServerDisconnectedError(),
+        ConnectionResetError(),
+        TimeoutError(),
+        ExceptionGroup("writes", [ApiError(500), aiohttp.ClientConnectionError()]),
+    ]
+    bugs = [
+        KeyError("spec"),
+        TypeError("NoneType"),
+        ExceptionGroup("writes", [ApiError(500), ValueError("x")]),
+    ]
     assert all(is_expected_failure(exc) for exc in expected)
     assert not any(is_expected_failure(exc) for exc in bugs)
 

@@ -30,8 +30,12 @@ class RefusingPodStatus:
 
 
 def _stale_pod() -> dict[str, Any]:
-    condition = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
-                 "lastTransitionTime": "2020-01-01T00:00:00Z"}
+    condition = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "EvictionByEvictionAPI",
+        "lastTransitionTime": "2020-01-01T00:00:00Z",
+    }
     return {
         "metadata": {"name": "p", "namespace": "default", "uid": "p"},
         "spec": {"nodeName": "n1"},
@@ -42,7 +46,9 @@ def _stale_pod() -> dict[str, Any]:
 async def test_the_stale_pod_worker_stops_after_the_last_retry() -> None:
     fake = RefusingPodStatus()
     client = cast(KubeClient, fake)
-    controller = DisruptionController(ControllerContext(client=client, informers=SharedInformerFactory(client)))
+    controller = DisruptionController(
+        ControllerContext(client=client, informers=SharedInformerFactory(client))
+    )
     controller.pod_informer.store.update("default/p", _stale_pod())
     with anyio.fail_after(3600):
         async with anyio.create_task_group() as tg:

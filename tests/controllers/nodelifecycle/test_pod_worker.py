@@ -47,12 +47,18 @@ def _pod(name: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("failure", [aiohttp.ClientConnectionError("Connection reset by peer"), RuntimeError("a bug")])
+@pytest.mark.parametrize(
+    "failure", [aiohttp.ClientConnectionError("Connection reset by peer"), RuntimeError("a bug")]
+)
 async def test_the_pod_worker_survives_a_failure_that_is_not_an_api_error(failure: Exception) -> None:
     fake = FlakyPodStatus([failure])
     client = cast(KubeClient, fake)
-    controller = NodeLifecycleController(ControllerContext(client=client, informers=SharedInformerFactory(client)))
-    controller.health["n1"] = NodeHealth(ready={"type": "Ready", "status": "Unknown"}, probe=0.0, ready_transition=0.0)
+    controller = NodeLifecycleController(
+        ControllerContext(client=client, informers=SharedInformerFactory(client))
+    )
+    controller.health["n1"] = NodeHealth(
+        ready={"type": "Ready", "status": "Unknown"}, probe=0.0, ready_transition=0.0
+    )
     for name in ("a", "b"):
         controller.pod_informer.store.update(f"default/{name}", _pod(name))
     with anyio.fail_after(30):

@@ -47,10 +47,15 @@ class FlakyDeletes:
 
 def _controller(fake: FlakyDeletes) -> TaintEvictionController:
     client = cast(KubeClient, fake)
-    controller = TaintEvictionController(ControllerContext(client=client, informers=SharedInformerFactory(client)))
-    controller.node_informer.store.update("node-1", {"metadata": {"name": "node-1"}, "spec": {"taints": [TAINT]}})
-    controller.pod_informer.store.update("ns/p", {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
-                                                  "spec": {"nodeName": "node-1"}})
+    controller = TaintEvictionController(
+        ControllerContext(client=client, informers=SharedInformerFactory(client))
+    )
+    controller.node_informer.store.update(
+        "node-1", {"metadata": {"name": "node-1"}, "spec": {"taints": [TAINT]}}
+    )
+    controller.pod_informer.store.update(
+        "ns/p", {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {"nodeName": "node-1"}}
+    )
     return controller
 
 
