@@ -1,35 +1,40 @@
-"""The worker loop every controller shares, as KCM's controllers write it by hand.
+"""What every controller shares: its queue, its worker engine, its lifecycle under the manager.
 
 A controller declares its informers and handlers in `__init__`, handlers only enqueue keys,
-and `sync(key)` reconciles from the listers' current state (never from the event). Errors are
-handled as KCM does: success forgets the key's backoff; a failure is retried with the rate
-limiter up to `max_retries` (15) times, then logged and dropped until the next event.
+and `sync(key)` reconciles from the listers' current state (never from the event). The engine
+(`controllers.worker`) serves the controller's queue, and any other queue it has, with KCM's
+policy; `run` waits for the caches, starts the workers and any periodic loops, and returns once
+`stop()` has shut the queues and in-flight syncs have finished.
 """
 
 from __future__ import annotations
 
 import abc
-import time
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Hashable
+from typing import ClassVar, TypeVar
 
-import aiohttp
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 
-from apiclient import ApiError
-from controllers import metrics
 from controllers.context import ControllerContext
-from workqueue import RateLimitingQueue, ShutDown
+from controllers.worker import (
+    MAX_RETRIES,
+    Outcome,
+    Reconcile,
+    RequeueAfter,
+    Result,
+    TerminalError,
+    Worker,
+    is_expected_failure,
+)
+from workqueue import RateLimitingQueue
+
+__all__ = ["Controller", "RequeueAfter", "Result", "TerminalError"]
 
 log = structlog.get_logger()
 
-
-class RequeueAfter(Exception):  # a control-flow signal, not an error
-    """Raise from `sync` to check the key again after `seconds` without counting a failure."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"requeue after {seconds:.3f}s")
-        self.seconds = seconds
+T = TypeVar("T", bound=Hashable)
 
 
 class Controller(abc.ABC):
@@ -38,26 +43,39 @@ class Controller(abc.ABC):
     required_gates: ClassVar[tuple[str, ...]] = ()
     disabled_by_default: ClassVar[bool] = False
     default_workers: ClassVar[int] = 5
-    max_retries: ClassVar[int] = 15
-    _stopping: bool = False  # set by stop(): queued keys are dropped, in-flight syncs finish
+    max_retries: ClassVar[int] = MAX_RETRIES
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.client = ctx.client
         self.recorder = ctx.events.recorder(self.name)
         self.queue: RateLimitingQueue[str] = self.make_queue()
+        self.worker: Worker[str] = self.make_worker(self.sync)
         self.log = log.bind(controller=self.name)
-        self._last_sync_ok = time.monotonic()
 
     def make_queue(self) -> RateLimitingQueue[str]:
         return RateLimitingQueue(name=self.name)
+
+    def make_worker(
+        self,
+        reconcile: Reconcile[T],
+        *,
+        describe: Callable[[T], str] = str,
+        on_drop: Callable[[T], None] | None = None,
+    ) -> Worker[T]:
+        """The engine for one of this controller's queues, under the controller's name and retries."""
+        return Worker(self.name, reconcile, max_retries=self.max_retries, describe=describe, on_drop=on_drop)
 
     def enqueue(self, key: str) -> None:
         self.queue.add(key)
 
     @abc.abstractmethod
-    async def sync(self, key: str) -> None:
+    async def sync(self, key: str) -> Result | None:
         """Bring the object named by `key` to its desired state; raise to retry."""
+
+    async def process(self, key: str) -> Outcome:
+        """One reconcile of `key` under the engine's policy (what a worker does with an item)."""
+        return await self.worker.process(self.queue, key)
 
     def healthy(self) -> bool:
         """For `/healthz/<controller>`: the workers are alive (the loop is not wedged)."""
@@ -68,76 +86,52 @@ class Controller(abc.ABC):
         if not synced:
             raise RuntimeError(f"{self.name}: caches did not sync")
 
+    async def prepare(self) -> None:
+        """Once, after the caches synced and before the workers start (e.g. ensure a namespace)."""
+        return None
+
+    def start_workers(self, tg: TaskGroup, workers: int) -> None:
+        """Serve every queue of the controller; each task returns once `stop()` shut its queue."""
+        tg.start_soon(self.worker.run, self.queue, workers)
+
+    def start_loops(self, tg: TaskGroup) -> None:
+        """Start periodic loops (they run until cancelled, once the workers have returned)."""
+        return None
+
     def stop(self) -> None:
-        """Stop taking work (the manager's SIGTERM path): shut the queue down, drop queued keys.
+        """Stop taking work (the manager's SIGTERM path): shut the queues down, drop queued keys.
 
         Syncs already running finish; `run` returns once every worker is idle. Controllers
         with extra queues of their own extend this.
         """
-        self._stopping = True
         self.queue.shutdown()
 
     async def run(self, workers: int | None = None) -> None:
-        """Wait for the informers, then run `workers` workers until cancelled."""
+        """Wait for the informers, then serve the queues until `stop()` (or cancellation)."""
         count = workers if workers is not None else self.ctx.options.workers(self.name, self.default_workers)
         await self.wait_for_caches()
+        await self.prepare()
         self.log.info("starting workers", workers=count)
         try:
-            async with anyio.create_task_group() as tg:
-                for _ in range(max(1, count)):
-                    tg.start_soon(self._worker)
+            async with anyio.create_task_group() as loops:
+                self.start_loops(loops)
+                async with anyio.create_task_group() as tg:
+                    self.start_workers(tg, max(1, count))
+                loops.cancel_scope.cancel()  # the workers are done: the loops end with them
         finally:
-            self.queue.shutdown()
+            self.stop()
 
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            if self._stopping:
-                self.queue.done(key)
-                return
-            try:
-                await self.process(key)
-            finally:
-                self.queue.done(key)
+    async def every(self, period: float, step: Callable[[], Awaitable[None]], *, what: str) -> None:
+        """Run `step` every `period` seconds until cancelled (client-go's `wait.Until`).
 
-    async def process(self, key: str) -> None:
-        """One reconcile with KCM's error handling; `structlog` gets `controller` and `key` bound."""
-        start = time.perf_counter()
-        with structlog.contextvars.bound_contextvars(controller=self.name, key=key):
-            try:
-                await self.sync(key)
-            except RequeueAfter as req:
-                self.queue.forget(key)
-                self.queue.add_after(key, req.seconds)
-                metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
-            except Exception as exc:
-                self.handle_error(key, exc)
-            else:
-                self.queue.forget(key)
-                metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
-            finally:
-                metrics.RECONCILE_TIME.labels(self.name).observe(time.perf_counter() - start)
-
-    def handle_error(self, key: str, exc: BaseException) -> None:
-        metrics.RECONCILE_ERRORS.labels(self.name).inc()
-        metrics.RECONCILE_TOTAL.labels(self.name, "error").inc()
-        # An API refusal or a transport failure (a dropped connection, a server restarting, a
-        # timeout) is an ordinary error: one line, no traceback. Anything else is a bug.
-        bug = not isinstance(exc, ApiError | aiohttp.ClientError | OSError | TimeoutError)
-        if bug:
-            metrics.RECONCILE_PANICS.labels(self.name).inc()
-        retries = self.queue.num_requeues(key)
-        fields: dict[str, Any] = {"retries": retries, "error": str(exc) or type(exc).__name__,
-                                  "error_type": type(exc).__name__}
-        if retries < self.max_retries:
-            if isinstance(exc, ApiError) and exc.conflict:
-                self.log.debug("conflict, requeueing", **fields)
-            else:
-                self.log.warning("sync failed, requeueing", exc_info=bug, **fields)
-            self.queue.add_rate_limited(key)
-        else:
-            self.log.error("dropping key out of the queue after too many retries", **fields)
-            self.queue.forget(key)
+        A failing step is logged and the loop goes on: one line for an API or transport error,
+        a traceback only for a bug.
+        """
+        with structlog.contextvars.bound_contextvars(controller=self.name):
+            while True:
+                try:
+                    await step()
+                except Exception as exc:
+                    log.warning(f"{what} failed", error=str(exc) or type(exc).__name__,
+                                error_type=type(exc).__name__, exc_info=not is_expected_failure(exc))
+                await anyio.sleep(period)

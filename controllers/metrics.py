@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 RECONCILE_TOTAL = Counter(
     "controller_runtime_reconcile_total",
@@ -12,6 +12,11 @@ RECONCILE_TOTAL = Counter(
 RECONCILE_ERRORS = Counter(
     "controller_runtime_reconcile_errors_total",
     "Total number of reconciliation errors per controller",
+    ["controller"],
+)
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors per controller",
     ["controller"],
 )
 RECONCILE_PANICS = Counter(
@@ -24,4 +29,14 @@ RECONCILE_TIME = Histogram(
     "Length of time per reconciliation per controller",
     ["controller"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller",
+    ["controller"],
+)
+MAX_CONCURRENT_RECONCILES = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller",
+    ["controller"],
 )

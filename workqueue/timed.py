@@ -18,6 +18,9 @@ Semantics kept from Go:
 - `cancel_work` returns True if it removed scheduled (or running) work. Unlike Go, due work
   still waiting for a free worker is not run once cancelled.
 
+`shutdown()` stops the queue gracefully: nothing new fires or is accepted, handlers already
+running finish, and then `run()` returns (cancelling `run()` instead cancels them too).
+
 Cancelled entries stay in the heap and are skipped when popped; the heap is rebuilt when more
 than half of it is dead, so cancel-heavy churn stays bounded.
 """
@@ -75,10 +78,11 @@ class TimedWorkerQueue(Generic[K]):
         self._seq = itertools.count()
         self._wakeup = asyncio.Event()
         self._next_due = math.inf
+        self._shutting_down = False
 
     def add_work(self, key: K, *, created_at: float, fire_at: float) -> None:
         """Run the handler for `key` after `fire_at - created_at` seconds, unless `key` has work."""
-        if key in self._works:
+        if key in self._works or self._shutting_down:
             return
         delay = fire_at - created_at
         now = asyncio.get_running_loop().time()
@@ -120,10 +124,19 @@ class TimedWorkerQueue(Generic[K]):
         """Same as `len(queue)` (the name the contract uses)."""
         return len(self)
 
+    def shutdown(self) -> None:
+        """Fire nothing more; `run()` returns once the handlers already running are done."""
+        self._shutting_down = True
+        self._wakeup.set()
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
     async def run(self) -> None:
-        """Fire work when due until cancelled; handlers run in this call's task group."""
+        """Fire work when due until shut down or cancelled; handlers run in this call's task group."""
         async with anyio.create_task_group() as tg:
-            while True:
+            while not self._shutting_down:
                 self._move_due_to_ready()
                 self._dispatch(tg)
                 self._next_due = self._head_due()
@@ -158,7 +171,7 @@ class TimedWorkerQueue(Generic[K]):
 
     async def _worker(self) -> None:
         try:
-            while self._ready:
+            while self._ready and not self._shutting_down:
                 work = self._ready.popleft()
                 if not work.cancelled:
                     await self._call(work)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-import anyio
+from anyio.abc import TaskGroup
 
 from apiclient import ApiError
 from apiclient.resources import (
@@ -66,7 +66,7 @@ from informers import (
     split_key,
 )
 from kubeutil.selectors import Selector, SelectorError, from_label_selector
-from workqueue import RateLimitingQueue, ShutDown
+from workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]
 
@@ -131,6 +131,7 @@ class DisruptionController(Controller):
             scale=ScaleReader(ctx.client),
         )
         self.stale_queue: RateLimitingQueue[str] = RateLimitingQueue(name="stale_pod_disruption")
+        self.stale_worker = self.make_worker(self.sync_stale_pod_disruption)
         self._selectors: dict[str, tuple[Any, Selector | None]] = {}
         self.pdb_informer.add_event_handler(
             ResourceEventHandler(on_add=self.add_pdb, on_update=self.update_pdb, on_delete=self.delete_pdb)
@@ -389,32 +390,10 @@ class DisruptionController(Controller):
         )
         self.log.info("reset stale DisruptionTarget condition to False", pod=key)
 
-    async def _stale_worker(self) -> None:
-        await self.wait_for_caches()
-        while True:
-            try:
-                key = await self.stale_queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.sync_stale_pod_disruption(key)
-            except Exception as exc:  # every failure is retried, as KCM's worker does
-                self.log.warning("failed to clear DisruptionTarget condition, requeueing", pod=key, error=str(exc))
-                self.stale_queue.add_rate_limited(key)
-            else:
-                self.stale_queue.forget(key)
-            finally:
-                self.stale_queue.done(key)
-
-    async def run(self, workers: int | None = None) -> None:
-        """The budget workers (base loop) plus one stale-pod worker, in one task group."""
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._stale_worker)
-                await super().run(workers)
-                self.stale_queue.shutdown()
-        finally:
-            self.stale_queue.shutdown()
+    def start_workers(self, tg: TaskGroup, workers: int) -> None:
+        """The budget workers (the base class's) plus one stale-pod worker."""
+        super().start_workers(tg, workers)
+        tg.start_soon(self.stale_worker.run, self.stale_queue)
 
     def stop(self) -> None:
         super().stop()

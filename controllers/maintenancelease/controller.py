@@ -24,6 +24,7 @@ from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.maintenancelease import metrics
 from controllers.maintenancelease.lease import NAMESPACE, create_lease, ensure_namespace
+from controllers.worker import is_expected_failure
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
 
 Obj = Mapping[str, Any]
@@ -75,9 +76,14 @@ class MaintenanceLeaseController(Controller):
         if (old.get("metadata") or {}).get("uid") != (new.get("metadata") or {}).get("uid"):
             self._enqueue(new)
 
-    async def run(self, workers: int | None = None) -> None:
-        await ensure_namespace(self.client)
-        await super().run(workers)
+    async def prepare(self) -> None:
+        try:
+            await ensure_namespace(self.client)
+        except Exception as exc:
+            if not is_expected_failure(exc):
+                raise
+            # Not fatal: a create that finds the namespace missing ensures it again.
+            self.log.warning("ensuring the lease namespace failed", error=str(exc), namespace=NAMESPACE)
 
     async def sync(self, key: str) -> None:
         node = self.node_lister.get(key)

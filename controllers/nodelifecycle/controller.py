@@ -1,6 +1,6 @@
 """The node lifecycle controller, as `pkg/controller/nodelifecycle/node_lifecycle_controller.go`.
 
-Four loops, all in `run`'s task group:
+Two queues served by the worker engine and two periodic loops:
 
 - the node queue (the base class's, one worker): each node add/update is a NoSchedule tainting
   pass: its conditions map to taints (Ready False/Unknown -> `not-ready`/`unreachable`,
@@ -24,10 +24,12 @@ The taint-eviction controller does the pod deletions; this one only taints.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import anyio
+from anyio.abc import TaskGroup
 
 from apiclient import ApiError
 from apiclient.resources import LEASES, NODES, PODS
@@ -63,7 +65,7 @@ from controllers.nodelifecycle.zones import (
     zone_rate,
 )
 from informers import NODE_NAME_INDEX, DeletedFinalStateUnknown, ResourceEventHandler, meta_key, split_key
-from workqueue import RateLimitingQueue, ShutDown
+from workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]
 
@@ -141,6 +143,7 @@ class NodeLifecycleController(Controller):
         self.zone_states: dict[str, ZoneState] = {}
         self.nodes_to_retry: set[str] = set()
         self.pod_queue: RateLimitingQueue[str] = RateLimitingQueue(name=self.name + "-pods")
+        self.pod_worker = self.make_worker(self.process_pod)
         self.node_informer = ctx.informers.informer(NODES)
         self.pod_informer = ctx.informers.informer(PODS)
         self.lease_informer = ctx.informers.informer(LEASES, namespace=NODE_LEASE_NAMESPACE)
@@ -175,54 +178,16 @@ class NodeLifecycleController(Controller):
         super().stop()
         self.pod_queue.shutdown()
 
-    async def run(self, workers: int | None = None) -> None:
-        count = workers if workers is not None else self.ctx.options.workers(self.name, self.default_workers)
-        await self.wait_for_caches()
-        self.log.info("starting node lifecycle controller", workers=count)
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._monitor_loop)
-                tg.start_soon(self._tainting_loop)
-                tg.start_soon(self._pod_worker)
-                async with anyio.create_task_group() as node_workers:
-                    for _ in range(max(1, count)):
-                        node_workers.start_soon(self._worker)
-                tg.cancel_scope.cancel()
-        finally:
-            self.queue.shutdown()
-            self.pod_queue.shutdown()
+    def start_workers(self, tg: TaskGroup, workers: int) -> None:
+        """The node queue's workers (the base class's) and one pod worker."""
+        super().start_workers(tg, workers)
+        tg.start_soon(self.pod_worker.run, self.pod_queue)
 
-    async def _monitor_loop(self) -> None:
-        while True:
-            try:
-                await self.monitor_node_health()
-            except Exception:
-                self.log.exception("monitoring node health failed")
-            await anyio.sleep(self.monitor_period)
-
-    async def _tainting_loop(self) -> None:
-        while True:
-            try:
-                await self.do_no_execute_tainting_pass()
-            except Exception:
-                self.log.exception("NoExecute tainting pass failed")
-            await anyio.sleep(NO_EXECUTE_TAINTING_PERIOD)
-
-    async def _pod_worker(self) -> None:
-        while True:
-            try:
-                key = await self.pod_queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.process_pod(key)
-            except ApiError as exc:
-                self.log.warning("marking pod not ready failed", pod=key, error=str(exc))
-                self.pod_queue.add_rate_limited(key)
-            else:
-                self.pod_queue.forget(key)
-            finally:
-                self.pod_queue.done(key)
+    def start_loops(self, tg: TaskGroup) -> None:
+        tg.start_soon(functools.partial(self.every, self.monitor_period, self.monitor_node_health,
+                                        what="monitoring node health"))
+        tg.start_soon(functools.partial(self.every, NO_EXECUTE_TAINTING_PERIOD, self.do_no_execute_tainting_pass,
+                                        what="NoExecute tainting pass"))
 
     # -- NoSchedule tainting (the node queue) ------------------------------------------
 

@@ -1,4 +1,4 @@
-"""NodeMaintenance controller: wiring, event handlers and the two worker pools.
+"""NodeMaintenance controller: wiring, event handlers and the two queues the worker engine serves.
 
 Two kinds of work, two queues, chosen for what each write touches:
 
@@ -21,19 +21,18 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar
 
-import anyio
-import structlog
+from anyio.abc import TaskGroup
 
 from apiclient.resources import NODEMAINTENANCES, NODES, PODS
-from controllers import metrics as controller_metrics
-from controllers.base import Controller, RequeueAfter
+from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.leasegate import LeaseGate, NoLeaseGate
 from controllers.nodemaintenance.nodeselector import selector_matches
 from controllers.nodemaintenance.sync import DrainState, Listers, MaintenanceSync, NodeSync, utcnow
+from controllers.worker import Outcome
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
-from workqueue import ShardedQueue, ShutDown
+from workqueue import ShardedQueue
 
 Obj = Mapping[str, Any]
 DEFAULT_NODE_SHARDS = 4
@@ -79,6 +78,7 @@ class NodeMaintenanceController(Controller):
         self.node_queue: ShardedQueue[str] = ShardedQueue(
             shards, shard_key=lambda node: node, name="nodemaintenance_nodes"
         )
+        self.node_worker = self.make_worker(self._sync_node)
         gate = lease_gate or ctx.options.get(LEASE_GATE_OPTION) or _default_gate(ctx)
         self.lease_gate: LeaseGate = gate
         factory = ctx.informers
@@ -186,6 +186,13 @@ class NodeMaintenanceController(Controller):
     async def sync(self, key: str) -> None:
         await self.maintenance_sync.sync(key)
 
+    async def _sync_node(self, node: str) -> None:
+        await self.node_sync.sync(node)
+
+    async def process_node(self, node: str) -> Outcome:
+        """One node sync under the engine's policy, on the node's shard."""
+        return await self.node_worker.process(self.node_queue.shard(self.node_queue.shard_for(node)), node)
+
     def healthy(self) -> bool:
         return super().healthy() and not self.node_queue.shutting_down
 
@@ -194,58 +201,12 @@ class NodeMaintenanceController(Controller):
         super().stop()
         self.node_queue.shutdown()
 
-    async def run(self, workers: int | None = None) -> None:
-        """Maintenance workers from the base class plus one worker per node shard."""
-        count = workers if workers is not None else self.ctx.options.workers(self.name, self.default_workers)
-        await self.wait_for_caches()
-        self.log.info("starting workers", workers=count, node_shards=self.node_queue.shards)
-        try:
-            async with anyio.create_task_group() as background:
-                renew = getattr(self.lease_gate, "run", None)  # a gate renewing its leases in the background
-                if renew is not None:
-                    background.start_soon(renew)
-                async with anyio.create_task_group() as tg:
-                    for _ in range(max(1, count)):
-                        tg.start_soon(self._worker)
-                    for shard in range(self.node_queue.shards):
-                        tg.start_soon(self._node_worker, shard)
-                background.cancel_scope.cancel()  # workers done (stop()): renewing ends with them
-        finally:
-            self.queue.shutdown()
-            self.node_queue.shutdown()
+    def start_workers(self, tg: TaskGroup, workers: int) -> None:
+        """Maintenance workers on the base queue plus one worker per node shard."""
+        super().start_workers(tg, workers)
+        tg.start_soon(self.node_worker.run_shards, self.node_queue)
 
-    async def _node_worker(self, shard: int) -> None:
-        while True:
-            try:
-                node = await self.node_queue.get(shard)
-            except ShutDown:
-                return
-            if self._stopping:
-                self.node_queue.done(node)
-                return
-            try:
-                await self.process_node(node)
-            finally:
-                self.node_queue.done(node)
-
-    async def process_node(self, node: str) -> None:
-        """The base class's error handling, on the node queue."""
-        with structlog.contextvars.bound_contextvars(controller=self.name, node=node):
-            try:
-                await self.node_sync.sync(node)
-            except RequeueAfter as req:
-                self.node_queue.forget(node)
-                self.node_queue.add_after(node, req.seconds)
-                controller_metrics.RECONCILE_TOTAL.labels(self.name, "requeue_after").inc()
-            except Exception as exc:
-                controller_metrics.RECONCILE_ERRORS.labels(self.name).inc()
-                retries = self.node_queue.num_requeues(node)
-                if retries < self.max_retries:
-                    self.log.warning("node sync failed, requeueing", node=node, retries=retries, error=str(exc))
-                    self.node_queue.add_rate_limited(node)
-                else:
-                    self.log.error("dropping node after too many retries", node=node, error=str(exc))
-                    self.node_queue.forget(node)
-            else:
-                self.node_queue.forget(node)
-                controller_metrics.RECONCILE_TOTAL.labels(self.name, "success").inc()
+    def start_loops(self, tg: TaskGroup) -> None:
+        renew = getattr(self.lease_gate, "run", None)  # a gate renewing its leases in the background
+        if renew is not None:
+            tg.start_soon(renew)

@@ -19,7 +19,9 @@ Flow:
 - Deletions run from a `TimedWorkerQueue` (one heap, a few worker tasks). The handler marks the
   pod's `DisruptionTarget` condition (reason `DeletionByTaintManager`) through the status
   subresource, then deletes it with a UID precondition; a failure is retried five times 10 ms
-  apart, as Go, then the pod is looked at again a second later.
+  apart, as Go, then by the worker engine with the controller backoff (Go gives up until the
+  next update); when those retries run out the schedule is forgotten, so the next update of
+  the pod or its node judges it afresh.
 
 Deviation from Go, on purpose: the handler reads the pod from the informer cache instead of a
 GET (the patch and delete carry the UID, so a stale cache cannot hit a recreated pod); at the
@@ -32,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import anyio
+from anyio.abc import TaskGroup
 
 from apiclient import ApiError
 from apiclient.resources import NODES, PODS
@@ -48,8 +51,9 @@ from controllers.common.taints import (
 )
 from controllers.context import ControllerContext
 from controllers.tainteviction import metrics
+from controllers.worker import Worker
 from informers import NODE_NAME_INDEX, DeletedFinalStateUnknown, ResourceEventHandler
-from workqueue import ShardedQueue, ShutDown, TimedWorkerQueue
+from workqueue import ShardedQueue, TimedWorkerQueue
 
 Obj = dict[str, Any]
 
@@ -63,7 +67,6 @@ REASON_DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"
 EVENT_REASON = "TaintManagerEviction"
 DELETE_RETRIES = 5
 RETRY_SLEEP = 0.01
-REQUEUE_AFTER_FAILURE = 1.0
 UPDATE_WORKER_SIZE = 8  # Go's UpdateWorkerSize
 
 
@@ -77,6 +80,11 @@ def _pod_node(pod: Mapping[str, Any]) -> str:
 
 def _tolerations(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list((pod.get("spec") or {}).get("tolerations") or ())
+
+
+def _describe(item: Item) -> str:
+    kind, node, namespace, name = item
+    return f"node/{node}" if kind == NODE_ITEM else f"{namespace}/{name}@{node}"
 
 
 def _unwrap(obj: Any) -> Obj | None:
@@ -98,7 +106,10 @@ class TaintEvictionController(Controller):
         self.updates: ShardedQueue[Item] = ShardedQueue(
             max(1, count), shard_key=lambda item: item[1], priority=lambda item: item[0], name=self.name + "-updates"
         )
-        self.evictions: TimedWorkerQueue[str] = TimedWorkerQueue(self._delete_pod, name=self.name + "-evictions")
+        self.update_worker: Worker[Item] = self.make_worker(self._handle, describe=_describe)
+        # A deletion that keeps failing is retried with backoff, then dropped until the pod is judged again.
+        self.eviction_worker: Worker[str] = self.make_worker(self._delete_pod, on_drop=self._eviction_dropped)
+        self.evictions: TimedWorkerQueue[str] = self.eviction_worker.timed_queue(name=self.name + "-evictions")
         self.tainted: dict[str, list[Taint]] = {}
         # Loop time each pod's deletion is (or was) due, for the latency histogram; and the UID
         # it was scheduled for, so a pod recreated under the same name is judged afresh.
@@ -163,38 +174,18 @@ class TaintEvictionController(Controller):
     def stop(self) -> None:
         super().stop()
         self.updates.shutdown()
+        self.evictions.shutdown()
 
     def healthy(self) -> bool:
         return not self.updates.shutting_down
 
-    async def run(self, workers: int | None = None) -> None:
-        """Wait for the caches, then run one worker per shard and the deletion timer."""
-        await self.wait_for_caches()
-        self.log.info("starting taint manager", shards=self.updates.shards)
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.evictions.run)
-                async with anyio.create_task_group() as shards:
-                    for shard in range(self.updates.shards):
-                        shards.start_soon(self._shard_worker, shard)
-                tg.cancel_scope.cancel()  # shards shut down: stop the timer too
-        finally:
-            self.updates.shutdown()
-            self.queue.shutdown()
+    def start_workers(self, tg: TaskGroup, workers: int) -> None:
+        """One worker per shard, and the deletion timer (whose deletions finish on `stop()`)."""
+        tg.start_soon(self.update_worker.run_shards, self.updates)
+        tg.start_soon(self.evictions.run)
 
-    async def _shard_worker(self, shard: int) -> None:
-        while True:
-            try:
-                item = await self.updates.get(shard)
-            except ShutDown:
-                return
-            try:
-                if not self._stopping:
-                    self.handle(item)
-            except Exception:
-                self.log.exception("taint manager update failed", item=item)
-            finally:
-                self.updates.done(item)
+    async def _handle(self, item: Item) -> None:
+        self.handle(item)
 
     def handle(self, item: Item) -> None:
         kind, node, namespace, name = item
@@ -310,11 +301,12 @@ class TaintEvictionController(Controller):
                 error = None
                 break
         if error is not None:
-            self.log.warning("deleting pod failed, will look again", pod=key, error=str(error))
-            self._due_at.pop(key, None)
-            self._due_uid.pop(key, None)
-            self.updates.add_after((POD_ITEM, _pod_node(pod), namespace, name), REQUEUE_AFTER_FAILURE)
-            raise error
+            raise error  # the engine retries it with backoff
+
+    def _eviction_dropped(self, key: str) -> None:
+        """Retries ran out: forget the schedule, so the pod's next update or its node's judges it afresh."""
+        self._due_at.pop(key, None)
+        self._due_uid.pop(key, None)
 
     async def _add_condition_and_delete(self, pod: Mapping[str, Any]) -> None:
         meta = _meta(pod)
