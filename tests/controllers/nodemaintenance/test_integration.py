@@ -14,7 +14,16 @@ import anyio
 import pytest
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
+from apiclient.resources import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODDISRUPTIONBUDGETS,
+    PODS,
+    REPLICASETS,
+    STATEFULSETS,
+)
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import (
@@ -60,16 +69,52 @@ def nm_body(name: str, nodes: list[str], *, cordon: bool = True, drain: bool = F
     }
 
 
+OWNER_RESOURCES = {"ReplicaSet": REPLICASETS, "StatefulSet": STATEFULSETS, "Deployment": DEPLOYMENTS,
+                   "DaemonSet": DAEMONSETS}
+
+
+async def make_owner(kube: KubeClient, kind: str, name: str, *, answers: bool = False,
+                     annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """A live owner with no replicas (no controller of its kind runs here): what the drain looks up.
+
+    `answers` marks a ReplicaSet `evacuation-ready`, as the Deployment controller does for one that surges.
+    """
+    notes = dict(annotations or {})
+    if answers:
+        notes["deployment.kubernetes.io/evacuation-ready"] = "true"
+    labels = {"owner": name}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
+    spec: dict[str, Any] = {"selector": {"matchLabels": labels}, "template": template}
+    if kind != "DaemonSet":
+        spec["replicas"] = 0
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS, "annotations": notes},
+            "spec": spec}
+    return await kube.create(OWNER_RESOURCES[kind], body, namespace=NS)
+
+
 async def make_pod(kube: KubeClient, name: str, node: str, *, owner: str | None = "ReplicaSet",
-                   labels: dict[str, str] | None = None, mirror: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels or {"app": name}}
+                   labels: dict[str, str] | None = None, mirror: bool = False, answers: bool = True,
+                   owner_obj: dict[str, Any] | None = None, annotations: dict[str, str] | None = None,
+                   volumes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A pod bound to `node`; its owner (of kind `owner`) is created too unless `owner_obj` is given.
+
+    By default a ReplicaSet that answers EvacuationRequests (the test writes the answer).
+    """
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels or {"app": name},
+                            "annotations": dict(annotations or {})}
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": f"{name}-owner",
-                                    "uid": f"uid-{name}-owner", "controller": True}]
+        if owner_obj is None:
+            owner_obj = await make_owner(kube, owner, f"{name}-owner", answers=answers and owner == "ReplicaSet")
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": owner_obj["metadata"]["name"],
+                                    "uid": owner_obj["metadata"]["uid"], "controller": True}]
     if mirror:
-        meta["annotations"] = {"kubernetes.io/config.mirror": "hash"}
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}}
+        meta["annotations"]["kubernetes.io/config.mirror"] = "hash"
+    spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}
+    if volumes:
+        spec["volumes"] = volumes
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     return await kube.create(PODS, body, namespace=NS)
 
 
@@ -251,8 +296,9 @@ async def test_withdraws_only_its_own_requests(kube: KubeClient, node_names: lis
 @pytest.mark.usefixtures("crd", "eviction")
 async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
-    await make_pod(kube, "lonely", target, labels={"app": "lonely"})
-    await make_pod(kube, "guarded", target, labels={"app": "guarded"})
+    # Their ReplicaSets have no surging Deployment: nobody answers, so timeout 0 evicts them at once.
+    await make_pod(kube, "lonely", target, labels={"app": "lonely"}, answers=False)
+    await make_pod(kube, "guarded", target, labels={"app": "guarded"}, answers=False)
     await kube.create(PODDISRUPTIONBUDGETS, {
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guard", "namespace": NS},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
