@@ -205,8 +205,9 @@ def plan_pod(
         if status == "False" and answered_at is not None and answered_at >= requested_at:
             return _evict(pod, opts, "the owner answered that it cannot evacuate the pod")
     if work.evict_promptly:
-        why = "no controller" if work.answer is Answer.NONE else f"{work.owner} cannot answer"
-        return _evict(pod, opts, f"{why} the EvacuationRequest")
+        why = ("the pod has no controller to answer the EvacuationRequest" if work.answer is Answer.NONE
+               else f"{work.owner} cannot answer the EvacuationRequest")
+        return _evict(pod, opts, why)
     if wait is None:
         return PodPlan(Action.WAIT, None)
     deadline = after(requested_at, wait)
@@ -330,3 +331,103 @@ def combine_timeouts(timeouts: Sequence[float]) -> float:
     """The shortest deadline of several maintenances; 0 (no deadline) only if none gives one."""
     positive = [t for t in timeouts if t > 0]
     return min(positive) if positive else 0.0
+
+
+# -- what happens to a pod, in words (dry runs) ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """One pod's fate: `verb` is surge, evict, wait, skip or block; `why` says why in a sentence."""
+
+    verb: str
+    why: str
+
+
+def preview(pod: Mapping[str, Any], *, options: DrainOptions, workload: Workload, timeout: float) -> Preview:
+    """What a fresh maintenance with `options` does to `pod`, by the same rules as `plan_pod`."""
+    if is_mirror_pod(pod):
+        return Preview("skip", "mirror (static) pod, managed by the kubelet")
+    if is_daemonset_pod(pod):
+        return Preview("skip", f"{DAEMONSET_WARNING} (a DaemonSet pod is not evacuated)")
+    if is_finished(pod):
+        return Preview("skip", "already finished")
+    if not options.selects(pod):
+        return Preview("skip", "not matched by the pod selector")
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return Preview("wait", "already terminating")
+    if workload.answer is Answer.WILL:
+        return Preview("surge", f"{workload.describe()}: a replacement becomes available elsewhere before the pod goes")
+    refused = options.refusal(pod)
+    wait = workload.timeout if workload.timeout is not None else (timeout if timeout > 0 else None)
+    if workload.evict_promptly:
+        if refused is not None:
+            return Preview("block", refused[1])
+        who = "no controller" if workload.answer is Answer.NONE else workload.describe()
+        return Preview("evict", f"{who}: evicted as soon as the node drains, under its PodDisruptionBudget")
+    then = "then blocks: " + refused[1] if refused is not None else "then evicted under its PodDisruptionBudget"
+    if wait is None:
+        return Preview("wait", f"{workload.describe()}: waits for its owner, no eviction deadline")
+    return Preview("wait", f"{workload.describe()}: waits {wait:g}s for its owner to answer, {then}")
+
+
+@dataclass(frozen=True, slots=True)
+class KubectlVerdict:
+    """kubectl's `PodDeleteStatus`: delete or not, and `Okay`/`Skip`/`Warning`/`Error` with a message."""
+
+    delete: bool
+    kind: str
+    message: str = ""
+
+
+def kubectl_filter(
+    pod: Mapping[str, Any],
+    *,
+    force: bool,
+    delete_emptydir_data: bool,
+    ignore_daemonsets: bool,
+    daemonset_error: str | None = None,
+) -> KubectlVerdict:
+    """`kubectl drain`'s filters in its order, stopping at the first that keeps the pod.
+
+    `daemonset_error` is the error of getting the pod's DaemonSet (None when it exists); a
+    DaemonSet that is gone (a message ending "not found") lets `force` delete the orphan.
+    """
+    verdict = KubectlVerdict(True, "Okay")
+    for check in (_kubectl_daemonset, _kubectl_mirror, _kubectl_local_storage, _kubectl_unreplicated):
+        verdict = check(pod, force, delete_emptydir_data, ignore_daemonsets, daemonset_error)
+        if not verdict.delete:
+            break
+    return verdict
+
+
+def _kubectl_daemonset(pod: Mapping[str, Any], force: bool, _e: bool, ignore: bool, error: str | None) -> KubectlVerdict:
+    if not is_daemonset_pod(pod) or is_finished(pod):
+        return KubectlVerdict(True, "Okay")
+    if error is not None:
+        if error.endswith("not found") and force:
+            return KubectlVerdict(True, "Warning", error)
+        return KubectlVerdict(False, "Error", error)
+    if not ignore:
+        return KubectlVerdict(False, "Error", DAEMONSET_FATAL)
+    return KubectlVerdict(False, "Warning", DAEMONSET_WARNING)
+
+
+def _kubectl_mirror(pod: Mapping[str, Any], _f: bool, _e: bool, _i: bool, _d: str | None) -> KubectlVerdict:
+    return KubectlVerdict(False, "Skip") if is_mirror_pod(pod) else KubectlVerdict(True, "Okay")
+
+
+def _kubectl_local_storage(pod: Mapping[str, Any], _f: bool, allow: bool, _i: bool, _d: str | None) -> KubectlVerdict:
+    if not has_local_storage(pod) or is_finished(pod):
+        return KubectlVerdict(True, "Okay")
+    if not allow:
+        return KubectlVerdict(False, "Error", LOCAL_STORAGE_FATAL)
+    return KubectlVerdict(True, "Warning", LOCAL_STORAGE_WARNING)
+
+
+def _kubectl_unreplicated(pod: Mapping[str, Any], force: bool, _e: bool, _i: bool, _d: str | None) -> KubectlVerdict:
+    if is_finished(pod) or controller_ref(pod) is not None:
+        return KubectlVerdict(True, "Okay")
+    if force:
+        return KubectlVerdict(True, "Warning", UNMANAGED_WARNING)
+    return KubectlVerdict(False, "Error", UNMANAGED_FATAL)

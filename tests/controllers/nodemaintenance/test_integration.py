@@ -14,16 +14,7 @@ import anyio
 import pytest
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import (
-    DAEMONSETS,
-    DEPLOYMENTS,
-    NODEMAINTENANCES,
-    NODES,
-    PODDISRUPTIONBUDGETS,
-    PODS,
-    REPLICASETS,
-    STATEFULSETS,
-)
+from apiclient.resources import NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import (
@@ -33,122 +24,21 @@ from controllers.nodemaintenance.api import (
     PHASE_ANNOTATION,
 )
 from controllers.nodemaintenance.drain import format_time
-from controllers.nodemaintenance.nodeselector import names_selector
 from controllers.nodemaintenance.sync import utcnow
 from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.nodemaintenance.helpers import (
+    GATES,
+    NS,
+    condition,
+    gone_or_terminating,
+    make_pod,
+    nm_body,
+    nm_gone,
+    node,
+    pod,
+)
 
 pytestmark = pytest.mark.usefixtures("cluster")
-
-NS = "default"
-GATES = {"DeclarativeNodeMaintenance": True}
-
-
-@pytest.fixture
-async def eviction(kube: KubeClient) -> None:
-    """The cluster serves `pods/eviction` (the fallback path needs it): a probe pod is evicted."""
-    await make_pod(kube, "probe", "node-1", owner=None)
-    await kube.evict(NS, "probe")
-
-
-@pytest.fixture
-async def node_names(kube: KubeClient) -> list[str]:
-    nodes = await kube.list_all(NODES)
-    names = sorted(n["metadata"]["name"] for n in nodes)
-    assert len(names) >= 2
-    return names
-
-
-def nm_body(name: str, nodes: list[str], *, cordon: bool = True, drain: bool = False, timeout: int = 180,
-            reason: str = "kernel upgrade") -> dict[str, Any]:
-    return {
-        "apiVersion": "maintenance.aiokcm.io/v1alpha1",
-        "kind": "NodeMaintenance",
-        "metadata": {"name": name},
-        "spec": {"nodeSelector": names_selector(nodes), "cordon": cordon, "drain": drain, "reason": reason,
-                 "evacuationTimeoutSeconds": timeout},
-    }
-
-
-OWNER_RESOURCES = {"ReplicaSet": REPLICASETS, "StatefulSet": STATEFULSETS, "Deployment": DEPLOYMENTS,
-                   "DaemonSet": DAEMONSETS}
-
-
-async def make_owner(kube: KubeClient, kind: str, name: str, *, answers: bool = False,
-                     annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    """A live owner with no replicas (no controller of its kind runs here): what the drain looks up.
-
-    `answers` marks a ReplicaSet `evacuation-ready`, as the Deployment controller does for one that surges.
-    """
-    notes = dict(annotations or {})
-    if answers:
-        notes["deployment.kubernetes.io/evacuation-ready"] = "true"
-    labels = {"owner": name}
-    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
-    spec: dict[str, Any] = {"selector": {"matchLabels": labels}, "template": template}
-    if kind != "DaemonSet":
-        spec["replicas"] = 0
-    if kind == "StatefulSet":
-        spec["serviceName"] = name
-    body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS, "annotations": notes},
-            "spec": spec}
-    return await kube.create(OWNER_RESOURCES[kind], body, namespace=NS)
-
-
-async def make_pod(kube: KubeClient, name: str, node: str, *, owner: str | None = "ReplicaSet",
-                   labels: dict[str, str] | None = None, mirror: bool = False, answers: bool = True,
-                   owner_obj: dict[str, Any] | None = None, annotations: dict[str, str] | None = None,
-                   volumes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A pod bound to `node`; its owner (of kind `owner`) is created too unless `owner_obj` is given.
-
-    By default a ReplicaSet that answers EvacuationRequests (the test writes the answer).
-    """
-    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels or {"app": name},
-                            "annotations": dict(annotations or {})}
-    if owner:
-        if owner_obj is None:
-            owner_obj = await make_owner(kube, owner, f"{name}-owner", answers=answers and owner == "ReplicaSet")
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": owner_obj["metadata"]["name"],
-                                    "uid": owner_obj["metadata"]["uid"], "controller": True}]
-    if mirror:
-        meta["annotations"]["kubernetes.io/config.mirror"] = "hash"
-    spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}
-    if volumes:
-        spec["volumes"] = volumes
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-    return await kube.create(PODS, body, namespace=NS)
-
-
-async def pod(kube: KubeClient, name: str) -> dict[str, Any] | None:
-    try:
-        return await kube.get(PODS, name, namespace=NS)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
-
-
-def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == type_:
-            return dict(cond)
-    return None
-
-
-async def gone_or_terminating(kube: KubeClient, name: str) -> bool:
-    p = await pod(kube, name)
-    return p is None or bool(p["metadata"].get("deletionTimestamp"))
-
-
-async def node(kube: KubeClient, name: str) -> dict[str, Any]:
-    return await kube.get(NODES, name)
-
-
-async def nm_gone(kube: KubeClient, name: str) -> bool:
-    try:
-        await kube.get(NODEMAINTENANCES, name)
-    except ApiError as exc:
-        return exc.not_found
-    return False
 
 
 @pytest.mark.usefixtures("crd")
@@ -366,17 +256,34 @@ async def test_cli_drain_then_uncordon(kube: KubeClient, node_names: list[str]) 
 
 
 @pytest.mark.usefixtures("eviction")
-async def test_cli_falls_back_to_eviction_without_the_api(kube: KubeClient, node_names: list[str]) -> None:
+async def test_cli_fallback_refuses_what_kubectl_refuses(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
     await make_pod(kube, "legacy", target)
     await make_pod(kube, "legacy-agent", target, owner="DaemonSet")
+    await make_pod(kube, "legacy-bare", target, owner=None)
+    await make_pod(kube, "legacy-cache", target, volumes=[{"name": "scratch", "emptyDir": {}}])
     out, err = io.StringIO(), io.StringIO()
     args = build_parser().parse_args(["drain", target, "--poll-interval", "0.1", "--timeout", "5s"])
-    code = await run(args, kube, out=out, err=err)
-    assert "falling back" in err.getvalue()
+    assert await run(args, kube, out=out, err=err) == 1
+    text = err.getvalue()
+    assert "falling back" in text
+    assert "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/legacy-agent" in text
+    assert "cannot delete Pods that declare no controller (use --force to override): default/legacy-bare" in text
+    assert ("cannot delete Pods with local storage (use --delete-emptydir-data to override): default/legacy-cache"
+            in text)
+    assert "There are pending nodes to be drained" in text
+    # As kubectl: the node is cordoned, and not one pod is evicted while any is refused.
     assert (await node(kube, target))["spec"]["unschedulable"] is True
-    assert await gone_or_terminating(kube, "legacy")
+    for name in ("legacy", "legacy-agent", "legacy-bare", "legacy-cache"):
+        assert not await gone_or_terminating(kube, name), name
+
+    out, err = io.StringIO(), io.StringIO()
+    args = build_parser().parse_args(["drain", target, "--poll-interval", "0.1", "--timeout", "20s", "--force",
+                                      "--delete-emptydir-data", "--ignore-daemonsets", "--grace-period", "0"])
+    code = await run(args, kube, out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert f"drained: {target}" in out.getvalue()
+    assert "ignoring DaemonSet-managed Pods: default/legacy-agent" in err.getvalue()
+    for name in ("legacy", "legacy-bare", "legacy-cache"):
+        assert await pod(kube, name) is None, name
     assert not await gone_or_terminating(kube, "legacy-agent")
-    # Without kubelets a graceful deletion may wait on the node; with them the drain completes.
-    if await pod(kube, "legacy") is None:
-        assert code == 0 and f"drained: {target}" in out.getvalue()
