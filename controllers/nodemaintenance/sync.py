@@ -58,9 +58,8 @@ class DrainState:
     # node -> maintenance -> the lease holder it waits for
     lease_waiting: dict[str, dict[str, str]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
-    # maintenance name -> (resourceVersion it was read at, the status we wrote over it); the cache
-    # may still hold the old object when the next sync runs, and must not make us write (or
-    # announce) the same thing twice.
+    # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
+    # object when the next sync runs, and must not make us write (or announce) the same thing twice.
     written: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
     def forget_node(self, node: str) -> None:
@@ -442,11 +441,12 @@ class MaintenanceSync:
                 workload=self.listers.workload,
                 invalid=m.invalid,
             )
-        meta = obj.get("metadata") or {}
         previous: Mapping[str, Any] = obj.get("status") or {}
         written = self.state.written.get(m.name)
-        if written is not None and written[0] == str(meta.get("resourceVersion", "")):
-            previous = written[1]  # the cache has not caught up with our last write yet
+        if written is not None and written[0] == m.uid:
+            # Only this controller writes the status: what it wrote last is the status, even while
+            # the cache still holds an older copy of the object.
+            previous = written[1]
         missing = missing_nodes(previous, lambda n: self.listers.nodes.get(n) is not None)
         status = build_status(m, previous, progress, now=now, missing=missing)
         if _same_status(previous, status):
@@ -457,8 +457,11 @@ class MaintenanceSync:
             body["nodes"] = {**status["nodes"], **dict.fromkeys(stale)}
         if not m.drain and "drainStartTime" in previous:
             body["drainStartTime"] = None
-        updated = await self.client.patch(NODEMAINTENANCES, m.name, {"status": body}, subresource="status")
-        self.state.written[m.name] = (str((updated.get("metadata") or {}).get("resourceVersion", "")), status)
+        await self.client.patch(NODEMAINTENANCES, m.name, {"status": body}, subresource="status")
+        now_status = {**previous, **status}
+        if body.get("drainStartTime", "") is None:
+            now_status.pop("drainStartTime", None)
+        self.state.written[m.name] = (m.uid, now_status)
         for name in missing:
             if name not in (previous.get("nodes") or {}) or (previous["nodes"][name] or {}).get("phase") \
                     != api.PHASE_NODE_NOT_FOUND:
