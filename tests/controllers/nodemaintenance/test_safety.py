@@ -10,7 +10,9 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import anyio
 import pytest
+from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
 from apiclient import KubeClient
@@ -46,6 +48,10 @@ async def running(kube: KubeClient, *names: str) -> bool:
     return True
 
 
+def blocked_gauge(reason: str) -> float | None:
+    return REGISTRY.get_sample_value("aiokcm_nodemaintenance_blocked_pods", {"reason": reason})
+
+
 def blocking_of(obj: dict[str, Any], node_name: str) -> dict[str, dict[str, str]]:
     entry = ((obj.get("status") or {}).get("nodes") or {}).get(node_name) or {}
     return {b["name"]: b for b in entry.get("blockingPods") or []}
@@ -75,6 +81,8 @@ async def test_bare_and_emptydir_pods_are_evicted_only_with_opt_in(kube: KubeCli
         assert condition(obj, "Drained")["status"] == "False"
         assert "EvictedPod" not in h.events.reasons("safe")
         assert "DrainBlocked" in h.events.reasons("safe")
+        for reason in ("NoController", "LocalStorage"):
+            await eventually(lambda r=reason: blocked_gauge(r) == 1, f"the blocked-pods gauge at 1 for {reason}")
 
         await kube.patch(NODEMAINTENANCES, "safe", {"spec": {"force": True, "deleteEmptyDirData": True}})
         await eventually(lambda: gone_or_terminating(kube, "bare"), "the bare pod evicted with force")
@@ -82,6 +90,7 @@ async def test_bare_and_emptydir_pods_are_evicted_only_with_opt_in(kube: KubeCli
         evicted = [e.message for e in h.events.events if e.reason == "EvictedPod"]
         assert any("default/bare" in m and "has no controller" in m for m in evicted), evicted
         assert not any("its owner did not answer" in m for m in evicted)
+        await eventually(lambda: blocked_gauge("NoController") == 0, "the gauge back to 0 once evicted")
 
 
 async def test_statefulset_pods_are_evicted_promptly_one_at_a_time_under_their_pdb(
@@ -212,8 +221,6 @@ async def test_cli_stops_when_the_maintenance_or_the_node_goes(kube: KubeClient,
     await make_pod(kube, "stuck-1", first, owner=None)
     await make_pod(kube, "stuck-2", second, owner=None)
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
-        import anyio
-
         results: dict[str, tuple[int, str]] = {}
 
         async def drain(n: str) -> None:
