@@ -120,12 +120,14 @@ def _answer(kind: str, owner: Obj | None, namespace: str, lookup: Lookup) -> tup
         return Answer.CANNOT, None
     if kind != "ReplicaSet":
         return Answer.MAY, None
-    if is_evacuation_ready(owner):
-        return Answer.WILL, None
     dref = controller_ref(owner)
+    deployment = None
+    if dref is not None and dref.get("kind") == "Deployment":
+        deployment = lookup("Deployment", namespace, str(dref.get("name", "")))
+    if is_evacuation_ready(owner):
+        return Answer.WILL, deployment
     if dref is None or dref.get("kind") != "Deployment":
         return Answer.CANNOT, None
-    deployment = lookup("Deployment", namespace, str(dref.get("name", "")))
     if deployment is None:
         return Answer.MAY, None
     return (Answer.WILL if surging_deployment(deployment) else Answer.CANNOT), deployment
