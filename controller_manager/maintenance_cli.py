@@ -565,6 +565,11 @@ async def run(args: argparse.Namespace, client: KubeClient, *, out: TextIO, err:
     cmd = Maintenance(client, args, out=out, err=err)
     nodes: list[str] = list(dict.fromkeys(args.nodes))
     try:
+        if args.dry_run != "none" and args.command != "drain":
+            await cmd.check_nodes(nodes)
+            for n in nodes:
+                print(f"node/{n} would be {args.command}ed (dry run)", file=out, flush=True)
+            return 0
         if not await cmd.api_installed():
             return await cmd.legacy(nodes)
         if args.command == "drain":

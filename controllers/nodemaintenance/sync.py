@@ -286,8 +286,10 @@ class NodeSync:
                 self.recorder.event(target, "Normal", "EvictedPod", f"evicted {step.key}: {plan.message}")
             return None
         log.info("eviction refused", **fields, reason=outcome.blocked_reason, message=outcome.message)
-        blocks[step.key] = BlockingPod(ns, name, outcome.blocked_reason, outcome.message)
-        if target is not None:
+        block = BlockingPod(ns, name, outcome.blocked_reason, outcome.message)
+        blocks[step.key] = block
+        if target is not None and self.state.blocks.get(step.node, {}).get(step.key) != block:
+            # One event per new refusal, not one per retry: the log has every attempt.
             self.recorder.event(target, "Warning", outcome.blocked_reason, f"{step.key}: {outcome.message}")
         return outcome.retry_after
 

@@ -183,6 +183,13 @@ async def test_cli_checks_every_node_before_changing_anything(kube: KubeClient, 
     assert 'nodes "node-99" not found; nothing was changed' in err.getvalue()
     assert (await kube.list(NODEMAINTENANCES))["items"] == []
     assert not (await node(kube, target))["spec"].get("unschedulable")
+    for command in ("cordon", "uncordon"):
+        out = io.StringIO()
+        args = build_parser().parse_args([command, target, "--dry-run"])
+        assert await run(args, kube, out=out, err=err) == 0
+        assert f"node/{target} would be {command}ed (dry run)" in out.getvalue()
+    assert (await kube.list(NODEMAINTENANCES))["items"] == []
+    assert not (await node(kube, target))["spec"].get("unschedulable")
 
 
 async def test_cli_timeout_says_the_maintenance_goes_on_and_can_cancel_it(
