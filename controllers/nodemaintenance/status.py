@@ -222,37 +222,41 @@ def build_status(
     cordoned = [n for n, p in nodes.items() if p.unschedulable]
     waiting = sorted(n for n, p in nodes.items() if p.phase == api.PHASE_WAITING_FOR_LEASE)
     gen = m.generation
-    none_selected = not nodes and not missing
 
     def put(type_: str, status: bool, reason: str, message: str) -> None:
         nonlocal conds
         conds = set_condition(conds, type_=type_, status=status, reason=reason, message=message, now=now,
                               generation=gen)
 
-    if none_selected:
-        put(COND_NODES_SELECTED, False, "NoNodesSelected", "spec.nodeSelector matches no node")
-    else:
+    if nodes:
         put(COND_NODES_SELECTED, True, "NodesSelected", f"{len(nodes)} nodes selected")
+        unselected = ""
+    elif missing:
+        unselected = "NodeNotFound"
+        put(COND_NODES_SELECTED, False, unselected, f"the selected nodes were deleted: {', '.join(sorted(missing))}")
+    else:
+        unselected = "NoNodesSelected"
+        put(COND_NODES_SELECTED, False, unselected, "spec.nodeSelector matches no node")
     if not m.cordon:
         put(COND_CORDONED, False, "CordonNotRequested", "spec.cordon is false")
-    elif none_selected:
-        put(COND_CORDONED, False, "NoNodesSelected", "spec.nodeSelector matches no node")
+    elif unselected:
+        put(COND_CORDONED, False, unselected, "no selected node exists")
     elif waiting:
         holders = "; ".join(f"{n}: {nodes[n].message}" for n in waiting)
         put(COND_CORDONED, False, "WaitingForLease", f"node lease held by someone else ({holders})")
     else:
-        done = len(cordoned) == len(nodes) and bool(nodes)
+        done = len(cordoned) == len(nodes)
         put(COND_CORDONED, done, "NodesCordoned" if done else "Cordoning",
             f"{len(cordoned)}/{len(nodes)} selected nodes unschedulable")
     if not m.drain:
         put(COND_DRAINED, False, "DrainNotRequested", "spec.drain is false")
     elif m.invalid:
         put(COND_DRAINED, False, "InvalidSpec", m.invalid)
-    elif none_selected:
-        put(COND_DRAINED, False, "NoNodesSelected", "spec.nodeSelector matches no node")
     elif missing:
         put(COND_DRAINED, False, "NodeNotFound",
             f"deleted before they drained: {', '.join(sorted(missing))} (their pods were not evacuated)")
+    elif unselected:
+        put(COND_DRAINED, False, unselected, "spec.nodeSelector matches no node")
     else:
         drained = pending == 0 and not waiting
         msg = f"{len(nodes)} nodes drained" if drained else (

@@ -484,9 +484,17 @@ class MaintenanceSync:
             msg = next((c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "Blocked"), "")
             log.info("drain blocked", maintenance=m.name, message=str(msg))
             self.recorder.event(obj, "Warning", "DrainBlocked", str(msg))
-        if _cond_status(status, "NodesSelected") == "False" and _cond_status(previous, "NodesSelected") != "False":
+        if _cond_reason(status, "NodesSelected") == "NoNodesSelected" \
+                and _cond_reason(previous, "NodesSelected") != "NoNodesSelected":
             log.info("no node selected", maintenance=m.name)
             self.recorder.event(obj, "Warning", "NoNodesSelected", "spec.nodeSelector matches no node")
+
+
+def _cond_reason(status: Obj, type_: str) -> str | None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == type_:
+            return str(cond.get("reason"))
+    return None
 
 
 def _cond_status(status: Obj, type_: str) -> str | None:

@@ -99,6 +99,11 @@ def test_a_node_deleted_before_it_drained_is_reported() -> None:
     assert status["nodes"]["gone"]["phase"] == "NodeNotFound"
     drained = condition(status, "Drained")
     assert drained is not None and (drained["status"], drained["reason"]) == ("False", "NodeNotFound")
+    # The last selected node gone: nothing is selected, cordoned or drained.
+    alone = build_status(maintenance(), {"nodes": {"gone": {"phase": "Draining"}}}, {}, now=NOW, missing=["gone"])
+    for type_ in ("NodesSelected", "Cordoned", "Drained"):
+        c = condition(alone, type_)
+        assert c is not None and (c["status"], c["reason"]) == ("False", "NodeNotFound"), c
 
 
 def test_terminating_and_waiting_pods_are_listed_but_do_not_block() -> None:
