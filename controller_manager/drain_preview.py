@@ -23,7 +23,7 @@ from apiclient.resources import (
     Resource,
 )
 from controllers.nodemaintenance.drain import DrainOptions, Preview, kubectl_filter, preview
-from controllers.nodemaintenance.workload import workload_of
+from controllers.nodemaintenance.workload import controller_ref, workload_of
 from kubeutil.selectors import from_label_selector
 
 Obj = Mapping[str, Any]
@@ -66,20 +66,13 @@ class Owners:
     async def prefetch(self, pod: Obj) -> None:
         """The pod's controller and, for a ReplicaSet, the Deployment behind it."""
         namespace = str((pod.get("metadata") or {}).get("namespace", ""))
-        ref = _controller(pod)
+        ref = controller_ref(pod)
         if ref is None:
             return
         owner = await self.fetch(str(ref.get("kind")), namespace, str(ref.get("name")))
-        parent = _controller(owner) if owner is not None else None
+        parent = controller_ref(owner) if owner is not None else None
         if parent is not None and parent.get("kind") == "Deployment":
             await self.fetch("Deployment", namespace, str(parent.get("name")))
-
-
-def _controller(obj: Obj) -> Mapping[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return dict(ref)
-    return None
 
 
 async def budgets_for(client: KubeClient, pod: Obj, cache: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -158,7 +151,7 @@ async def print_kubectl_preview(
 
 async def daemonset_error(owners: Owners, pod: Obj) -> str | None:
     """kubectl's GET of a DaemonSet pod's DaemonSet: the error text, None when it exists (or n/a)."""
-    ref = _controller(pod)
+    ref = controller_ref(pod)
     if ref is None or ref.get("kind") != "DaemonSet":
         return None
     namespace = str((pod.get("metadata") or {}).get("namespace", ""))

@@ -8,8 +8,17 @@ one sync: cordon first (the KEP's prerequisite for drain), then the pods (reques
 eviction fallback), and last the node annotation listing the maintenances applied; that annotation is
 the commit record a deleted maintenance waits for before its finalizer goes.
 
+Each pod's plan is `drain.plan_pod` with the options of the maintenances whose pod selector picks it
+(combined so that data is lost only if all of them allow it) and its owner's answer (`workload.py`).
+Pods nobody answers for are evicted one per owner at a time: a sibling still terminating holds the
+next one back, so a StatefulSet loses one replica at a time even without a budget. Every write is
+logged at info with maintenance, node and pod; an eviction refusal is an event once per new refusal
+and a log line on every attempt.
+
 Maintenance sync: status from the listers (per node counts, blocking pods, conditions), written
 only when it changed; the finalizer added on sight and removed once no node lists the maintenance.
+Only this controller writes the status, so the status it wrote last stands in for the cached copy:
+a cache that lags behind never makes it write, or announce `Drained`, twice.
 """
 
 from __future__ import annotations
