@@ -44,6 +44,9 @@ TIMEOUT_ANNOTATION = "maintenance.aiokcm.io/evacuation-timeout-seconds"
 MAX_TIMEOUT_SECONDS = 2**31 - 1
 
 CANNOT_ANSWER_KINDS = frozenset({"StatefulSet", "Job", "ReplicationController"})
+# The owner kinds whose objects the drain reads (for their answer and annotations); an owner of
+# another kind is judged by its kind and the pod's annotations alone.
+LOOKED_UP_KINDS = frozenset({"ReplicaSet", "Deployment", "StatefulSet"})
 
 
 class Answer(enum.Enum):
@@ -142,7 +145,7 @@ def workload_of(pod: Obj, lookup: Lookup) -> Workload:
     namespace = str((pod.get("metadata") or {}).get("namespace", ""))
     owner = lookup(kind, namespace, name)
     answer, deployment = _answer(kind, owner, namespace, lookup)
-    if owner is None and kind in CANNOT_ANSWER_KINDS:
+    if owner is None and kind in CANNOT_ANSWER_KINDS and kind in LOOKED_UP_KINDS:
         # Its annotations are unknown (not in the cache yet): waiting is the safe guess.
         answer = Answer.MAY
     described = f"Deployment {(deployment.get('metadata') or {}).get('name')}" if deployment else f"{kind} {name}"

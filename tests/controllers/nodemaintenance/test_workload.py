@@ -47,6 +47,9 @@ def test_owners_that_cannot_answer() -> None:
     sts = judge(obj("Pod", "db-0", owner=("StatefulSet", "db")), obj("StatefulSet", "db"))
     assert sts.answer is Answer.CANNOT and sts.evict_promptly and sts.owner == "StatefulSet db"
     assert judge(obj("Pod", "bare")).answer is Answer.NONE
+    # Kinds whose objects are not looked up are judged by kind alone.
+    assert judge(obj("Pod", "job-x", owner=("Job", "job"))).answer is Answer.CANNOT
+    assert judge(obj("Pod", "rc-x", owner=("ReplicationController", "rc"))).answer is Answer.CANNOT
 
 
 def test_unknown_or_missing_owners_are_waited_for() -> None:
