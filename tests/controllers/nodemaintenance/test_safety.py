@@ -7,6 +7,7 @@ runs, so a StatefulSet here never replaces its pods and a ReplicaSet never answe
 
 from __future__ import annotations
 
+import functools
 import io
 from typing import Any
 
@@ -19,7 +20,7 @@ from apiclient import KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
 from controllers.disruption import DisruptionController
-from controllers.nodemaintenance import NodeMaintenanceController
+from controllers.nodemaintenance import LeaseDecision, NodeMaintenanceController
 from controllers.nodemaintenance.workload import WAIT_ANNOTATION
 from tests.controllers.harness import eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
@@ -290,3 +291,25 @@ async def test_cli_dry_run_tells_each_pods_fate_and_changes_nothing(kube: KubeCl
     assert "default/web" not in lines  # not selected
     assert "evict: no controller" in lines["default/bare"]
     assert "evict: StatefulSet cache-owner cannot answer" in lines["default/cache"]
+
+
+class HeldElsewhere:
+    """A lease gate whose node leases all belong to someone else."""
+
+    async def acquire(self, *, node: str, holder: str) -> LeaseDecision:
+        return LeaseDecision(False, "kured/reboot-sentinel")
+
+    async def release(self, *, node: str, holder: str) -> None:
+        return None
+
+
+async def test_cli_names_the_lease_holder_it_waits_for(kube: KubeClient, node_names: list[str]) -> None:
+    target = node_names[0]
+    controller = functools.partial(NodeMaintenanceController, lease_gate=HeldElsewhere())
+    async with running_controllers(kube, controller, gates=GATES):
+        out, err = io.StringIO(), io.StringIO()
+        args = build_parser().parse_args(["drain", target, "--timeout", "2s", "--poll-interval", "0.1"])
+        assert await run(args, kube, out=out, err=err) == 1
+        assert f"{target}  maintenance lease held by kured/reboot-sentinel" in err.getvalue()
+        assert f"{target}: WaitingForLease" in out.getvalue()
+        assert not (await node(kube, target))["spec"].get("unschedulable")  # nothing done without the lease
