@@ -361,8 +361,8 @@ class Maintenance:
             print(f"cancelled: deleted nodemaintenance {names}; the controller uncordons "
                   f"{', '.join(nodes)} and withdraws the evacuation requests", file=self.err, flush=True)
             return
-        print(f"nodemaintenance {names} is still active: {', '.join(nodes)} stay cordoned and the drain goes on "
-              "(pods may still be evicted later).\n"
+        goes_on = " and the drain goes on (pods may still be evicted later)" if until == "Drained" else ""
+        print(f"nodemaintenance {names} is still active: {', '.join(nodes)} stay cordoned{goes_on}.\n"
               f"To cancel it: aiokcm uncordon {' '.join(nodes)}  (or: kubectl delete nodemaintenance {names}); "
               "or run with --cancel-on-timeout.", file=self.err, flush=True)
 
