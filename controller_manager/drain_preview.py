@@ -105,18 +105,26 @@ async def print_preview(
     timeout: float,
     out: TextIO,
     pod_selector: str | None,
-) -> None:
-    """The NodeMaintenance drain of `nodes`, pod by pod."""
+    dry_run: bool = True,
+) -> dict[str, set[str]]:
+    """The NodeMaintenance drain of `nodes`, pod by pod; returns the pods expected to leave, by node."""
     owners = Owners(client)
     pdbs: dict[str, list[dict[str, Any]]] = {}
+    leaving: dict[str, set[str]] = {}
     for node in nodes:
         pods = sorted(await node_pods(client, node, pod_selector), key=_key)
-        print(f"node/{node} would be cordoned (dry run); {len(pods)} pods:", file=out)
+        header = f"node/{node} would be cordoned (dry run); {len(pods)} pods:" if dry_run else \
+            f"node/{node}: {len(pods)} pods:"
+        print(header, file=out)
+        leaving[node] = set()
         for pod in pods:
             await owners.prefetch(pod)
             fate = preview(pod, options=options, workload=workload_of(pod, owners.lookup), timeout=timeout)
             await _print(client, out, node, pod, fate, pdbs)
+            if fate.verb != "skip":
+                leaving[node].add(_key(pod))
     out.flush()
+    return leaving
 
 
 async def print_kubectl_preview(

@@ -310,7 +310,7 @@ class Maintenance:
             self.warn(f"node {node} is also under NodeMaintenance {o['metadata']['name']} ({', '.join(modes)}); "
                       f"{verb}")
 
-    async def follow(self, nodes: Sequence[str], *, until: str) -> int:
+    async def follow(self, nodes: Sequence[str], *, until: str, leaving: dict[str, set[str]] | None = None) -> int:
         """Poll our maintenances, draw the table, return 0 once `until` holds for all, 1 otherwise.
 
         Stops early, with the reason, when a maintenance disappears or is being deleted (someone
@@ -319,9 +319,15 @@ class Maintenance:
         """
         table = ProgressTable(self.out)
         deadline = anyio.current_time() + self.args.timeout if self.args.timeout > 0 else None
+        last: dict[str, Row] = {}
         while True:
             objs = {n: await self.get_nm(n) for n in nodes}
-            table.show([row_for(n, objs[n]) for n in nodes])
+            rows = [row_for(n, objs[n]) for n in nodes]
+            table.show(rows)
+            for row in rows:
+                if leaving and leaving.get(row.node) and last.get(row.node) != row:
+                    await self.report_departures(row.node, leaving[row.node])
+                last[row.node] = row
             if all(is_current_and_true(objs[n], until) for n in nodes):
                 return 0
             problem = self._stopped(nodes, objs)
@@ -332,6 +338,14 @@ class Maintenance:
                 await self.timed_out(nodes, objs, until=until)
                 return 1
             await anyio.sleep(self.args.poll_interval)
+
+    async def report_departures(self, node: str, expected: set[str]) -> None:
+        """Print the pods of `expected` that are no longer on `node` (one LIST, only when its row changed)."""
+        pods = await self.client.list_all(PODS, field_selector=f"spec.nodeName={node}")
+        present = {_key(p) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")}
+        for key in sorted(expected - present):
+            print(f"  {node}  {key}  left the node", file=self.out, flush=True)
+        expected &= present
 
     def _stopped(self, nodes: Sequence[str], objs: Mapping[str, Mapping[str, Any] | None]) -> str | None:
         for n in nodes:
@@ -403,10 +417,15 @@ class Maintenance:
             others = await self.others_on(found[n])
             if others:
                 self._warn_collisions(n, others, verb="draining it too")
+        # Each pod's expected fate first, then each departure as it happens.
+        leaving = await drain_preview.print_preview(
+            self.client, nodes, options=drain_options(self.args), timeout=self.args.evacuation_timeout,
+            out=self.out, pod_selector=self.args.pod_selector or None, dry_run=False,
+        )
         for n in nodes:
             await self.apply(n, drain_spec(self.args))
             print(f"nodemaintenance/{maintenance_name(n)} draining node {n}", file=self.out, flush=True)
-        code = await self.follow(nodes, until="Drained")
+        code = await self.follow(nodes, until="Drained", leaving=leaving)
         if code == 0:
             print(f"drained: {', '.join(nodes)}", file=self.out, flush=True)
         return code

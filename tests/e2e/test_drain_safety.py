@@ -1,7 +1,7 @@
 """`aiokcm drain` on a node with a Deployment, a bare pod and a pod with emptyDir data.
 
 The whole path, over HTTP through the real CLI entry point: `--dry-run` tells each pod's fate and
-changes nothing; a drain without opt-ins moves the Deployment's pod by surging, keeps the bare pod
+changes nothing (a real drain prints the same plan, then each pod as it leaves); a drain without opt-ins moves the Deployment's pod by surging, keeps the bare pod
 and the emptyDir pod (kubectl's refusals, in the status and on stderr), times out saying the
 maintenance is still active and how to cancel it; the same drain with `--force
 --delete-emptydir-data` then finishes. aiokcm's ReplicaSet, Deployment and NodeMaintenance
@@ -107,4 +107,7 @@ async def test_drain_keeps_unowned_and_local_data_pods_until_told(
         out = capsys.readouterr().out
         assert code == 0, out
         assert f"drained: {TARGET}" in out
+        # Each pod's fate up front, and each departure as it happens.
+        assert f"{NS}/bare  evict: no controller" in out and f"{NS}/scratch  evict: no controller" in out
+        assert f"{NS}/bare  left the node" in out and f"{NS}/scratch  left the node" in out
         assert not await exists(kube, "bare") and not await exists(kube, "scratch")
