@@ -150,6 +150,8 @@ class Row:
 
 
 HEADER = ("NODE", "PHASE", "PENDING", "EVACUATING", "BLOCKING")
+# How much of the first blocker's message a progress row shows (the timeout report shows it all).
+SUMMARY_MESSAGE_CHARS = 120
 
 
 class ProgressTable:
@@ -188,7 +190,11 @@ def _summarise_blocking(entries: Sequence[Mapping[str, Any]], note: str = "") ->
         return note
     first = entries[0]
     more = f" (+{len(entries) - 1})" if len(entries) > 1 else ""
-    return f"{first.get('namespace')}/{first.get('name')}: {first.get('reason')}{more}"
+    message = str(first.get("message") or "")
+    if len(message) > SUMMARY_MESSAGE_CHARS:
+        message = message[: SUMMARY_MESSAGE_CHARS - 3] + "..."
+    why = f" ({message})" if message else ""
+    return f"{first.get('namespace')}/{first.get('name')}: {first.get('reason')}{why}{more}"
 
 
 def node_status(nm: Mapping[str, Any] | None, node: str) -> Mapping[str, Any]:
