@@ -274,7 +274,10 @@ class NodeSync:
                 return None
             return max((plan.deadline - now).total_seconds(), 0.0) + 0.5
         if action is drain.Action.BLOCK:
-            blocks[step.key] = BlockingPod(ns, name, plan.reason, plan.message)
+            block = BlockingPod(ns, name, plan.reason, plan.message)
+            blocks[step.key] = block
+            if self.state.blocks.get(step.node, {}).get(step.key) != block:
+                log.info("eviction withheld", **fields, reason=plan.reason, message=plan.message)
             return None
         if action is not drain.Action.EVICT:
             return None

@@ -62,6 +62,15 @@ async def test_bare_and_emptydir_pods_are_evicted_only_with_opt_in(kube: KubeCli
     target = node_names[0]
     await make_pod(kube, "bare", target, owner=None)
     await make_pod(kube, "cache", target, owner="StatefulSet", volumes=EMPTY_DIR)
+    with capture_logs() as logs:
+        await _opt_in_drain(kube, target)
+    withheld = [e for e in logs if e.get("event") == "eviction withheld"]
+    assert {(e["pod"], e["reason"]) for e in withheld} == {("default/bare", "NoController"),
+                                                          ("default/cache", "LocalStorage")}
+    assert len(withheld) == 2, withheld  # once per pod, not once per sync
+
+
+async def _opt_in_drain(kube: KubeClient, target: str) -> None:
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
         await kube.create(NODEMAINTENANCES, nm_body("safe", [target], drain=True))
 
