@@ -322,3 +322,25 @@ async def test_cli_names_the_lease_holder_it_waits_for(kube: KubeClient, node_na
         assert f"{target}  maintenance lease held by kured/reboot-sentinel" in err.getvalue()
         assert f"{target}: WaitingForLease" in out.getvalue()
         assert not (await node(kube, target))["spec"].get("unschedulable")  # nothing done without the lease
+
+
+async def test_pod_selector_and_grace_period_shape_the_drain(kube: KubeClient, node_names: list[str]) -> None:
+    target = node_names[0]
+    await make_pod(kube, "web", target, owner="ReplicaSet", answers=True, labels={"tier": "web"})
+    await make_pod(kube, "db-0", target, owner="StatefulSet", labels={"tier": "db"})
+    body = nm_body("db-only", [target], drain=True)
+    body["spec"].update({"podSelector": "tier=db", "gracePeriodSeconds": 0})
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+        await kube.create(NODEMAINTENANCES, body)
+
+        async def drained() -> dict[str, Any] | None:
+            obj = await kube.get(NODEMAINTENANCES, "db-only")
+            c = condition(obj, "Drained")
+            return obj if c and c["status"] == "True" else None
+
+        await eventually(drained, "Drained once the selected pod is gone")
+        # gracePeriodSeconds 0: the evicted pod is removed at once, not left terminating.
+        assert await pod(kube, "db-0") is None
+        web = await pod(kube, "web")
+        assert web is not None and not web["metadata"].get("deletionTimestamp")
+        assert condition(web, "EvacuationRequest") is None  # not selected: not even asked
