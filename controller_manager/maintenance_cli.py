@@ -2,19 +2,28 @@
 
 Each node gets its own NodeMaintenance named `maintenance-<node>` (label
 `app.kubernetes.io/managed-by=aiokcm-cli`), so nodes can be released one by one and a repeated
-command updates instead of piling up objects. The command then follows the object's status and
-shows a per-node table (redrawn in place on a terminal, one line per change otherwise):
+command updates instead of piling up objects. Every named node is checked before anything is
+created: a typo changes nothing. The command then follows the object's status and shows a
+per-node table (redrawn in place on a terminal, one line per change otherwise):
 
-- `drain` sets `cordon: true, drain: true` and exits 0 once `Drained=True` for the current spec; on
-  `--timeout` it exits 1 listing the pods that block and why (PDB refusals, silent owners);
+- `drain` sets `cordon: true, drain: true` (plus `kubectl drain`'s flags: `--force`,
+  `--delete-emptydir-data`, `--pod-selector`, `--grace-period`, as spec fields) and exits 0 once
+  `Drained=True` for the current spec. It stops with exit 1 when the maintenance is deleted by
+  someone else, when a node is deleted before it drained, or on `--timeout`: then it lists what
+  blocks (the budget, the lease holder, when the eviction fallback fires) and says the maintenance
+  is still active and how to cancel it (`--cancel-on-timeout` cancels it there and then);
+- `drain --dry-run` prints what would happen to each pod (surge, evict, wait, skip, block, and why)
+  and changes nothing;
 - `cordon` sets `cordon: true` and waits until the node is unschedulable;
 - `uncordon` deletes our maintenance and waits for its finalizer (the controller uncordons and
   withdraws the evacuation requests), then tells whether the node is still cordoned and by whom.
 
 `cordon` and `uncordon` warn when another active NodeMaintenance selects the node, as the KEP asks of
-kubectl. When the NodeMaintenance API is not installed the commands do what `kubectl drain` does:
-cordon through `spec.unschedulable` and evict every pod but DaemonSet and mirror pods, retrying an
-eviction a PodDisruptionBudget refuses (429) every 5 seconds.
+kubectl. When the NodeMaintenance API is not installed the commands do what `kubectl drain` does,
+refusing what it refuses: cordon through `spec.unschedulable`, then evict every pod its filters let
+through (DaemonSet pods need `--ignore-daemonsets`, pods with emptyDir data
+`--delete-emptydir-data`, pods without a controller `--force`), retrying an eviction a
+PodDisruptionBudget refuses (429) every 5 seconds.
 
 Exit codes: 0 done, 1 timed out or failed (one line on stderr), 2 bad usage.
 """
@@ -31,12 +40,20 @@ import anyio
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES, PODS
+from controller_manager import drain_preview
 from controller_manager.clientcli import CliError, run_with_client
 from controller_manager.options import OneLineParser, UsageError
 from controller_manager.options import parse_duration as go_duration
 from controllers.nodemaintenance import api
-from controllers.nodemaintenance.drain import EVICTION_RETRY_SECONDS, evict, is_targeted
+from controllers.nodemaintenance.drain import (
+    EVICTION_RETRY_SECONDS,
+    DrainOptions,
+    evict,
+    kubectl_filter,
+)
 from controllers.nodemaintenance.nodeselector import names_selector, selector_matches
+from kubeutil.selectors import SelectorError
+from kubeutil.selectors import parse as parse_selector
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "aiokcm-cli"}
 def parse_duration(text: str) -> float:
@@ -48,6 +65,15 @@ def parse_duration(text: str) -> float:
     if seconds < 0:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must not be negative")
     return seconds
+
+
+def pod_selector(text: str) -> str:
+    """`--pod-selector`: checked here so that a typo is a usage error, not a drain of nothing."""
+    try:
+        parse_selector(text)
+    except SelectorError as exc:
+        raise argparse.ArgumentTypeError(f"invalid pod selector {text!r}: {exc}") from exc
+    return text
 
 
 def maintenance_name(node: str) -> str:
@@ -66,8 +92,46 @@ def build_parser() -> argparse.ArgumentParser:
                         help="give up after this long (drain: exit 1 listing the blocking pods); 0 = wait forever")
     parser.add_argument("--evacuation-timeout", type=parse_duration, default=api.DEFAULT_EVACUATION_TIMEOUT_SECONDS,
                         help="how long owners get to answer before pods are evicted (default 3m)")
+    parser.add_argument("--cancel-on-timeout", action="store_true",
+                        help="drain: on --timeout, delete the maintenance (uncordon, withdraw the requests)")
+    parser.add_argument("--dry-run", nargs="?", const="client", default="none", choices=("none", "client"),
+                        help="drain: print what would happen to each pod, change nothing")
+    # kubectl drain's flags: the opt-ins for pods whose eviction loses something.
+    parser.add_argument("--force", action="store_true",
+                        help="also evict pods that declare no controller (nobody recreates them)")
+    parser.add_argument("--delete-emptydir-data", "--delete-local-data", dest="delete_emptydir_data",
+                        action="store_true", help="also evict pods with emptyDir volumes (their data is lost)")
+    parser.add_argument("--ignore-daemonsets", action="store_true",
+                        help="leave DaemonSet pods (the NodeMaintenance drain always does)")
+    parser.add_argument("--pod-selector", type=pod_selector, default="",
+                        help="only drain the pods this label selector matches")
+    parser.add_argument("--grace-period", type=int, default=-1,
+                        help="termination grace period for evicted pods; negative: each pod's own")
     parser.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     return parser
+
+
+def drain_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The spec `drain` writes; flags not given are reset, so a re-run never inherits an opt-in."""
+    return {
+        "cordon": True,
+        "drain": True,
+        "reason": args.reason or "aiokcm drain",
+        "evacuationTimeoutSeconds": int(args.evacuation_timeout),
+        "force": bool(args.force),
+        "deleteEmptyDirData": bool(args.delete_emptydir_data),
+        "podSelector": args.pod_selector or None,
+        "gracePeriodSeconds": args.grace_period if args.grace_period >= 0 else None,
+    }
+
+
+def drain_options(args: argparse.Namespace) -> DrainOptions:
+    return DrainOptions(
+        force=bool(args.force),
+        delete_emptydir_data=bool(args.delete_emptydir_data),
+        pod_selector=parse_selector(args.pod_selector) if args.pod_selector else None,
+        grace_period_seconds=args.grace_period if args.grace_period >= 0 else None,
+    )
 
 
 # -- progress display -------------------------------------------------------------------------------
@@ -86,6 +150,8 @@ class Row:
 
 
 HEADER = ("NODE", "PHASE", "PENDING", "EVACUATING", "BLOCKING")
+# How much of the first blocker's message a progress row shows (the timeout report shows it all).
+SUMMARY_MESSAGE_CHARS = 120
 
 
 class ProgressTable:
@@ -119,23 +185,41 @@ class ProgressTable:
         self._drawn = len(table)
 
 
-def _summarise_blocking(entries: Sequence[Mapping[str, Any]]) -> str:
+def _summarise_blocking(entries: Sequence[Mapping[str, Any]], note: str = "") -> str:
     if not entries:
-        return ""
+        return note
     first = entries[0]
     more = f" (+{len(entries) - 1})" if len(entries) > 1 else ""
-    return f"{first.get('namespace')}/{first.get('name')}: {first.get('reason')}{more}"
+    message = str(first.get("message") or "")
+    if len(message) > SUMMARY_MESSAGE_CHARS:
+        message = message[: SUMMARY_MESSAGE_CHARS - 3] + "..."
+    why = f" ({message})" if message else ""
+    return f"{first.get('namespace')}/{first.get('name')}: {first.get('reason')}{why}{more}"
+
+
+def node_status(nm: Mapping[str, Any] | None, node: str) -> Mapping[str, Any]:
+    return ((nm or {}).get("status") or {}).get("nodes", {}).get(node) or {}
 
 
 def row_for(node: str, nm: Mapping[str, Any] | None) -> Row:
-    status = ((nm or {}).get("status") or {}).get("nodes", {}).get(node) or {}
+    status = node_status(nm, node)
     return Row(
         node,
         str(status.get("phase") or "Pending"),
         int(status.get("podsPendingEvacuation") or 0),
         int(status.get("podsEvacuating") or 0),
-        _summarise_blocking(status.get("blockingPods") or []),
+        _summarise_blocking(status.get("blockingPods") or [], str(status.get("message") or "")),
     )
+
+
+def blocker_lines(node: str, nm: Mapping[str, Any] | None) -> list[str]:
+    """Every blocker of `node` with its reason and message: the budget, the lease holder, the deadline."""
+    status = node_status(nm, node)
+    lines = [f"  {node}  {status['message']}"] if status.get("message") else []
+    for b in status.get("blockingPods") or []:
+        msg = f": {b['message']}" if b.get("message") else ""
+        lines.append(f"  {node}  {b.get('namespace')}/{b.get('name')}  {b.get('reason')}{msg}")
+    return lines
 
 
 def _condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
@@ -145,14 +229,17 @@ def _condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] |
     return None
 
 
-def is_current_and_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
-    """`type_` is True for the spec we wrote (not a leftover from an earlier spec)."""
-    cond = _condition(obj, type_)
-    if cond is None or cond.get("status") != "True":
-        return False
+def is_current(obj: Mapping[str, Any] | None) -> bool:
+    """The status was computed for the spec we wrote (not a leftover from an earlier spec)."""
     generation = int(((obj or {}).get("metadata") or {}).get("generation") or 0)
     observed = int(((obj or {}).get("status") or {}).get("observedGeneration") or 0)
     return observed >= generation
+
+
+def is_current_and_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
+    """`type_` is True for the spec we wrote."""
+    cond = _condition(obj, type_)
+    return cond is not None and cond.get("status") == "True" and is_current(obj)
 
 
 # -- the commands -------------------------------------------------------------------------------------
@@ -205,7 +292,7 @@ class Maintenance:
             "apiVersion": NODEMAINTENANCES.api_version,
             "kind": NODEMAINTENANCES.kind,
             "metadata": {"name": name, "labels": dict(MANAGED_BY)},
-            "spec": {"nodeSelector": names_selector([node]), **spec},
+            "spec": {"nodeSelector": names_selector([node]), **{k: v for k, v in spec.items() if v is not None}},
         }
         try:
             return await self.client.create(NODEMAINTENANCES, body)
@@ -229,54 +316,133 @@ class Maintenance:
             self.warn(f"node {node} is also under NodeMaintenance {o['metadata']['name']} ({', '.join(modes)}); "
                       f"{verb}")
 
-    async def follow(self, nodes: Sequence[str], *, until: str) -> int:
-        """Poll our maintenances, draw the table, return 0 once `until` holds for all, 1 on timeout."""
+    async def follow(self, nodes: Sequence[str], *, until: str, leaving: dict[str, set[str]] | None = None) -> int:
+        """Poll our maintenances, draw the table, return 0 once `until` holds for all, 1 otherwise.
+
+        Stops early, with the reason, when a maintenance disappears or is being deleted (someone
+        else cancelled it), when a node was deleted before it drained, or when the selector
+        matches no node.
+        """
         table = ProgressTable(self.out)
         deadline = anyio.current_time() + self.args.timeout if self.args.timeout > 0 else None
+        last: dict[str, Row] = {}
         while True:
             objs = {n: await self.get_nm(n) for n in nodes}
-            table.show([row_for(n, objs[n]) for n in nodes])
+            rows = [row_for(n, objs[n]) for n in nodes]
+            table.show(rows)
+            for row in rows:
+                if leaving and leaving.get(row.node) and last.get(row.node) != row:
+                    await self.report_departures(row.node, leaving[row.node])
+                last[row.node] = row
             if all(is_current_and_true(objs[n], until) for n in nodes):
                 return 0
+            problem = self._stopped(nodes, objs)
+            if problem is not None:
+                print(f"error: {problem}", file=self.err, flush=True)
+                return 1
             if deadline is not None and anyio.current_time() >= deadline:
-                self.report_blocking(nodes, objs, until=until)
+                await self.timed_out(nodes, objs, until=until)
                 return 1
             await anyio.sleep(self.args.poll_interval)
 
-    def report_blocking(self, nodes: Sequence[str], objs: Mapping[str, Mapping[str, Any] | None], *, until: str) -> None:
-        lines = []
+    async def report_departures(self, node: str, expected: set[str]) -> None:
+        """Print the pods of `expected` that are no longer on `node` (one LIST, only when its row changed)."""
+        pods = await self.client.list_all(PODS, field_selector=f"spec.nodeName={node}")
+        present = {_key(p) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")}
+        for key in sorted(expected - present):
+            print(f"  {node}  {key}  left the node", file=self.out, flush=True)
+        expected &= present
+
+    def _stopped(self, nodes: Sequence[str], objs: Mapping[str, Mapping[str, Any] | None]) -> str | None:
         for n in nodes:
-            status = ((objs.get(n) or {}).get("status") or {}).get("nodes", {}).get(n) or {}
-            for b in status.get("blockingPods") or []:
-                msg = f": {b['message']}" if b.get("message") else ""
-                lines.append(f"  {n}  {b.get('namespace')}/{b.get('name')}  {b.get('reason')}{msg}")
+            obj = objs[n]
+            name = maintenance_name(n)
+            if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+                return (f"nodemaintenance/{name} was deleted by someone else: the maintenance of node {n} "
+                        "is cancelled (the controller uncordons it and withdraws the evacuation requests)")
+            if node_status(obj, n).get("phase") == api.PHASE_NODE_NOT_FOUND:
+                return f"node {n} was deleted before it drained; its pods were not evacuated"
+            cond = _condition(obj, "NodesSelected")
+            if cond is not None and cond.get("status") == "False" and is_current(obj):
+                return f"nodemaintenance/{name} selects no node: {cond.get('message', '')}"
+        return None
+
+    async def timed_out(self, nodes: Sequence[str], objs: Mapping[str, Mapping[str, Any] | None], *, until: str) -> None:
+        """Say what blocks, that the maintenance goes on, and how to stop it (or stop it)."""
+        lines = [line for n in nodes for line in blocker_lines(n, objs.get(n))]
         print(f"error: timed out after {self.args.timeout:g}s waiting for {until}", file=self.err)
         if lines:
-            print("blocking pods:", file=self.err)
-            print("\n".join(lines), file=self.err, flush=True)
+            print("blocking:", file=self.err)
+            print("\n".join(lines), file=self.err)
+        names = " ".join(maintenance_name(n) for n in nodes)
+        if self.args.cancel_on_timeout:
+            for n in nodes:
+                await self.delete_nm(n)
+            print(f"cancelled: deleted nodemaintenance {names}; the controller uncordons "
+                  f"{', '.join(nodes)} and withdraws the evacuation requests", file=self.err, flush=True)
+            return
+        goes_on = " and the drain goes on (pods may still be evicted later)" if until == "Drained" else ""
+        print(f"nodemaintenance {names} is still active: {', '.join(nodes)} stay cordoned{goes_on}.\n"
+              f"To cancel it: aiokcm uncordon {' '.join(nodes)}  (or: kubectl delete nodemaintenance {names}); "
+              "or run with --cancel-on-timeout.", file=self.err, flush=True)
+
+    async def delete_nm(self, node: str) -> None:
+        try:
+            await self.client.delete(NODEMAINTENANCES, maintenance_name(node))
+        except ApiError as exc:
+            if not exc.not_found:
+                raise
+
+    async def check_nodes(self, nodes: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Every named node, or an error naming the missing ones before anything is changed."""
+        found: dict[str, dict[str, Any]] = {}
+        missing: list[str] = []
+        for n in nodes:
+            try:
+                found[n] = await self.client.get(NODES, n)
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+                missing.append(n)
+        if missing:
+            listed = ", ".join(f'"{n}"' for n in missing)
+            raise CliError(f"nodes {listed} not found; nothing was changed")
+        return found
 
     # drain / cordon / uncordon with the NodeMaintenance API -------------------------------------
 
     async def drain(self, nodes: Sequence[str]) -> int:
+        found = await self.check_nodes(nodes)
+        if self.args.dry_run != "none":
+            await drain_preview.print_preview(
+                self.client, nodes, options=drain_options(self.args), timeout=self.args.evacuation_timeout,
+                out=self.out, pod_selector=self.args.pod_selector or None,
+            )
+            return 0
         for n in nodes:
-            node = await self.node(n)
-            others = await self.others_on(node)
+            others = await self.others_on(found[n])
             if others:
                 self._warn_collisions(n, others, verb="draining it too")
-            await self.apply(n, {"cordon": True, "drain": True, "reason": self.args.reason or "aiokcm drain",
-                                 "evacuationTimeoutSeconds": int(self.args.evacuation_timeout)})
+        # Each pod's expected fate first, then each departure as it happens.
+        leaving = await drain_preview.print_preview(
+            self.client, nodes, options=drain_options(self.args), timeout=self.args.evacuation_timeout,
+            out=self.out, pod_selector=self.args.pod_selector or None, dry_run=False,
+        )
+        for n in nodes:
+            await self.apply(n, drain_spec(self.args))
             print(f"nodemaintenance/{maintenance_name(n)} draining node {n}", file=self.out, flush=True)
-        code = await self.follow(nodes, until="Drained")
+        code = await self.follow(nodes, until="Drained", leaving=leaving)
         if code == 0:
             print(f"drained: {', '.join(nodes)}", file=self.out, flush=True)
         return code
 
     async def cordon(self, nodes: Sequence[str]) -> int:
+        found = await self.check_nodes(nodes)
         for n in nodes:
-            node = await self.node(n)
-            others = await self.others_on(node)
+            others = await self.others_on(found[n])
             if others:
                 self._warn_collisions(n, others, verb="it stays cordoned until every maintenance lets go")
+        for n in nodes:
             spec: dict[str, Any] = {"cordon": True}
             if self.args.reason:
                 spec["reason"] = self.args.reason
@@ -289,10 +455,10 @@ class Maintenance:
 
     async def uncordon(self, nodes: Sequence[str]) -> int:
         deadline = anyio.current_time() + self.args.timeout if self.args.timeout > 0 else None
+        await self.check_nodes(nodes)
         for n in nodes:
-            await self.node(n)
             if await self.get_nm(n) is not None:
-                await self.client.delete(NODEMAINTENANCES, maintenance_name(n))
+                await self.delete_nm(n)
         for n in nodes:
             while await self.get_nm(n) is not None:
                 if deadline is not None and anyio.current_time() >= deadline:
@@ -313,36 +479,86 @@ class Maintenance:
 
     async def legacy(self, nodes: Sequence[str]) -> int:
         command = self.args.command
+        await self.check_nodes(nodes)
+        if command == "drain" and self.args.dry_run != "none":
+            await drain_preview.print_kubectl_preview(
+                self.client, nodes, force=self.args.force, delete_emptydir_data=self.args.delete_emptydir_data,
+                ignore_daemonsets=self.args.ignore_daemonsets, out=self.out,
+                pod_selector=self.args.pod_selector or None,
+            )
+            return 0
         self.warn("the NodeMaintenance API is not installed; falling back to cordon and eviction as kubectl does")
         for n in nodes:
-            await self.node(n)
             unschedulable: bool | None = None if command == "uncordon" else True
             await self.client.patch(NODES, n, {"spec": {"unschedulable": unschedulable}})
             print(f"node/{n} {'uncordoned' if command == 'uncordon' else 'cordoned'}", file=self.out, flush=True)
         if command != "drain":
             return 0
-        return await self.evict_all(nodes)
+        selected: dict[str, list[dict[str, Any]]] = {}
+        refused: list[str] = []
+        for n in nodes:
+            selected[n], errors = await self.kubectl_filters(n)
+            if errors:
+                print(f'error: unable to drain node "{n}" due to error: {"; ".join(errors)}, continuing command...',
+                      file=self.err, flush=True)
+                refused.append(n)
+        if refused:
+            print("There are pending nodes to be drained:\n" + "\n".join(f" {n}" for n in refused), file=self.err,
+                  flush=True)
+            return 1
+        return await self.evict_all(nodes, selected)
 
-    async def evict_all(self, nodes: Sequence[str]) -> int:
+    async def kubectl_filters(self, node: str) -> tuple[list[dict[str, Any]], list[str]]:
+        """kubectl's `GetPodsForDeletion`: the pods to evict, and its errors (then nothing is evicted)."""
+        owners = drain_preview.Owners(self.client)
+        pods = await drain_preview.node_pods(self.client, node, self.args.pod_selector or None)
+        delete: list[dict[str, Any]] = []
+        errors: dict[str, list[str]] = {}
+        warnings: dict[str, list[str]] = {}
+        for pod in pods:
+            verdict = kubectl_filter(
+                pod, force=self.args.force, delete_emptydir_data=self.args.delete_emptydir_data,
+                ignore_daemonsets=self.args.ignore_daemonsets,
+                daemonset_error=await drain_preview.daemonset_error(owners, pod),
+            )
+            if verdict.kind == "Error":
+                errors.setdefault(verdict.message, []).append(_key(pod))
+            elif verdict.kind == "Warning":
+                warnings.setdefault(verdict.message, []).append(_key(pod))
+            if verdict.delete:
+                delete.append(pod)
+        if warnings and not errors:
+            self.warn("; ".join(f"{msg}: {', '.join(keys)}" for msg, keys in warnings.items()))
+        return delete, [f"{msg}: {', '.join(keys)}" for msg, keys in errors.items()]
+
+    async def evict_all(self, nodes: Sequence[str], selected: Mapping[str, Sequence[Mapping[str, Any]]]) -> int:
+        """Evict what the filters let through, until it is gone; 429s are retried every 5 s."""
         table = ProgressTable(self.out)
         deadline = anyio.current_time() + self.args.timeout if self.args.timeout > 0 else None
         refused: dict[str, tuple[str, str]] = {}
         next_try: dict[str, float] = {}
+        grace = self.args.grace_period if self.args.grace_period >= 0 else None
+        uids = {_key(p): (p.get("metadata") or {}).get("uid") for pods in selected.values() for p in pods}
         while True:
             rows: list[Row] = []
             remaining: dict[str, list[dict[str, Any]]] = {}
             for n in nodes:
                 pods = await self.client.list_all(PODS, field_selector=f"spec.nodeName={n}")
-                remaining[n] = [p for p in pods if is_targeted(p)]
+                remaining[n] = [p for p in pods if uids.get(_key(p)) == (p.get("metadata") or {}).get("uid")
+                                and _key(p) in uids]
                 for pod in remaining[n]:
-                    key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+                    key = _key(pod)
                     if pod["metadata"].get("deletionTimestamp") or next_try.get(key, 0.0) > anyio.current_time():
                         continue
-                    outcome = await evict(self.client, pod)
+                    print(f"evicting pod {key}", file=self.out, flush=True)
+                    outcome = await evict(self.client, pod, grace_period_seconds=grace)
                     if outcome.blocked_reason is None:
                         refused.pop(key, None)
                         next_try[key] = anyio.current_time() + EVICTION_RETRY_SECONDS
                     else:
+                        print(f"error when evicting pods/{pod['metadata']['name']} -n {pod['metadata']['namespace']} "
+                              f"(will retry after {outcome.retry_after:g}s): {outcome.message}", file=self.err,
+                              flush=True)
                         refused[key] = (outcome.blocked_reason, outcome.message)
                         next_try[key] = anyio.current_time() + outcome.retry_after
                 blocking = [k for k in refused if any(_key(p) == k for p in remaining[n])]
@@ -359,6 +575,8 @@ class Maintenance:
                     for pod in pods:
                         reason, message = refused.get(_key(pod), ("Terminating", "waiting for the pod to go"))
                         print(f"  {n}  {_key(pod)}  {reason}: {message}", file=self.err)
+                print(f"{', '.join(nodes)} stay cordoned (uncordon with: aiokcm uncordon {' '.join(nodes)})",
+                      file=self.err, flush=True)
                 return 1
             await anyio.sleep(self.args.poll_interval)
 
@@ -371,13 +589,22 @@ async def run(args: argparse.Namespace, client: KubeClient, *, out: TextIO, err:
     """The command on an existing client (what tests and the bench call)."""
     cmd = Maintenance(client, args, out=out, err=err)
     nodes: list[str] = list(dict.fromkeys(args.nodes))
-    if not await cmd.api_installed():
-        return await cmd.legacy(nodes)
-    if args.command == "drain":
-        return await cmd.drain(nodes)
-    if args.command == "cordon":
-        return await cmd.cordon(nodes)
-    return await cmd.uncordon(nodes)
+    try:
+        if args.dry_run != "none" and args.command != "drain":
+            await cmd.check_nodes(nodes)
+            for n in nodes:
+                print(f"node/{n} would be {args.command}ed (dry run)", file=out, flush=True)
+            return 0
+        if not await cmd.api_installed():
+            return await cmd.legacy(nodes)
+        if args.command == "drain":
+            return await cmd.drain(nodes)
+        if args.command == "cordon":
+            return await cmd.cordon(nodes)
+        return await cmd.uncordon(nodes)
+    except CliError as exc:
+        print(f"error: {exc}", file=err, flush=True)
+        return 1
 
 
 async def main(argv: list[str]) -> int:

@@ -7,7 +7,7 @@ instead of reaching into dicts; the raw object stays the source for writes (patc
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from controllers.common.evacuation import (
@@ -16,6 +16,8 @@ from controllers.common.evacuation import (
     GATE_DECLARATIVE_NODE_MAINTENANCE,
     REASON_NODE_MAINTENANCE,
 )
+from controllers.nodemaintenance.drain import DrainOptions
+from kubeutil.selectors import SelectorError, parse
 
 GROUP = "maintenance.aiokcm.io"
 FINALIZER = f"{GROUP}/finalizer"
@@ -40,6 +42,8 @@ PHASE_CORDONED = "Cordoned"
 PHASE_DRAINING = "Draining"
 PHASE_DRAINED = "Drained"
 PHASE_ORDER = (PHASE_PLANNING, PHASE_WAITING_FOR_LEASE, PHASE_CORDONED, PHASE_DRAINING, PHASE_DRAINED)
+# In status only: a selected node that was deleted before it drained (its pods went with it, unasked).
+PHASE_NODE_NOT_FOUND = "NodeNotFound"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,8 @@ class Maintenance:
     evacuation_timeout: float
     deleting: bool
     has_finalizer: bool
+    options: DrainOptions = field(default_factory=DrainOptions)
+    invalid: str = ""  # why the spec cannot be acted on (the drain then touches no pod)
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> Maintenance:
@@ -64,6 +70,7 @@ class Maintenance:
         spec = obj.get("spec") or {}
         timeout = spec.get("evacuationTimeoutSeconds")
         drain = bool(spec.get("drain", False))
+        options, invalid = _drain_options(spec)
         return cls(
             name=str(meta.get("name", "")),
             uid=str(meta.get("uid", "")),
@@ -80,6 +87,8 @@ class Maintenance:
             ),
             deleting=bool(meta.get("deletionTimestamp")),
             has_finalizer=FINALIZER in (meta.get("finalizers") or []),
+            options=options,
+            invalid=invalid,
         )
 
     @property
@@ -91,6 +100,26 @@ class Maintenance:
     def holder(self) -> str:
         """The identity this maintenance uses towards node leases."""
         return f"aiokcm/nodemaintenance/{self.name}"
+
+
+def _drain_options(spec: Mapping[str, Any]) -> tuple[DrainOptions, str]:
+    """`kubectl drain`'s flags from the spec; an unparsable `podSelector` is reported, never guessed."""
+    grace = spec.get("gracePeriodSeconds")
+    raw_selector = spec.get("podSelector")
+    selector = None
+    invalid = ""
+    if isinstance(raw_selector, str) and raw_selector.strip():
+        try:
+            selector = parse(raw_selector)
+        except SelectorError as exc:
+            invalid = f"spec.podSelector: {exc}"
+    options = DrainOptions(
+        force=spec.get("force") is True,
+        delete_emptydir_data=spec.get("deleteEmptyDirData") is True,
+        pod_selector=selector,
+        grace_period_seconds=int(grace) if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0 else None,
+    )
+    return options, invalid
 
 
 def applied_maintenances(node: Mapping[str, Any]) -> list[str]:

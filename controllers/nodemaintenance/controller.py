@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from anyio.abc import TaskGroup
 
-from apiclient.resources import NODEMAINTENANCES, NODES, PODS
+from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODS, REPLICASETS, STATEFULSETS
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
@@ -85,7 +85,9 @@ class NodeMaintenanceController(Controller):
         nm_inf = factory.informer(NODEMAINTENANCES)
         node_inf = factory.informer(NODES)
         pod_inf = factory.informer(PODS)
-        self.listers = Listers(nm_inf.lister, node_inf.lister, pod_inf.lister)
+        # The pods' owners, to tell who will answer an EvacuationRequest (workload.py).
+        owners = {res.kind: factory.informer(res).lister for res in (REPLICASETS, DEPLOYMENTS, STATEFULSETS)}
+        self.listers = Listers(nm_inf.lister, node_inf.lister, pod_inf.lister, owners)
         self.state = DrainState()
         self.node_sync = NodeSync(
             client=self.client, listers=self.listers, state=self.state, gate=gate,

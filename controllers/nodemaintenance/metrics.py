@@ -4,13 +4,20 @@
 - `aiokcm_nodemaintenance_pods_pending_evacuation` (gauge): targeted pods still on drained nodes;
 - `aiokcm_nodemaintenance_drain_duration_seconds` (histogram): from the first sight of `spec.drain` to
   `Drained=True`, observed once per maintenance;
-- `aiokcm_nodemaintenance_evictions_total` (counter, by `result`): the eviction fallback at work.
+- `aiokcm_nodemaintenance_evictions_total` (counter, by `result`): the eviction fallback at work;
+- `aiokcm_nodemaintenance_blocked_pods` (gauge, by `reason`): pods on nodes being drained that are
+  not gone yet, by why (`EvictionRefused` for a PDB, `LocalStorage` and `NoController` for the
+  opt-ins, `AwaitingEvacuation` while the owner has time to answer, `Terminating`, ...): the alert
+  "drain blocked for N minutes" is `aiokcm_nodemaintenance_blocked_pods{reason=~"EvictionRefused|..."} > 0`.
 
 The gauges are kept per node in `NodeGauges` and summed, so a node that leaves maintenance (or
 disappears) stops counting instead of leaving a stale value behind.
 """
 
 from __future__ import annotations
+
+from collections import Counter as Counter_
+from collections.abc import Mapping
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -25,6 +32,8 @@ DRAIN_DURATION = Histogram(
     "Time from spec.drain to Drained=True",
     buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200),
 )
+BLOCKED_PODS = Gauge("aiokcm_nodemaintenance_blocked_pods", "Pods not yet gone from nodes being drained, by reason",
+                     ["reason"])
 EVICTIONS = Counter("aiokcm_nodemaintenance_evictions_total", "Eviction fallback attempts", ["result"])
 
 
@@ -34,20 +43,34 @@ class NodeGauges:
     def __init__(self) -> None:
         self._phase: dict[str, str] = {}
         self._pending: dict[str, int] = {}
+        self._blocked: dict[str, Counter_[str]] = {}
+        self._reasons: set[str] = set()
 
-    def set(self, node: str, *, phase: str | None, pending: int) -> None:
+    def set(self, node: str, *, phase: str | None, pending: int, blocked: Mapping[str, str] | None = None) -> None:
+        """`blocked` maps each blocking pod of the node to its reason."""
         if phase is None:
             self._phase.pop(node, None)
             self._pending.pop(node, None)
+            self._blocked.pop(node, None)
         else:
             self._phase[node] = phase
             self._pending[node] = pending
+            self._blocked[node] = Counter_((blocked or {}).values())
         self._publish()
 
     def _publish(self) -> None:
         for phase in PHASE_ORDER:
             NODES.labels(phase).set(sum(1 for p in self._phase.values() if p == phase))
         PODS_PENDING.set(sum(self._pending.values()))
+        total: Counter_[str] = Counter_()
+        for counts in self._blocked.values():
+            total.update(counts)
+        self._reasons |= set(total)
+        for reason in self._reasons:  # a reason that cleared reads 0, not its last value
+            BLOCKED_PODS.labels(reason).set(total.get(reason, 0))
+
+    def blocked(self, reason: str) -> int:
+        return sum(c.get(reason, 0) for c in self._blocked.values())
 
     def nodes_in(self, phase: str) -> int:
         return sum(1 for p in self._phase.values() if p == phase)

@@ -4,16 +4,21 @@ Pure functions from listers' objects to the status dict so that the reconcile is
 status is only written when it changes. Conditions follow `meta.SetStatusCondition`: the transition
 time moves only when the status does.
 
-Conditions:
+Conditions, never True on an empty promise:
+- `NodesSelected`: False (`NoNodesSelected`) when `spec.nodeSelector` matches no node; then neither
+  `Cordoned` nor `Drained` is True either, so `kubectl wait --for=condition=Drained` fails on a typo.
 - `Cordoned`: every selected node is unschedulable (False while cordoning or when cordon is off).
-- `Drained`: drain is requested and no targeted pod is left on any selected node (the KEP's condition).
-- `Blocked`: some pods are not moving (eviction refused by a PDB, failing, or the owner has not
-  answered yet); the message names the first few, so a stuck drain is never silent.
+- `Drained`: drain is requested and no targeted pod is left on any selected node (the KEP's
+  condition); False (`NodeNotFound`) when a selected node was deleted before it drained (its pods
+  went with it, never asked), and False (`InvalidSpec`) when the spec cannot be acted on.
+- `Blocked`: some pods will not move on their own: an eviction refused (the message names the
+  budget), failing, or not allowed without an opt-in (`force`, `deleteEmptyDirData`). Pods that
+  are waiting for their owner or already terminating are listed but do not block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,19 +26,26 @@ from typing import Any
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.drain import (
     BLOCK_AWAITING_OWNER,
+    BLOCK_ONE_AT_A_TIME,
     BLOCK_TERMINATING,
     Action,
+    DrainOptions,
+    PodPlan,
     format_time,
     is_targeted,
     plan_pod,
     pod_key,
 )
+from controllers.nodemaintenance.workload import Answer, Workload
 
 MAX_BLOCKING_PER_NODE = 20
 
 COND_CORDONED = "Cordoned"
 COND_DRAINED = "Drained"
 COND_BLOCKED = "Blocked"
+COND_NODES_SELECTED = "NodesSelected"
+# Listed in blockingPods, but moving (or about to) on their own: not a reason for `Blocked`.
+NOT_BLOCKING = frozenset({BLOCK_AWAITING_OWNER, BLOCK_TERMINATING, BLOCK_ONE_AT_A_TIME})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +69,18 @@ class NodeProgress:
     evacuating: int = 0
     blocking: tuple[BlockingPod, ...] = field(default_factory=tuple)
     unschedulable: bool = False
+    message: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "phase": self.phase,
             "podsPendingEvacuation": self.pending,
             "podsEvacuating": self.evacuating,
             "blockingPods": [b.as_dict() for b in self.blocking[:MAX_BLOCKING_PER_NODE]],
         }
+        if self.message:
+            out["message"] = self.message
+        return out
 
 
 def node_progress(
@@ -76,36 +92,59 @@ def node_progress(
     timeout: float,
     now: datetime,
     eviction_blocks: Mapping[str, BlockingPod] | None = None,
-    lease_granted: bool = True,
+    lease_holder: str | None = None,
+    options: DrainOptions | None = None,
+    workload: Callable[[Mapping[str, Any]], Workload] | None = None,
+    invalid: str = "",
 ) -> NodeProgress:
-    """One node as one maintenance sees it; `eviction_blocks` are the drain's last eviction failures."""
+    """One node as one maintenance sees it.
+
+    `eviction_blocks` are the node sync's last eviction outcomes, `lease_holder` who holds the
+    node's lease when this maintenance waits for it, `workload` classifies a pod's owner.
+    """
     unschedulable = bool((node.get("spec") or {}).get("unschedulable", False))
-    if not lease_granted and (cordon or drain):
-        return NodeProgress(api.PHASE_WAITING_FOR_LEASE, unschedulable=unschedulable)
-    if not drain:
-        return NodeProgress(api.PHASE_CORDONED if cordon else api.PHASE_PLANNING, unschedulable=unschedulable)
+    if lease_holder is not None and (cordon or drain):
+        return NodeProgress(api.PHASE_WAITING_FOR_LEASE, unschedulable=unschedulable,
+                            message=f"maintenance lease held by {lease_holder}")
+    if not drain or invalid:
+        return NodeProgress(api.PHASE_CORDONED if cordon else api.PHASE_PLANNING, unschedulable=unschedulable,
+                            message=invalid)
+    opts = options or DrainOptions()
     blocks = eviction_blocks or {}
     pending = evacuating = 0
     blocking: list[BlockingPod] = []
     for pod in pods:
-        if not is_targeted(pod):
+        if not is_targeted(pod) or not opts.selects(pod):
             continue
         pending += 1
-        plan = plan_pod(pod, draining=True, timeout=timeout, now=now)
+        work = workload(pod) if workload is not None else Workload(Answer.MAY)
+        plan = plan_pod(pod, draining=True, timeout=timeout, now=now, options=opts, workload=work)
         meta = pod.get("metadata") or {}
         ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
         if plan.action is Action.EVACUATING:
             evacuating += 1
-        elif pod_key(pod) in blocks:
-            blocking.append(blocks[pod_key(pod)])
         elif plan.action is Action.TERMINATING:
             blocking.append(BlockingPod(ns, name, BLOCK_TERMINATING, "waiting for the pod to terminate"))
+        elif plan.action is Action.BLOCK:
+            blocking.append(BlockingPod(ns, name, plan.reason, plan.message))
+        elif pod_key(pod) in blocks:
+            blocking.append(blocks[pod_key(pod)])
         else:
-            when = f"evicted after {format_time(plan.deadline)}" if plan.deadline else "eviction due"
-            blocking.append(BlockingPod(ns, name, BLOCK_AWAITING_OWNER, f"no EvacuationInitiated yet; {when}"))
+            blocking.append(BlockingPod(ns, name, BLOCK_AWAITING_OWNER, _awaiting(plan, work)))
     phase = api.PHASE_DRAINED if pending == 0 else api.PHASE_DRAINING
     blocking.sort(key=lambda b: (b.namespace, b.name))
     return NodeProgress(phase, pending, evacuating, tuple(blocking), unschedulable)
+
+
+def _awaiting(plan: PodPlan, work: Workload) -> str:
+    if plan.action is Action.EVICT:
+        return f"eviction due: {plan.message}"
+    who = work.describe()
+    if plan.action is Action.REQUEST:
+        return f"EvacuationRequest not set yet ({who})"
+    if plan.deadline is None:
+        return f"no EvacuationInitiated yet ({who}); no eviction deadline (evacuationTimeoutSeconds: 0)"
+    return f"no EvacuationInitiated yet ({who}); evicted after {format_time(plan.deadline)}"
 
 
 def set_condition(
@@ -172,53 +211,85 @@ def build_status(
     nodes: Mapping[str, NodeProgress],
     *,
     now: datetime,
+    missing: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The whole status of one maintenance from the progress of each selected node."""
+    """The whole status of one maintenance from the progress of each selected node.
+
+    `missing` are nodes this maintenance was working on that no longer exist and had not drained.
+    """
     conds: list[dict[str, Any]] = [dict(c) for c in previous.get("conditions") or []]
     pending = sum(p.pending for p in nodes.values())
     cordoned = [n for n, p in nodes.items() if p.unschedulable]
     waiting = sorted(n for n, p in nodes.items() if p.phase == api.PHASE_WAITING_FOR_LEASE)
     gen = m.generation
+
+    def put(type_: str, status: bool, reason: str, message: str) -> None:
+        nonlocal conds
+        conds = set_condition(conds, type_=type_, status=status, reason=reason, message=message, now=now,
+                              generation=gen)
+
+    if nodes:
+        put(COND_NODES_SELECTED, True, "NodesSelected", f"{len(nodes)} nodes selected")
+        unselected = ""
+    elif missing:
+        unselected = "NodeNotFound"
+        put(COND_NODES_SELECTED, False, unselected, f"the selected nodes were deleted: {', '.join(sorted(missing))}")
+    else:
+        unselected = "NoNodesSelected"
+        put(COND_NODES_SELECTED, False, unselected, "spec.nodeSelector matches no node")
     if not m.cordon:
-        conds = set_condition(conds, type_=COND_CORDONED, status=False, reason="CordonNotRequested",
-                              message="spec.cordon is false", now=now, generation=gen)
+        put(COND_CORDONED, False, "CordonNotRequested", "spec.cordon is false")
+    elif unselected:
+        put(COND_CORDONED, False, unselected, "no selected node exists")
     elif waiting:
-        conds = set_condition(conds, type_=COND_CORDONED, status=False, reason="WaitingForLease",
-                              message="node lease held by someone else: " + ", ".join(waiting),
-                              now=now, generation=gen)
+        holders = "; ".join(f"{n}: {nodes[n].message}" for n in waiting)
+        put(COND_CORDONED, False, "WaitingForLease", f"node lease held by someone else ({holders})")
     else:
         done = len(cordoned) == len(nodes)
-        conds = set_condition(conds, type_=COND_CORDONED, status=done,
-                              reason="NodesCordoned" if done else "Cordoning",
-                              message=f"{len(cordoned)}/{len(nodes)} selected nodes unschedulable",
-                              now=now, generation=gen)
+        put(COND_CORDONED, done, "NodesCordoned" if done else "Cordoning",
+            f"{len(cordoned)}/{len(nodes)} selected nodes unschedulable")
     if not m.drain:
-        conds = set_condition(conds, type_=COND_DRAINED, status=False, reason="DrainNotRequested",
-                              message="spec.drain is false", now=now, generation=gen)
+        put(COND_DRAINED, False, "DrainNotRequested", "spec.drain is false")
+    elif m.invalid:
+        put(COND_DRAINED, False, "InvalidSpec", m.invalid)
+    elif missing:
+        put(COND_DRAINED, False, "NodeNotFound",
+            f"deleted before they drained: {', '.join(sorted(missing))} (their pods were not evacuated)")
+    elif unselected:
+        put(COND_DRAINED, False, unselected, "spec.nodeSelector matches no node")
     else:
         drained = pending == 0 and not waiting
-        if drained:
-            msg = "no node matches spec.nodeSelector" if not nodes else f"{len(nodes)} nodes drained"
-        else:
-            msg = f"{pending} pods pending evacuation on {sum(1 for p in nodes.values() if p.pending)} nodes"
-        conds = set_condition(conds, type_=COND_DRAINED, status=drained,
-                              reason="Drained" if drained else "Draining", message=msg, now=now, generation=gen)
+        msg = f"{len(nodes)} nodes drained" if drained else (
+            f"{pending} pods pending evacuation on {sum(1 for p in nodes.values() if p.pending)} nodes")
+        put(COND_DRAINED, drained, "Drained" if drained else "Draining", msg)
     count, names = _blocking_summary(nodes)
-    stuck = [b for p in nodes.values() for b in p.blocking if b.reason != BLOCK_AWAITING_OWNER]
-    conds = set_condition(conds, type_=COND_BLOCKED, status=bool(stuck),
-                          reason="PodsBlocking" if stuck else ("WaitingForOwners" if count else "NotBlocked"),
-                          message=f"{count} pods not moving: {names}" if count else "",
-                          now=now, generation=gen)
+    stuck = [b for p in nodes.values() for b in p.blocking if b.reason not in NOT_BLOCKING]
+    put(COND_BLOCKED, bool(stuck), "PodsBlocking" if stuck else ("WaitingForOwners" if count else "NotBlocked"),
+        f"{count} pods not moving yet: {names}" if count else "")
+    entries = {name: p.as_dict() for name, p in sorted(nodes.items())}
+    for name in missing:
+        entries[name] = {"phase": api.PHASE_NODE_NOT_FOUND, "podsPendingEvacuation": 0, "podsEvacuating": 0,
+                         "blockingPods": [], "message": "the node was deleted before it drained"}
     out: dict[str, Any] = {
         "observedGeneration": gen,
         "nodeCount": len(nodes),
         "podsPendingEvacuation": pending,
-        "nodes": {name: p.as_dict() for name, p in sorted(nodes.items())},
+        "nodes": dict(sorted(entries.items())),
         "conditions": conds,
     }
     if m.drain:
         out["drainStartTime"] = previous.get("drainStartTime") or format_time(now)
     return out
+
+
+def missing_nodes(previous: Mapping[str, Any], exists: Callable[[str], bool]) -> list[str]:
+    """Nodes the last status was working on (not yet drained) that no longer exist."""
+    out = []
+    for name, entry in (previous.get("nodes") or {}).items():
+        phase = (entry or {}).get("phase")
+        if phase != api.PHASE_DRAINED and phase != api.PHASE_PLANNING and not exists(name):
+            out.append(name)
+    return sorted(out)
 
 
 def node_phase(progresses: Iterable[NodeProgress]) -> str | None:

@@ -8,8 +8,17 @@ one sync: cordon first (the KEP's prerequisite for drain), then the pods (reques
 eviction fallback), and last the node annotation listing the maintenances applied; that annotation is
 the commit record a deleted maintenance waits for before its finalizer goes.
 
+Each pod's plan is `drain.plan_pod` with the options of the maintenances whose pod selector picks it
+(combined so that data is lost only if all of them allow it) and its owner's answer (`workload.py`).
+Pods nobody answers for are evicted one per owner at a time: a sibling still terminating holds the
+next one back, so a StatefulSet loses one replica at a time even without a budget. Every write is
+logged at info with maintenance, node and pod; an eviction refusal is an event once per new refusal
+and a log line on every attempt.
+
 Maintenance sync: status from the listers (per node counts, blocking pods, conditions), written
 only when it changed; the finalizer added on sight and removed once no node lists the maintenance.
+Only this controller writes the status, so the status it wrote last stands in for the cached copy:
+a cache that lags behind never makes it write, or announce `Drained`, twice.
 """
 
 from __future__ import annotations
@@ -32,10 +41,12 @@ from controllers.nodemaintenance.status import (
     BlockingPod,
     NodeProgress,
     build_status,
+    missing_nodes,
     node_phase,
     node_progress,
 )
-from informers import NODE_NAME_INDEX, Lister
+from controllers.nodemaintenance.workload import Workload, workload_of
+from informers import CONTROLLER_UID_INDEX, NODE_NAME_INDEX, Lister
 
 log = structlog.get_logger()
 
@@ -53,13 +64,20 @@ class DrainState:
     """What the node syncs learn that the API does not hold: eviction refusals and lease waits."""
 
     blocks: dict[str, dict[str, BlockingPod]] = field(default_factory=dict)
-    lease_waiting: dict[str, set[str]] = field(default_factory=dict)
+    # node -> maintenance -> the lease holder it waits for
+    lease_waiting: dict[str, dict[str, str]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
+    # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
+    # object when the next sync runs, and must not make us write (or announce) the same thing twice.
+    written: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
     def forget_node(self, node: str) -> None:
         self.blocks.pop(node, None)
         self.lease_waiting.pop(node, None)
         self.gauges.set(node, phase=None, pending=0)
+
+    def waiting_for_lease(self, node: str, maintenance: str) -> str | None:
+        return self.lease_waiting.get(node, {}).get(maintenance)
 
 
 @dataclass
@@ -71,8 +89,18 @@ class Listers:
     def all_maintenances(self) -> list[api.Maintenance]:
         return [api.Maintenance.from_obj(o) for o in self.maintenances.list()]
 
+    # kind -> lister of the pods' owners the drain judges (ReplicaSet, Deployment, StatefulSet)
+    owners: Mapping[str, Lister] = field(default_factory=dict)
+
     def node_pods(self, node: str) -> list[dict[str, Any]]:
         return self.pods.by_index(NODE_NAME_INDEX, node)
+
+    def owner(self, kind: str, namespace: str, name: str) -> Obj | None:
+        lister = self.owners.get(kind)
+        return lister.get(name, namespace) if lister is not None else None
+
+    def workload(self, pod: Obj) -> Workload:
+        return workload_of(pod, self.owner)
 
 
 class NodeSync:
@@ -112,7 +140,8 @@ class NodeSync:
         now = self.clock()
         try:
             node = await self._cordon_first(node, granted, applied)
-            retry = await self._pods(node_name, granted, now)
+            released = ",".join(sorted(set(applied) - {m.name for m in granted if m.drain}))
+            retry = await self._pods(node_name, granted, now, released=released)
             await self._commit(node, granted, selecting, wanted_names, waiting, now)
         finally:
             for name in {*applied, *wanted_names}:
@@ -129,7 +158,7 @@ class NodeSync:
         self, node: str, selecting: list[api.Maintenance]
     ) -> tuple[list[api.Maintenance], set[str]]:
         granted: list[api.Maintenance] = []
-        waiting: set[str] = set()
+        waiting: dict[str, str] = {}
         for m in selecting:
             if not (m.cordon or m.drain):
                 granted.append(m)
@@ -138,16 +167,19 @@ class NodeSync:
             if decision.granted:
                 granted.append(m)
             else:
-                waiting.add(m.name)
-                target = self.listers.maintenances.get(m.name)
-                if target is not None and m.name not in self.state.lease_waiting.get(node, set()):
-                    self.recorder.event(target, "Warning", "WaitingForLease",
-                                        f"node {node}: maintenance lease held by {decision.holder}")
+                holder = decision.holder or "someone else"
+                waiting[m.name] = holder
+                if self.state.waiting_for_lease(node, m.name) != holder:
+                    log.info("waiting for the node's maintenance lease", maintenance=m.name, node=node, holder=holder)
+                    target = self.listers.maintenances.get(m.name)
+                    if target is not None:
+                        self.recorder.event(target, "Warning", "WaitingForLease",
+                                            f"node {node}: maintenance lease held by {holder}")
         if waiting:
             self.state.lease_waiting[node] = waiting
         else:
             self.state.lease_waiting.pop(node, None)
-        return granted, waiting
+        return granted, set(waiting)
 
     async def _patch_node(self, node: Obj, patch: dict[str, Any]) -> dict[str, Any]:
         name = str(node["metadata"]["name"])
@@ -170,21 +202,27 @@ class NodeSync:
         updated = await self._patch_node(node, patch)
         if spec:
             owners = ", ".join(m.name for m in granted if m.cordon)
+            log.info("cordoned node", maintenance=owners, node=str(node["metadata"]["name"]))
             self.recorder.event(updated, "Normal", "Cordoned", f"cordoned by NodeMaintenance {owners}")
         return updated
 
-    async def _pods(self, node: str, granted: list[api.Maintenance], now: datetime) -> float | None:
+    async def _pods(self, node: str, granted: list[api.Maintenance], now: datetime, *, released: str) -> float | None:
         """Requests, withdrawals and evictions for every pod on the node; the soonest recheck."""
-        drainers = [m for m in granted if m.drain]
-        timeout = min((m.evacuation_timeout for m in drainers), default=api.DEFAULT_EVACUATION_TIMEOUT_SECONDS)
-        message = drainers[0].reason if drainers else ""
+        drainers = [m for m in granted if m.drain and not m.invalid]
         retry: float | None = None
         first_error: Exception | None = None
         blocks: dict[str, BlockingPod] = {}
+        evicting_owners: set[str] = set()
         for pod in self.listers.node_pods(node):
-            plan = drain.plan_pod(pod, draining=bool(drainers), timeout=timeout, now=now)
+            selecting = [m for m in drainers if m.options.selects(pod)]
+            workload = self.listers.workload(pod)
+            plan = drain.plan_pod(
+                pod, draining=bool(selecting), timeout=drain.combine_timeouts([m.evacuation_timeout for m in selecting]),
+                now=now, options=drain.combine([m.options for m in selecting]), workload=workload,
+            )
+            step = _Step(pod, plan, workload, selecting, node, released)
             try:
-                wait = await self._act(pod, plan, message=message, now=now, blocks=blocks, drainer=drainers)
+                wait = await self._act(step, now=now, blocks=blocks, evicting_owners=evicting_owners)
             except ApiError as exc:
                 if exc.not_found:
                     continue
@@ -200,42 +238,72 @@ class NodeSync:
             raise first_error
         return retry
 
+    def _sibling_leaving(self, step: _Step, evicting_owners: set[str]) -> str | None:
+        """Another pod of the same owner being evicted or terminating: evictions go one by one."""
+        uid = step.workload.owner_uid
+        if not uid or not step.workload.evict_promptly:
+            return None
+        if uid in evicting_owners:
+            return "another of its pods"
+        for other in self.listers.pods.by_index(CONTROLLER_UID_INDEX, uid):
+            if drain.pod_key(other) != step.key and (other.get("metadata") or {}).get("deletionTimestamp") \
+                    and not drain.is_finished(other):
+                return drain.pod_key(other)
+        return None
+
     async def _act(
-        self,
-        pod: Obj,
-        plan: drain.PodPlan,
-        *,
-        message: str,
-        now: datetime,
-        blocks: dict[str, BlockingPod],
-        drainer: list[api.Maintenance],
+        self, step: _Step, *, now: datetime, blocks: dict[str, BlockingPod], evicting_owners: set[str],
     ) -> float | None:
-        action = plan.action
+        action, plan, pod = step.plan.action, step.plan, step.pod
+        ns, name = step.key.split("/", 1)
+        fields = {"maintenance": step.maintenance, "node": step.node, "pod": step.key}
         if action is drain.Action.REQUEST:
+            message = step.drainers[0].reason if step.drainers else ""
             await drain.request_evacuation(self.client, pod, message=message, now=now)
+            log.info("requested evacuation", **fields, owner=step.workload.describe())
             # Recheck at the deadline: a silent owner is then evicted.
-            return max(drainer[0].evacuation_timeout, 0.0) + 0.5 if drainer else None
+            if plan.deadline is None:
+                return None
+            return max((plan.deadline - now).total_seconds(), 0.0) + 0.5
         if action is drain.Action.WITHDRAW:
             await drain.withdraw_evacuation(self.client, pod)
+            log.info("withdrew evacuation request", **fields)
             return None
-        if action is drain.Action.WAIT and plan.deadline is not None:
-            return max((plan.deadline - now).total_seconds(), 0.0) + 0.5
-        if action is drain.Action.EVICT:
-            outcome = await drain.evict(self.client, pod)
-            metrics.EVICTIONS.labels(outcome.blocked_reason or "evicted").inc()
-            meta = pod.get("metadata") or {}
-            ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-            target = self.listers.maintenances.get(drainer[0].name) if drainer else None
-            if outcome.blocked_reason is None:
-                if target is not None:
-                    self.recorder.event(target, "Normal", "EvictedPod",
-                                        f"evicted {ns}/{name}: its owner did not answer the EvacuationRequest")
+        if action is drain.Action.WAIT:
+            if plan.deadline is None:
                 return None
-            blocks[drain.pod_key(pod)] = BlockingPod(ns, name, outcome.blocked_reason, outcome.message)
+            return max((plan.deadline - now).total_seconds(), 0.0) + 0.5
+        if action is drain.Action.BLOCK:
+            block = BlockingPod(ns, name, plan.reason, plan.message)
+            blocks[step.key] = block
+            if self.state.blocks.get(step.node, {}).get(step.key) != block:
+                log.info("eviction withheld", **fields, reason=plan.reason, message=plan.message)
+            return None
+        if action is not drain.Action.EVICT:
+            return None
+        sibling = self._sibling_leaving(step, evicting_owners)
+        if sibling is not None:
+            blocks[step.key] = BlockingPod(ns, name, drain.BLOCK_ONE_AT_A_TIME,
+                                           f"{step.workload.owner} is evicted one pod at a time; waiting for {sibling}")
+            return drain.EVICTION_RETRY_SECONDS
+        options = drain.combine([m.options for m in step.drainers])
+        outcome = await drain.evict(self.client, pod, grace_period_seconds=options.grace_period_seconds)
+        metrics.EVICTIONS.labels(outcome.blocked_reason or "evicted").inc()
+        target = self.listers.maintenances.get(step.drainers[0].name) if step.drainers else None
+        if outcome.blocked_reason is None:
+            if step.workload.owner_uid:
+                evicting_owners.add(step.workload.owner_uid)
+            log.info("evicted pod", **fields, why=plan.message)
             if target is not None:
-                self.recorder.event(target, "Warning", outcome.blocked_reason, f"{ns}/{name}: {outcome.message}")
-            return outcome.retry_after
-        return None
+                self.recorder.event(target, "Normal", "EvictedPod", f"evicted {step.key}: {plan.message}")
+            return None
+        log.info("eviction refused", **fields, reason=outcome.blocked_reason, message=outcome.message)
+        block = BlockingPod(ns, name, outcome.blocked_reason, outcome.message)
+        blocks[step.key] = block
+        if target is not None and self.state.blocks.get(step.node, {}).get(step.key) != block:
+            # One event per new refusal, not one per retry: the log has every attempt.
+            self.recorder.event(target, "Warning", outcome.blocked_reason, f"{step.key}: {outcome.message}")
+        return outcome.retry_after
 
     async def _commit(
         self,
@@ -249,10 +317,13 @@ class NodeSync:
         """Uncordon if no one cordons any more, then record phase and the applied maintenances."""
         want_cordon = any(m.cordon for m in granted)
         spec, notes = cordon.plan_cordon(node, want_cordon=want_cordon)
-        pods = self.listers.node_pods(str(node["metadata"]["name"]))
+        node_name = str(node["metadata"]["name"])
+        pods = self.listers.node_pods(node_name)
         progresses: list[NodeProgress] = [
             node_progress(node=node, pods=pods, cordon=m.cordon, drain=m.drain, timeout=m.evacuation_timeout,
-                          now=now, lease_granted=m.name not in waiting)
+                          now=now, lease_holder=self.state.waiting_for_lease(node_name, m.name),
+                          eviction_blocks=self.state.blocks.get(node_name),
+                          options=m.options, workload=self.listers.workload, invalid=m.invalid)
             for m in selecting
         ]
         phase = node_phase(progresses)
@@ -263,8 +334,11 @@ class NodeSync:
         if annotations.get(api.PHASE_ANNOTATION) != phase:
             notes[api.PHASE_ANNOTATION] = phase
         pending = max((p.pending for p in progresses), default=0)
-        node_name = str(node["metadata"]["name"])
-        self.state.gauges.set(node_name, phase=phase, pending=pending)
+        blocked: dict[str, str] = {}
+        for p in progresses:
+            for b in p.blocking:
+                blocked.setdefault(f"{b.namespace}/{b.name}", b.reason)
+        self.state.gauges.set(node_name, phase=phase, pending=pending, blocked=blocked)
         if not spec and not notes:
             return
         patch: dict[str, Any] = {"metadata": {"annotations": notes}}
@@ -272,7 +346,28 @@ class NodeSync:
             patch["spec"] = spec
         updated = await self._patch_node(node, patch)
         if "unschedulable" in spec and spec["unschedulable"] is None:
+            log.info("uncordoned node", node=node_name, maintenance=",".join(api.applied_maintenances(node)))
             self.recorder.event(updated, "Normal", "Uncordoned", "no NodeMaintenance cordons the node any more")
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One pod's plan in a node sync, with who asked for it."""
+
+    pod: Obj
+    plan: drain.PodPlan
+    workload: Workload
+    drainers: list[api.Maintenance]
+    node: str
+    released: str  # the maintenances that no longer drain the node (for withdrawals)
+
+    @property
+    def key(self) -> str:
+        return drain.pod_key(self.pod)
+
+    @property
+    def maintenance(self) -> str:
+        return ",".join(m.name for m in self.drainers) or self.released
 
 
 class MaintenanceSync:
@@ -296,9 +391,11 @@ class MaintenanceSync:
     async def sync(self, name: str) -> None:
         obj = self.listers.maintenances.get(name)
         if obj is None:
+            self.state.written.pop(name, None)
             return
         m = api.Maintenance.from_obj(obj)
         if m.deleting:
+            self.state.written.pop(name, None)
             await self._finalize(obj, m)
             return
         if not m.has_finalizer:
@@ -353,19 +450,37 @@ class MaintenanceSync:
                 timeout=m.evacuation_timeout,
                 now=now,
                 eviction_blocks=self.state.blocks.get(node_name),
-                lease_granted=m.name not in self.state.lease_waiting.get(node_name, set()),
+                lease_holder=self.state.waiting_for_lease(node_name, m.name),
+                options=m.options,
+                workload=self.listers.workload,
+                invalid=m.invalid,
             )
         previous: Mapping[str, Any] = obj.get("status") or {}
-        status = build_status(m, previous, progress, now=now)
+        written = self.state.written.get(m.name)
+        if written is not None and written[0] == m.uid:
+            # Only this controller writes the status: what it wrote last is the status, even while
+            # the cache still holds an older copy of the object.
+            previous = written[1]
+        missing = missing_nodes(previous, lambda n: self.listers.nodes.get(n) is not None)
+        status = build_status(m, previous, progress, now=now, missing=missing)
         if _same_status(previous, status):
             return
         body: dict[str, Any] = dict(status)
-        stale = set(previous.get("nodes") or {}) - set(progress)
+        stale = set(previous.get("nodes") or {}) - set(status["nodes"])
         if stale:
             body["nodes"] = {**status["nodes"], **dict.fromkeys(stale)}
         if not m.drain and "drainStartTime" in previous:
             body["drainStartTime"] = None
         await self.client.patch(NODEMAINTENANCES, m.name, {"status": body}, subresource="status")
+        now_status = {**previous, **status}
+        if body.get("drainStartTime", "") is None:
+            now_status.pop("drainStartTime", None)
+        self.state.written[m.name] = (m.uid, now_status)
+        for name in missing:
+            if name not in (previous.get("nodes") or {}) or (previous["nodes"][name] or {}).get("phase") \
+                    != api.PHASE_NODE_NOT_FOUND:
+                log.info("selected node deleted before it drained", maintenance=m.name, node=name)
+                self.recorder.event(obj, "Warning", "NodeNotFound", f"node {name} was deleted before it drained")
         self._announce(obj, m, previous, status, now)
 
     def _announce(self, obj: Obj, m: api.Maintenance, previous: Obj, status: Obj, now: datetime) -> None:
@@ -375,12 +490,23 @@ class MaintenanceSync:
             started = drain.parse_time(status.get("drainStartTime"))
             if started is not None:
                 metrics.DRAIN_DURATION.observe(max((now - started).total_seconds(), 0.0))
+            log.info("maintenance drained", maintenance=m.name, nodes=status.get("nodeCount", 0))
             self.recorder.event(obj, "Normal", "Drained", f"{status.get('nodeCount', 0)} nodes drained")
         if _cond_status(status, "Blocked") == "True" and _cond_status(previous, "Blocked") != "True":
             msg = next((c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "Blocked"), "")
+            log.info("drain blocked", maintenance=m.name, message=str(msg))
             self.recorder.event(obj, "Warning", "DrainBlocked", str(msg))
-        if status.get("nodeCount") == 0 and previous.get("nodeCount") != 0:
+        if _cond_reason(status, "NodesSelected") == "NoNodesSelected" \
+                and _cond_reason(previous, "NodesSelected") != "NoNodesSelected":
+            log.info("no node selected", maintenance=m.name)
             self.recorder.event(obj, "Warning", "NoNodesSelected", "spec.nodeSelector matches no node")
+
+
+def _cond_reason(status: Obj, type_: str) -> str | None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == type_:
+            return str(cond.get("reason"))
+    return None
 
 
 def _cond_status(status: Obj, type_: str) -> str | None:

@@ -50,6 +50,14 @@ def test_row_summarises_the_first_blocking_pod() -> None:
     assert (row.phase, row.pending, row.evacuating) == ("Draining", 2, 1)
     assert row.blocking == "ns/db-0: EvictionRefused (+1)"
     assert row_for("n1", None).phase == "Pending"  # not yet seen by the controller
+    refused = {"namespace": "ns", "name": "db-0", "reason": "EvictionRefused",
+               "message": "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget "
+                          "db needs 2 healthy pods and has 2 currently " + "x" * 200}
+    status = {"nodes": {"n1": {"phase": "Draining", "blockingPods": [refused]}}}
+    row = row_for("n1", {"status": status})
+    assert "The disruption budget db needs 2" in row.blocking and row.blocking.endswith("...)")
+    held = {"nodes": {"n1": {"phase": "WaitingForLease", "message": "maintenance lease held by kured"}}}
+    assert row_for("n1", {"status": held}).blocking == "maintenance lease held by kured"
 
 
 def test_plain_output_prints_only_changes() -> None:

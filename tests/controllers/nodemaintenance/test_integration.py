@@ -24,86 +24,21 @@ from controllers.nodemaintenance.api import (
     PHASE_ANNOTATION,
 )
 from controllers.nodemaintenance.drain import format_time
-from controllers.nodemaintenance.nodeselector import names_selector
 from controllers.nodemaintenance.sync import utcnow
 from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.nodemaintenance.helpers import (
+    GATES,
+    NS,
+    condition,
+    gone_or_terminating,
+    make_pod,
+    nm_body,
+    nm_gone,
+    node,
+    pod,
+)
 
 pytestmark = pytest.mark.usefixtures("cluster")
-
-NS = "default"
-GATES = {"DeclarativeNodeMaintenance": True}
-
-
-@pytest.fixture
-async def eviction(kube: KubeClient) -> None:
-    """The cluster serves `pods/eviction` (the fallback path needs it): a probe pod is evicted."""
-    await make_pod(kube, "probe", "node-1", owner=None)
-    await kube.evict(NS, "probe")
-
-
-@pytest.fixture
-async def node_names(kube: KubeClient) -> list[str]:
-    nodes = await kube.list_all(NODES)
-    names = sorted(n["metadata"]["name"] for n in nodes)
-    assert len(names) >= 2
-    return names
-
-
-def nm_body(name: str, nodes: list[str], *, cordon: bool = True, drain: bool = False, timeout: int = 180,
-            reason: str = "kernel upgrade") -> dict[str, Any]:
-    return {
-        "apiVersion": "maintenance.aiokcm.io/v1alpha1",
-        "kind": "NodeMaintenance",
-        "metadata": {"name": name},
-        "spec": {"nodeSelector": names_selector(nodes), "cordon": cordon, "drain": drain, "reason": reason,
-                 "evacuationTimeoutSeconds": timeout},
-    }
-
-
-async def make_pod(kube: KubeClient, name: str, node: str, *, owner: str | None = "ReplicaSet",
-                   labels: dict[str, str] | None = None, mirror: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels or {"app": name}}
-    if owner:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": f"{name}-owner",
-                                    "uid": f"uid-{name}-owner", "controller": True}]
-    if mirror:
-        meta["annotations"] = {"kubernetes.io/config.mirror": "hash"}
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}}
-    return await kube.create(PODS, body, namespace=NS)
-
-
-async def pod(kube: KubeClient, name: str) -> dict[str, Any] | None:
-    try:
-        return await kube.get(PODS, name, namespace=NS)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
-
-
-def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == type_:
-            return dict(cond)
-    return None
-
-
-async def gone_or_terminating(kube: KubeClient, name: str) -> bool:
-    p = await pod(kube, name)
-    return p is None or bool(p["metadata"].get("deletionTimestamp"))
-
-
-async def node(kube: KubeClient, name: str) -> dict[str, Any]:
-    return await kube.get(NODES, name)
-
-
-async def nm_gone(kube: KubeClient, name: str) -> bool:
-    try:
-        await kube.get(NODEMAINTENANCES, name)
-    except ApiError as exc:
-        return exc.not_found
-    return False
 
 
 @pytest.mark.usefixtures("crd")
@@ -216,8 +151,11 @@ async def test_drain_requests_evacuation_and_completes_when_pods_leave(kube: Kub
 
         await eventually(drained, "Drained=True")
         assert (await node(kube, target))["metadata"]["annotations"][PHASE_ANNOTATION] == "Drained"
-        assert "Drained" in h.events.reasons("d")
         assert (await pod(kube, "agent")) is not None  # DaemonSet pods stay
+        # Later syncs (a label change wakes the maintenance's) do not announce it again.
+        await kube.patch(NODEMAINTENANCES, "d", {"metadata": {"labels": {"touched": "yes"}}})
+        await kube.patch(NODES, target, {"metadata": {"labels": {"touched": "yes"}}})
+        assert h.events.reasons("d").count("Drained") == 1, h.events.reasons("d")
 
 
 @pytest.mark.usefixtures("crd")
@@ -251,8 +189,9 @@ async def test_withdraws_only_its_own_requests(kube: KubeClient, node_names: lis
 @pytest.mark.usefixtures("crd", "eviction")
 async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
-    await make_pod(kube, "lonely", target, labels={"app": "lonely"})
-    await make_pod(kube, "guarded", target, labels={"app": "guarded"})
+    # Their ReplicaSets have no surging Deployment: nobody answers, so timeout 0 evicts them at once.
+    await make_pod(kube, "lonely", target, labels={"app": "lonely"}, answers=False)
+    await make_pod(kube, "guarded", target, labels={"app": "guarded"}, answers=False)
     await kube.create(PODDISRUPTIONBUDGETS, {
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guard", "namespace": NS},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
@@ -320,17 +259,34 @@ async def test_cli_drain_then_uncordon(kube: KubeClient, node_names: list[str]) 
 
 
 @pytest.mark.usefixtures("eviction")
-async def test_cli_falls_back_to_eviction_without_the_api(kube: KubeClient, node_names: list[str]) -> None:
+async def test_cli_fallback_refuses_what_kubectl_refuses(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
     await make_pod(kube, "legacy", target)
     await make_pod(kube, "legacy-agent", target, owner="DaemonSet")
+    await make_pod(kube, "legacy-bare", target, owner=None)
+    await make_pod(kube, "legacy-cache", target, volumes=[{"name": "scratch", "emptyDir": {}}])
     out, err = io.StringIO(), io.StringIO()
     args = build_parser().parse_args(["drain", target, "--poll-interval", "0.1", "--timeout", "5s"])
-    code = await run(args, kube, out=out, err=err)
-    assert "falling back" in err.getvalue()
+    assert await run(args, kube, out=out, err=err) == 1
+    text = err.getvalue()
+    assert "falling back" in text
+    assert "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/legacy-agent" in text
+    assert "cannot delete Pods that declare no controller (use --force to override): default/legacy-bare" in text
+    assert ("cannot delete Pods with local storage (use --delete-emptydir-data to override): default/legacy-cache"
+            in text)
+    assert "There are pending nodes to be drained" in text
+    # As kubectl: the node is cordoned, and not one pod is evicted while any is refused.
     assert (await node(kube, target))["spec"]["unschedulable"] is True
-    assert await gone_or_terminating(kube, "legacy")
+    for name in ("legacy", "legacy-agent", "legacy-bare", "legacy-cache"):
+        assert not await gone_or_terminating(kube, name), name
+
+    out, err = io.StringIO(), io.StringIO()
+    args = build_parser().parse_args(["drain", target, "--poll-interval", "0.1", "--timeout", "20s", "--force",
+                                      "--delete-emptydir-data", "--ignore-daemonsets", "--grace-period", "0"])
+    code = await run(args, kube, out=out, err=err)
+    assert code == 0, err.getvalue()
+    assert f"drained: {target}" in out.getvalue()
+    assert "ignoring DaemonSet-managed Pods: default/legacy-agent" in err.getvalue()
+    for name in ("legacy", "legacy-bare", "legacy-cache"):
+        assert await pod(kube, name) is None, name
     assert not await gone_or_terminating(kube, "legacy-agent")
-    # Without kubelets a graceful deletion may wait on the node; with them the drain completes.
-    if await pod(kube, "legacy") is None:
-        assert code == 0 and f"drained: {target}" in out.getvalue()

@@ -11,6 +11,7 @@ from controllers.nodemaintenance.status import (
     NodeProgress,
     build_status,
     condition,
+    missing_nodes,
     node_phase,
     node_progress,
 )
@@ -80,3 +81,48 @@ def test_not_drained_when_drain_is_off() -> None:
 def test_node_phase_is_the_most_advanced() -> None:
     assert node_phase([]) is None
     assert node_phase([NodeProgress("Planning"), NodeProgress("Draining")]) == "Draining"
+
+
+def test_no_node_selected_is_never_cordoned_or_drained() -> None:
+    status = build_status(maintenance(), {}, {}, now=NOW)
+    for type_ in ("NodesSelected", "Cordoned", "Drained"):
+        c = condition(status, type_)
+        assert c is not None and c["status"] == "False" and c["reason"] == "NoNodesSelected", c
+
+
+def test_a_node_deleted_before_it_drained_is_reported() -> None:
+    previous = {"nodes": {"gone": {"phase": "Draining"}, "done": {"phase": "Drained"}, "n1": {"phase": "Draining"}}}
+    missing = missing_nodes(previous, lambda n: n == "n1")
+    assert missing == ["gone"]  # a node that had drained may go: it is done
+    status = build_status(maintenance(), previous, {"n1": NodeProgress("Drained", unschedulable=True)}, now=NOW,
+                          missing=missing)
+    assert status["nodes"]["gone"]["phase"] == "NodeNotFound"
+    drained = condition(status, "Drained")
+    assert drained is not None and (drained["status"], drained["reason"]) == ("False", "NodeNotFound")
+    # The last selected node gone: nothing is selected, cordoned or drained.
+    alone = build_status(maintenance(), {"nodes": {"gone": {"phase": "Draining"}}}, {}, now=NOW, missing=["gone"])
+    for type_ in ("NodesSelected", "Cordoned", "Drained"):
+        c = condition(alone, type_)
+        assert c is not None and (c["status"], c["reason"]) == ("False", "NodeNotFound"), c
+
+
+def test_terminating_and_waiting_pods_are_listed_but_do_not_block() -> None:
+    nodes = {"n1": NodeProgress("Draining", 2, 0, (BlockingPod("ns", "a", "Terminating"),
+                                                  BlockingPod("ns", "b", "AwaitingEvacuation")), True)}
+    blocked = condition(build_status(maintenance(), {}, nodes, now=NOW), "Blocked")
+    assert blocked is not None and blocked["status"] == "False" and "ns/a" in blocked["message"]
+    nodes["n1"] = NodeProgress("Draining", 1, 0, (BlockingPod("ns", "c", "LocalStorage"),), True)
+    blocked = condition(build_status(maintenance(), {}, nodes, now=NOW), "Blocked")
+    assert blocked is not None and blocked["status"] == "True"
+
+
+def test_an_invalid_pod_selector_is_reported_not_guessed() -> None:
+    obj = {"metadata": {"name": "m", "generation": 1}, "spec": {"cordon": True, "drain": True,
+           "podSelector": "app in (", "nodeSelector": {"nodeSelectorTerms": []}}}
+    m = Maintenance.from_obj(obj)
+    assert m.invalid.startswith("spec.podSelector")
+    progress = node_progress(node=NODE, pods=[app_pod("a")], cordon=True, drain=True, timeout=180, now=NOW,
+                             invalid=m.invalid)
+    status = build_status(m, {}, {"n1": progress}, now=NOW)
+    drained = condition(status, "Drained")
+    assert drained is not None and (drained["status"], drained["reason"]) == ("False", "InvalidSpec")

@@ -1,0 +1,113 @@
+"""What the NodeMaintenance integration suites share: objects made the way users and controllers make them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODS,
+    REPLICASETS,
+    STATEFULSETS,
+)
+from controllers.nodemaintenance.nodeselector import names_selector
+
+NS = "default"
+GATES = {"DeclarativeNodeMaintenance": True}
+
+
+def nm_body(name: str, nodes: list[str], *, cordon: bool = True, drain: bool = False, timeout: int = 180,
+            reason: str = "kernel upgrade") -> dict[str, Any]:
+    return {
+        "apiVersion": "maintenance.aiokcm.io/v1alpha1",
+        "kind": "NodeMaintenance",
+        "metadata": {"name": name},
+        "spec": {"nodeSelector": names_selector(nodes), "cordon": cordon, "drain": drain, "reason": reason,
+                 "evacuationTimeoutSeconds": timeout},
+    }
+
+
+OWNER_RESOURCES = {"ReplicaSet": REPLICASETS, "StatefulSet": STATEFULSETS, "Deployment": DEPLOYMENTS,
+                   "DaemonSet": DAEMONSETS}
+
+
+async def make_owner(kube: KubeClient, kind: str, name: str, *, answers: bool = False,
+                     annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """A live owner with no replicas (no controller of its kind runs here): what the drain looks up.
+
+    `answers` marks a ReplicaSet `evacuation-ready`, as the Deployment controller does for one that surges.
+    """
+    notes = dict(annotations or {})
+    if answers:
+        notes["deployment.kubernetes.io/evacuation-ready"] = "true"
+    labels = {"owner": name}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
+    spec: dict[str, Any] = {"selector": {"matchLabels": labels}, "template": template}
+    if kind != "DaemonSet":
+        spec["replicas"] = 0
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS, "annotations": notes},
+            "spec": spec}
+    return await kube.create(OWNER_RESOURCES[kind], body, namespace=NS)
+
+
+async def make_pod(kube: KubeClient, name: str, node: str, *, owner: str | None = "ReplicaSet",
+                   labels: dict[str, str] | None = None, mirror: bool = False, answers: bool = True,
+                   owner_obj: dict[str, Any] | None = None, annotations: dict[str, str] | None = None,
+                   volumes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A pod bound to `node`; its owner (of kind `owner`) is created too unless `owner_obj` is given.
+
+    By default a ReplicaSet that answers EvacuationRequests (the test writes the answer).
+    """
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels or {"app": name},
+                            "annotations": dict(annotations or {})}
+    if owner:
+        if owner_obj is None:
+            owner_obj = await make_owner(kube, owner, f"{name}-owner", answers=answers and owner == "ReplicaSet")
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": owner_obj["metadata"]["name"],
+                                    "uid": owner_obj["metadata"]["uid"], "controller": True}]
+    if mirror:
+        meta["annotations"]["kubernetes.io/config.mirror"] = "hash"
+    spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}
+    if volumes:
+        spec["volumes"] = volumes
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    return await kube.create(PODS, body, namespace=NS)
+
+
+async def pod(kube: KubeClient, name: str) -> dict[str, Any] | None:
+    try:
+        return await kube.get(PODS, name, namespace=NS)
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+async def gone_or_terminating(kube: KubeClient, name: str) -> bool:
+    p = await pod(kube, name)
+    return p is None or bool(p["metadata"].get("deletionTimestamp"))
+
+
+async def node(kube: KubeClient, name: str) -> dict[str, Any]:
+    return await kube.get(NODES, name)
+
+
+async def nm_gone(kube: KubeClient, name: str) -> bool:
+    try:
+        await kube.get(NODEMAINTENANCES, name)
+    except ApiError as exc:
+        return exc.not_found
+    return False
