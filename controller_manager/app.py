@@ -26,6 +26,7 @@ from anyio.abc import TaskGroup
 from apiclient import KubeClient
 from apiclient.config import build_api_client, describe_config_error
 from apiclient.events import EventBroadcaster
+from controller_manager import secureserving
 from controller_manager.embedded import load_plugin
 from controller_manager.leaderelection import LeaderElector, LeadershipLost
 from controller_manager.loopmonitor import LoopMonitor
@@ -110,21 +111,30 @@ class Manager:
     async def run(self, *, handle_signals: bool = True) -> int:
         code = 0
         log.info("starting aiokcm", controllers=list(self.opts.controllers), gates=self.opts.gates.effective())
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self.loop_monitor.run)
-                if self.opts.secure_port:
-                    self.bound_port = await tg.start(
-                        functools.partial(serve, self.health, host=self.opts.bind_address, port=self.opts.secure_port)
-                    )
-                    log.info("serving health and metrics", address=self.opts.bind_address, port=self.bound_port)
-                if handle_signals:
-                    tg.start_soon(self._watch_signals, tg)
-                await self._elect_and_lead()
-                tg.cancel_scope.cancel()
-        except* LeadershipLost as group:
-            log.error("leaderelection lost", error=str(group.exceptions[0]))
-            code = 1
+        async with AsyncExitStack() as stack:
+            secure: secureserving.SecureServing | None = None
+            if self.opts.secure_port:
+                try:
+                    secure = await secureserving.prepare(self.opts, stack)
+                except secureserving.ClusterLookupError as exc:
+                    log.error("cannot serve securely", error=str(exc))
+                    return 1
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self.loop_monitor.run)
+                    if secure is not None:
+                        self.bound_port = await tg.start(functools.partial(
+                            serve, self.health, host=self.opts.bind_address, port=self.opts.secure_port,
+                            tls=secure.tls, delegation=secure.delegation))
+                        log.info("serving health and metrics", address=self.opts.bind_address,
+                                 port=self.bound_port, tls=secure.tls is not None, certificate=secure.certificate)
+                    if handle_signals:
+                        tg.start_soon(self._watch_signals, tg)
+                    await self._elect_and_lead()
+                    tg.cancel_scope.cancel()
+            except* LeadershipLost as group:
+                log.error("leaderelection lost", error=str(group.exceptions[0]))
+                code = 1
         log.info("exiting", code=code)
         return code
 

@@ -2,8 +2,10 @@
 
 KCM ships one ServiceAccount per controller with its own role (bootstrap policy
 `controller_policy.go`); aiokcm runs as one ServiceAccount, so its ClusterRole is the union of
-the enabled controllers' rules plus the manager's own (events; the leader-election Lease, granted
-by a Role in the lease's namespace only). `tests/manager/test_rbac.py` checks both ways: every
+the enabled controllers' rules plus the manager's own (events; token and access reviews for the
+secure port; the leader-election Lease, granted by a Role in the lease's namespace only; the
+client CA ConfigMap through the API server's own `extension-apiserver-authentication-reader`
+Role). `aiokcm-metrics-reader` is for the scraper (bind it to Prometheus' ServiceAccount). `tests/manager/test_rbac.py` checks both ways: every
 API call in a controller's package is covered by that controller's rules here, and the manifest
 grants exactly the union, nothing more. `python -m controller_manager.rbac` prints the manifest.
 """
@@ -89,6 +91,22 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
 # The manager itself: the events recorder, cluster-wide.
 MANAGER_RULES: tuple[Rule, ...] = (Rule("", "events", ("create", "patch")),)
 
+# The secure port's delegated authentication and authorization (controller_manager/delegation.py):
+# what the built-in ClusterRole `system:auth-delegator` grants, cluster-wide.
+SERVING_RULES: tuple[Rule, ...] = (
+    Rule("authentication.k8s.io", "tokenreviews", ("create",)),
+    Rule("authorization.k8s.io", "subjectaccessreviews", ("create",)),
+)
+
+# The client CA lookup of the secure port (controller_manager/secureserving.py) reads one ConfigMap in
+# kube-system: bound to the Role the API server bootstraps for exactly that, as KCM and every
+# aggregated API server are. What that Role grants, for the test that checks calls against grants:
+AUTH_READER_ROLE = "extension-apiserver-authentication-reader"
+AUTH_READER_RULES: tuple[Rule, ...] = (Rule("", "configmaps", ("get", "list", "watch")),)
+
+# What a scraper needs on the secure port; bind it to Prometheus' ServiceAccount.
+METRICS_READER = "aiokcm-metrics-reader"
+
 # Leader election, granted by a Role in --leader-elect-resource-namespace only.
 LEADER_ELECTION_RULES: tuple[Rule, ...] = (Rule("coordination.k8s.io", "leases", ("get", "create", "update")),)
 
@@ -119,7 +137,7 @@ def _merged(rules: Iterable[Rule]) -> list[dict[str, object]]:
 
 def manifests(controllers: Iterable[str] | None = None, *, lease_namespace: str = "kube-system") -> list[dict[str, object]]:
     names = list(CONTROLLER_RULES) if controllers is None else list(controllers)
-    cluster_rules = [r for n in names for r in CONTROLLER_RULES[n]] + list(MANAGER_RULES)
+    cluster_rules = [r for n in names for r in CONTROLLER_RULES[n]] + list(MANAGER_RULES) + list(SERVING_RULES)
     subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
     return [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -134,6 +152,12 @@ def manifests(controllers: Iterable[str] | None = None, *, lease_namespace: str 
          "metadata": {"name": f"{NAME}-leader-election", "namespace": lease_namespace},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{NAME}-leader-election"},
          "subjects": subject},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": f"{NAME}-authentication-reader", "namespace": "kube-system"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AUTH_READER_ROLE},
+         "subjects": subject},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": METRICS_READER},
+         "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
     ]  # fmt: skip
 
 

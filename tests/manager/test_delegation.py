@@ -1,0 +1,114 @@
+"""Delegated authentication/authorization rules that the end-to-end test cannot isolate."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from apiclient import KubeClient
+from apiclient.errors import ApiError
+from controller_manager import delegation
+from controller_manager.delegation import (
+    ANONYMOUS_USER,
+    AuthenticationError,
+    Delegation,
+    PathAuthorizer,
+    SubjectAccessReviewAuthorizer,
+    TokenReviewAuthenticator,
+    UserInfo,
+)
+
+
+class Reviews:
+    """Answers TokenReviews and SubjectAccessReviews like the API server, counting them."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.fail_next = 0
+
+    async def create(self, res: Any, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.calls.append(body)
+        if self.fail_next:
+            self.fail_next -= 1
+            raise ApiError(503, {"reason": "ServiceUnavailable"})
+        spec = body["spec"]
+        if body["kind"] == "TokenReview":
+            if spec["token"] != "good":
+                return {"status": {"authenticated": False}}
+            return {"status": {"authenticated": True,
+                               "user": {"username": "alice", "uid": "1", "groups": ["team"]}}}
+        allowed = spec["user"] == "alice" and spec["nonResourceAttributes"] == {"path": "/metrics", "verb": "get"}
+        return {"status": {"allowed": allowed, "reason": "" if allowed else "no rule"}}
+
+
+def _delegation(reviews: Reviews, paths: tuple[str, ...] = delegation.DEFAULT_ALWAYS_ALLOW_PATHS) -> Delegation:
+    client = cast(KubeClient, reviews)
+    return Delegation(PathAuthorizer(paths), TokenReviewAuthenticator(client), SubjectAccessReviewAuthorizer(client))
+
+
+async def test_tokens_and_decisions_are_reviewed_once_per_ttl() -> None:
+    reviews = Reviews()
+    d = _delegation(reviews)
+    for _ in range(3):
+        user = await d.authenticate("Bearer good", None)
+        assert user.name == "alice" and user.groups == ("team", "system:authenticated")
+        assert await d.authorize(user, "get", "/metrics") == (True, "")
+        with pytest.raises(AuthenticationError):
+            await d.authenticate("Bearer bad", None)  # a refusal is cached too
+        assert await d.authorize(user, "get", "/debug") == (False, "no rule")
+    assert [c["kind"] for c in reviews.calls].count("TokenReview") == 2
+    assert [c["kind"] for c in reviews.calls].count("SubjectAccessReview") == 2
+    assert all("good" not in repr(key) for key in d.authenticator._cache._entries)  # type: ignore[union-attr]
+
+
+async def test_no_credential_is_anonymous_and_always_allowed_paths_cost_no_review() -> None:
+    reviews = Reviews()
+    d = _delegation(reviews, ("/healthz", "/debug/*"))
+    assert await d.authenticate(None, None) == ANONYMOUS_USER
+    assert await d.authenticate("Basic dXNlcg==", None) == ANONYMOUS_USER  # not a bearer token
+    assert await d.authorize(ANONYMOUS_USER, "get", "/healthz") == (True, "")
+    assert await d.authorize(ANONYMOUS_USER, "get", "/debug/pprof") == (True, "")
+    assert reviews.calls == []
+    assert (await d.authorize(ANONYMOUS_USER, "get", "/healthz/event-loop"))[0] is False
+
+
+async def test_a_verified_client_certificate_names_the_user() -> None:
+    d = _delegation(Reviews())
+    cert = {"subject": ((("organizationName", "system:masters"),), (("commonName", "admin"),))}
+    assert await d.authenticate(None, cert) == UserInfo("admin", groups=("system:masters", "system:authenticated"))
+
+
+async def test_review_errors_are_retried_then_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_wait(_: float) -> None:
+        return None
+
+    monkeypatch.setattr(delegation.anyio, "sleep", no_wait)
+    reviews = Reviews()
+    d = _delegation(reviews)
+    reviews.fail_next = 2
+    assert (await d.authenticate("Bearer good", None)).name == "alice"
+    reviews.fail_next = 5
+    with pytest.raises(delegation.AuthorizationError):
+        await d.authorize(UserInfo("bob"), "get", "/metrics")
+    assert len(reviews.calls) == 3 + 5
+
+
+def test_path_rules_are_kcms() -> None:
+    paths = PathAuthorizer(["/healthz", "/livez/*", "/"])
+    assert paths.allows("/healthz") and paths.allows("/livez/ping") and paths.allows("/")
+    assert not paths.allows("/healthz/x") and not paths.allows("/livez")
+    assert PathAuthorizer(["*"]).allows("/anything")
+    with pytest.raises(ValueError, match="trailing"):
+        PathAuthorizer(["/a*/b"])
+
+
+def test_cache_entries_expire_and_the_oldest_go_first() -> None:
+    now = [0.0]
+    cache = delegation._TTLCache(max_entries=2, clock=lambda: now[0])
+    cache.put("a", 1, 10.0)
+    cache.put("b", 2, 10.0)
+    cache.put("c", 3, 10.0)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (None, 2, 3)
+    now[0] = 10.0
+    assert cache.get("b") is None

@@ -1,0 +1,140 @@
+"""The secure port as KCM serves it: TLS, callers vouched for by the API server, paths authorized by RBAC.
+
+The manager runs in-process with `--authentication-kubeconfig`/`--authorization-kubeconfig`
+pointing at the cluster; its callers are ServiceAccounts with tokens from the TokenRequest API,
+one bound to a ClusterRole granting `get` on the non-resource URL `/metrics`, one bound to
+nothing. The answers are those measured on kube-controller-manager v1.24: no credential is the
+anonymous user (403 on /metrics, 200 on the always-allowed /healthz), a token the API server
+rejects is a 401, a valid token without the grant a 403.
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+
+from apiclient import KubeClient
+from apiclient.errors import ApiError
+from controller_manager.app import Manager
+from controller_manager.options import LeaderElectionOptions, ManagerOptions, ServingOptions
+from tests.manager.waiting import eventually
+
+NS = "secure-serving"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Callers:
+    scraper: str
+    nobody: str
+
+
+async def _token(kube: KubeClient, name: str) -> str:
+    await kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts",
+                       body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
+    issued = await kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts/{name}/token",
+                                body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                      "spec": {"expirationSeconds": 3600}})
+    return str(issued["status"]["token"])
+
+
+async def _delete(kube: KubeClient, path: str) -> None:
+    try:
+        await kube.request("DELETE", path)
+    except ApiError as exc:
+        if not exc.not_found:
+            raise
+
+
+@pytest.fixture
+async def callers(kube: KubeClient) -> AsyncIterator[Callers]:
+    await kube.request("POST", "/api/v1/namespaces",
+                       body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "secure-serving-metrics"},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "secure-serving-metrics"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "secure-serving-metrics"},
+               "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": NS}]}
+    try:
+        await kube.request("POST", f"{RBAC}/clusterroles", body=role)
+        await kube.request("POST", f"{RBAC}/clusterrolebindings", body=binding)
+        yield Callers(scraper=await _token(kube, "scraper"), nobody=await _token(kube, "nobody"))
+    finally:
+        await _delete(kube, f"{RBAC}/clusterrolebindings/secure-serving-metrics")
+        await _delete(kube, f"{RBAC}/clusterroles/secure-serving-metrics")
+        await _delete(kube, f"/api/v1/namespaces/{NS}")
+
+
+async def _get(port: int, path: str, token: str | None = None) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # curl -k
+    async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}{path}", headers=headers,
+                                                     ssl=context) as r:
+        return r.status, await r.text()
+
+
+@pytest.mark.backends("real")
+@pytest.mark.timeout(60)
+async def test_metrics_need_an_authorized_token_and_health_does_not(cluster: Any, kube: KubeClient,
+                                                                     callers: Callers) -> None:
+    serving = ServingOptions(authentication_kubeconfig=cluster.kubeconfig_path,
+                             authorization_kubeconfig=cluster.kubeconfig_path)
+    opts = ManagerOptions(controllers=(), leader_election=LeaderElectionOptions(enabled=False),
+                          bind_address="127.0.0.1", secure_port=_free_port(), serving=serving)
+    manager = Manager(opts, kube)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(manager.run, handle_signals=False))
+        await eventually(lambda: manager.bound_port is not None)
+        port = manager.bound_port
+        assert port is not None
+
+        status, body = await _get(port, "/metrics", callers.scraper)
+        assert status == 200 and "rest_client_requests_total" in body
+        status, body = await _get(port, "/metrics")
+        assert status == 403, body
+        assert 'User \\"system:anonymous\\" cannot get path \\"/metrics\\"' in body
+        status, body = await _get(port, "/metrics", callers.nobody)
+        assert status == 403 and f"system:serviceaccount:{NS}:nobody" in body
+        assert (await _get(port, "/metrics", "not-a-token"))[0] == 401
+        assert await _get(port, "/healthz") == (200, "ok")
+        assert (await _get(port, "/readyz"))[0] == 200
+        assert (await _get(port, "/livez"))[0] == 200
+        assert (await _get(port, "/healthz/event-loop"))[0] == 403  # exact paths only, as KCM
+        assert (await _get(port, "/no-such-path"))[0] == 403  # refused before routing
+        assert (await _get(port, "/healthz", "not-a-token"))[0] == 401  # a bad credential is never anonymous
+        assert cluster.url not in body  # a refusal says nothing about the server behind
+        manager.stop()
+
+
+async def test_without_review_kubeconfigs_only_health_is_served(kube: KubeClient) -> None:
+    """Outside a cluster and without the review kubeconfigs, as KCM: tokens are refused, health is served."""
+    opts = ManagerOptions(controllers=(), leader_election=LeaderElectionOptions(enabled=False),
+                          bind_address="127.0.0.1", secure_port=_free_port())
+    manager = Manager(opts, kube)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(functools.partial(manager.run, handle_signals=False))
+        await eventually(lambda: manager.bound_port is not None)
+        port = manager.bound_port
+        assert port is not None
+        assert await _get(port, "/healthz") == (200, "ok")
+        assert (await _get(port, "/metrics"))[0] == 403
+        assert (await _get(port, "/metrics", "some-token"))[0] == 401
+        manager.stop()
