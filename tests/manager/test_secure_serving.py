@@ -91,7 +91,7 @@ async def _get(port: int, path: str, token: str | None = None) -> tuple[int, str
         return r.status, await r.text()
 
 
-@pytest.mark.backends("real")
+@pytest.mark.backends("local", "real")
 @pytest.mark.timeout(60)
 async def test_metrics_need_an_authorized_token_and_health_does_not(cluster: Any, kube: KubeClient,
                                                                      callers: Callers) -> None:
