@@ -64,10 +64,11 @@ def _report(state: HealthState, verbose: bool) -> web.Response:
 
 def _status(code: int, reason: str, message: str) -> web.Response:
     """A `metav1.Status` body, as KCM's responsewriters answer a refused request."""
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
+    body: dict[str, object] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                               "message": message, "reason": reason}
     if code == 403:
         body["details"] = {}
+    body["code"] = code
     return web.Response(status=code, body=orjson.dumps(body) + b"\n", content_type="application/json")
 
 
