@@ -18,7 +18,14 @@ from dataclasses import dataclass
 
 import yaml
 
+from controllers.maintenancelease.lease import NAMESPACE as MAINTENANCE_LEASE_NAMESPACE
+from controllers.nodelifecycle.controller import NODE_LEASE_NAMESPACE
+
 READ = ("get", "list", "watch")
+# Leases are written in one namespace only (never cluster-wide: that would let aiokcm take KCM's or
+# the scheduler's leader lock, or fake a kubelet's heartbeat), and read in the kubelets' one.
+MAINTENANCE_LEASES = MAINTENANCE_LEASE_NAMESPACE
+NODE_LEASES = NODE_LEASE_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +33,7 @@ class Rule:
     group: str
     resource: str  # "pods" or "pods/status"
     verbs: tuple[str, ...]
+    namespace: str = ""  # granted by a Role in this namespace only; "" is cluster-wide
 
     def grants(self) -> set[tuple[str, str, str]]:
         return {(self.group, self.resource, verb) for verb in self.verbs}
@@ -65,7 +73,7 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("policy", "poddisruptionbudgets", READ),
         # With the NodeMaintenanceLease gate: the node's maintenance Lease is taken before a
         # cordon or drain (controllers/maintenancelease/gate.py), and its namespace made if missing.
-        Rule("coordination.k8s.io", "leases", ("get", "create", "update")),
+        Rule("coordination.k8s.io", "leases", ("get", "create", "update"), MAINTENANCE_LEASES),
         Rule("", "namespaces", ("create",)),
     ),
     "taint-eviction-controller": (
@@ -79,10 +87,10 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("", "pods", ("list", "watch", "delete")),
         Rule("", "pods/status", ("patch",)),
         Rule("apps", "daemonsets", READ),
-        Rule("coordination.k8s.io", "leases", READ),
+        Rule("coordination.k8s.io", "leases", ("list", "watch"), NODE_LEASES),  # the kubelets' heartbeats
     ),
     "maintenance-lease": (
-        Rule("coordination.k8s.io", "leases", (*READ, "create", "update", "patch")),
+        Rule("coordination.k8s.io", "leases", (*READ, "create", "update", "patch"), MAINTENANCE_LEASES),
         Rule("", "nodes", READ),
         Rule("", "namespaces", ("create",)),  # creates its lease namespace when missing
     ),
@@ -137,8 +145,20 @@ def _merged(rules: Iterable[Rule]) -> list[dict[str, object]]:
 
 def manifests(controllers: Iterable[str] | None = None, *, lease_namespace: str = "kube-system") -> list[dict[str, object]]:
     names = list(CONTROLLER_RULES) if controllers is None else list(controllers)
-    cluster_rules = [r for n in names for r in CONTROLLER_RULES[n]] + list(MANAGER_RULES) + list(SERVING_RULES)
+    rules = [r for n in names for r in CONTROLLER_RULES[n]] + list(MANAGER_RULES) + list(SERVING_RULES)
+    cluster_rules = [r for r in rules if not r.namespace]
     subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
+    namespaced: list[dict[str, object]] = []
+    for namespace in sorted({r.namespace for r in rules if r.namespace}):
+        namespaced += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": {"name": NAME, "namespace": namespace},
+             "rules": _merged(r for r in rules if r.namespace == namespace)},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": NAME, "namespace": namespace},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+             "subjects": subject},
+        ]  # fmt: skip
     return [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": NAME}, "rules": _merged(cluster_rules)},
@@ -158,6 +178,7 @@ def manifests(controllers: Iterable[str] | None = None, *, lease_namespace: str 
          "subjects": subject},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": METRICS_READER},
          "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
+        *namespaced,
     ]  # fmt: skip
 
 

@@ -15,7 +15,8 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 def _doc(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((DEPLOY / name).read_text())
+    """The first document of a manifest (namespace.yaml: aiokcm's own namespace)."""
+    loaded: dict[str, Any] = next(d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d)
     return loaded
 
 

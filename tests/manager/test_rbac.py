@@ -93,6 +93,26 @@ def test_the_secure_port_can_review_callers_and_read_the_client_ca() -> None:
             ("authorization.k8s.io", "subjectaccessreviews", "create")} <= _granted_by_manifest()
 
 
+def test_leases_are_written_in_the_maintenance_namespace_only() -> None:
+    """Cluster-wide Lease writes would let aiokcm take KCM's leader lock or fake a kubelet's heartbeat."""
+    from controllers.maintenancelease.lease import NAMESPACE as MAINTENANCE
+    from controllers.nodelifecycle.controller import NODE_LEASE_NAMESPACE
+
+    lease_rules: dict[tuple[str, str], set[str]] = {}
+    for doc in _docs():
+        for rule in doc.get("rules") or []:  # type: ignore[attr-defined]
+            if "leases" in rule.get("resources", []):
+                where = (str(doc["kind"]), str(doc["metadata"].get("namespace", "")))  # type: ignore[index]
+                lease_rules.setdefault(where, set()).update(rule["verbs"])
+    assert lease_rules == {
+        ("Role", MAINTENANCE): {"get", "list", "watch", "create", "update", "patch"},
+        ("Role", NODE_LEASE_NAMESPACE): {"list", "watch"},
+        ("Role", "kube-system"): {"get", "create", "update"},  # leader election
+    }
+    namespaces = [d["metadata"]["name"] for d in yaml.safe_load_all((ROOT / "deploy" / "namespace.yaml").read_text())]
+    assert MAINTENANCE in namespaces  # the Role needs its namespace to exist
+
+
 def test_every_controller_in_the_registry_declares_rules() -> None:
     from controller_manager.registry import default_registry
 
