@@ -39,54 +39,55 @@ class Rule:
         return {(self.group, self.resource, verb) for verb in self.verbs}
 
 
+# Each verb is one the controller's code sends (tests/manager/test_rbac.py finds the call sites;
+# `get` on the owning kind is the shared ControllerRefManager's re-check before adopting, in
+# controllers/common/controller_ref.py). Writes are patches, except the PDB status (a PUT, as KCM's).
 CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
     "replicaset": (
-        Rule("apps", "replicasets", (*READ, "update", "patch")),
-        Rule("apps", "replicasets/status", ("update", "patch")),
-        Rule("", "pods", ("list", "watch", "create", "delete", "patch")),
+        Rule("apps", "replicasets", (*READ, "patch")),
+        Rule("apps", "replicasets/status", ("patch",)),
+        Rule("", "pods", ("list", "watch", "create", "delete", "patch")),  # patch: adopt and release
         Rule("", "pods/status", ("patch",)),  # EvacuationInitiated on pods it evacuates
     ),
     "deployment": (
-        Rule("apps", "deployments", (*READ, "update", "patch")),
-        Rule("apps", "deployments/status", ("update", "patch")),
-        Rule("apps", "replicasets", (*READ, "create", "update", "patch", "delete")),
-        Rule("", "pods", READ),
+        Rule("apps", "deployments", (*READ, "patch")),
+        Rule("apps", "deployments/status", ("patch",)),
+        Rule("apps", "replicasets", (*READ, "create", "patch", "delete")),
+        Rule("", "pods", ("list", "watch")),
     ),
     "disruption": (
-        Rule("policy", "poddisruptionbudgets", (*READ, "patch")),  # the evacuating-pods annotation
-        Rule("policy", "poddisruptionbudgets/status", ("update", "patch")),
-        Rule("", "pods", READ),
-        Rule("", "pods/status", ("patch",)),
-        Rule("apps", "replicasets", READ),
-        Rule("apps", "deployments", READ),
-        Rule("apps", "statefulsets", READ),
-        Rule("", "replicationcontrollers", READ),
+        Rule("policy", "poddisruptionbudgets", ("list", "watch", "patch")),  # the evacuating-pods annotation
+        Rule("policy", "poddisruptionbudgets/status", ("update",)),
+        Rule("", "pods", ("list", "watch")),
+        Rule("", "pods/status", ("patch",)),  # a stale DisruptionTarget reset
+        Rule("apps", "replicasets", ("list", "watch")),
+        Rule("apps", "deployments", ("list", "watch")),
+        Rule("apps", "statefulsets", ("list", "watch")),
+        Rule("", "replicationcontrollers", ("list", "watch")),
         Rule("*", "*/scale", ("get",)),  # any controller's /scale, as KCM's bootstrap policy grants
     ),
     "nodemaintenance": (
-        Rule("maintenance.aiokcm.io", "nodemaintenances", (*READ, "update", "patch")),
-        Rule("maintenance.aiokcm.io", "nodemaintenances/status", ("update", "patch")),
-        Rule("", "nodes", (*READ, "patch")),
-        Rule("", "pods", (*READ, "patch")),
+        Rule("maintenance.aiokcm.io", "nodemaintenances", ("list", "watch", "patch")),
+        Rule("maintenance.aiokcm.io", "nodemaintenances/status", ("patch",)),
+        Rule("", "nodes", (*READ, "patch")),  # get: the node's uid for its maintenance Lease
+        Rule("", "pods", ("list", "watch")),
         Rule("", "pods/status", ("patch",)),
         Rule("", "pods/eviction", ("create",)),
-        Rule("policy", "poddisruptionbudgets", READ),
         # With the NodeMaintenanceLease gate: the node's maintenance Lease is taken before a
         # cordon or drain (controllers/maintenancelease/gate.py), and its namespace made if missing.
         Rule("coordination.k8s.io", "leases", ("get", "create", "update"), MAINTENANCE_LEASES),
         Rule("", "namespaces", ("create",)),
     ),
     "taint-eviction-controller": (
-        Rule("", "nodes", READ),
+        Rule("", "nodes", ("list", "watch")),
         Rule("", "pods", ("list", "watch", "delete")),
         Rule("", "pods/status", ("patch",)),
     ),
     "node-lifecycle-controller": (
-        Rule("", "nodes", (*READ, "update", "patch", "delete")),
-        Rule("", "nodes/status", ("update", "patch")),
-        Rule("", "pods", ("list", "watch", "delete")),
-        Rule("", "pods/status", ("patch",)),
-        Rule("apps", "daemonsets", READ),
+        Rule("", "nodes", (*READ, "patch")),
+        Rule("", "nodes/status", ("patch",)),
+        Rule("", "pods", ("list", "watch")),
+        Rule("", "pods/status", ("patch",)),  # Ready=False on the pods of an unreachable node
         Rule("coordination.k8s.io", "leases", ("list", "watch"), NODE_LEASES),  # the kubelets' heartbeats
     ),
     "maintenance-lease": (
