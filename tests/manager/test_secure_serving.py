@@ -10,16 +10,22 @@ rejects is a 401, a valid token without the grant a 403.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import anyio
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from apiclient import KubeClient
 from apiclient.errors import ApiError
@@ -138,3 +144,64 @@ async def test_without_review_kubeconfigs_only_health_is_served(kube: KubeClient
         assert (await _get(port, "/metrics"))[0] == 403
         assert (await _get(port, "/metrics", "some-token"))[0] == 401
         manager.stop()
+
+
+def _client_cert(tmp_path: Path, user: str) -> tuple[Path, ssl.SSLContext]:
+    """A CA file, and a client context presenting a certificate it signed for `user`."""
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-client-ca")])
+    now = dt.datetime.now(dt.UTC)
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(1).not_valid_before(now - dt.timedelta(hours=1)).not_valid_after(now + dt.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "scrapers"),
+                         x509.NameAttribute(NameOID.COMMON_NAME, user)])
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(key.public_key())
+            .serial_number(2).not_valid_before(now - dt.timedelta(hours=1)).not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    ca_file, cert_file, key_file = tmp_path / "ca.crt", tmp_path / "client.crt", tmp_path / "client.key"
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    context.load_cert_chain(cert_file, key_file)
+    return ca_file, context
+
+
+@pytest.mark.timeout(60)
+async def test_a_client_certificate_signed_by_the_client_ca_names_the_user(cluster: Any, kube: KubeClient,
+                                                                          tmp_path: Path) -> None:
+    """`--client-ca-file`: the certificate's CN is the user (its O the groups), then RBAC decides."""
+    ca_file, with_cert = _client_cert(tmp_path, "cert-scraper")
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "cert-scraper"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cert-scraper"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "scrapers"}]}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "cert-scraper"},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+    await kube.request("POST", f"{RBAC}/clusterroles", body=role)
+    await kube.request("POST", f"{RBAC}/clusterrolebindings", body=binding)
+    serving = ServingOptions(authentication_kubeconfig=cluster.kubeconfig_path, client_ca_file=str(ca_file),
+                             authorization_kubeconfig=cluster.kubeconfig_path)
+    opts = ManagerOptions(controllers=(), leader_election=LeaderElectionOptions(enabled=False),
+                          bind_address="127.0.0.1", secure_port=_free_port(), serving=serving)
+    manager = Manager(opts, kube)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(manager.run, handle_signals=False))
+            await eventually(lambda: manager.bound_port is not None)
+            url = f"https://127.0.0.1:{manager.bound_port}/metrics"
+            async with aiohttp.ClientSession() as s:
+                async with s.get(url, ssl=with_cert) as r:
+                    assert r.status == 200
+                async with s.get(url, ssl=False) as r:
+                    assert r.status == 403  # the same request without the certificate: anonymous
+            manager.stop()
+    finally:
+        await _delete(kube, f"{RBAC}/clusterrolebindings/cert-scraper")
+        await _delete(kube, f"{RBAC}/clusterroles/cert-scraper")
