@@ -235,7 +235,8 @@ def bearer_token(authorization: str | None) -> str | None:
 class Delegation:
     """Who may use the secure port. Without an authenticator only client certificates and the
     anonymous user are known; without an authorizer only the always-allowed paths are served
-    (what KCM does when it has no `--authentication-kubeconfig` and is not in a cluster)."""
+    (what KCM does when it has no `--authentication-kubeconfig` and is not in a cluster: a bearer
+    token is then ignored, its request anonymous)."""
 
     always_allow: PathAuthorizer = field(default_factory=lambda: PathAuthorizer(DEFAULT_ALWAYS_ALLOW_PATHS))
     authenticator: TokenReviewAuthenticator | None = None
@@ -246,10 +247,8 @@ class Delegation:
         user = x509_user(peercert)
         if user is None:
             token = bearer_token(authorization)
-            if token is None:
+            if token is None or self.authenticator is None:  # no token authenticator: tokens mean nothing
                 return ANONYMOUS_USER
-            if self.authenticator is None:
-                raise AuthenticationError("bearer tokens cannot be reviewed without an authentication kubeconfig")
             user = await self.authenticator.authenticate(token)
             if user is None:
                 raise AuthenticationError("invalid bearer token")

@@ -236,7 +236,7 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     authn.add_argument("--authentication-kubeconfig", default="",
                        help="kubeconfig file pointing at the 'core' kubernetes server with enough rights to "
                             "create tokenreviews.authentication.k8s.io. Empty: the in-cluster service account; "
-                            "outside a cluster, bearer tokens are then refused.")
+                            "outside a cluster, bearer tokens are then ignored.")
     authn.add_argument("--authentication-skip-lookup", type=_bool_flag, nargs="?", const=True, default=False,
                        help="If false, the authentication-kubeconfig will be used to lookup missing "
                             "authentication configuration (the client CA) from the cluster.")

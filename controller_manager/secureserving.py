@@ -3,7 +3,7 @@
 KCM's `SecureServingOptions` + `DelegatingAuthenticationOptions` + `DelegatingAuthorizationOptions`.
 The reviewing clients come from `--authentication-kubeconfig` / `--authorization-kubeconfig`,
 or, when those are empty, from the in-cluster service account; outside a cluster they are simply
-absent (KCM's `RemoteKubeConfigFileOptional`): bearer tokens are then refused and only the
+absent (KCM's `RemoteKubeConfigFileOptional`): bearer tokens are then ignored and only the
 always-allowed paths are served. `--kubeconfig` is never used for this, as in KCM.
 
 Unless `--authentication-skip-lookup`, the client CA for client certificates comes from the
