@@ -84,8 +84,8 @@ def delegation_middleware(delegation: Delegation) -> Callable[..., Awaitable[web
         verb = method_verb(request.method)
         try:
             allowed, reason = await delegation.authorize(user, verb, request.path)
-        except AuthorizationError as exc:
-            return _status(500, "InternalError", f'Internal error occurred: "{request.path}": {exc}')
+        except AuthorizationError as exc:  # responsewriters.InternalError: plain text
+            return web.Response(status=500, text=f'Internal Server Error: "{request.path_qs}": {exc}\n')
         if not allowed:
             message = f'forbidden: User "{user.name}" cannot {verb} path "{request.path}"'
             return _status(403, "Forbidden", f"{message}: {reason}" if reason else message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
 from apiclient import KubeClient
 from apiclient.errors import ApiError
@@ -18,6 +19,7 @@ from controller_manager.delegation import (
     TokenReviewAuthenticator,
     UserInfo,
 )
+from controller_manager.server import HealthState, build_app
 
 
 class Reviews:
@@ -112,3 +114,25 @@ def test_cache_entries_expire_and_the_oldest_go_first() -> None:
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (None, 2, 3)
     now[0] = 10.0
     assert cache.get("b") is None
+
+
+async def test_the_app_answers_401_403_and_500_as_kcm(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def no_wait(_: float) -> None:
+        return None
+
+    monkeypatch.setattr(delegation.anyio, "sleep", no_wait)
+    reviews = Reviews()
+    app = build_app(HealthState(), delegation=_delegation(reviews))
+    async with TestClient(TestServer(app)) as client:
+        r = await client.get("/metrics", headers={"Authorization": "Bearer bad"})
+        assert (r.status, (await r.json())["reason"]) == (401, "Unauthorized")
+        r = await client.get("/metrics")
+        assert r.status == 403
+        assert (await r.json())["message"] == 'forbidden: User "system:anonymous" cannot get path "/metrics": no rule'
+        r = await client.get("/metrics", headers={"Authorization": "Bearer good"})
+        assert r.status == 200
+        reviews.fail_next = 5  # the access review keeps failing: KCM's plain-text 500
+        r = await client.get("/debug", headers={"Authorization": "Bearer good"})
+        assert r.status == 500 and (await r.text()).startswith('Internal Server Error: "/debug": ')
+        r = await client.get("/healthz")  # no review needed, whatever the API server's state
+        assert (r.status, await r.text()) == (200, "ok")
