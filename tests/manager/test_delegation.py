@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from apiclient import KubeClient
 from apiclient.errors import ApiError
-from controller_manager import delegation
+from controller_manager import delegation, secureserving
 from controller_manager.delegation import (
     ANONYMOUS_USER,
     AuthenticationError,
@@ -19,6 +19,7 @@ from controller_manager.delegation import (
     TokenReviewAuthenticator,
     UserInfo,
 )
+from controller_manager.options import ServingOptions
 from controller_manager.server import HealthState, build_app
 
 
@@ -136,3 +137,33 @@ async def test_the_app_answers_401_403_and_500_as_kcm(monkeypatch: pytest.Monkey
         assert r.status == 500 and (await r.text()).startswith('Internal Server Error: "/debug": ')
         r = await client.get("/healthz")  # no review needed, whatever the API server's state
         assert (r.status, await r.text()) == (200, "ok")
+
+
+class ConfigMaps:
+    def __init__(self, answer: dict[str, Any] | ApiError) -> None:
+        self.answer = answer
+        self.asked: list[tuple[str, str | None]] = []
+
+    async def get(self, res: Any, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        self.asked.append((name, namespace))
+        if isinstance(self.answer, ApiError):
+            raise self.answer
+        return self.answer
+
+
+@pytest.mark.parametrize(("answer", "skip", "tolerate", "expected"), [
+    ({"data": {"client-ca-file": "PEM"}}, False, False, "PEM"),
+    ({"data": {"client-ca-file": "PEM"}}, True, False, None),  # --authentication-skip-lookup
+    (ApiError(404, {"reason": "NotFound"}), False, False, None),  # no such ConfigMap: fine
+    (ApiError(403, {"reason": "Forbidden"}), False, True, None),  # --authentication-tolerate-lookup-failure
+    (ApiError(403, {"reason": "Forbidden"}), False, False, secureserving.ClusterLookupError),
+])
+async def test_the_client_ca_lookup_follows_kcms_flags(answer: Any, skip: bool, tolerate: bool, expected: Any) -> None:
+    client = ConfigMaps(answer)
+    opts = ServingOptions(authentication_skip_lookup=skip, authentication_tolerate_lookup_failure=tolerate)
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            await secureserving._client_ca(opts, cast(KubeClient, client))
+        return
+    assert await secureserving._client_ca(opts, cast(KubeClient, client)) == expected
+    assert client.asked == ([] if skip else [("extension-apiserver-authentication", "kube-system")])
