@@ -236,6 +236,12 @@ async def run(opts: ManagerOptions) -> int:
             demo = {"demo": True, "demo_exit_after_drain": opts.demo_exit_after_drain} if opts.demo else {}
             kubeconfig = await stack.enter_async_context(plugin.start_embedded(nodes=opts.embedded_nodes, **demo))
             log.info("embedded local cluster started", kubeconfig=kubeconfig, nodes=opts.embedded_nodes)
+            # The embedded cluster reviews tokens and access too: it vouches for the secure port's
+            # callers unless other review kubeconfigs are given (its own token may read /metrics).
+            serving = opts.serving
+            opts = dataclasses.replace(opts, serving=dataclasses.replace(
+                serving, authentication_kubeconfig=serving.authentication_kubeconfig or kubeconfig,
+                authorization_kubeconfig=serving.authorization_kubeconfig or kubeconfig))
         try:
             api = await build_api_client(kubeconfig=kubeconfig, master=opts.master)
         except Exception as exc:
