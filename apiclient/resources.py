@@ -58,6 +58,9 @@ EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", True)
 CUSTOMRESOURCEDEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )
+# The delegated authentication and authorization of the secure port.
+TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
+SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False)
 NODEMAINTENANCES = Resource("maintenance.aiokcm.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", False)
 
 BUILTIN: tuple[Resource, ...] = (

@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 from apiclient import KubeClient
 from apiclient.config import build_api_client, describe_config_error
 from apiclient.events import EventBroadcaster
+from controller_manager import secureserving
 from controller_manager.embedded import load_plugin
 from controller_manager.leaderelection import LeaderElector, LeadershipLost
 from controller_manager.loopmonitor import LoopMonitor
@@ -110,31 +111,42 @@ class Manager:
 
     async def run(self, *, handle_signals: bool = True) -> int:
         code = 0
-        try:
-            async with anyio.create_task_group() as tg:
-                if self.opts.secure_port:
-                    # First, so a port in use is one line on stderr, as any other bad setting.
-                    self.bound_port = await self._listen(tg)
-                log.info("starting aiokcm", controllers=list(self.opts.controllers), gates=self.opts.gates.effective())
-                tg.start_soon(self.loop_monitor.run)
-                if self.opts.secure_port:
-                    log.info("serving health and metrics", address=self.opts.bind_address, port=self.bound_port)
-                if handle_signals:
-                    tg.start_soon(self._watch_signals, tg)
-                await self._elect_and_lead()
-                tg.cancel_scope.cancel()
-        except* LeadershipLost as group:
-            log.error("leaderelection lost", error=str(group.exceptions[0]))
-            code = 1
-        except* UsageError as group:
-            raise group.exceptions[0] from None
+        async with AsyncExitStack() as stack:
+            secure: secureserving.SecureServing | None = None
+            if self.opts.secure_port:
+                try:
+                    secure = await secureserving.prepare(self.opts, stack)
+                except secureserving.ClusterLookupError as exc:
+                    log.error("cannot serve securely", error=str(exc))
+                    return 1
+            try:
+                async with anyio.create_task_group() as tg:
+                    if secure is not None:
+                        # First, so a port in use is one line on stderr, as any other bad setting.
+                        self.bound_port = await self._listen(tg, secure)
+                    log.info("starting aiokcm", controllers=list(self.opts.controllers),
+                             gates=self.opts.gates.effective())
+                    tg.start_soon(self.loop_monitor.run)
+                    if secure is not None:
+                        log.info("serving health and metrics", address=self.opts.bind_address,
+                                 port=self.bound_port, tls=secure.tls is not None, certificate=secure.certificate)
+                    if handle_signals:
+                        tg.start_soon(self._watch_signals, tg)
+                    await self._elect_and_lead()
+                    tg.cancel_scope.cancel()
+            except* LeadershipLost as group:
+                log.error("leaderelection lost", error=str(group.exceptions[0]))
+                code = 1
+            except* UsageError as group:
+                raise group.exceptions[0] from None
         log.info("exiting", code=code)
         return code
 
-    async def _listen(self, tg: TaskGroup) -> int:
+    async def _listen(self, tg: TaskGroup, secure: secureserving.SecureServing) -> int:
         host, port = self.opts.bind_address, self.opts.secure_port
         try:
-            bound: int = await tg.start(functools.partial(serve, self.health, host=host, port=port))
+            bound: int = await tg.start(functools.partial(serve, self.health, host=host, port=port,
+                                                          tls=secure.tls, delegation=secure.delegation))
         except OSError as exc:
             # A port in use or an address this host does not have: a setting to fix, as a bad flag.
             where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -240,6 +252,12 @@ async def run(opts: ManagerOptions) -> int:
             demo = {"demo": True, "demo_exit_after_drain": opts.demo_exit_after_drain} if opts.demo else {}
             kubeconfig = await stack.enter_async_context(plugin.start_embedded(nodes=opts.embedded_nodes, **demo))
             log.info("embedded local cluster started", kubeconfig=kubeconfig, nodes=opts.embedded_nodes)
+            # The embedded cluster reviews tokens and access too: it vouches for the secure port's
+            # callers unless other review kubeconfigs are given (its own token may read /metrics).
+            serving = opts.serving
+            opts = dataclasses.replace(opts, serving=dataclasses.replace(
+                serving, authentication_kubeconfig=serving.authentication_kubeconfig or kubeconfig,
+                authorization_kubeconfig=serving.authorization_kubeconfig or kubeconfig))
         try:
             api = await build_api_client(kubeconfig=kubeconfig, master=opts.master)
         except Exception as exc:

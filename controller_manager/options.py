@@ -113,6 +113,24 @@ class LeaderElectionOptions:
 
 
 @dataclass(frozen=True)
+class ServingOptions:
+    """The secure port's certificate and delegated authentication/authorization, KCM's flags."""
+
+    cert_dir: str = ""
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    authentication_kubeconfig: str = ""
+    authentication_skip_lookup: bool = False
+    authentication_tolerate_lookup_failure: bool = False
+    authentication_token_webhook_cache_ttl: float = 10.0
+    client_ca_file: str = ""
+    authorization_kubeconfig: str = ""
+    authorization_always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
+    authorization_webhook_cache_authorized_ttl: float = 10.0
+    authorization_webhook_cache_unauthorized_ttl: float = 10.0
+
+
+@dataclass(frozen=True)
 class ManagerOptions:
     kubeconfig: str | None = None
     master: str | None = None
@@ -124,6 +142,7 @@ class ManagerOptions:
     leader_election: LeaderElectionOptions = field(default_factory=LeaderElectionOptions)
     bind_address: str = "0.0.0.0"
     secure_port: int = 10257
+    serving: ServingOptions = field(default_factory=ServingOptions)
     log_format: str = "text"
     verbosity: int = 0
     embedded: bool = False
@@ -227,8 +246,49 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     srv.add_argument("--bind-address", type=_ip_address, default="0.0.0.0",
                      help="Address to serve /metrics, /healthz, /livez and /readyz on.")
     srv.add_argument("--secure-port", type=_port, default=10257,
-                     help="Port for /metrics and health checks. Unlike KCM this serves plain HTTP "
-                          "(terminate TLS in front if needed); 0 disables serving.")
+                     help="The port on which to serve HTTPS with authentication and authorization "
+                          "(/metrics, /healthz, /livez, /readyz); 0 disables serving.")
+    srv.add_argument("--cert-dir", default="",
+                     help="The directory where the TLS certs are located. If --tls-cert-file and "
+                          "--tls-private-key-file are provided, this flag is ignored. Empty: a self-signed "
+                          "certificate is generated in memory.")
+    srv.add_argument("--tls-cert-file", default="",
+                     help="File containing the default x509 certificate for HTTPS (CA cert, if any, "
+                          "concatenated after server cert).")
+    srv.add_argument("--tls-private-key-file", default="",
+                     help="File containing the default x509 private key matching --tls-cert-file.")
+
+    authn = parser.add_argument_group("authentication")
+    authn.add_argument("--authentication-kubeconfig", default="",
+                       help="kubeconfig file pointing at the 'core' kubernetes server with enough rights to "
+                            "create tokenreviews.authentication.k8s.io. Empty: the in-cluster service account; "
+                            "outside a cluster, bearer tokens are then ignored.")
+    authn.add_argument("--authentication-skip-lookup", type=_bool_flag, nargs="?", const=True, default=False,
+                       help="If false, the authentication-kubeconfig will be used to lookup missing "
+                            "authentication configuration (the client CA) from the cluster.")
+    authn.add_argument("--authentication-tolerate-lookup-failure", type=_bool_flag, nargs="?", const=True,
+                       default=False,
+                       help="If true, failures to look up missing authentication configuration from the "
+                            "cluster are not considered fatal.")
+    authn.add_argument("--authentication-token-webhook-cache-ttl", type=parse_duration, default="10s",
+                       help="The duration to cache responses from the webhook token authenticator.")
+    authn.add_argument("--client-ca-file", default="",
+                       help="If set, any request presenting a client certificate signed by one of the "
+                            "authorities in the client-ca-file is authenticated with the CommonName of the "
+                            "client certificate.")
+
+    authz = parser.add_argument_group("authorization")
+    authz.add_argument("--authorization-kubeconfig", default="",
+                       help="kubeconfig file pointing at the 'core' kubernetes server with enough rights to "
+                            "create subjectaccessreviews.authorization.k8s.io. Empty: the in-cluster service "
+                            "account; outside a cluster only --authorization-always-allow-paths are served.")
+    authz.add_argument("--authorization-always-allow-paths", default="/healthz,/readyz,/livez",
+                       help="A list of HTTP paths to skip during authorization, i.e. these are authorized "
+                            "without contacting the 'core' kubernetes server.")
+    authz.add_argument("--authorization-webhook-cache-authorized-ttl", type=parse_duration, default="10s",
+                       help="The duration to cache 'authorized' responses from the webhook authorizer.")
+    authz.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default="10s",
+                       help="The duration to cache 'unauthorized' responses from the webhook authorizer.")
 
     log = parser.add_argument_group("logging")
     log.add_argument("--log-format", choices=("json", "text"), default="text", help="Log line format.")
@@ -291,6 +351,7 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         leader_election=election,
         bind_address=ns.bind_address,
         secure_port=ns.secure_port,
+        serving=_serving_options(parser.prog, ns),
         log_format=ns.log_format,
         verbosity=ns.verbosity,
         embedded=ns.embedded,
@@ -300,6 +361,35 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         shutdown_grace_period=ns.shutdown_grace_period,
         gc_freeze=ns.gc_freeze,
         extra=extra,
+    )
+
+
+def _serving_options(prog: str, ns: argparse.Namespace) -> ServingOptions:
+    if ns.secure_port > 65535:
+        raise UsageError(f"{prog}: --secure-port {ns.secure_port} must be between 0 and 65535, inclusive")
+    paths = tuple(p.strip() for p in ns.authorization_always_allow_paths.split(",") if p.strip())
+    for path in paths:
+        if "*" in path.removeprefix("/")[:-1]:
+            raise UsageError(f"{prog}: --authorization-always-allow-paths: only a trailing * is allowed in {path!r}")
+    if bool(ns.tls_cert_file) != bool(ns.tls_private_key_file):
+        raise UsageError(f"{prog}: --tls-cert-file and --tls-private-key-file must be given together")
+    for flag in ("authentication_token_webhook_cache_ttl", "authorization_webhook_cache_authorized_ttl",
+                 "authorization_webhook_cache_unauthorized_ttl"):
+        if getattr(ns, flag) < 0:
+            raise UsageError(f"{prog}: --{flag.replace('_', '-')} must not be negative")
+    return ServingOptions(
+        cert_dir=ns.cert_dir,
+        tls_cert_file=ns.tls_cert_file,
+        tls_private_key_file=ns.tls_private_key_file,
+        authentication_kubeconfig=ns.authentication_kubeconfig,
+        authentication_skip_lookup=ns.authentication_skip_lookup,
+        authentication_tolerate_lookup_failure=ns.authentication_tolerate_lookup_failure,
+        authentication_token_webhook_cache_ttl=ns.authentication_token_webhook_cache_ttl,
+        client_ca_file=ns.client_ca_file,
+        authorization_kubeconfig=ns.authorization_kubeconfig,
+        authorization_always_allow_paths=paths,
+        authorization_webhook_cache_authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
+        authorization_webhook_cache_unauthorized_ttl=ns.authorization_webhook_cache_unauthorized_ttl,
     )
 
 

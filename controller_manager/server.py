@@ -2,19 +2,28 @@
 
 As KCM: `/healthz` and `/livez` aggregate named checks (one per controller, one for leader
 election), `/healthz/<name>` reports one check, and `/readyz` stays false until the informer
-caches have synced. Plain HTTP (see `--secure-port`'s help). The server runs as one task in the
-caller's task group and is torn down when that group is cancelled.
+caches have synced. The server runs as one task in the caller's task group and is torn down
+when that group is cancelled.
+
+The manager serves it over TLS with a `Delegation` (see `controller_manager.delegation` and
+`controller_manager.secureserving`): every request is authenticated and authorized before it is
+routed, so a caller who may not read a path learns nothing about it (not even whether it exists),
+as KCM's filter chain. `serve()` without them (plain HTTP to anyone) is for tests of the handlers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
+import orjson
 from aiohttp import web
 from anyio.abc import TaskStatus
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+
+from controller_manager.delegation import AuthenticationError, AuthorizationError, Delegation, method_verb
 
 HealthCheck = Callable[[], bool]
 
@@ -53,7 +62,40 @@ def _report(state: HealthState, verbose: bool) -> web.Response:
     return web.Response(status=500 if failing else 200, text="\n".join(lines) + "\n")
 
 
-def build_app(state: HealthState, registry: CollectorRegistry = REGISTRY) -> web.Application:
+def _status(code: int, reason: str, message: str) -> web.Response:
+    """A `metav1.Status` body, as KCM's responsewriters answer a refused request."""
+    body: dict[str, object] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                               "message": message, "reason": reason}
+    if code == 403:
+        body["details"] = {}
+    body["code"] = code
+    return web.Response(status=code, body=orjson.dumps(body) + b"\n", content_type="application/json")
+
+
+def delegation_middleware(delegation: Delegation) -> Callable[..., Awaitable[web.StreamResponse]]:
+    @web.middleware
+    async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                    ) -> web.StreamResponse:
+        peercert = request.transport.get_extra_info("peercert") if request.transport is not None else None
+        try:
+            user = await delegation.authenticate(request.headers.get("Authorization"), peercert)
+        except AuthenticationError:
+            return _status(401, "Unauthorized", "Unauthorized")
+        verb = method_verb(request.method)
+        try:
+            allowed, reason = await delegation.authorize(user, verb, request.path)
+        except AuthorizationError as exc:  # responsewriters.InternalError: plain text
+            return web.Response(status=500, text=f'Internal Server Error: "{request.path_qs}": {exc}\n')
+        if not allowed:
+            message = f'forbidden: User "{user.name}" cannot {verb} path "{request.path}"'
+            return _status(403, "Forbidden", f"{message}: {reason}" if reason else message)
+        return await handler(request)
+
+    return guard
+
+
+def build_app(state: HealthState, registry: CollectorRegistry = REGISTRY, *,
+              delegation: Delegation | None = None) -> web.Application:
     async def health(request: web.Request) -> web.Response:
         return _report(state, "verbose" in request.query)
 
@@ -74,7 +116,7 @@ def build_app(state: HealthState, registry: CollectorRegistry = REGISTRY) -> web
         body = generate_latest(registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    app = web.Application()
+    app = web.Application(middlewares=[delegation_middleware(delegation)] if delegation is not None else [])
     app.router.add_get("/healthz", health)
     app.router.add_get("/livez", health)
     app.router.add_get("/healthz/{name}", one_check)
@@ -89,13 +131,15 @@ async def serve(
     *,
     host: str,
     port: int,
+    tls: ssl.SSLContext | None = None,
+    delegation: Delegation | None = None,
     task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; reports the bound port through `task_status` (`tg.start`)."""
-    runner = web.AppRunner(build_app(state), access_log=None, handle_signals=False)
+    runner = web.AppRunner(build_app(state, delegation=delegation), access_log=None, handle_signals=False)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port)
+        site = web.TCPSite(runner, host, port, ssl_context=tls)
         await site.start()
         bound = port
         server = site._server

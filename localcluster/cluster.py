@@ -13,6 +13,7 @@ creates the namespaces every cluster has. `nodes=N` creates N Ready nodes (`node
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime as dt
 import shutil
@@ -28,6 +29,9 @@ from anyio.abc import TaskGroup
 
 from apiclient import KubeClient
 from apiclient.config import build_api_client
+from controller_manager.servingcert import CertKey, generate_self_signed, server_context
+from localcluster.auth.layer import AuthLayer
+from localcluster.auth.tokens import ADMIN_TOKEN
 from localcluster.authn import BearerTokens
 from localcluster.builtin import register_builtins
 from localcluster.crd import CRDController
@@ -85,6 +89,8 @@ class LocalCluster:
         termination_cap: float = 2.0,
         max_pods: int = 110,
         fault_seed: int = 0,
+        authz: bool = False,
+        tls: bool | None = None,
     ) -> None:
         self.nodes = nodes
         self.host = host
@@ -101,6 +107,12 @@ class LocalCluster:
         # Off by default; `cluster.authn.enabled = True` makes every API request need an allowed token.
         self.authn = BearerTokens()
         self.app.middlewares.insert(0, self.authn.middleware)
+        # Who is asking and may they (RBAC); enforced only with `authz=True`, the APIs served always.
+        self.auth = AuthLayer(self.registry, self.objects, enforce=authz)
+        self.auth.install(self.app, self.rest)
+        # kubectl sends bearer tokens over HTTPS only: an enforcing cluster serves TLS.
+        self.tls = authz if tls is None else tls
+        self._serving_pair: CertKey | None = generate_self_signed() if self.tls else None
         # A living cluster: each behaviour can be switched off by a test that drives it by hand
         self.faults = Faults(self, seed=fault_seed)
         self.app.middlewares.append(self.faults.middleware)
@@ -125,6 +137,7 @@ class LocalCluster:
         assert ns_type is not None and node_type is not None
         for name in SYSTEM_NAMESPACES:
             self.objects.create(ns_type, None, {"metadata": {"name": name}})
+        self.auth.bootstrap()
         for i in range(1, self.nodes + 1):
             if self._kubelets_enabled:
                 self.kubelets.add_node(f"node-{i}")
@@ -146,12 +159,13 @@ class LocalCluster:
     async def __aenter__(self) -> LocalCluster:
         runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=1.0, handle_signals=False)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, backlog=1024)
+        context = server_context(self._serving_pair) if self._serving_pair is not None else None
+        site = web.TCPSite(runner, self.host, self.port, backlog=1024, ssl_context=context)
         await site.start()
         self._runner = runner
         sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
         self.port = sockets[0].getsockname()[1]
-        self.url = f"http://{self.host}:{self.port}"
+        self.url = f"{'https' if context is not None else 'http'}://{self.host}:{self.port}"
         self._tmp = tempfile.mkdtemp(prefix="localcluster-")
         self.kubeconfig_path = str(Path(self._tmp) / "kubeconfig")
         await anyio.Path(self.kubeconfig_path).write_text(yaml.safe_dump(self.kubeconfig()))
@@ -184,12 +198,25 @@ class LocalCluster:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "local", "cluster": {"server": self.url}}],
-            "users": [{"name": "local", "user": {"token": "localcluster"}}],
+            "clusters": [{"name": "local", "cluster": self._cluster_entry()}],
+            "users": [{"name": "local", "user": {"token": ADMIN_TOKEN}}],
             "contexts": [{"name": "local", "context": {"cluster": "local", "user": "local", "namespace": "default"}}],
             "current-context": "local",
             "preferences": {},
         }
+
+    def _cluster_entry(self) -> dict[str, str]:
+        entry = {"server": self.url}
+        if self._serving_pair is not None:
+            ca = self._serving_pair.cert_pem[self._serving_pair.cert_pem.index(b"-----END CERTIFICATE-----") + 26:]
+            entry["certificate-authority-data"] = base64.b64encode(ca.strip() + b"\n").decode()
+        return entry
+
+    def kubeconfig_for_token(self, token: str) -> dict[str, Any]:
+        """A kubeconfig for another identity (a service account's token, a static user's)."""
+        config = self.kubeconfig()
+        config["users"] = [{"name": "local", "user": {"token": token}}]
+        return config
 
     async def client(self, *, qps: float = 1000.0, burst: int = 2000) -> KubeClient:
         """A `KubeClient` built from the kubeconfig, as the product builds its own."""

@@ -158,7 +158,8 @@ class ObjectAPI:
     def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None, *, status: bool = False) -> None:
         strategy = rt.strategy
         errs: list[FieldError] = validate_meta(
-            obj.get("metadata"), label_name=getattr(strategy, "label_names", False), namespaced=rt.namespaced
+            obj.get("metadata"), label_name=getattr(strategy, "label_names", False), namespaced=rt.namespaced,
+            segment_name=getattr(strategy, "path_segment_names", False),
         )
         if old is not None:
             old_finalizers = set(old["metadata"].get("finalizers") or [])

@@ -39,8 +39,18 @@ def dns_subdomain(value: str) -> str | None:
     return None if _DNS1123_SUBDOMAIN.match(value) else SUBDOMAIN_MSG
 
 
-def validate_name(name: str, *, label: bool) -> list[FieldError]:
-    problem = dns_label(name) if label else dns_subdomain(name)
+def path_segment(value: str) -> str | None:
+    """`path.IsValidPathSegmentName`: what RBAC names must be (they may hold ':', as `system:discovery`)."""
+    if value in (".", ".."):
+        return f"may not be '{value}'"
+    for bad in ("/", "%"):
+        if bad in value:
+            return f"may not contain '{bad}'"
+    return None
+
+
+def validate_name(name: str, *, label: bool, segment: bool = False) -> list[FieldError]:
+    problem = path_segment(name) if segment else dns_label(name) if label else dns_subdomain(name)
     return [FieldError.invalid("metadata.name", name, problem)] if problem else []
 
 
@@ -72,7 +82,7 @@ def validate_labels(labels: Any, path: str) -> list[FieldError]:
     return out
 
 
-def validate_meta(meta: Any, *, label_name: bool, namespaced: bool) -> list[FieldError]:
+def validate_meta(meta: Any, *, label_name: bool, namespaced: bool, segment_name: bool = False) -> list[FieldError]:
     """Metadata checks the generic registry makes on every write."""
     if not isinstance(meta, dict):
         return [FieldError.required("metadata")]
@@ -83,7 +93,7 @@ def validate_meta(meta: Any, *, label_name: bool, namespaced: bool) -> list[Fiel
     elif not isinstance(name, str):
         out.append(FieldError.invalid("metadata.name", name, "must be a string"))
     else:
-        out.extend(validate_name(name, label=label_name))
+        out.extend(validate_name(name, label=label_name, segment=segment_name))
     if namespaced and not meta.get("namespace"):
         out.append(FieldError.required("metadata.namespace"))
     out.extend(validate_labels(meta.get("labels"), "metadata.labels"))

@@ -201,6 +201,44 @@ SCALE: Schema = {
     3: F("status", {1: F("replicas", INT), 2: F("selector", STR)}),
 }
 
+# -- k8s.io/api/rbac/v1, authorization/v1, authentication/v1 (kubectl create role|..., auth can-i, create token) --
+POLICY_RULE: Schema = {
+    1: F("verbs", STR, repeated=True), 2: F("apiGroups", STR, repeated=True), 3: F("resources", STR, repeated=True),
+    4: F("resourceNames", STR, repeated=True), 5: F("nonResourceURLs", STR, repeated=True),
+}
+SUBJECT: Schema = {1: F("kind", STR), 2: F("apiGroup", STR), 3: F("name", STR), 4: F("namespace", STR)}
+ROLE_REF: Schema = {1: F("apiGroup", STR), 2: F("kind", STR), 3: F("name", STR)}
+ROLE: Schema = {1: F("metadata", OBJECT_META), 2: F("rules", POLICY_RULE, repeated=True)}
+CLUSTER_ROLE: Schema = {
+    1: F("metadata", OBJECT_META), 2: F("rules", POLICY_RULE, repeated=True),
+    3: F("aggregationRule", {1: F("clusterRoleSelectors", LABEL_SELECTOR, repeated=True)}),
+}
+ROLE_BINDING: Schema = {1: F("metadata", OBJECT_META), 2: F("subjects", SUBJECT, repeated=True), 3: F("roleRef", ROLE_REF)}
+RESOURCE_ATTRIBUTES: Schema = {
+    1: F("namespace", STR), 2: F("verb", STR), 3: F("group", STR), 4: F("version", STR), 5: F("resource", STR),
+    6: F("subresource", STR), 7: F("name", STR),
+}
+NON_RESOURCE_ATTRIBUTES: Schema = {1: F("path", STR), 2: F("verb", STR)}
+SUBJECT_ACCESS_REVIEW_SPEC: Schema = {
+    1: F("resourceAttributes", RESOURCE_ATTRIBUTES), 2: F("nonResourceAttributes", NON_RESOURCE_ATTRIBUTES),
+    3: F("user", STR), 4: F("groups", STR, repeated=True),
+    6: F("uid", STR),
+}
+SUBJECT_ACCESS_REVIEW: Schema = {1: F("metadata", OBJECT_META), 2: F("spec", SUBJECT_ACCESS_REVIEW_SPEC)}
+SELF_SUBJECT_ACCESS_REVIEW: Schema = {
+    1: F("metadata", OBJECT_META),
+    2: F("spec", {1: F("resourceAttributes", RESOURCE_ATTRIBUTES),
+                  2: F("nonResourceAttributes", NON_RESOURCE_ATTRIBUTES)}),
+}
+TOKEN_REVIEW: Schema = {1: F("metadata", OBJECT_META), 2: F("spec", {1: F("token", STR), 2: F("audiences", STR, repeated=True)})}
+TOKEN_REQUEST: Schema = {
+    1: F("metadata", OBJECT_META),
+    2: F("spec", {1: F("audiences", STR, repeated=True),
+                  3: F("boundObjectRef", {1: F("kind", STR), 2: F("apiVersion", STR), 3: F("name", STR), 4: F("uid", STR)}),
+                  4: F("expirationSeconds", INT, keep=True)}),
+}
+SERVICE_ACCOUNT: Schema = {1: F("metadata", OBJECT_META)}
+
 # (group, kind) -> schema. The version is not part of the key: the kinds here have one served version.
 KINDS: dict[tuple[str, str], Schema] = {
     ("", "ConfigMap"): CONFIG_MAP,
@@ -214,6 +252,16 @@ KINDS: dict[tuple[str, str], Schema] = {
     ("apps", "ReplicaSet"): REPLICA_SET,
     ("policy", "Eviction"): EVICTION,
     ("autoscaling", "Scale"): SCALE,
+    ("rbac.authorization.k8s.io", "Role"): ROLE,
+    ("rbac.authorization.k8s.io", "ClusterRole"): CLUSTER_ROLE,
+    ("rbac.authorization.k8s.io", "RoleBinding"): ROLE_BINDING,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ROLE_BINDING,
+    ("authorization.k8s.io", "SubjectAccessReview"): SUBJECT_ACCESS_REVIEW,
+    ("authorization.k8s.io", "LocalSubjectAccessReview"): SUBJECT_ACCESS_REVIEW,
+    ("authorization.k8s.io", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
+    ("authentication.k8s.io", "TokenReview"): TOKEN_REVIEW,
+    ("authentication.k8s.io", "TokenRequest"): TOKEN_REQUEST,
+    ("", "ServiceAccount"): SERVICE_ACCOUNT,
     ("meta.k8s.io", "DeleteOptions"): DELETE_OPTIONS,
     ("", "DeleteOptions"): DELETE_OPTIONS,  # older clients send DeleteOptions as core v1
     ("policy", "DeleteOptions"): DELETE_OPTIONS,

@@ -171,7 +171,11 @@ KCM_FLAGS = [
     "--concurrent-replicaset-syncs", "--concurrent-deployment-syncs", "--concurrent-disruption-syncs",
     "--concurrent-nodemaintenance-syncs", "--node-monitor-grace-period", "--node-startup-grace-period",
     "--node-eviction-rate", "--secondary-node-eviction-rate", "--large-cluster-size-threshold",
-    "--unhealthy-zone-threshold",
+    "--unhealthy-zone-threshold", "--cert-dir", "--tls-cert-file", "--tls-private-key-file",
+    "--authentication-kubeconfig", "--authentication-skip-lookup", "--authentication-tolerate-lookup-failure",
+    "--authentication-token-webhook-cache-ttl", "--client-ca-file", "--authorization-kubeconfig",
+    "--authorization-always-allow-paths", "--authorization-webhook-cache-authorized-ttl",
+    "--authorization-webhook-cache-unauthorized-ttl",
 ]  # fmt: skip
 
 
@@ -182,7 +186,8 @@ def test_help_documents_every_flag_with_its_default() -> None:
     for flag in KCM_FLAGS:
         assert f"{flag} " in text, flag
     assert "(default: 15s)" in text and "(default: 10257)" in text and "(default: kube-system)" in text
-    assert "plain HTTP" in text
+    assert "serve HTTPS with authentication and authorization" in text
+    assert "(default: /healthz,/readyz,/livez)" in text
     assert "DeclarativeNodeMaintenance=true|false (ALPHA - default=false)" in text
     assert "replicaset-controller=replicaset" in text
 

@@ -15,7 +15,8 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 def _doc(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((DEPLOY / name).read_text())
+    """The first document of a manifest (namespace.yaml: aiokcm's own namespace)."""
+    loaded: dict[str, Any] = next(d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d)
     return loaded
 
 
@@ -31,8 +32,10 @@ def test_deployment_runs_two_leader_electing_replicas_with_valid_flags() -> None
     assert opts.leader_election.enabled
     assert [p["containerPort"] for p in container["ports"]] == [opts.secure_port]
     routes = {r.resource.canonical for r in build_app(HealthState()).router.routes() if r.resource is not None}
-    assert container["livenessProbe"]["httpGet"]["path"] in routes
-    assert container["readinessProbe"]["httpGet"]["path"] in routes
+    for probe in (container["livenessProbe"]["httpGet"], container["readinessProbe"]["httpGet"]):
+        assert probe["path"] in routes
+        assert probe["path"] in opts.serving.authorization_always_allow_paths  # kubelets send no token
+        assert probe["scheme"] == "HTTPS"
 
 
 def test_service_and_monitor_select_the_pods_and_scrape_metrics() -> None:
@@ -43,5 +46,22 @@ def test_service_and_monitor_select_the_pods_and_scrape_metrics() -> None:
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["port"] == service["spec"]["ports"][0]["name"] and endpoint["path"] == "/metrics"
+    # As kube-prometheus scrapes KCM: HTTPS, Prometheus' token, the self-signed certificate accepted.
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
     namespace = _doc("namespace.yaml")["metadata"]["name"]
     assert {service["metadata"]["namespace"], monitor["metadata"]["namespace"]} == {namespace}
+
+
+def test_network_policy_admits_only_the_scraper_to_the_secure_port() -> None:
+    policy = _doc("networkpolicy.yaml")
+    deployment = _doc("deployment.yaml")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert policy["metadata"]["namespace"] == _doc("namespace.yaml")["metadata"]["name"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert [p["port"] for p in rule["ports"]] == [container["ports"][0]["name"]]
+    assert rule["from"] and all(peer.get("podSelector") for peer in rule["from"])  # not the whole cluster

@@ -30,7 +30,9 @@ async def _manager(api: FakeApi, port: int, *extra: str) -> AsyncIterator[Proces
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     args = [sys.executable, "-m", "controller_manager", "run", f"--master={api.url}", "--controllers=",
             "--bind-address=127.0.0.1", f"--secure-port={port}", "--leader-elect-lease-duration=3s",
-            "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=200ms", "--log-format=json", *extra]
+            "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=200ms", "--log-format=json",
+            # No review kubeconfigs here (the fake API serves no TokenReview): paths open to anyone.
+            "--authorization-always-allow-paths=/healthz,/healthz/*,/livez,/readyz,/metrics", *extra]
     async with await anyio.open_process(args, env=env) as proc:
         try:
             yield proc
@@ -44,7 +46,7 @@ _until = eventually
 
 
 async def _get(port: int, path: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}{path}") as r:
+    async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}{path}", ssl=False) as r:
         return r.status, await r.text()
 
 

@@ -10,7 +10,7 @@ from anyio.abc import TaskGroup
 
 from apiclient import KubeClient
 from controller_manager.app import Manager
-from controller_manager.options import LeaderElectionOptions, ManagerOptions
+from controller_manager.options import LeaderElectionOptions, ManagerOptions, ServingOptions
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry
 from controllers.base import Controller
 from controllers.context import ControllerContext
@@ -58,12 +58,13 @@ def _manager(client: KubeClient, informers: FakeInformers, built: list[Slow], gr
 
     registry = ControllerRegistry([ControllerDescriptor("slow", (), (), False, construct, default_workers=1)])
     opts = ManagerOptions(controllers=("*",), leader_election=LeaderElectionOptions(enabled=False),
-                          bind_address="127.0.0.1", secure_port=_free_port(), shutdown_grace_period=grace)
+                          bind_address="127.0.0.1", secure_port=_free_port(), shutdown_grace_period=grace,
+                          serving=ServingOptions(authorization_always_allow_paths=("/healthz*", "/readyz", "/livez")))
     return Manager(opts, client, registry=registry, factory=lambda _: informers)  # type: ignore[arg-type,return-value]
 
 
 async def _status(port: int, path: str) -> int:
-    async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}{path}") as r:
+    async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}{path}", ssl=False) as r:
         return r.status
 
 

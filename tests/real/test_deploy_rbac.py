@@ -40,13 +40,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def manager_args(port: int) -> list[str]:
-    """The container's arguments from deploy/deployment.yaml, served on loopback for the test."""
+def manager_args(port: int, kubeconfig: Path) -> list[str]:
+    """The container's arguments from deploy/deployment.yaml, served on loopback for the test.
+
+    In a pod the secure port reviews callers through the in-cluster ServiceAccount; here the same
+    ServiceAccount's kubeconfig is named explicitly, so deploy/rbac.yaml's delegation grants are
+    what lets a scrape through."""
     docs = list(yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text()))
     deployment = next(d for d in docs if d and d.get("kind") == "Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     args = [a for a in container["args"] if not a.startswith(("--bind-address", "--secure-port"))]
-    return [*args, "--bind-address=127.0.0.1", f"--secure-port={port}"]
+    return [*args, "--bind-address=127.0.0.1", f"--secure-port={port}", "--kubeconfig", str(kubeconfig),
+            "--authentication-kubeconfig", str(kubeconfig), "--authorization-kubeconfig", str(kubeconfig)]
 
 
 @pytest.fixture
@@ -57,14 +62,29 @@ async def cluster() -> AsyncIterator[RealCluster]:
             yield real
 
 
-async def _service_account_token(admin: KubeClient) -> str:
+async def _service_account_token(admin: KubeClient, name: str = "aiokcm") -> str:
     body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
-    issued = await admin.request("POST", "/api/v1/namespaces/aiokcm-system/serviceaccounts/aiokcm/token", body=body)
+    issued = await admin.request("POST", f"/api/v1/namespaces/aiokcm-system/serviceaccounts/{name}/token", body=body)
     return str(issued["status"]["token"])
 
 
-async def _metric_total(port: int, code: str) -> float:
-    async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}/metrics") as r:
+async def _scraper_token(admin: KubeClient) -> str:
+    """A Prometheus-like ServiceAccount bound to deploy/rbac.yaml's aiokcm-metrics-reader, and nothing else."""
+    await admin.request("POST", "/api/v1/namespaces/aiokcm-system/serviceaccounts",
+                        body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "prometheus"}})
+    await admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", body={
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "prometheus-aiokcm-metrics"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "aiokcm-metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "aiokcm-system"}]})
+    return await _service_account_token(admin, "prometheus")
+
+
+async def _metric_total(port: int, code: str, token: str) -> float:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}/metrics", headers=headers,
+                                                     ssl=False) as r:
+        assert r.status == 200, await r.text()
         text = await r.text()
     pattern = re.compile(r'^rest_client_requests_total\{[^}]*code="' + code + r'"[^}]*\} (\S+)$', re.M)
     return sum(float(v) for v in pattern.findall(text))
@@ -85,11 +105,12 @@ async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(clust
         kubeconfig = cluster.plane.kubeconfig_for_token("aiokcm-sa", token)
         with log_path.open("wb") as log:
             manager = await anyio.open_process(
-                [str(Path(sys.executable).with_name("aiokcm")), *manager_args(port), "--kubeconfig", str(kubeconfig)],
+                [str(Path(sys.executable).with_name("aiokcm")), *manager_args(port, kubeconfig)],
                 stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         result = await run_demo(admin, out=io.StringIO())
-        forbidden = await _metric_total(port, "403")
-        requests = await _metric_total(port, "200") + await _metric_total(port, "201")
+        scraper = await _scraper_token(admin)  # reviewed by the API server through aiokcm's ServiceAccount
+        forbidden = await _metric_total(port, "403", scraper)
+        requests = await _metric_total(port, "200", scraper) + await _metric_total(port, "201", scraper)
         started = time.monotonic()
         manager.send_signal(signal.SIGTERM)
         with anyio.fail_after(30):
