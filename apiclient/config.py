@@ -130,7 +130,17 @@ async def _credentials(kc: Kubeconfig) -> tuple[Credentials | None, ExecResult |
 async def build_api_client(
     *, kubeconfig: str | None = None, master: str | None = None, context: str | None = None
 ) -> k8s_client.ApiClient:
-    kc = resolve_kubeconfig(kubeconfig=kubeconfig, master=master, context=context)
+    return await _api_client_for(resolve_kubeconfig(kubeconfig=kubeconfig, master=master, context=context))
+
+
+async def build_in_cluster_api_client() -> k8s_client.ApiClient:
+    """The pod's own ServiceAccount, never a kubeconfig (KCM's review clients when none is named);
+    its token is re-read as it rotates."""
+    kc, _ = _in_cluster()
+    return await _api_client_for(kc)
+
+
+async def _api_client_for(kc: Kubeconfig) -> k8s_client.ApiClient:
     creds, first = await _credentials(kc)
     cert, key = kc.user.cert_data, kc.user.key_data
     if first is not None and first.cert_data:

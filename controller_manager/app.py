@@ -128,6 +128,8 @@ class Manager:
                              gates=self.opts.gates.effective())
                     tg.start_soon(self.loop_monitor.run)
                     if secure is not None:
+                        for message, fields in secure.notes:
+                            log.warning(message, **fields)
                         log.info("serving health and metrics", address=self.opts.bind_address,
                                  port=self.bound_port, tls=secure.tls is not None, certificate=secure.certificate)
                     if handle_signals:

@@ -73,11 +73,11 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("", "pods", ("list", "watch")),
         Rule("", "pods/status", ("patch",)),
         Rule("", "pods/eviction", ("create",)),
-        Rule("policy", "poddisruptionbudgets", READ),
-        # The pods' owners, to tell who answers an EvacuationRequest and read their annotations.
-        Rule("apps", "replicasets", READ),
-        Rule("apps", "deployments", READ),
-        Rule("apps", "statefulsets", READ),
+        Rule("policy", "poddisruptionbudgets", ("list", "watch")),
+        # The pods' owners (informers), to tell who answers an EvacuationRequest and read their annotations.
+        Rule("apps", "replicasets", ("list", "watch")),
+        Rule("apps", "deployments", ("list", "watch")),
+        Rule("apps", "statefulsets", ("list", "watch")),
         # With the NodeMaintenanceLease gate: the node's maintenance Lease is taken before a
         # cordon or drain (controllers/maintenancelease/gate.py), and its namespace made if missing.
         Rule("coordination.k8s.io", "leases", ("get", "create", "update"), MAINTENANCE_LEASES),

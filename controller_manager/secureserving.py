@@ -20,11 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 
 from apiclient import KubeClient
-from apiclient.config import build_api_client, describe_config_error
+from apiclient.config import build_api_client, build_in_cluster_api_client, describe_config_error
 from apiclient.errors import ApiError
 from apiclient.resources import CONFIGMAPS
 from controller_manager import servingcert
@@ -54,24 +52,25 @@ class SecureServing:
     tls: ssl.SSLContext | None
     delegation: Delegation | None
     certificate: str
+    # Warnings for the log once the port is bound, so a bad setting found then stays one line.
+    notes: tuple[tuple[str, dict[str, str]], ...] = ()
 
 
-async def _review_client(kubeconfig: str, purpose: str, stack: AsyncExitStack) -> KubeClient | None:
+async def _review_client(kubeconfig: str, purpose: str, stack: AsyncExitStack,
+                         notes: list[tuple[str, dict[str, str]]]) -> KubeClient | None:
     try:
         if kubeconfig:
             api = await build_api_client(kubeconfig=kubeconfig)
         else:
-            configuration = k8s_client.Configuration()
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            api = k8s_client.ApiClient(configuration=configuration)
+            api = await build_in_cluster_api_client()
     except Exception as exc:
         reason = describe_config_error(exc)
         if reason is None:
             raise
         if kubeconfig:
             raise UsageError(f"aiokcm run: --{purpose}-kubeconfig: {reason}") from None
-        log.warning("no review kubeconfig and not in a cluster: delegated review is off", review=purpose,
-                    reason=reason)
+        notes.append(("no review kubeconfig and not in a cluster: delegated review is off",
+                      {"review": purpose, "reason": reason}))
         return None
     client = KubeClient(api, qps=REVIEW_QPS, burst=REVIEW_BURST, request_timeout=REVIEW_TIMEOUT,
                         component=f"delegated-{purpose}")
@@ -113,8 +112,9 @@ async def prepare(opts: ManagerOptions, stack: AsyncExitStack) -> SecureServing:
                                            cert_dir=serving.cert_dir, bind_address=opts.bind_address)
     except servingcert.CertificateError as exc:
         raise UsageError(f"aiokcm run: {exc}") from None
-    authn_client = await _review_client(serving.authentication_kubeconfig, "authentication", stack)
-    authz_client = await _review_client(serving.authorization_kubeconfig, "authorization", stack)
+    notes: list[tuple[str, dict[str, str]]] = []
+    authn_client = await _review_client(serving.authentication_kubeconfig, "authentication", stack, notes)
+    authz_client = await _review_client(serving.authorization_kubeconfig, "authorization", stack, notes)
     client_ca = await _client_ca(serving, authn_client)
     try:
         tls = servingcert.server_context(pair, client_ca_pem=client_ca)
@@ -128,4 +128,4 @@ async def prepare(opts: ManagerOptions, stack: AsyncExitStack) -> SecureServing:
             authz_client, allow_ttl=serving.authorization_webhook_cache_authorized_ttl,
             deny_ttl=serving.authorization_webhook_cache_unauthorized_ttl),
     )
-    return SecureServing(tls, delegation, source)
+    return SecureServing(tls, delegation, source, tuple(notes))
