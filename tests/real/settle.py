@@ -11,7 +11,7 @@ key), and again, until none is waiting.
 generation; a ReplicaSet's status counts exactly its pods and has its wanted replicas; a
 Deployment's status sums its ReplicaSets'; no pod is unscheduled, starting or (unless the story
 stops a kubelet, which leaves pods terminating for good) terminating; and the normalized view
-has not changed for `quiet` seconds. At the end `until` (a step's own condition) must hold; by
+has not changed for a short while. At the end `until` (a step's own condition) must hold; by
 default, that every Deployment is complete, paused or past its progress deadline.
 """
 
@@ -92,11 +92,15 @@ async def settle(
     nodes: bool = False,
     allow_terminating: bool = False,
     until: Callable[[Raw], bool] | None = None,
-    quiet: float = 0.8,
+    quiet: float = 0.4,
+    final_quiet: float = 1.0,
     timeout: float = 90.0,
     every: float = 0.1,
 ) -> dict[str, Any]:
-    """The normalized view once every gated pod is Ready, everything is quiet and `until` holds."""
+    """The normalized view once every gated pod is Ready, everything is quiet and `until` holds.
+
+    Between releases `quiet` is enough: a reaction in flight shows as a status that does not add
+    up yet. The end state waits `final_quiet`, for the PDBs, which nothing else waits on."""
     last: dict[str, Any] | None = None
     since = 0.0
     raw: Raw | None = None
@@ -114,7 +118,7 @@ async def settle(
                         if waiting:
                             kubelets.release(namespace, waiting[0][1])
                             last = None
-                        elif until(raw) if until is not None else _done(raw):
+                        elif now - since >= final_quiet and (until(raw) if until is not None else _done(raw)):
                             return view
                 else:
                     last = None

@@ -189,6 +189,19 @@ async def sides_running(
     Nodes `node-1`.. are registered, or taken over when a previous run registered them."""
     options = {"pod_start_delay": 0.5, "termination_cap": 0.5} | dict(kubelet_options or {})
     sides: dict[str, Side] = {}
+    try:
+        async with _running(planes, sides, nodes, aiokcm_controllers, aiokcm_flags, options) as pair:
+            yield pair
+    finally:
+        with anyio.CancelScope(shield=True):
+            for side in sides.values():
+                await side.client.close()
+                await side.kubelet_client.close()
+
+
+@asynccontextmanager
+async def _running(planes: dict[str, ControlPlane], sides: dict[str, Side], nodes: int, aiokcm_controllers: str,
+                   aiokcm_flags: Sequence[str], options: dict[str, Any]) -> AsyncIterator[tuple[Side, Side]]:
     async with anyio.create_task_group() as tg:
         for name, plane in planes.items():
             client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("admin"))),
@@ -212,9 +225,6 @@ async def sides_running(
                 if side.name == "aiokcm":
                     await side.kill_manager()
             tg.cancel_scope.cancel()
-    for side in sides.values():
-        await side.client.close()
-        await side.kubelet_client.close()
 
 
 async def _default_service_account(client: KubeClient, *, timeout: float = 60.0) -> None:

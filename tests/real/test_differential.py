@@ -36,7 +36,7 @@ NODE_FLAGS = ("--feature-gates", "SeparateTaintEvictionController=true", "--node
               "--node-monitor-period", "1s")
 NEVER_READY = "registry.example/never-ready:1"
 KUBELETS = {"lease_interval": 1.0, "never_ready_images": frozenset({NEVER_READY}), "gate_readiness": True,
-            "pod_start_delay": 0.2, "termination_cap": 0.2}
+            "pod_start_delay": 0.1, "termination_cap": 0.1}
 SIGTERM_DEADLINE = 2.0
 timings: dict[str, float] = {}
 
@@ -156,7 +156,8 @@ async def run_story(planes: dict[str, ControlPlane], namespace: str, steps: list
 @pytest.mark.timeout(240)
 async def test_rollout_story_matches_kcm(planes: dict[str, ControlPlane]) -> None:
     """The everyday kubectl story: create, PDB, set image, scale, undo, pause/resume, a rollout past
-    its deadline and its undo, Recreate, scale to zero, delete."""
+    its deadline and its undo, Recreate (with five old ReplicaSets, one the undone rollout's), scale
+    to zero, delete."""
     steps = [
         kc("create", "create", "-f", "-", stdin=deployment("web", 3, "pause:1", progressDeadlineSeconds=5)),
         kc("pdb minAvailable 2", "create", "pdb", "web", "--selector", "app=web", "--min-available", "2"),
@@ -166,6 +167,8 @@ async def test_rollout_story_matches_kcm(planes: dict[str, ControlPlane]) -> Non
         kc("pause", "rollout", "pause", "deployment/web"),
         kc("set image while paused", "set", "image", "deployment/web", "app=pause:3"),
         kc("resume", "rollout", "resume", "deployment/web"),
+        kc("set image again", "set", "image", "deployment/web", "app=pause:5"),
+        kc("and again", "set", "image", "deployment/web", "app=pause:6"),
         kc("stuck rollout", "set", "image", "deployment/web", f"app={NEVER_READY}", until=timed_out),
         kc("undo the stuck rollout", "rollout", "undo", "deployment/web"),
         kc("switch to Recreate", "patch", "deployment/web", "--type", "merge",
