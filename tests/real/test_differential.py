@@ -133,9 +133,16 @@ async def run_story(planes: dict[str, ControlPlane], namespace: str, steps: list
                              kubelet_options=KUBELETS) as (kcm, aiokcm):
         await on_both(kcm, aiokcm, lambda side: kubectl(side, "default", "create", "namespace", namespace))
         for number, step in enumerate(steps, 1):
-            await on_both(kcm, aiokcm, lambda side, step=step: step.run(side, namespace))
-            views = await on_both(kcm, aiokcm, lambda side, step=step: settle(
-                side.client, side.kubelets, namespace, nodes=nodes, allow_terminating=allow_terminating, until=step.until))
+
+            async def act(side: Side, step: Step = step) -> None:
+                await step.run(side, namespace)
+
+            async def settled(side: Side, step: Step = step) -> dict[str, Any]:
+                return await settle(side.client, side.kubelets, namespace, nodes=nodes,
+                                    allow_terminating=allow_terminating, until=step.until)
+
+            await on_both(kcm, aiokcm, act)
+            views = await on_both(kcm, aiokcm, settled)
             diffs = differences(views["kcm"], views["aiokcm"])
             if diffs:
                 await anyio.sleep(1.5)  # the audit log is written in batches
@@ -262,7 +269,7 @@ async def test_node_story_matches_kcm(planes: dict[str, ControlPlane]) -> None:
     steps = [
         kc("pods on node-1", "create", "-f", "-", stdin={"apiVersion": "v1", "kind": "List", "items": [
             pod("quick", {"app": "n"}, tolerations=_tolerating(2), **on_node),
-            pod("slow", {"app": "n"}, tolerations=_tolerating(12), **on_node),
+            pod("slow", {"app": "n"}, tolerations=_tolerating(8), **on_node),
             pod("forever", {"app": "n"}, tolerations=_tolerating(None), **on_node),
             pod("default", {"app": "n"}, **on_node)]}),
         kc("a Deployment", "create", "-f", "-", stdin=deployment("svc", 3, "pause:1")),
