@@ -241,8 +241,8 @@ def _tolerating(seconds: int | None) -> list[dict[str, Any]]:
     return out
 
 
-def _node_tainted(raw: Raw) -> bool:
-    node = next(n for n in raw.nodes if n["metadata"]["name"] == "node-1")
+def _node_tainted(raw: Raw, name: str = "node-1") -> bool:
+    node = next(n for n in raw.nodes if n["metadata"]["name"] == name)
     return any(t.get("effect") == "NoExecute" for t in (node.get("spec") or {}).get("taints") or [])
 
 
@@ -261,22 +261,36 @@ async def _start_kubelet(side: Side, namespace: str) -> None:
     side.kubelets["node-1"].start()
 
 
+async def _not_ready(side: Side, namespace: str) -> None:
+    side.kubelets["node-2"].set_ready(False)
+
+
+async def _ready_again(side: Side, namespace: str) -> None:
+    side.kubelets["node-2"].set_ready(True)
+
+
 @pytest.mark.timeout(180)
 async def test_node_story_matches_kcm(planes: dict[str, ControlPlane]) -> None:
     """A node stops heartbeating: NotReady, tainted NoExecute, its pods evicted as their
-    tolerationSeconds run out (and never for one that tolerates forever); back, untainted."""
+    tolerationSeconds run out (and never for one that tolerates forever); back, untainted. Another
+    node's kubelet reports NotReady itself: the same through the not-ready taint."""
     on_node = {"nodeName": "node-1"}
     steps = [
         kc("pods on node-1", "create", "-f", "-", stdin={"apiVersion": "v1", "kind": "List", "items": [
             pod("quick", {"app": "n"}, tolerations=_tolerating(2), **on_node),
             pod("slow", {"app": "n"}, tolerations=_tolerating(8), **on_node),
             pod("forever", {"app": "n"}, tolerations=_tolerating(None), **on_node),
-            pod("default", {"app": "n"}, **on_node)]}),
+            pod("default", {"app": "n"}, **on_node),
+            pod("nr-quick", {"app": "n"}, tolerations=_tolerating(2), nodeName="node-2"),
+            pod("nr-forever", {"app": "n"}, tolerations=_tolerating(None), nodeName="node-2")]}),
         kc("a Deployment", "create", "-f", "-", stdin=deployment("svc", 3, "pause:1")),
         Step("kubelet stops", action=_stop_kubelet,
              until=lambda raw: _node_tainted(raw) and _pods_gone("quick")(raw)),
         Step("tolerationSeconds run out", until=_pods_gone("quick", "slow")),
         Step("kubelet back", action=_start_kubelet, until=lambda raw: not _node_tainted(raw)),
+        Step("node-2 reports NotReady", action=_not_ready,
+             until=lambda raw: _node_tainted(raw, "node-2") and _pods_gone("nr-quick")(raw)),
+        Step("node-2 Ready again", action=_ready_again, until=lambda raw: not _node_tainted(raw, "node-2")),
     ]
     await run_story(planes, "node", steps, controllers=NODE_CONTROLLERS, flags=NODE_FLAGS, nodes=True,
                     allow_terminating=True)
