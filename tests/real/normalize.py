@@ -72,17 +72,17 @@ def _controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _renames(raw: Raw) -> dict[str, str]:
-    """Controller-made ReplicaSet names and hashes -> stable keys, longest first."""
+    """Deployment-made ReplicaSet names (`<deployment>-<hash>`, owned or orphaned) and hashes ->
+    stable keys, longest first."""
     names: dict[str, str] = {}
     for rs in raw.replica_sets:
-        ref = _controller(rs)
-        if ref is None or ref.get("kind") != "Deployment":
-            continue
-        key = _template_key(ref["name"], rs["spec"]["template"])
-        names[rs["metadata"]["name"]] = key
+        name = rs["metadata"]["name"]
         pod_hash = (rs["metadata"].get("labels") or {}).get(HASH_LABEL)
-        if pod_hash:
-            names[pod_hash] = f"hash({key})"
+        if not pod_hash or not name.endswith("-" + pod_hash):  # not named by a Deployment
+            continue
+        key = _template_key(name.removesuffix("-" + pod_hash), rs["spec"]["template"])
+        names[name] = key
+        names[pod_hash] = f"hash({key})"
     return dict(sorted(names.items(), key=lambda kv: -len(kv[0])))
 
 

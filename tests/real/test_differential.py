@@ -178,6 +178,7 @@ async def test_rollout_story_matches_kcm(planes: dict[str, ControlPlane]) -> Non
         kc("and again", "set", "image", "deployment/web", "app=pause:6"),
         kc("stuck rollout", "set", "image", "deployment/web", f"app={NEVER_READY}", until=timed_out),
         kc("undo the stuck rollout", "rollout", "undo", "deployment/web"),
+        kc("undo to revision 2", "rollout", "undo", "deployment/web", "--to-revision=2"),
         kc("switch to Recreate", "patch", "deployment/web", "--type", "merge",
            "-p", '{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}'),
         kc("set image under Recreate", "set", "image", "deployment/web", "app=pause:4"),
@@ -217,7 +218,8 @@ async def test_pdb_story_matches_kcm(planes: dict[str, ControlPlane]) -> None:
 @pytest.mark.timeout(180)
 async def test_adoption_story_matches_kcm(planes: dict[str, ControlPlane]) -> None:
     """A ReplicaSet adopts matching bare pods, releases one relabelled away, is deleted with its
-    pods orphaned, and a new ReplicaSet adopts them."""
+    pods orphaned, and a new ReplicaSet adopts them; a Deployment deleted with its ReplicaSet
+    orphaned, created again, adopts it and scales it."""
     steps = [
         kc("bare pods", "create", "-f", "-", stdin={"apiVersion": "v1", "kind": "List", "items": [
             pod("pet-a", {"app": "pets"}), pod("pet-b", {"app": "pets"})]}),
@@ -227,6 +229,9 @@ async def test_adoption_story_matches_kcm(planes: dict[str, ControlPlane]) -> No
         kc("new ReplicaSet adopts", "create", "-f", "-", stdin=replicaset("pets2", 3, "pets")),
         kc("stray pod back", "label", "pod", "pet-a", "app=pets", "--overwrite"),
         kc("scale to 0", "scale", "replicaset/pets2", "--replicas", "0"),
+        kc("a Deployment", "create", "-f", "-", stdin=deployment("herd", 2, "pause:1")),
+        kc("delete it orphaning", "delete", "deployment", "herd", "--cascade=orphan", until=gone("deployments")),
+        kc("the same Deployment adopts", "create", "-f", "-", stdin=deployment("herd", 3, "pause:1")),
     ]
     await run_story(planes, "adopt", steps)
 
