@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +46,8 @@ timings: dict[str, float] = {}
 def planes() -> Iterator[dict[str, ControlPlane]]:
     pair = planes_side_by_side(real_assets_or_skip(), kcm_flags=KCM_FLAGS)
     try:
-        for plane in pair.values():
-            plane.start()
+        with ThreadPoolExecutor(len(pair)) as starting:  # processes started and waited for, not run here
+            list(starting.map(ControlPlane.start, pair.values()))
         yield pair
     finally:
         for plane in pair.values():
