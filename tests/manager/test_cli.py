@@ -55,7 +55,8 @@ KCM_FLAGS = [
     "--leader-elect-retry-period", "--leader-elect-resource-namespace", "--leader-elect-resource-name",
     "--bind-address", "--secure-port", "--log-format", "--v", "--embedded",
     "--concurrent-replicaset-syncs", "--concurrent-deployment-syncs", "--concurrent-disruption-syncs",
-    "--concurrent-nodemaintenance-syncs", "--node-monitor-grace-period", "--node-startup-grace-period",
+    "--concurrent-nodemaintenance-syncs", "--node-monitor-grace-period", "--node-monitor-period",
+    "--node-startup-grace-period",
     "--node-eviction-rate", "--secondary-node-eviction-rate", "--large-cluster-size-threshold",
     "--unhealthy-zone-threshold",
 ]  # fmt: skip
