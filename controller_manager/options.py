@@ -158,6 +158,8 @@ class ManagerOptions:
 NODE_LIFECYCLE_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--node-monitor-grace-period", "node_monitor_grace_period", "50s",
      "How long a Node may go without a heartbeat before it is marked unhealthy."),
+    ("--node-monitor-period", "node_monitor_period", "5s",
+     "How often the node lifecycle controller checks every Node's heartbeats."),
     ("--node-startup-grace-period", "node_startup_grace_period", "60s",
      "How long a starting Node may be unresponsive before it is marked unhealthy."),
     ("--node-eviction-rate", "node_eviction_rate", 0.1,

@@ -88,6 +88,8 @@ class ControlPlane:
     kcm_controllers: str | None = KCM_BESIDE_AIOKCM
     scheduler: bool = True
     apiserver_flags: Sequence[str] = ()
+    # Extra kube-controller-manager flags (e.g. short node-monitor grace periods for a test).
+    kcm_flags: Sequence[str] = ()
     # More token users, name -> group ("" for none); each gets `<name>.kubeconfig`.
     extra_users: dict[str, str] = field(default_factory=dict)
     # Write kube-apiserver's audit log (metadata level) to `audit.log`: who sent which request.
@@ -129,7 +131,7 @@ class ControlPlane:
             if self.scheduler:
                 self.start_component("kube-scheduler")
             if self.kcm_controllers:
-                self.start_kcm(self.kcm_controllers)
+                self.start_kcm(self.kcm_controllers, *self.kcm_flags)
         except BaseException:
             self.stop()
             raise

@@ -6,7 +6,10 @@ go Running and Ready after `pod_start_delay`; a pod being deleted is finished af
 min(its grace period, `termination_cap`) by a delete with grace 0, as the kubelet does once its
 containers have stopped. Per-node controls (`stop`, `start`, `set_ready`, `set_condition`,
 `fail_readiness`) have the same names as the embedded cluster's kubelets, so one test can drive
-either.
+either. Pods running one of `never_ready_images` go Running but never Ready, as a release whose
+readiness probe never passes: the rollout that misses its progress deadline. With
+`gate_readiness`, pods go Running but become Ready only when `release`d one at a time, so a test
+can pace a rollout the same way on two clusters.
 
 kube-apiserver's TaintNodesByCondition admission puts `node.kubernetes.io/not-ready:NoSchedule`
 on every new Node, and the node lifecycle controller lifts it once the node is Ready. When that
@@ -112,6 +115,8 @@ class ApiKubelets:
         untaint_not_ready: bool = True,
         max_pods: int = 110,
         run_pods: bool = True,
+        never_ready_images: frozenset[str] = frozenset(),
+        gate_readiness: bool = False,
     ) -> None:
         self.client = client
         self.pod_start_delay = pod_start_delay
@@ -122,6 +127,11 @@ class ApiKubelets:
         self.untaint_not_ready = untaint_not_ready
         self.max_pods = max_pods
         self.run_pods = run_pods
+        self.never_ready_images = never_ready_images
+        self.gate_readiness = gate_readiness
+        # Gated pods run but are not Ready until `release`d: (namespace, name) -> (pod, kubelet).
+        self.held: dict[tuple[str, str], tuple[Obj, ApiKubelet]] = {}
+        self._released: set[tuple[str, str]] = set()
         self._base_intervals = (lease_interval, status_interval)
         self._intervals_changed = anyio.Event()
         self._kubelets: dict[str, ApiKubelet] = {}
@@ -295,12 +305,13 @@ class ApiKubelets:
         if key in self._pending:
             return
         if meta.get("deletionTimestamp"):
+            self.held.pop(key, None)
             grace = meta.get("deletionGracePeriodSeconds") or 0
             self._pending.add(key)
             self._tg.start_soon(self._finish, pod, min(float(grace), self.termination_cap))
             return
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-        failing = key in kubelet.failing
+        failing = key in kubelet.failing or self._never_ready(pod)
         if status.get("phase") in ("Succeeded", "Failed"):
             return
         recovering = key in kubelet.recovering and not ready
@@ -310,12 +321,30 @@ class ApiKubelets:
             delay = self.pod_start_delay if status.get("phase") != "Running" else 0.0
             self._tg.start_soon(self._run_pod, pod, kubelet, delay)
 
+    def release(self, namespace: str, name: str) -> None:
+        """A gated pod passes its readiness probe now."""
+        key = (namespace, name)
+        entry = self.held.pop(key, None)
+        if entry is None or self._tg is None:
+            return
+        self._released.add(key)
+        self._pending.add(key)
+        self._tg.start_soon(self._run_pod, entry[0], entry[1], 0.0)
+
+    def _never_ready(self, pod: Obj) -> bool:
+        """A container runs an image whose readiness probe never passes: a rollout that cannot progress."""
+        containers = (pod.get("spec") or {}).get("containers") or []
+        return any(c.get("image") in self.never_ready_images for c in containers)
+
     async def _run_pod(self, pod: Obj, kubelet: ApiKubelet, delay: float) -> None:
         meta = pod["metadata"]
         key = (meta["namespace"], meta["name"])
         try:
             await anyio.sleep(delay)
-            ready = key not in kubelet.failing
+            ready = key not in kubelet.failing and not self._never_ready(pod)
+            if ready and self.gate_readiness and key not in self._released:
+                ready = False
+                self.held[key] = (pod, kubelet)
             flag = "True" if ready else "False"
             started = (pod.get("status") or {}).get("startTime") or _now()
             now = _now()

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +44,8 @@ class Side:
     client: KubeClient
     kubelet_client: KubeClient
     kubelets: ApiKubelets
+    controllers: str = AIOKCM_CONTROLLERS
+    manager_flags: tuple[str, ...] = ()
     manager: Process | None = None
     manager_log: Path | None = None
 
@@ -58,8 +60,8 @@ class Side:
         log = self.manager_log.open("ab")
         self.manager = await anyio.open_process(
             [str(Path(sys.executable).with_name("aiokcm")), "run", "--kubeconfig", str(self.plane.kubeconfig("aiokcm")),
-             "--controllers", AIOKCM_CONTROLLERS, "--leader-elect=false", "--secure-port", "0",
-             "--log-format", "json", "-v", "4"],
+             "--controllers", self.controllers, "--leader-elect=false", "--secure-port", "0",
+             "--log-format", "json", "-v", "4", *self.manager_flags],
             stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         log.close()
@@ -105,6 +107,26 @@ class Side:
 
     # -- observations -------------------------------------------------------------------------
 
+    def writes(self, namespace: str) -> list[str]:
+        """Every write the audit log records in `namespace` but pods': who changed what, in order;
+        what a failed comparison shows to tell which side wrote more."""
+        out: list[str] = []
+        log = self.plane.audit_log
+        if not log.exists():
+            return out
+        for line in log.read_text().splitlines():
+            event = orjson.loads(line)
+            ref = event.get("objectRef") or {}
+            if (ref.get("namespace") != namespace or event.get("verb") in ("get", "list", "watch")
+                    or ref.get("resource") in ("pods", "events")):
+                continue
+            user = (event.get("user") or {}).get("username", "").rsplit(":", 1)[-1]
+            sub = "/" + ref["subresource"] if ref.get("subresource") else ""
+            code = (event.get("responseStatus") or {}).get("code")
+            out.append(f"{event['stageTimestamp'][11:23]} {user} {event['verb']} {ref.get('resource')}/"
+                       f"{ref.get('name', '')}{sub} {code}")
+        return out
+
     def pod_creates(self, *, since: float = 0.0) -> int:
         """Pods the side's ReplicaSet controller created (201 answers) since `since` (epoch seconds)."""
         user = POD_CREATORS[self.name]
@@ -125,47 +147,84 @@ class Side:
         return count
 
 
-@asynccontextmanager
-async def side_by_side(assets: Assets, *, nodes: int = 3) -> AsyncIterator[tuple[Side, Side]]:
-    """Both sides started (planes, kubelets, managers); everything stopped on exit."""
-    planes = {
-        "kcm": ControlPlane(assets, kcm_controllers="*", extra_users={"aiokcm": "system:masters"}, audit=True),
-        "aiokcm": ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM, extra_users={"aiokcm": "system:masters"},
-                               audit=True),
+def planes_side_by_side(assets: Assets, *, kcm_flags: Sequence[str] = ()) -> dict[str, ControlPlane]:
+    """The two control planes, not started: `kcm` runs all of KCM, `aiokcm` KCM minus what aiokcm
+    replaces. `kcm_flags` go to both KCMs (e.g. short node-monitor grace periods)."""
+    users = {"aiokcm": "system:masters"}
+    return {
+        "kcm": ControlPlane(assets, kcm_controllers="*", extra_users=users, audit=True, kcm_flags=kcm_flags),
+        "aiokcm": ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM, extra_users=users, audit=True,
+                               kcm_flags=kcm_flags),
     }
+
+
+@asynccontextmanager
+async def side_by_side(assets: Assets, *, nodes: int = 3, **options: Any) -> AsyncIterator[tuple[Side, Side]]:
+    """Both sides started (planes, kubelets, managers); everything stopped on exit."""
+    planes = planes_side_by_side(assets)
     try:
         async with anyio.create_task_group() as starting:
             for plane in planes.values():
                 starting.start_soon(anyio.to_thread.run_sync, plane.start)
-        sides: dict[str, Side] = {}
-        async with anyio.create_task_group() as tg:
-            for name, plane in planes.items():
-                client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("admin"))),
-                                    qps=1000, burst=2000)
-                kubelet_client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("kubelet"))),
-                                            qps=1000, burst=2000)
-                kubelets = ApiKubelets(kubelet_client, pod_start_delay=0.5, termination_cap=0.5)
-                for i in range(1, nodes + 1):
-                    kubelets.add_node(f"node-{i}")
-                tg.start_soon(kubelets.run)
-                sides[name] = Side(name, plane, client, kubelet_client, kubelets)
-            for side in sides.values():
-                await side.kubelets.registered.wait()
-                await _default_service_account(side.client)
-            await sides["aiokcm"].start_manager()
-            try:
-                yield sides["kcm"], sides["aiokcm"]
-            finally:
-                for side in sides.values():
-                    await side.kill_manager()
-                tg.cancel_scope.cancel()
-        for side in sides.values():
-            await side.client.close()
-            await side.kubelet_client.close()
+        async with sides_running(planes, nodes=nodes, **options) as sides:
+            yield sides
     finally:
         with anyio.CancelScope(shield=True):
             for plane in planes.values():
                 await anyio.to_thread.run_sync(plane.stop)
+
+
+@asynccontextmanager
+async def sides_running(
+    planes: dict[str, ControlPlane],
+    *,
+    nodes: int = 3,
+    aiokcm_controllers: str = AIOKCM_CONTROLLERS,
+    aiokcm_flags: Sequence[str] = (),
+    kubelet_options: dict[str, Any] | None = None,
+) -> AsyncIterator[tuple[Side, Side]]:
+    """Kubelets and clients on two started planes, and aiokcm (`aiokcm_controllers`, plus
+    `aiokcm_flags`) on its side; kubelets stopped and aiokcm killed on exit, planes left running.
+
+    Nodes `node-1`.. are registered, or taken over when a previous run registered them."""
+    options = {"pod_start_delay": 0.5, "termination_cap": 0.5} | dict(kubelet_options or {})
+    sides: dict[str, Side] = {}
+    try:
+        async with _running(planes, sides, nodes, aiokcm_controllers, aiokcm_flags, options) as pair:
+            yield pair
+    finally:
+        with anyio.CancelScope(shield=True):
+            for side in sides.values():
+                await side.client.close()
+                await side.kubelet_client.close()
+
+
+@asynccontextmanager
+async def _running(planes: dict[str, ControlPlane], sides: dict[str, Side], nodes: int, aiokcm_controllers: str,
+                   aiokcm_flags: Sequence[str], options: dict[str, Any]) -> AsyncIterator[tuple[Side, Side]]:
+    async with anyio.create_task_group() as tg:
+        for name, plane in planes.items():
+            client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("admin"))),
+                                qps=1000, burst=2000)
+            kubelet_client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("kubelet"))),
+                                        qps=1000, burst=2000)
+            kubelets = ApiKubelets(kubelet_client, **options)
+            for i in range(1, nodes + 1):
+                kubelets.add_node(f"node-{i}")
+            tg.start_soon(kubelets.run)
+            sides[name] = Side(name, plane, client, kubelet_client, kubelets,
+                               controllers=aiokcm_controllers, manager_flags=tuple(aiokcm_flags))
+        for side in sides.values():
+            await side.kubelets.registered.wait()
+            await _default_service_account(side.client)
+        await sides["aiokcm"].start_manager()
+        try:
+            yield sides["kcm"], sides["aiokcm"]
+        finally:
+            for side in sides.values():
+                if side.name == "aiokcm":
+                    await side.kill_manager()
+            tg.cancel_scope.cancel()
 
 
 async def _default_service_account(client: KubeClient, *, timeout: float = 60.0) -> None:
