@@ -30,8 +30,12 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
+# Most of the suite waits on servers and timers, not the CPU: two workers halve the wall time on 2 cores.
+# Tests that share one control plane across a module carry an xdist_group and stay on one worker.
+PYTEST_WORKERS ?= 2
+
 pytest: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest
 

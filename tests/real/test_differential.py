@@ -30,6 +30,9 @@ from tests.real.normalize import Raw, differences
 from tests.real.settle import settle
 from tests.real.sides import AIOKCM_CONTROLLERS, Side, on_both, planes_side_by_side, sides_running
 
+# The stories share one pair of control planes (the module fixture): keep them on one xdist worker.
+pytestmark = pytest.mark.xdist_group("differential")
+
 GRACE = "6s"
 KCM_FLAGS = (f"--node-monitor-grace-period={GRACE}", "--node-monitor-period=1s")
 NODE_CONTROLLERS = AIOKCM_CONTROLLERS + ",node-lifecycle-controller,taint-eviction-controller"
