@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from localcluster.builtin.apps import (
+    ControllerRevisionStrategy,
     DaemonSetStrategy,
     DeploymentStrategy,
     ReplicaSetStrategy,
@@ -52,6 +53,7 @@ def builtin_types() -> list[ResourceType]:
                      subresources=frozenset({"status", "scale"}), strategy=StatefulSetStrategy(), scale=_SCALE),
         ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",), categories=("all",),
                      subresources=frozenset({"status"}), strategy=DaemonSetStrategy()),
+        ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True, strategy=ControllerRevisionStrategy()),
         ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
                      subresources=frozenset({"status"}), strategy=PodDisruptionBudgetStrategy()),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, strategy=LeaseStrategy()),

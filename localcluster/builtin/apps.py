@@ -186,9 +186,28 @@ class StatefulSetStrategy(WorkloadStrategy):
         return columns(("Ready", "string")), [f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"]
 
 
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
 class DaemonSetStrategy(WorkloadStrategy):
+    """The internal `spec.templateGeneration` (1 on create, +1 when the template changes) is
+    what apps/v1 shows as the `deprecated.daemonset.template.generation` annotation; the
+    controller labels pods with it (`pod-template-generation`)."""
+
     kind = "DaemonSet"
     has_replicas = False
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        super().prepare_for_update(obj, old)
+        annotations = obj["metadata"].setdefault("annotations", {})
+        old_generation = (old["metadata"].get("annotations") or {}).get(TEMPLATE_GENERATION, "1")
+        if get_path(obj, "spec", "template") != get_path(old, "spec", "template"):
+            try:
+                annotations[TEMPLATE_GENERATION] = str(int(old_generation) + 1)
+            except ValueError:
+                annotations[TEMPLATE_GENERATION] = "1"
+        else:
+            annotations[TEMPLATE_GENERATION] = old_generation
 
     def default(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
@@ -205,8 +224,27 @@ class DaemonSetStrategy(WorkloadStrategy):
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}
+        obj["metadata"].setdefault("annotations", {})[TEMPLATE_GENERATION] = "1"
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         status = obj.get("status") or {}
         cols = columns(("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"))
         return cols, [status.get("desiredNumberScheduled", 0), status.get("currentNumberScheduled", 0), status.get("numberReady", 0)]
+
+
+class ControllerRevisionStrategy(BuiltinStrategy):
+    """apps/v1 ControllerRevision: an immutable snapshot (`data`) with a revision number."""
+
+    kind = "ControllerRevision"
+    tracks_generation = False
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = non_negative(obj.get("revision"), "revision")
+        if old is not None and obj.get("data") != old.get("data"):
+            errs.append(FieldError("FieldValueInvalid", "data", "Invalid value: field is immutable"))
+        return errs
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        owner = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+        controller = f"{str(owner.get('kind', '')).lower()}.apps/{owner.get('name', '')}" if owner else "<none>"
+        return columns(("Controller", "string"), ("Revision", "integer")), [controller, obj.get("revision", 0)]
