@@ -6,12 +6,14 @@ from typing import Any
 
 from kubeutil import selectors
 from localcluster.builtin.base import BuiltinStrategy, columns, get_path
-from localcluster.builtin.pods import default_pod_spec, validate_pod_spec
+from localcluster.builtin.pods import default_pod_spec, default_template_metadata, validate_pod_spec
 from localcluster.builtin.validation import immutable, non_negative, validate_label_selector, validate_labels
 from localcluster.registry import FieldError, Obj, TableColumn
 
 
 def _default_template(obj: Obj) -> None:
+    template = get_path(obj, "spec", "template")
+    default_template_metadata(template)
     spec = get_path(obj, "spec", "template", "spec")
     if isinstance(spec, dict):
         default_pod_spec(spec)
@@ -97,6 +99,11 @@ class DeploymentStrategy(WorkloadStrategy):
             obj["metadata"].pop("labels", None)
         else:
             obj["metadata"]["labels"] = labels
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """A Deployment starts with an empty status (`{}`), which the real server serializes."""
+        super().prepare_for_create(obj)
+        obj["status"] = {}
 
     def default(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
