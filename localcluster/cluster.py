@@ -39,6 +39,7 @@ from localcluster.kubelet import KubeletConfig, Kubelets
 from localcluster.namespacedefaults import KubernetesService, NamespaceDefaults
 from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
+from localcluster.podlogs import install as install_logs
 from localcluster.registry import Registry
 from localcluster.rest import RestHandlers
 from localcluster.rootca import make_root_ca
@@ -107,6 +108,7 @@ class LocalCluster:
         self.faults = Faults(self, seed=fault_seed)
         self.app.middlewares.append(self.faults.middleware)
         self.eviction = install_eviction(self.rest, self.objects)
+        self.logs = install_logs(self.rest, self.objects)
         self.scheduler = Scheduler(self.objects) if scheduler else None
         self.kubelets = Kubelets(self.objects, KubeletConfig(
             speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods))

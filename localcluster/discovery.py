@@ -54,6 +54,10 @@ _SUBRESOURCE_KINDS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "scale": ("autoscaling", "v1", "Scale", ("get", "patch", "update")),
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "binding": ("", "v1", "Binding", ("create",)),
+    "log": ("", "v1", "Pod", ("get",)),
+    "exec": ("", "v1", "PodExecOptions", ("create", "get")),
+    "attach": ("", "v1", "PodAttachOptions", ("create", "get")),
+    "portforward": ("", "v1", "PodPortForwardOptions", ("create", "get")),
 }
 _STATUS_VERBS = ("get", "patch", "update")
 
