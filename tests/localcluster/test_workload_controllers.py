@@ -34,7 +34,7 @@ CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerR
 @pytest.fixture
 async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     """Scheduler, kubelets and the controllers run: pods start and become Ready by themselves."""
-    async with cluster_on_backend(request, nodes=3) as started:
+    async with cluster_on_backend(request, nodes=3, pod_start_delay=0.2, termination_cap=0.5) as started:
         yield started
 
 
@@ -269,6 +269,53 @@ async def test_daemonset_taints_and_node_selector(cluster: Any, kube: KubeClient
 async def _only(kube: KubeClient, app: str, nodes: list[str]) -> bool:
     pods = await pods_of(kube, app)
     return sorted(p["spec"].get("nodeName") or "" for p in pods.values()) == nodes
+
+
+# -- rollouts and drains ---------------------------------------------------------------------
+
+
+def images(pods: dict[str, dict[str, Any]]) -> set[str]:
+    return {p["spec"]["containers"][0]["image"] for p in pods.values() if not p["metadata"].get("deletionTimestamp")}
+
+
+async def test_rollouts_undo_and_drain_with_statefulset_and_daemonset(cluster: Any, kube: KubeClient) -> None:
+    await kubectl(cluster, "apply", "-f", "-", stdin=statefulset("web", 2) + "---" + daemonset("agent"))
+    for kind in ("statefulset/web", "daemonset/agent"):
+        await kubectl(cluster, "rollout", "status", kind, "--timeout=60s")
+
+    # rolling updates through kubectl, followed to the end by kubectl
+    await kubectl(cluster, "set", "image", "statefulset/web", "c=nginx:1.28")
+    await kubectl(cluster, "set", "image", "daemonset/agent", "c=nginx:1.28")
+    for kind in ("statefulset/web", "daemonset/agent"):
+        await kubectl(cluster, "rollout", "status", kind, "--timeout=60s")
+    assert images(await pods_of(kube, "web")) == images(await pods_of(kube, "agent")) == {"nginx:1.28"}
+    sts = await eventually(lambda: sts_settled(kube, "web", 2), "web settled at the new revision")
+    revisions = (await kube.list(CONTROLLERREVISIONS, namespace=NS))["items"]
+    owned = sorted((r["metadata"]["ownerReferences"][0]["name"], r["revision"]) for r in revisions)
+    assert owned == [("agent", 1), ("agent", 2), ("web", 1), ("web", 2)]
+    assert sts["status"]["currentRevision"] == sts["status"]["updateRevision"]
+
+    # undo goes back through the old revision (renumbered, not copied)
+    await kubectl(cluster, "rollout", "undo", "statefulset/web")
+    await kubectl(cluster, "rollout", "status", "statefulset/web", "--timeout=60s")
+    await eventually(lambda: sts_settled(kube, "web", 2), "web settled back")
+    assert images(await pods_of(kube, "web")) == {"nginx:1.27"}
+    history = await kubectl(cluster, "rollout", "history", "statefulset/web")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["2", "3"]
+
+    # a drain evicts the StatefulSet pod, which comes back on another node; the daemon pod stays
+    on_node_1 = {name for name, p in (await pods_of(kube, "web")).items() if p["spec"].get("nodeName") == "node-1"}
+    daemon_on_node_1 = (await placement(kube, "agent"))["node-1"]
+    out = await kubectl(cluster, "drain", "node-1", "--ignore-daemonsets", "--timeout=60s")
+    assert f"ignoring DaemonSet-managed Pods: {NS}/{daemon_on_node_1}" in out
+    await eventually(lambda: sts_settled(kube, "web", 2), "web back to 2 ready pods")
+
+    async def moved() -> bool:
+        pods = await pods_of(kube, "web")
+        return all(ready(p) and p["spec"].get("nodeName") != "node-1" for p in pods.values()) and set(pods) == {"web-0", "web-1"}
+    await eventually(moved, "the StatefulSet's pods off node-1")
+    assert on_node_1 <= set(await pods_of(kube, "web"))
+    assert (await placement(kube, "agent"))["node-1"] == daemon_on_node_1
 
 
 # -- what every namespace has ---------------------------------------------------------------
