@@ -39,6 +39,7 @@ from localcluster.kubelet import KubeletConfig, Kubelets
 from localcluster.namespacedefaults import KubernetesService, NamespaceDefaults
 from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
+from localcluster.podgc import QUARANTINE_SECONDS, PodGC
 from localcluster.podlogs import install as install_logs
 from localcluster.registry import Registry
 from localcluster.rest import RestHandlers
@@ -91,6 +92,7 @@ class LocalCluster:
         max_pods: int = 110,
         fault_seed: int = 0,
         controllers: bool = True,
+        pod_gc_quarantine: float = QUARANTINE_SECONDS,
     ) -> None:
         self.nodes = nodes
         self.host = host
@@ -119,8 +121,9 @@ class LocalCluster:
         # KCM's controllers the embedded cluster simulates (besides the garbage collector); off
         # for tests of the API alone, as the real tier's bare control plane runs none of them
         self.root_ca = make_root_ca()
+        self.pod_gc = PodGC(self.objects, quarantine=pod_gc_quarantine)
         self.controllers = [StatefulSetController(self.objects), DaemonSetController(self.objects),
-                            NamespaceDefaults(self.objects, self.root_ca)] if controllers else []
+                            NamespaceDefaults(self.objects, self.root_ca), self.pod_gc] if controllers else []
         self._runner: web.AppRunner | None = None
         self._tmp: str | None = None
         self._tg: TaskGroup | None = None
