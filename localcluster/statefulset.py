@@ -1,7 +1,7 @@
 """The StatefulSet controller, simulated in-process as KCM runs it
 (`pkg/controller/statefulset/stateful_set_control.go`).
 
-- Pods have stable names `<set>-<ordinal>` for ordinals 0..replicas-1, the labels
+- Pods have stable names `<set>-<ordinal>` for ordinals start..start+replicas-1 (`spec.ordinals`), the labels
   `statefulset.kubernetes.io/pod-name`, `apps.kubernetes.io/pod-index` and
   `controller-revision-hash` (the name of the revision they were made from), hostname = pod name,
   subdomain = `spec.serviceName`, and a controller ownerReference.
@@ -55,6 +55,11 @@ def ordinal_of(set_name: str, pod_name: str) -> int:
     """`getOrdinal`: the number after the set's name, or -1 for a name of another shape."""
     match = re.fullmatch(re.escape(set_name) + r"-(\d+)", pod_name)
     return int(match.group(1)) if match else -1
+
+
+def start_ordinal(sts: Obj) -> int:
+    """`spec.ordinals.start` (0 when absent): the first ordinal of the set's range."""
+    return int(((sts.get("spec") or {}).get("ordinals") or {}).get("start") or 0)
 
 
 class StatefulSetController:
@@ -134,27 +139,28 @@ class StatefulSetController:
         meta, spec = sts["metadata"], sts.get("spec") or {}
         name = meta["name"]
         replica_count = int(spec.get("replicas", 1))
+        start = start_ordinal(sts)
         monotonic = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         min_ready = int(spec.get("minReadySeconds") or 0)
         now = dt.datetime.now(dt.UTC)
-        replicas: list[Obj | None] = [None] * replica_count
+        replicas: list[Obj | None] = [None] * replica_count  # index = ordinal - start
         condemned: list[Obj] = []
         for pod in self._pods(sts):
             ordinal = ordinal_of(name, pod["metadata"]["name"])
-            if 0 <= ordinal < replica_count:
-                replicas[ordinal] = pod
-            elif ordinal >= replica_count:
+            if start <= ordinal < start + replica_count:
+                replicas[ordinal - start] = pod
+            elif ordinal >= 0:
                 condemned.append(pod)
         condemned.sort(key=lambda p: ordinal_of(name, p["metadata"]["name"]))
         unhealthy = [p for p in [*replicas, *condemned] if p is not None and not self._healthy(p)]
         first_unhealthy = unhealthy[0] if unhealthy else None
 
-        for ordinal, pod in enumerate(replicas):
+        for index, pod in enumerate(replicas):
             if pod is not None and podstate.phase(pod) in ("Failed", "Succeeded") and not podstate.is_terminating(pod):
                 self._delete(pod)
                 return  # made again once it is gone
             if pod is None:
-                self._create(self._new_pod(sts, current, update, ordinal))
+                self._create(self._new_pod(sts, current, update, start + index))
                 if monotonic:
                     return
                 continue
@@ -181,8 +187,8 @@ class StatefulSetController:
             return
         partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
         update_name = update["metadata"]["name"]
-        for ordinal in range(replica_count - 1, partition - 1, -1):
-            pod = replicas[ordinal]
+        for index in range(replica_count - 1, partition - 1, -1):
+            pod = replicas[index]
             if pod is None:
                 return
             if (pod["metadata"].get("labels") or {}).get(REVISION_LABEL) != update_name and not podstate.is_terminating(pod):
@@ -200,7 +206,8 @@ class StatefulSetController:
         spec = sts.get("spec") or {}
         strategy = spec.get("updateStrategy") or {}
         partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
-        revision = current if strategy.get("type", "RollingUpdate") == "RollingUpdate" and ordinal < partition else update
+        below_partition = ordinal - start_ordinal(sts) < partition
+        revision = current if strategy.get("type", "RollingUpdate") == "RollingUpdate" and below_partition else update
         template = template_of(revision) if revision is not update else copy.deepcopy(spec.get("template") or {})
         name = f"{sts['metadata']['name']}-{ordinal}"
         tmeta = template.get("metadata") or {}

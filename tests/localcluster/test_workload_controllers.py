@@ -198,6 +198,16 @@ async def test_statefulset_parallel_creates_all_at_once(cluster: Any, kube: Kube
     assert len(added) == 3 and max(added) < first_ready
 
 
+@pytest.mark.backends("local")  # spec.ordinals came in 1.26, after the real tier's 1.24
+async def test_statefulset_ordinals_start(cluster: Any, kube: KubeClient) -> None:
+    body = statefulset("idx", 2, policy="Parallel").replace("  replicas: 2\n", "  replicas: 2\n  ordinals: {start: 5}\n")
+    await kubectl(cluster, "apply", "-f", "-", stdin=body)
+    await eventually(lambda: sts_settled(kube, "idx", 2), "2 ready replicas")
+    pods = await pods_of(kube, "idx")
+    assert set(pods) == {"idx-5", "idx-6"}
+    assert pods["idx-6"]["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "6"
+
+
 # -- DaemonSet ------------------------------------------------------------------------------
 
 
