@@ -31,6 +31,7 @@ from localcluster import errors, podstate
 from localcluster.builtin.apps import TEMPLATE_GENERATION
 from localcluster.keyed import KeyedLoop, watch_storage
 from localcluster.objects import ObjectAPI
+from localcluster.recorder import EventRecorder
 from localcluster.registry import Obj, ResourceType
 from localcluster.revisions import Revisions, controller_of, controller_ref, fnv32a, safe_encode
 from localcluster.scheduler import NodeInfo, matches_node_affinity, tolerates
@@ -40,6 +41,8 @@ REVISION_LABEL = "controller-revision-hash"
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 
 Key = tuple[str, str]
+#: Seconds before a sync the API refused (an invalid pod, say) is tried again.
+_RETRY_AFTER_REFUSAL = 5.0
 
 _DAEMON_TOLERATIONS = (
     ("node.kubernetes.io/not-ready", "NoExecute"),
@@ -129,6 +132,7 @@ class DaemonSetController:
         self._ds_rt: ResourceType = rts["daemonsets"]  # type: ignore[assignment]
         self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
         self.revisions = Revisions(objects)
+        self.events = EventRecorder(objects, "daemonset-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
         #: What `NodeShouldRunDaemonPod` reads of each node (name, labels, taints), from the node watch.
         self._nodes: dict[str, Obj] = {}
@@ -178,10 +182,10 @@ class DaemonSetController:
             return self._sync(entry.load())
         except errors.StatusError as exc:
             if exc.code in (404, 409):
-                return 0.05
+                return 0.05  # raced with another writer: look again
             if exc.code == 403:
-                return None
-            raise
+                return None  # its namespace is terminating
+            return _RETRY_AFTER_REFUSAL  # refused (recorded as an event): try again later, never crash
 
     def _pods_by_node(self, ds: Obj) -> dict[str | None, list[Obj]]:
         meta = ds["metadata"]
@@ -241,9 +245,9 @@ class DaemonSetController:
             if node is None or node not in verdicts:
                 to_delete.extend(p for p in pods if not (p.get("spec") or {}).get("nodeName") and not podstate.is_terminating(p))
         for node in to_create:
-            self._create(self._new_pod(ds, node, digest))
+            self._create(ds, self._new_pod(ds, node, digest))
         for pod in to_delete:
-            self._delete(pod)
+            self._delete(ds, pod)
 
     def _rolling_update(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], digest: str) -> None:
         """`rollingUpdate` without surge: old pods go within maxUnavailable, unavailable first."""
@@ -274,7 +278,7 @@ class DaemonSetController:
                 candidates.append(pod)
         budget = min(max(max_unavailable - unavailable, 0), len(candidates))
         for pod in replace_now + candidates[:budget]:
-            self._delete(pod)
+            self._delete(ds, pod)
 
     def _new_pod(self, ds: Obj, node: str, digest: str) -> Obj:
         """`CreatePodTemplate` + `ReplaceDaemonSetPodNodeNameNodeAffinity` for one node."""
@@ -300,16 +304,23 @@ class DaemonSetController:
         required["nodeSelectorTerms"] = [term]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
-    def _create(self, pod: Obj) -> None:
-        self.objects.create(self._pod_rt, pod["metadata"]["namespace"], pod)
+    def _create(self, ds: Obj, pod: Obj) -> None:
+        try:
+            created = self.objects.create(self._pod_rt, pod["metadata"]["namespace"], pod)
+        except errors.StatusError as exc:
+            self.events.event(ds, "Warning", "FailedCreate", f"Error creating: {exc.message}")
+            raise
+        self.events.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {created.name}")
 
-    def _delete(self, pod: Obj) -> None:
+    def _delete(self, ds: Obj, pod: Obj) -> None:
         meta = pod["metadata"]
         try:
             self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]})
         except errors.StatusError as exc:
             if exc.code != 404:
                 raise
+            return
+        self.events.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
     def _write_status(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], by_node: dict[str | None, list[Obj]],
                       digest: str) -> float | None:

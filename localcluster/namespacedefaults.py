@@ -122,7 +122,7 @@ class NamespaceDefaults:
             if exc.code == 409:
                 return 0.05
             if exc.code not in (403, 404):
-                raise
+                return 5.0  # refused otherwise: try again later, never crash the cluster
         return None
 
     def _ensure_service_account(self, namespace: str) -> None:

@@ -71,9 +71,8 @@ class PodGC:
                 self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], grace_period_seconds=0,
                                     preconditions={"uid": meta["uid"]})
                 self.deleted += 1
-            except errors.StatusError as exc:
-                if exc.code not in (404, 409):
-                    raise
+            except errors.StatusError:
+                continue  # gone meanwhile, or refused: the next quarantine looks again
         return None
 
     def _mark_failed(self, pod: Obj) -> None:

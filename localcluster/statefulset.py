@@ -33,6 +33,7 @@ import anyio
 from localcluster import errors, podstate
 from localcluster.keyed import KeyedLoop, watch_storage
 from localcluster.objects import ObjectAPI
+from localcluster.recorder import EventRecorder
 from localcluster.registry import Obj, ResourceType
 from localcluster.revisions import Revisions, controller_of, controller_ref, fnv32, safe_encode, template_of
 from localcluster.storage import StoredEvent
@@ -44,6 +45,8 @@ REVISION_LABEL = "controller-revision-hash"
 HISTORY_HASH_LABEL = "controller.kubernetes.io/hash"
 
 Key = tuple[str, str]
+#: Seconds before a sync the API refused (an invalid pod, say) is tried again.
+_RETRY_AFTER_REFUSAL = 5.0
 
 
 def _hash(data: bytes, collisions: int) -> str:
@@ -70,6 +73,7 @@ class StatefulSetController:
         self._set_rt: ResourceType = rts["statefulsets"]  # type: ignore[assignment]
         self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
         self.revisions = Revisions(objects)
+        self.events = EventRecorder(objects, "statefulset-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
 
     async def run(self) -> None:
@@ -105,7 +109,7 @@ class StatefulSetController:
                 return 0.05  # raced with another writer: look again
             if exc.code == 403:
                 return None  # its namespace is terminating
-            raise
+            return _RETRY_AFTER_REFUSAL  # refused (recorded as an event): try again later, never crash
 
     def _pods(self, sts: Obj) -> list[Obj]:
         meta = sts["metadata"]
@@ -157,10 +161,10 @@ class StatefulSetController:
 
         for index, pod in enumerate(replicas):
             if pod is not None and podstate.phase(pod) in ("Failed", "Succeeded") and not podstate.is_terminating(pod):
-                self._delete(pod)
+                self._delete(sts, pod)
                 return  # made again once it is gone
             if pod is None:
-                self._create(self._new_pod(sts, current, update, start + index))
+                self._create(sts, self._new_pod(sts, current, update, start + index))
                 if monotonic:
                     return
                 continue
@@ -178,7 +182,7 @@ class StatefulSetController:
                 continue
             if not podstate.is_running_and_ready(pod) and monotonic and pod is not first_unhealthy:
                 return
-            self._delete(pod)
+            self._delete(sts, pod)
             if monotonic:
                 return
 
@@ -192,7 +196,7 @@ class StatefulSetController:
             if pod is None:
                 return
             if (pod["metadata"].get("labels") or {}).get(REVISION_LABEL) != update_name and not podstate.is_terminating(pod):
-                self._delete(pod)
+                self._delete(sts, pod)
                 return
             if not self._healthy(pod):
                 return
@@ -224,16 +228,23 @@ class StatefulSetController:
             pod_spec["subdomain"] = spec["serviceName"]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
 
-    def _create(self, pod: Obj) -> None:
+    def _create(self, sts: Obj, pod: Obj) -> None:
+        name, set_name = pod["metadata"]["name"], sts["metadata"]["name"]
         try:
             self.objects.create(self._pod_rt, pod["metadata"]["namespace"], pod)
         except errors.StatusError as exc:
             if exc.code != 409:
+                self.events.event(sts, "Warning", "FailedCreate",
+                                  f"create Pod {name} in StatefulSet {set_name} failed error: {exc.message}")
                 raise
+            return
+        self.events.event(sts, "Normal", "SuccessfulCreate", f"create Pod {name} in StatefulSet {set_name} successful")
 
-    def _delete(self, pod: Obj) -> None:
+    def _delete(self, sts: Obj, pod: Obj) -> None:
         meta = pod["metadata"]
         self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]})
+        self.events.event(sts, "Normal", "SuccessfulDelete",
+                          f"delete Pod {meta['name']} in StatefulSet {sts['metadata']['name']} successful")
 
     def _write_status(self, sts: Obj, pods: list[Obj], current: str, update: str) -> float | None:
         """`computeReplicaStatus` + `completeRollingUpdate`; written only when it changed."""

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from apiclient import KubeClient
-from apiclient.resources import CONFIGMAPS, DAEMONSETS, PODS, SERVICES, STATEFULSETS, Resource
+from apiclient.resources import CONFIGMAPS, DAEMONSETS, EVENTS, PODS, SERVICES, STATEFULSETS, Resource
 from tests.backends import cluster_on_backend
 from tests.controllers.harness import eventually
 
@@ -161,6 +161,16 @@ async def test_statefulset_ordered_ready_creates_one_at_a_time(cluster: Any, kub
     assert status["currentReplicas"] == status["updatedReplicas"] == 3
     revisions = await kube.list(CONTROLLERREVISIONS, namespace=NS)
     assert status["updateRevision"] in {r["metadata"]["name"] for r in revisions["items"]}
+
+    async def recorded() -> set[str]:
+        events = await kube.list(EVENTS, namespace=NS, field_selector="involvedObject.kind=StatefulSet,involvedObject.name=web")
+        return {e["message"] for e in events["items"] if e["reason"] == "SuccessfulCreate"}
+    expected = {f"create Pod web-{i} in StatefulSet web successful" for i in range(3)}
+    await eventually(lambda: _superset(recorded(), expected), "a SuccessfulCreate event per pod")
+
+
+async def _superset(found: Any, expected: set[str]) -> bool:
+    return expected <= await found
 
 
 async def test_statefulset_scales_down_in_reverse_and_recreates_a_deleted_pod(cluster: Any, kube: KubeClient) -> None:
