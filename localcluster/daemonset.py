@@ -12,8 +12,9 @@
   terms; the scheduler binds them (it lets them onto unschedulable nodes by their toleration).
 - A node with several daemon pods keeps the oldest; a failed pod is deleted and made again; a
   pod on a node that should not run one is deleted; an unbound pod for a node that is gone too.
-- RollingUpdate (maxSurge 0) deletes old pods within maxUnavailable, unavailable ones first,
-  and manage makes their replacements; OnDelete leaves them.
+- RollingUpdate without surge deletes old pods within maxUnavailable, unavailable ones first,
+  and manage makes their replacements; with maxSurge a new pod starts beside each old one (up to
+  maxSurge nodes at a time) and the old one goes once the new one is available; OnDelete leaves them.
 - Status: desired/current/misscheduled/ready/available/unavailable/updated counts and
   observedGeneration, written only when they change.
 """
@@ -238,7 +239,10 @@ class DaemonSetController:
                         to_delete.append(pod)
                     else:
                         running.append(pod)
-                to_delete.extend(running[1:])  # no surge: keep the oldest
+                if not _surge(ds):
+                    to_delete.extend(running[1:])  # keep the oldest
+                else:
+                    to_delete.extend(_surplus_with_surge(ds, running, digest))
             elif pods:
                 to_delete.extend(p for p in pods if not podstate.is_terminating(p))
         for node, pods in by_node.items():
@@ -257,9 +261,13 @@ class DaemonSetController:
         by_node = self._pods_by_node(ds)
         desired = [n for n, (run, _) in verdicts.items() if run]
         rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+        max_surge = _scaled(rolling.get("maxSurge", 0), len(desired), round_up=True)
         max_unavailable = _scaled(rolling.get("maxUnavailable", 1), len(desired), round_up=True)
-        if max_unavailable == 0 and _scaled(rolling.get("maxSurge", 0), len(desired), round_up=True) == 0:
+        if desired and max_unavailable == 0 and max_surge == 0:
             max_unavailable = 1
+        if max_surge:
+            self._rolling_update_surge(ds, verdicts, by_node, digest, max_surge)
+            return
         unavailable = 0
         replace_now: list[Obj] = []
         candidates: list[Obj] = []
@@ -278,6 +286,45 @@ class DaemonSetController:
                 candidates.append(pod)
         budget = min(max(max_unavailable - unavailable, 0), len(candidates))
         for pod in replace_now + candidates[:budget]:
+            self._delete(ds, pod)
+
+    def _rolling_update_surge(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], by_node: dict[str | None, list[Obj]],
+                              digest: str, max_surge: int) -> None:
+        """`rollingUpdate` with maxSurge: a new pod beside each old one, up to maxSurge at a
+        time (at once where the old one is unavailable); the old one goes when the new one is
+        available. The manage loop keeps at most those two per node."""
+        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        now = dt.datetime.now(dt.UTC)
+        old_to_delete: list[Obj] = []
+        allowed: list[str] = []
+        candidates: list[str] = []
+        surging = 0
+        nodes = {n for n, (run, _) in verdicts.items() if run} | {n for n in by_node if n is not None}
+        for node in sorted(nodes):
+            found = _updated_and_old(by_node.get(node, []), digest)
+            if found is None:
+                surging += 1  # excess pods: the manage loop cleans up, count it as surging
+                continue
+            new, old = found
+            if old is None:
+                continue
+            if new is None:
+                if not podstate.is_available(old, min_ready, now):
+                    if not verdicts.get(node, (False, False))[0]:
+                        old_to_delete.append(old)
+                    else:
+                        allowed.append(node)
+                elif surging < max_surge:
+                    candidates.append(node)
+                continue
+            if not podstate.is_available(new, min_ready, now):
+                surging += 1
+                continue
+            old_to_delete.append(old)
+        budget = min(max(max_surge - surging, 0), len(candidates))
+        for node in allowed + candidates[:budget]:
+            self._create(ds, self._new_pod(ds, node, digest))
+        for pod in old_to_delete:
             self._delete(ds, pod)
 
     def _new_pod(self, ds: Obj, node: str, digest: str) -> Obj:
@@ -364,6 +411,52 @@ class DaemonSetController:
             meta = ds["metadata"]
             self.objects.update(self._ds_rt, meta["namespace"], meta["name"], ds, subresource="status")
         return None if wait is None else wait + 0.01
+
+
+def _surge(ds: Obj) -> bool:
+    """`AllowsSurge`: a RollingUpdate with a maxSurge above 0 (counted against one node)."""
+    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return False
+    return _scaled((strategy.get("rollingUpdate") or {}).get("maxSurge", 0), 1, round_up=True) > 0
+
+
+def _surplus_with_surge(ds: Obj, running: list[Obj], digest: str) -> list[Obj]:
+    """With surge, a node keeps its oldest updated pod and its oldest old pod, and the old one
+    only while it is Ready and the updated one not yet available (`podsShouldBeOnNode`)."""
+    newest: Obj | None = None
+    oldest_old: Obj | None = None
+    surplus: list[Obj] = []
+    for pod in running:  # oldest first
+        if _updated(pod, digest) and newest is None:
+            newest = pod
+        elif not _updated(pod, digest) and oldest_old is None:
+            oldest_old = pod
+        else:
+            surplus.append(pod)
+    if newest is not None and oldest_old is not None:
+        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        if not podstate.is_ready(oldest_old) or podstate.is_available(newest, min_ready, dt.datetime.now(dt.UTC)):
+            surplus.append(oldest_old)
+    return surplus
+
+
+def _updated_and_old(pods: list[Obj], digest: str) -> tuple[Obj | None, Obj | None] | None:
+    """`findUpdatedPodsOnNode`: the node's live updated pod and old pod; None if it has two of either."""
+    new: Obj | None = None
+    old: Obj | None = None
+    for pod in pods:
+        if podstate.is_terminating(pod):
+            continue
+        if _updated(pod, digest):
+            if new is not None:
+                return None
+            new = pod
+        else:
+            if old is not None:
+                return None
+            old = pod
+    return new, old
 
 
 def _updated(pod: Obj, digest: str) -> bool:

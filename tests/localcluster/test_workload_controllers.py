@@ -266,6 +266,33 @@ async def test_daemonset_runs_one_pod_per_node_and_follows_nodes(cluster: Any, k
     assert sorted(await placement(kube, "agent")) == ["node-1", "node-2", "node-3", "node-4"]
 
 
+async def test_daemonset_surge_update_keeps_a_ready_pod_on_every_node(cluster: Any, kube: KubeClient) -> None:
+    body = daemonset("surge").replace("spec:\n  selector:", "spec:\n  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n  selector:")
+    await kubectl(cluster, "apply", "-f", "-", stdin=body)
+    await eventually(lambda: ds_settled(kube, "surge", 3), "a ready pod on each node")
+    state = await pods_of(kube, "surge")  # settled: nothing changes until the image does
+    async with recording(kube, "surge") as events:
+        await kubectl(cluster, "set", "image", "daemonset/surge", "c=nginx:1.28")
+        await kubectl(cluster, "rollout", "status", "daemonset/surge", "--timeout=60s")
+        await eventually(lambda: ds_settled(kube, "surge", 3), "the update rolled out")
+    assert images(await pods_of(kube, "surge")) == {"nginx:1.28"}
+    # replay: no node was ever without a Ready pod, and none ever had more than two
+    for kind, pod in events:
+        name = pod["metadata"]["name"]
+        if kind == "DELETED":
+            state.pop(name, None)
+        else:
+            state[name] = pod
+        per_node: dict[str, list[dict[str, Any]]] = {}
+        for p in state.values():
+            node = p["spec"].get("nodeName") or p["spec"]["affinity"]["nodeAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+            per_node.setdefault(node, []).append(p)
+        for node in ("node-1", "node-2", "node-3"):
+            assert any(ready(p) and not p["metadata"].get("deletionTimestamp") for p in per_node.get(node, [])), (node, kind, name)
+            assert len(per_node.get(node, [])) <= 2
+
+
 async def test_daemonset_taints_and_node_selector(cluster: Any, kube: KubeClient) -> None:
     await kubectl(cluster, "label", "node", "node-2", "node-3", "tier=edge")
     await kubectl(cluster, "apply", "-f", "-", stdin=daemonset("edge", node_selector={"tier": "edge"}))
