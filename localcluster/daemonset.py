@@ -30,6 +30,7 @@ import anyio
 
 from localcluster import errors, podstate
 from localcluster.builtin.apps import TEMPLATE_GENERATION
+from localcluster.builtin.base import get_int
 from localcluster.keyed import KeyedLoop, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
@@ -218,7 +219,7 @@ class DaemonSetController:
         live = {history.update["metadata"]["name"]}
         hashes = {(p["metadata"].get("labels") or {}).get(REVISION_LABEL) for pods in by_node.values() for p in pods}
         live.update(r["metadata"]["name"] for r in history.revisions if (r["metadata"].get("labels") or {}).get(REVISION_LABEL) in hashes)
-        self.revisions.truncate(history.revisions, live, int(spec.get("revisionHistoryLimit", 10)))
+        self.revisions.truncate(history.revisions, live, get_int(ds, "spec", "revisionHistoryLimit", default=10))
         return again
 
     def _manage(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], digest: str) -> None:
@@ -256,7 +257,7 @@ class DaemonSetController:
     def _rolling_update(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], digest: str) -> None:
         """`rollingUpdate` without surge: old pods go within maxUnavailable, unavailable first."""
         spec = ds.get("spec") or {}
-        min_ready = int(spec.get("minReadySeconds") or 0)
+        min_ready = get_int(ds, "spec", "minReadySeconds")
         now = dt.datetime.now(dt.UTC)
         by_node = self._pods_by_node(ds)
         desired = [n for n, (run, _) in verdicts.items() if run]
@@ -293,7 +294,7 @@ class DaemonSetController:
         """`rollingUpdate` with maxSurge: a new pod beside each old one, up to maxSurge at a
         time (at once where the old one is unavailable); the old one goes when the new one is
         available. The manage loop keeps at most those two per node."""
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        min_ready = get_int(ds, "spec", "minReadySeconds")
         now = dt.datetime.now(dt.UTC)
         old_to_delete: list[Obj] = []
         allowed: list[str] = []
@@ -372,8 +373,7 @@ class DaemonSetController:
     def _write_status(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], by_node: dict[str | None, list[Obj]],
                       digest: str) -> float | None:
         """`updateDaemonSetStatus`; counters that are omitempty in Go are left out at zero."""
-        spec = ds.get("spec") or {}
-        min_ready = int(spec.get("minReadySeconds") or 0)
+        min_ready = get_int(ds, "spec", "minReadySeconds")
         now = dt.datetime.now(dt.UTC)
         desired = current = misscheduled = ready = available = updated = 0
         wait: float | None = None
@@ -435,7 +435,7 @@ def _surplus_with_surge(ds: Obj, running: list[Obj], digest: str) -> list[Obj]:
         else:
             surplus.append(pod)
     if newest is not None and oldest_old is not None:
-        min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+        min_ready = get_int(ds, "spec", "minReadySeconds")
         if not podstate.is_ready(oldest_old) or podstate.is_available(newest, min_ready, dt.datetime.now(dt.UTC)):
             surplus.append(oldest_old)
     return surplus

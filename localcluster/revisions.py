@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from localcluster import errors
+from localcluster.builtin.base import get_int
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj, ResourceType
 
@@ -121,7 +122,7 @@ class Revisions:
                 revisions = [r for r in revisions if r["metadata"]["name"] != match["metadata"]["name"]] + [match]
             return History(revisions, match)
         meta = owner["metadata"]
-        collisions = int((owner.get("status") or {}).get("collisionCount") or 0)
+        collisions = get_int(owner, "status", "collisionCount")
         template_labels = ((owner.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
         while True:
             digest = hash_of(patch_bytes(data), collisions)

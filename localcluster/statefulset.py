@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 
 from localcluster import errors, podstate
+from localcluster.builtin.base import get_int
 from localcluster.keyed import KeyedLoop, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
@@ -62,7 +63,7 @@ def ordinal_of(set_name: str, pod_name: str) -> int:
 
 def start_ordinal(sts: Obj) -> int:
     """`spec.ordinals.start` (0 when absent): the first ordinal of the set's range."""
-    return int(((sts.get("spec") or {}).get("ordinals") or {}).get("start") or 0)
+    return max(get_int(sts, "spec", "ordinals", "start"), 0)
 
 
 class StatefulSetController:
@@ -124,7 +125,7 @@ class StatefulSetController:
         return out
 
     def _sync(self, sts: Obj) -> float | None:
-        meta, spec = sts["metadata"], sts.get("spec") or {}
+        meta = sts["metadata"]
         history = self.revisions.sync(sts, hash_label=HISTORY_HASH_LABEL, hash_of=_hash)
         update = history.update
         current_name = (sts.get("status") or {}).get("currentRevision")
@@ -135,17 +136,17 @@ class StatefulSetController:
         again = self._write_status(sts, pods, current["metadata"]["name"], update["metadata"]["name"])
         live = {current["metadata"]["name"], update["metadata"]["name"]}
         live.update(str((p["metadata"].get("labels") or {}).get(REVISION_LABEL)) for p in pods)
-        self.revisions.truncate(history.revisions, live, int(spec.get("revisionHistoryLimit", 10)))
+        self.revisions.truncate(history.revisions, live, get_int(sts, "spec", "revisionHistoryLimit", default=10))
         return again
 
     def _act(self, sts: Obj, current: Obj, update: Obj) -> None:
         """One round of `updateStatefulSet`: create, wait, delete, as the policy allows."""
         meta, spec = sts["metadata"], sts.get("spec") or {}
         name = meta["name"]
-        replica_count = int(spec.get("replicas", 1))
+        replica_count = max(get_int(sts, "spec", "replicas", default=1), 0)
         start = start_ordinal(sts)
         monotonic = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
-        min_ready = int(spec.get("minReadySeconds") or 0)
+        min_ready = get_int(sts, "spec", "minReadySeconds")
         now = dt.datetime.now(dt.UTC)
         replicas: list[Obj | None] = [None] * replica_count  # index = ordinal - start
         condemned: list[Obj] = []
@@ -189,7 +190,7 @@ class StatefulSetController:
         strategy = spec.get("updateStrategy") or {}
         if strategy.get("type") == "OnDelete":
             return
-        partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+        partition = get_int(strategy, "rollingUpdate", "partition")
         update_name = update["metadata"]["name"]
         for index in range(replica_count - 1, partition - 1, -1):
             pod = replicas[index]
@@ -209,7 +210,7 @@ class StatefulSetController:
         """`newVersionedStatefulSetPod`: below the partition from the current revision, else the update one."""
         spec = sts.get("spec") or {}
         strategy = spec.get("updateStrategy") or {}
-        partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+        partition = get_int(strategy, "rollingUpdate", "partition")
         below_partition = ordinal - start_ordinal(sts) < partition
         revision = current if strategy.get("type", "RollingUpdate") == "RollingUpdate" and below_partition else update
         template = template_of(revision) if revision is not update else copy.deepcopy(spec.get("template") or {})
@@ -249,7 +250,7 @@ class StatefulSetController:
     def _write_status(self, sts: Obj, pods: list[Obj], current: str, update: str) -> float | None:
         """`computeReplicaStatus` + `completeRollingUpdate`; written only when it changed."""
         spec = sts.get("spec") or {}
-        min_ready = int(spec.get("minReadySeconds") or 0)
+        min_ready = get_int(sts, "spec", "minReadySeconds")
         now = dt.datetime.now(dt.UTC)
         counts = {"replicas": 0, "readyReplicas": 0, "availableReplicas": 0, "currentReplicas": 0, "updatedReplicas": 0}
         wait: float | None = None

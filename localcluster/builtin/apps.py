@@ -145,6 +145,10 @@ class DeploymentStrategy(WorkloadStrategy):
         ]
 
 
+def _quoted(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
 def _zero(value: Any) -> bool:
     return value in (0, "0", "0%")
 
@@ -188,6 +192,21 @@ class StatefulSetStrategy(WorkloadStrategy):
         super().prepare_for_create(obj)
         obj["status"] = {"replicas": 0, "availableReplicas": 0}
 
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = super().validate(obj, old)
+        spec = obj.get("spec") or {}
+        policy = spec.get("podManagementPolicy")
+        if policy not in ("OrderedReady", "Parallel"):
+            errs.append(FieldError("FieldValueInvalid", "spec.podManagementPolicy",
+                                   f"Invalid value: {_quoted(policy)}: must be 'OrderedReady' or 'Parallel'"))
+        update = spec.get("updateStrategy") or {}
+        if update.get("type") not in ("RollingUpdate", "OnDelete"):
+            errs.append(FieldError("FieldValueInvalid", "spec.updateStrategy",
+                                   f"Invalid value: {_quoted(update.get('type'))}: must be 'RollingUpdate' or 'OnDelete'"))
+        errs.extend(non_negative(get_path(update, "rollingUpdate", "partition"), "spec.updateStrategy.rollingUpdate.partition"))
+        errs.extend(non_negative(get_path(spec, "ordinals", "start"), "spec.ordinals.start"))
+        return errs
+
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         return columns(("Ready", "string")), [f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"]
@@ -227,6 +246,16 @@ class DaemonSetStrategy(WorkloadStrategy):
             rolling.setdefault("maxSurge", 0)
         spec.setdefault("revisionHistoryLimit", 10)
         _default_template(obj)
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = super().validate(obj, old)
+        update = get_path(obj, "spec", "updateStrategy", default={})
+        if update.get("type") not in ("RollingUpdate", "OnDelete"):
+            errs.append(FieldError.not_supported("spec.updateStrategy", update.get("type"), ("RollingUpdate", "OnDelete")))
+        rolling = update.get("rollingUpdate") or {}
+        if update.get("type") == "RollingUpdate" and _zero(rolling.get("maxSurge", 0)) and _zero(rolling.get("maxUnavailable", 1)):
+            errs.append(FieldError.required("spec.updateStrategy.rollingUpdate.maxUnavailable", "Required value: cannot be 0 when maxSurge is 0"))
+        return errs
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)

@@ -150,3 +150,21 @@ async def test_node_ports(kube: KubeClient) -> None:
     assert status == 200 and "nodePort" not in body["spec"]["ports"][0] and "externalTrafficPolicy" not in body["spec"]
     status, body = await raw(kube, "POST", f"{NS}/services", _service("again", "NodePort", {"port": 80, "nodePort": taken}))
     assert status == 201 and body["spec"]["ports"][0]["nodePort"] == taken
+
+
+async def test_statefulset_and_daemonset_strategy_validation(kube: KubeClient) -> None:
+    template = {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    base = {"selector": {"matchLabels": {"a": "b"}}, "template": template}
+    cases = [
+        ("statefulsets", {**base, "podManagementPolicy": "Whenever"}, "spec.podManagementPolicy"),
+        ("statefulsets", {**base, "updateStrategy": {"type": "Sometimes"}}, "spec.updateStrategy"),
+        ("statefulsets", {**base, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": -1}}},
+         "spec.updateStrategy.rollingUpdate.partition"),
+        ("daemonsets", {**base, "updateStrategy": {"type": "Sometimes"}}, "spec.updateStrategy"),
+        ("daemonsets", {**base, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}},
+         "spec.updateStrategy.rollingUpdate.maxUnavailable"),
+    ]
+    for i, (plural, spec, field) in enumerate(cases):
+        status, body = await raw(kube, "POST", f"/apis/apps/v1/namespaces/default/{plural}", {"metadata": {"name": f"bad-{i}"}, "spec": spec})
+        assert status == 422, (plural, spec, body)
+        assert [c["field"] for c in body["details"]["causes"]] == [field], (plural, body)
