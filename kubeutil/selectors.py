@@ -219,6 +219,8 @@ def parse_fields(text: str | None) -> tuple[FieldRequirement, ...]:
     out: list[FieldRequirement] = []
     for raw in text.split(","):
         part = raw.strip()
+        if not part:
+            continue  # an empty term selects nothing more, as `fields.ParseSelector` skips it
         m = re.match(r"^([^=!\s]+)\s*(==|=|!=)\s*(.*)$", part)
         if not m:
             raise SelectorError(f"invalid field selector {part!r}")

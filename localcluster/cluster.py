@@ -3,11 +3,12 @@
     async with LocalCluster(nodes=3) as cluster:
         kube = cluster.client()
 
-One background task owns a task group for the cluster's actors (the CRD controller now, part
-2's scheduler and kubelets later); aiohttp serves connections on the loop, writes a real kubeconfig to a temp
-directory so `kubectl --kubeconfig` and `apiclient.config.build_api_client` work unchanged, and
-creates the namespaces every cluster has. `nodes=N` creates N Ready nodes (`node-1`..`node-N`,
-110 pods allocatable); part 2 replaces them with simulated kubelets.
+One background task owns a task group for the cluster's actors (CRD and namespace controllers,
+scheduler, kubelets, garbage collector, the StatefulSet and DaemonSet controllers, the
+per-namespace defaults); aiohttp serves connections on the loop, writes a real kubeconfig to a
+temp directory so `kubectl --kubeconfig` and `apiclient.config.build_api_client` work
+unchanged, and creates the namespaces every cluster has. `nodes=N` registers N simulated
+kubelets (`node-1`..`node-N`, 110 pods allocatable), or N static Ready nodes without kubelets.
 """
 
 from __future__ import annotations
@@ -35,16 +36,22 @@ from localcluster.auth.tokens import ADMIN_TOKEN
 from localcluster.authn import BearerTokens
 from localcluster.builtin import register_builtins
 from localcluster.crd import CRDController
+from localcluster.daemonset import DaemonSetController
 from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
 from localcluster.kubelet import KubeletConfig, Kubelets
+from localcluster.namespacedefaults import KubernetesService, NamespaceDefaults
 from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
+from localcluster.podgc import QUARANTINE_SECONDS, PodGC
+from localcluster.podlogs import install as install_logs
 from localcluster.registry import Registry
 from localcluster.rest import RestHandlers
+from localcluster.rootca import make_root_ca
 from localcluster.scheduler import Scheduler
 from localcluster.server import build_app
+from localcluster.statefulset import StatefulSetController
 from localcluster.storage import DEFAULT_WINDOW, Storage
 
 
@@ -91,6 +98,8 @@ class LocalCluster:
         fault_seed: int = 0,
         authz: bool = False,
         tls: bool | None = None,
+        controllers: bool = True,
+        pod_gc_quarantine: float = QUARANTINE_SECONDS,
     ) -> None:
         self.nodes = nodes
         self.host = host
@@ -117,12 +126,20 @@ class LocalCluster:
         self.faults = Faults(self, seed=fault_seed)
         self.app.middlewares.append(self.faults.middleware)
         self.eviction = install_eviction(self.rest, self.objects)
+        self.logs = install_logs(self.rest, self.objects)
         self.scheduler = Scheduler(self.objects) if scheduler else None
         self.kubelets = Kubelets(self.objects, KubeletConfig(
             speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods))
         self._kubelets_enabled = kubelets
         self.gc = GarbageCollector(self.objects) if gc else None
         self.namespaces = NamespaceController(self.objects)
+        self.kubernetes_service = KubernetesService(self.objects, lambda: self.port or 443)
+        # KCM's controllers the embedded cluster simulates (besides the garbage collector); off
+        # for tests of the API alone, as the real tier's bare control plane runs none of them
+        self.root_ca = make_root_ca()
+        self.pod_gc = PodGC(self.objects, quarantine=pod_gc_quarantine)
+        self.controllers = [StatefulSetController(self.objects), DaemonSetController(self.objects),
+                            NamespaceDefaults(self.objects, self.root_ca), self.pod_gc] if controllers else []
         self._runner: web.AppRunner | None = None
         self._tmp: str | None = None
         self._tg: TaskGroup | None = None
@@ -166,6 +183,7 @@ class LocalCluster:
         sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
         self.port = sockets[0].getsockname()[1]
         self.url = f"{'https' if context is not None else 'http'}://{self.host}:{self.port}"
+        self.kubernetes_service.ensure()
         self._tmp = tempfile.mkdtemp(prefix="localcluster-")
         self.kubeconfig_path = str(Path(self._tmp) / "kubeconfig")
         await anyio.Path(self.kubeconfig_path).write_text(yaml.safe_dump(self.kubeconfig()))
@@ -178,6 +196,9 @@ class LocalCluster:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.crds.run)
             tg.start_soon(self.namespaces.run)
+            tg.start_soon(self.kubernetes_service.run)
+            for controller in self.controllers:
+                tg.start_soon(controller.run)
             for behaviour in (self.scheduler, self.gc, self.kubelets if self._kubelets_enabled else None):
                 if behaviour is not None:
                     tg.start_soon(behaviour.run)

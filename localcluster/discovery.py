@@ -54,6 +54,10 @@ _SUBRESOURCE_KINDS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "scale": ("autoscaling", "v1", "Scale", ("get", "patch", "update")),
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "binding": ("", "v1", "Binding", ("create",)),
+    "log": ("", "v1", "Pod", ("get",)),
+    "exec": ("", "v1", "PodExecOptions", ("create", "get")),
+    "attach": ("", "v1", "PodAttachOptions", ("create", "get")),
+    "portforward": ("", "v1", "PodPortForwardOptions", ("create", "get")),
 }
 _STATUS_VERBS = ("get", "patch", "update")
 
@@ -248,9 +252,9 @@ def setup_routes(app: web.Application, registry: Registry) -> None:
         doc = api_resource_list(registry, request.match_info["group"], request.match_info["version"])
         return _json(doc) if doc else _not_found()
 
-    app.router.add_get("/version", version)
-    app.router.add_get("/api", api)
-    app.router.add_get("/apis", apis)
-    app.router.add_get("/api/{version}", core_version)
-    app.router.add_get("/apis/{group}", group)
-    app.router.add_get("/apis/{group}/{version}", group_version)
+    # kube-apiserver answers each with and without a trailing slash (some clients, kr8s for
+    # one, always send it); deeper resource paths are trimmed by the REST handlers
+    for path, handler in (("/version", version), ("/api", api), ("/apis", apis), ("/api/{version}", core_version),
+                          ("/apis/{group}", group), ("/apis/{group}/{version}", group_version)):
+        app.router.add_get(path, handler)
+        app.router.add_get(path + "/", handler)

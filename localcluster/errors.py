@@ -49,6 +49,12 @@ def not_found(group_resource: str, name: str, *, group: str = "", kind: str = ""
     return StatusError(404, "NotFound", f'{group_resource} "{name}" not found', _details(group, kind or group_resource.split(".")[0], name))
 
 
+def resource_not_found() -> StatusError:
+    """A path naming no served resource: `details` present and empty, as kube-apiserver sends it
+    (`kubectl debug` reads `details` without checking it is there)."""
+    return StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+
 def already_exists(group_resource: str, name: str, *, group: str = "", kind: str = "") -> StatusError:
     return StatusError(
         409, "AlreadyExists", f'{group_resource} "{name}" already exists', _details(group, kind or group_resource.split(".")[0], name)

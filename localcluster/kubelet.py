@@ -9,8 +9,9 @@ What a real kubelet does that controllers can observe, and nothing else:
 - Pods bound to the node go Pending -> Running and Ready after `pod_start_delay` (containerStatuses,
   startTime, podIP, hostIP and the PodReadyToStartContainers / Initialized / ContainersReady /
   Ready / PodScheduled conditions); a pod being deleted is finished after
-  min(its grace period, `termination_cap`) by a delete with grace 0, as the kubelet does once
-  its containers have stopped.
+  min(its grace period, `termination_cap`): its containers are reported terminated (exit 0 if
+  that was within the grace period, 137 if killed at its end), Ready=False and the pod in a
+  terminal phase, then it is deleted with grace 0, as the kubelet does.
 
 Why one ticker and not a task per node: 5,000 nodes with a task each cost 5,000 sleeping
 coroutines and timer handles; here every due action (lease, status, pod start, pod finish) sits
@@ -394,8 +395,20 @@ class Kubelets(Mapping[str, Kubelet]):
                 raise
 
     def _finish_pod(self, key: tuple[str, str, str]) -> None:
+        """The containers have stopped: report them terminated (Ready=False, terminal phase),
+        then delete the pod with grace 0, as the kubelet's status manager does."""
         ns, name, uid = key
-        self._pending.pop(uid, None)
+        # kept as finishing until the DELETED event: the status write below must not schedule it again
+        entry = self.objects.storage.get("pods", ns, name)
+        if entry is None:
+            self._pending.pop(uid, None)
+        else:
+            pod = entry.load()
+            meta = pod["metadata"]
+            if meta["uid"] == uid and (pod.get("status") or {}).get("phase") == "Running":
+                killed = float(meta.get("deletionGracePeriodSeconds") or 0) <= self.config.termination_cap
+                pod["status"] = terminated_status(pod, exit_code=137 if killed else 0)
+                self._write_pod_status(pod)
         try:
             self.objects.delete(self._pod_rt, ns, name, grace_period_seconds=0, preconditions={"uid": uid})
         except errors.StatusError as exc:
@@ -516,6 +529,44 @@ def running_status(pod: Obj, *, pod_ip: str, host_ip: str, ready: bool) -> Obj:
     status["conditions"].extend(c for c in old.get("conditions") or [] if c.get("type") not in own)
     pod["status"] = status
     set_readiness(pod, ready)
+    return status
+
+
+def terminated_status(pod: Obj, *, exit_code: int) -> Obj:
+    """The status a kubelet reports once a deleted pod's containers have stopped: each
+    container terminated with `exit_code` (0 when it stopped within its grace period, 137 when
+    killed at its end), not ready, and the pod in a terminal phase (`getPhase` for a pod that
+    is terminal: Succeeded when every container exited 0, else Failed)."""
+    now = now_rfc3339()
+    status = dict(pod.get("status") or {})
+    succeeded = exit_code == 0
+    statuses = []
+    for cs in status.get("containerStatuses") or []:
+        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt") or status.get("startTime") or now
+        terminated = {"exitCode": exit_code, "reason": "Completed" if succeeded else "Error", "startedAt": started,
+                      "finishedAt": now, "containerID": cs.get("containerID", "")}
+        statuses.append({**cs, "ready": False, "started": False, "state": {"terminated": terminated}})
+    status["containerStatuses"] = statuses
+    status["phase"] = "Succeeded" if succeeded else "Failed"
+    names = " ".join(cs["name"] for cs in statuses)
+    conditions = []
+    for cond in status.get("conditions") or []:
+        cond = dict(cond)
+        kind = cond.get("type")
+        if kind in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
+            if cond.get("status") != "False":
+                cond["lastTransitionTime"] = now
+            cond["status"] = "False"
+            cond.pop("reason", None)
+            cond.pop("message", None)
+            if kind != "PodReadyToStartContainers":
+                if succeeded:
+                    cond["reason"] = "PodCompleted"
+                else:
+                    cond["reason"] = "ContainersNotReady"
+                    cond["message"] = f"containers with unready status: [{names}]"
+        conditions.append(cond)
+    status["conditions"] = conditions
     return status
 
 

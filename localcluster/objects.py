@@ -496,6 +496,7 @@ class ObjectAPI:
         if opts.dry_run:
             return self._dry_entry(rt, obj, new=False)
         entry = self.storage.remove(rt.storage_key, obj)
+        rt.strategy.released(obj)
         for hook in list(self.on_removed):
             hook(rt, obj)
         return entry

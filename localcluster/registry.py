@@ -105,6 +105,13 @@ class Strategy:
     field_labels: frozenset[str] = frozenset()
     #: Pods: DELETE sets deletionTimestamp and waits (see `graceful_period`).
     graceful_deletion: bool = False
+    #: DELETE answers with the deleted object, not a Status (the store's `ReturnDeletedObject`:
+    #: pods, services, service accounts).
+    return_deleted_object: bool = False
+    #: PUT of a missing object creates it (`AllowCreateOnUpdate`: leases, events, services, ...).
+    allow_create_on_update: bool = False
+    #: PUT without metadata.resourceVersion is allowed (`AllowUnconditionalUpdate`; not for leases).
+    allow_unconditional_update: bool = True
 
     # -- writes -------------------------------------------------------------------------
     def default(self, obj: Obj) -> None:
@@ -162,6 +169,9 @@ class Strategy:
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]] | None:
         """Extra `kubectl get` columns after NAME and before AGE (None: just name and age)."""
         return None
+
+    def released(self, obj: Obj) -> None:
+        """The object is gone from storage: free what it held (a service's node ports)."""
 
     def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
         """Seconds of grace for DELETE, or None to delete at once. Only read when

@@ -98,11 +98,11 @@ class RestHandlers:
     async def handle_group(self, request: web.Request) -> web.StreamResponse:
         parts = request.match_info["path"].strip("/").split("/")
         if len(parts) < 3:
-            return status_response(errors.StatusError(404, "NotFound", "the server could not find the requested resource"))
+            return status_response(errors.resource_not_found())
         return await self._dispatch(request, parts[0], parts[1], parts[2:])
 
     def resolve(self, group: str, version: str, parts: list[str]) -> Target:
-        not_found = errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        not_found = errors.resource_not_found()
         watch = False
         if parts and parts[0] == "watch":
             watch, parts = True, parts[1:]
@@ -162,7 +162,7 @@ class RestHandlers:
             entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts), subresource=sub, opts=opts)
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if sub not in (None, "status"):
-            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.resource_not_found()
         if method == "GET":
             entry = self.objects.get_entry(t.rt, t.namespace, t.name)
             if wants_table(request.headers.get("Accept", "")):
@@ -170,7 +170,14 @@ class RestHandlers:
             return _json(self._render(t.rt, entry.raw))
         if method == "PUT":
             opts = _write_options(request, "UpdateOptions")
-            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts), subresource=sub, opts=opts)
+            body = await _body(request, opts)
+            if (sub is None and t.rt.strategy.allow_create_on_update
+                    and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None):
+                return _warned(_json(self._create_on_update(t, body, opts).raw, 201), opts)
+            if not t.rt.strategy.allow_unconditional_update and not ((body or {}).get("metadata") or {}).get("resourceVersion"):
+                raise errors.invalid(t.rt.plural, t.name, [FieldError(
+                    "FieldValueInvalid", "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")], group=t.rt.group)
+            entry = self.objects.update(t.rt, t.namespace, t.name, body, subresource=sub, opts=opts)
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if method == "PATCH":
             opts = _write_options(request, "PatchOptions")
@@ -249,6 +256,19 @@ class RestHandlers:
             render=render,
         )
 
+    def _create_on_update(self, t: Target, body: Any, opts: WriteOptions) -> Entry:
+        """PUT of a missing object of a kind that allows it is a create under the URL's name
+        (the generic store's `AllowCreateOnUpdate` path; a resourceVersion sent is ignored)."""
+        assert t.name is not None
+        if isinstance(body, dict):
+            meta = body.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                if meta.get("name") not in (None, t.name):
+                    raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({t.name})")
+                meta["name"] = t.name
+                meta.pop("resourceVersion", None)
+        return self.objects.create(t.rt, t.namespace, body, opts=opts)
+
     def _delete(self, request: web.Request, t: Target, options: dict[str, Any]) -> web.Response:
         q = request.query
         assert t.name is not None
@@ -264,7 +284,7 @@ class RestHandlers:
             t.rt, t.namespace, t.name, grace_period_seconds=grace, propagation_policy=policy,
             preconditions=options.get("preconditions"), orphan_dependents=orphan, opts=opts,
         )
-        if result.deleted and t.rt.storage_key != "pods":
+        if result.deleted and not t.rt.strategy.return_deleted_object:
             obj = orjson.loads(result.entry.raw)
             details: dict[str, Any] = {"name": t.name, "kind": t.rt.plural, "uid": obj["metadata"].get("uid")}
             if t.rt.group:

@@ -136,7 +136,9 @@ class ApiKubelets:
         self._intervals_changed = anyio.Event()
         self._kubelets: dict[str, ApiKubelet] = {}
         self._tg: TaskGroup | None = None
-        self._pending: set[tuple[str, str]] = set()
+        # pods being started or finished, by uid: a StatefulSet pod made again under the same
+        # name while its predecessor's finish is still winding down must not be skipped
+        self._pending: set[str] = set()
         self._watch_scope: anyio.CancelScope | None = None
         self.registered = anyio.Event()
 
@@ -302,12 +304,12 @@ class ApiKubelets:
         if kubelet is None or not kubelet.running or self._tg is None:
             return
         key = (meta["namespace"], meta["name"])
-        if key in self._pending:
+        if meta["uid"] in self._pending:
             return
         if meta.get("deletionTimestamp"):
             self.held.pop(key, None)
             grace = meta.get("deletionGracePeriodSeconds") or 0
-            self._pending.add(key)
+            self._pending.add(meta["uid"])
             self._tg.start_soon(self._finish, pod, min(float(grace), self.termination_cap))
             return
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
@@ -317,7 +319,7 @@ class ApiKubelets:
         recovering = key in kubelet.recovering and not ready
         if status.get("phase") != "Running" or (ready and failing) or recovering:
             kubelet.recovering.discard(key)
-            self._pending.add(key)
+            self._pending.add(meta["uid"])
             delay = self.pod_start_delay if status.get("phase") != "Running" else 0.0
             self._tg.start_soon(self._run_pod, pod, kubelet, delay)
 
@@ -328,7 +330,7 @@ class ApiKubelets:
         if entry is None or self._tg is None:
             return
         self._released.add(key)
-        self._pending.add(key)
+        self._pending.add(entry[0]["metadata"]["uid"])
         self._tg.start_soon(self._run_pod, entry[0], entry[1], 0.0)
 
     def _never_ready(self, pod: Obj) -> bool:
@@ -367,7 +369,7 @@ class ApiKubelets:
                 PODS, meta["name"], {"status": status, "metadata": {"uid": meta["uid"]}},
                 namespace=meta["namespace"], subresource="status", patch_type="strategic"), give_up=(404, 409, 422))
         finally:
-            self._pending.discard(key)
+            self._pending.discard(meta["uid"])
 
     async def _finish(self, pod: Obj, delay: float) -> None:
         meta = pod["metadata"]
@@ -377,4 +379,4 @@ class ApiKubelets:
                 PODS, meta["name"], namespace=meta["namespace"], grace_period_seconds=0,
                 preconditions={"uid": meta["uid"]}), give_up=(404, 409))
         finally:
-            self._pending.discard((meta["namespace"], meta["name"]))
+            self._pending.discard(meta["uid"])

@@ -4,7 +4,8 @@
 session's real control plane (see tests/conftest.py). Options the real control plane cannot
 switch per test (its scheduler and kube-controller-manager's garbage collector always run)
 are honoured only all together: with neither scheduler nor garbage collector the test gets the
-session's bare control plane (kube-apiserver alone); otherwise the full one.
+session's bare control plane (kube-apiserver alone), and the local cluster runs none of the
+KCM controllers it simulates either; otherwise the full one.
 """
 
 from __future__ import annotations
@@ -46,5 +47,7 @@ async def cluster_on_backend(request: pytest.FixtureRequest, **local_options: An
                                kubelets=local_options.get("kubelets", True)) as real:
             yield real
         return
+    if not local_options.get("scheduler", True) and not local_options.get("gc", True):
+        local_options.setdefault("controllers", False)  # as the bare plane: no KCM controller but namespaces'
     async with LocalCluster(**local_options) as local:
         yield local

@@ -373,20 +373,34 @@ def compute_hash(template: Obj, collision_count: int | None) -> str:
     return safe_encode(str(h))
 
 
+def semantic(value: Any) -> Any:
+    """A JSON value as Go's typed `apiequality.Semantic.DeepEqual` sees it: a null, an empty
+    map or list and an absent field are the same (a zero struct or nil map decodes from each),
+    so they are all dropped. Clients that send a template through Go types (kubectl rollout
+    undo) add `creationTimestamp: null` and `resources: {}`; the stored one may lack them."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            item = semantic(item)
+            if item is not None and item != {} and item != []:
+                out[key] = item
+        return out
+    if isinstance(value, list):
+        return [semantic(item) for item in value]
+    return value
+
+
 def _template_without_hash(template: Obj | None) -> dict[str, Any]:
     t = copy.deepcopy(dict(template or {}))
     labels = (t.get("metadata") or {}).get("labels")
-    if labels is not None:
+    if isinstance(labels, dict):
         labels.pop(POD_TEMPLATE_HASH_LABEL, None)
-        if not labels:
-            t["metadata"].pop("labels")
-    if "metadata" in t and not t["metadata"]:
-        t.pop("metadata")
-    return t
+    normal: dict[str, Any] = semantic(t)
+    return normal
 
 
 def equal_ignore_hash(t1: Obj | None, t2: Obj | None) -> bool:
-    """`EqualIgnoreHash`: templates equal once the `pod-template-hash` label is ignored."""
+    """`EqualIgnoreHash`: templates semantically equal once the `pod-template-hash` label is ignored."""
     return _template_without_hash(t1) == _template_without_hash(t2)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from localcluster.builtin.apps import (
+    ControllerRevisionStrategy,
     DaemonSetStrategy,
     DeploymentStrategy,
     ReplicaSetStrategy,
@@ -33,7 +34,8 @@ def builtin_types() -> list[ResourceType]:
                      verbs=("create", "delete", "get", "list", "patch", "update", "watch"), strategy=NamespaceStrategy()),
         ResourceType("", "v1", "nodes", "Node", False, short_names=("no",), subresources=frozenset({"status"}), strategy=NodeStrategy()),
         ResourceType("", "v1", "pods", "Pod", True, short_names=("po",), categories=("all",),
-                     subresources=frozenset({"status", "binding", "eviction"}), strategy=PodStrategy()),
+                     subresources=frozenset({"status", "binding", "eviction", "log", "exec", "attach", "portforward"}),
+                     strategy=PodStrategy()),
         ResourceType("", "v1", "events", "Event", True, short_names=("ev",), strategy=EventStrategy()),
         ResourceType("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",), strategy=ConfigMapStrategy()),
         ResourceType("", "v1", "secrets", "Secret", True, strategy=SecretStrategy()),
@@ -52,6 +54,7 @@ def builtin_types() -> list[ResourceType]:
                      subresources=frozenset({"status", "scale"}), strategy=StatefulSetStrategy(), scale=_SCALE),
         ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",), categories=("all",),
                      subresources=frozenset({"status"}), strategy=DaemonSetStrategy()),
+        ResourceType("apps", "v1", "controllerrevisions", "ControllerRevision", True, strategy=ControllerRevisionStrategy()),
         ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
                      subresources=frozenset({"status"}), strategy=PodDisruptionBudgetStrategy()),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, strategy=LeaseStrategy()),

@@ -6,12 +6,14 @@ from typing import Any
 
 from kubeutil import selectors
 from localcluster.builtin.base import BuiltinStrategy, columns, get_path
-from localcluster.builtin.pods import default_pod_spec, validate_pod_spec
+from localcluster.builtin.pods import default_pod_spec, default_template_metadata, validate_pod_spec
 from localcluster.builtin.validation import immutable, non_negative, validate_label_selector, validate_labels
 from localcluster.registry import FieldError, Obj, TableColumn
 
 
 def _default_template(obj: Obj) -> None:
+    template = get_path(obj, "spec", "template")
+    default_template_metadata(template)
     spec = get_path(obj, "spec", "template", "spec")
     if isinstance(spec, dict):
         default_pod_spec(spec)
@@ -98,6 +100,11 @@ class DeploymentStrategy(WorkloadStrategy):
         else:
             obj["metadata"]["labels"] = labels
 
+    def prepare_for_create(self, obj: Obj) -> None:
+        """A Deployment starts with an empty status (`{}`), which the real server serializes."""
+        super().prepare_for_create(obj)
+        obj["status"] = {}
+
     def default(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
         if not isinstance(spec, dict):
@@ -136,6 +143,10 @@ class DeploymentStrategy(WorkloadStrategy):
             str(status.get("updatedReplicas", 0)),
             str(status.get("availableReplicas", 0)),
         ]
+
+
+def _quoted(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def _zero(value: Any) -> bool:
@@ -181,14 +192,48 @@ class StatefulSetStrategy(WorkloadStrategy):
         super().prepare_for_create(obj)
         obj["status"] = {"replicas": 0, "availableReplicas": 0}
 
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = super().validate(obj, old)
+        spec = obj.get("spec") or {}
+        policy = spec.get("podManagementPolicy")
+        if policy not in ("OrderedReady", "Parallel"):
+            errs.append(FieldError("FieldValueInvalid", "spec.podManagementPolicy",
+                                   f"Invalid value: {_quoted(policy)}: must be 'OrderedReady' or 'Parallel'"))
+        update = spec.get("updateStrategy") or {}
+        if update.get("type") not in ("RollingUpdate", "OnDelete"):
+            errs.append(FieldError("FieldValueInvalid", "spec.updateStrategy",
+                                   f"Invalid value: {_quoted(update.get('type'))}: must be 'RollingUpdate' or 'OnDelete'"))
+        errs.extend(non_negative(get_path(update, "rollingUpdate", "partition"), "spec.updateStrategy.rollingUpdate.partition"))
+        errs.extend(non_negative(get_path(spec, "ordinals", "start"), "spec.ordinals.start"))
+        return errs
+
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         return columns(("Ready", "string")), [f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"]
 
 
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
 class DaemonSetStrategy(WorkloadStrategy):
+    """The internal `spec.templateGeneration` (1 on create, +1 when the template changes) is
+    what apps/v1 shows as the `deprecated.daemonset.template.generation` annotation; the
+    controller labels pods with it (`pod-template-generation`)."""
+
     kind = "DaemonSet"
     has_replicas = False
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        super().prepare_for_update(obj, old)
+        annotations = obj["metadata"].setdefault("annotations", {})
+        old_generation = (old["metadata"].get("annotations") or {}).get(TEMPLATE_GENERATION, "1")
+        if get_path(obj, "spec", "template") != get_path(old, "spec", "template"):
+            try:
+                annotations[TEMPLATE_GENERATION] = str(int(old_generation) + 1)
+            except ValueError:
+                annotations[TEMPLATE_GENERATION] = "1"
+        else:
+            annotations[TEMPLATE_GENERATION] = old_generation
 
     def default(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
@@ -202,11 +247,40 @@ class DaemonSetStrategy(WorkloadStrategy):
         spec.setdefault("revisionHistoryLimit", 10)
         _default_template(obj)
 
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = super().validate(obj, old)
+        update = get_path(obj, "spec", "updateStrategy", default={})
+        if update.get("type") not in ("RollingUpdate", "OnDelete"):
+            errs.append(FieldError.not_supported("spec.updateStrategy", update.get("type"), ("RollingUpdate", "OnDelete")))
+        rolling = update.get("rollingUpdate") or {}
+        if update.get("type") == "RollingUpdate" and _zero(rolling.get("maxSurge", 0)) and _zero(rolling.get("maxUnavailable", 1)):
+            errs.append(FieldError.required("spec.updateStrategy.rollingUpdate.maxUnavailable", "Required value: cannot be 0 when maxSurge is 0"))
+        return errs
+
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}
+        obj["metadata"].setdefault("annotations", {})[TEMPLATE_GENERATION] = "1"
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         status = obj.get("status") or {}
         cols = columns(("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"))
         return cols, [status.get("desiredNumberScheduled", 0), status.get("currentNumberScheduled", 0), status.get("numberReady", 0)]
+
+
+class ControllerRevisionStrategy(BuiltinStrategy):
+    """apps/v1 ControllerRevision: an immutable snapshot (`data`) with a revision number."""
+
+    kind = "ControllerRevision"
+    tracks_generation = False
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = non_negative(obj.get("revision"), "revision")
+        if old is not None and obj.get("data") != old.get("data"):
+            errs.append(FieldError("FieldValueInvalid", "data", "Invalid value: field is immutable"))
+        return errs
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        owner = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+        controller = f"{str(owner.get('kind', '')).lower()}.apps/{owner.get('name', '')}" if owner else "<none>"
+        return columns(("Controller", "string"), ("Revision", "integer")), [controller, obj.get("revision", 0)]

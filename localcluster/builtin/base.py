@@ -67,3 +67,10 @@ def get_path(obj: Any, *path: str, default: Any = None) -> Any:
             return default
         cur = cur.get(part)
     return default if cur is None else cur
+
+
+def get_int(obj: Any, *path: str, default: int = 0) -> int:
+    """An integer field, or `default` when it is absent, null or not an integer (a controller
+    reading a field validation let through never crashes on it)."""
+    value = get_path(obj, *path)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default

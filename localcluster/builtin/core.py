@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
+import random
 import re
 from typing import Any
 
@@ -103,22 +104,41 @@ class NamespaceStrategy(BuiltinStrategy):
         return columns(("Status", "string")), [get_path(obj, "status", "phase", default="")]
 
 
+NODE_PORT_RANGE = range(30000, 32768)
+_NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
+
+
+def _wants_node_ports(spec: Obj) -> bool:
+    return spec.get("type") == "NodePort" or (spec.get("type") == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts", True))
+
+
 class ServiceStrategy(BuiltinStrategy):
-    """ClusterIP allocation from 10.96.0.0/12 and the port defaults of `SetDefaults_Service`."""
+    """ClusterIP allocation from 10.96.0.0/12, the port defaults of `SetDefaults_Service`, and
+    node ports from 30000-32767 for NodePort and LoadBalancer services (a port asked for must
+    be free and in range; one left out is picked at random), released when the service goes or
+    stops being of a node-port type."""
 
     kind = "Service"
     has_status_subresource = True
     tracks_generation = False
     label_names = True
+    return_deleted_object = True
+    allow_create_on_update = True
 
     def __init__(self) -> None:
         self._ips = itertools.count(10)
+        self._node_ports: dict[int, str] = {}  # port -> uid of the service holding it
+        self._random = random.Random()
 
     def default(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
         spec.setdefault("type", "ClusterIP")
         spec.setdefault("sessionAffinity", "None")
         spec.setdefault("internalTrafficPolicy", "Cluster")
+        if spec["type"] in _NODE_PORT_TYPES:
+            spec.setdefault("externalTrafficPolicy", "Cluster")
+        if spec["type"] == "LoadBalancer":
+            spec.setdefault("allocateLoadBalancerNodePorts", True)
         for port in spec.get("ports") or []:
             port.setdefault("protocol", "TCP")
             port.setdefault("targetPort", port.get("port"))
@@ -134,6 +154,47 @@ class ServiceStrategy(BuiltinStrategy):
             spec.setdefault("ipFamilyPolicy", "SingleStack")
         obj["status"] = {"loadBalancer": {}}
         obj["metadata"].pop("generation", None)
+        self._claim_node_ports(obj)
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        super().prepare_for_update(obj, old)
+        spec = obj.get("spec") or {}
+        if spec.get("type") not in _NODE_PORT_TYPES and get_path(old, "spec", "type") in _NODE_PORT_TYPES:
+            # `dropTypeDependentFields`: what only a node-port type uses goes with the type
+            for port in spec.get("ports") or []:
+                if isinstance(port, dict):
+                    port.pop("nodePort", None)
+            for key in ("externalTrafficPolicy", "healthCheckNodePort", "allocateLoadBalancerNodePorts"):
+                spec.pop(key, None)
+        self._claim_node_ports(obj)
+        kept = {p.get("nodePort") for p in spec.get("ports") or [] if isinstance(p, dict)}
+        for port in get_path(old, "spec", "ports", default=[]):
+            held = port.get("nodePort") if isinstance(port, dict) else None
+            if isinstance(held, int) and held not in kept and self._node_ports.get(held) == old["metadata"].get("uid"):
+                del self._node_ports[held]
+
+    def _claim_node_ports(self, obj: Obj) -> None:
+        spec, uid = obj.get("spec") or {}, obj["metadata"].get("uid", "")
+        if not _wants_node_ports(spec):
+            return
+        for port in spec.get("ports") or []:
+            if not isinstance(port, dict):
+                continue
+            wanted = port.get("nodePort")
+            if isinstance(wanted, int) and wanted in NODE_PORT_RANGE:
+                self._node_ports.setdefault(wanted, uid)
+            elif wanted is None and len(self._node_ports) < len(NODE_PORT_RANGE):
+                while (pick := self._random.choice(NODE_PORT_RANGE)) in self._node_ports:
+                    pass
+                self._node_ports[pick] = uid
+                port["nodePort"] = pick
+
+    def released(self, obj: Obj) -> None:
+        uid = obj["metadata"].get("uid")
+        for port in get_path(obj, "spec", "ports", default=[]):
+            held = port.get("nodePort") if isinstance(port, dict) else None
+            if isinstance(held, int) and self._node_ports.get(held) == uid:
+                del self._node_ports[held]
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
@@ -142,13 +203,28 @@ class ServiceStrategy(BuiltinStrategy):
             errs.append(FieldError.required("spec.ports"))
         if old is not None and get_path(old, "spec", "clusterIP") and spec.get("clusterIP") != get_path(old, "spec", "clusterIP"):
             errs.append(FieldError("FieldValueInvalid", "spec.clusterIPs[0]", "Invalid value: field is immutable"))
+        uid = obj["metadata"].get("uid")
+        for i, port in enumerate(spec.get("ports") or []):
+            node_port = port.get("nodePort") if isinstance(port, dict) else None
+            if node_port is None:
+                continue
+            path = f"spec.ports[{i}].nodePort"
+            if spec.get("type") not in _NODE_PORT_TYPES:
+                errs.append(FieldError.forbidden(path, f"may not be used when `type` is '{spec.get('type')}'"))
+            elif not isinstance(node_port, int) or node_port not in NODE_PORT_RANGE:
+                errs.append(FieldError.invalid(path, node_port, "provided port is not in the valid range. The range of valid ports is 30000-32767"))
+            elif self._node_ports.get(node_port) != uid:
+                errs.append(FieldError.invalid(path, node_port, "provided port is already allocated"))
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec = obj.get("spec") or {}
-        ports = ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or []) or "<none>"
+        ports = ",".join(
+            f"{p.get('port')}:{p['nodePort']}/{p.get('protocol', 'TCP')}" if p.get("nodePort") else f"{p.get('port')}/{p.get('protocol', 'TCP')}"
+            for p in spec.get("ports") or []) or "<none>"
+        external = "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
         cols = columns(("Type", "string"), ("Cluster-IP", "string"), ("External-IP", "string"), ("Port(s)", "string"))
-        return cols, [spec.get("type", ""), spec.get("clusterIP", ""), "<none>", ports]
+        return cols, [spec.get("type", ""), spec.get("clusterIP", ""), external, ports]
 
 
 class ConfigMapStrategy(BuiltinStrategy):
@@ -186,11 +262,15 @@ class SecretStrategy(BuiltinStrategy):
         data = obj.get("data")
         if isinstance(data, dict):
             # `data` is []byte in Go: bad base64 fails decoding (400), before validation
-            for value in data.values():
+            for key, value in list(data.items()):
+                # Go's decoder skips \r and \n inside base64; the value is stored re-encoded
+                text = str(value).replace("\r", "").replace("\n", "")
                 try:
-                    base64.b64decode(str(value), validate=True)
+                    decoded = base64.b64decode(text, validate=True)
                 except (binascii.Error, ValueError) as exc:
                     raise errors.bad_request(f'Secret in version "v1" cannot be handled as a Secret: illegal base64 data: {exc}') from exc
+                if text != value:
+                    data[key] = base64.b64encode(decoded).decode()
         if not obj.get("type"):
             obj["type"] = "Opaque"
         string_data = obj.pop("stringData", None)
@@ -229,6 +309,7 @@ class SecretStrategy(BuiltinStrategy):
 class ServiceAccountStrategy(BuiltinStrategy):
     kind = "ServiceAccount"
     tracks_generation = False
+    return_deleted_object = True
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         return columns(("Secrets", "string")), [str(len(obj.get("secrets") or []))]
@@ -239,6 +320,7 @@ class EventStrategy(BuiltinStrategy):
 
     kind = "Event"
     tracks_generation = False
+    allow_create_on_update = True
     field_labels = frozenset(
         {
             "involvedObject.kind",

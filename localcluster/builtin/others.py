@@ -58,6 +58,8 @@ class LeaseStrategy(BuiltinStrategy):
     group = "coordination.k8s.io"
     kind = "Lease"
     tracks_generation = False
+    allow_create_on_update = True
+    allow_unconditional_update = False
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         spec = obj.get("spec") or {}
@@ -76,6 +78,7 @@ class EventsV1Strategy(BuiltinStrategy):
     group = "events.k8s.io"
     kind = "Event"
     tracks_generation = False
+    allow_create_on_update = True
     field_labels = frozenset({"reason", "type", "regarding.kind", "regarding.name", "regarding.namespace", "reportingController"})
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:

@@ -44,6 +44,18 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
             default_container(container)
 
 
+def default_template_metadata(template: Any) -> None:
+    """A PodTemplateSpec's metadata as Go serializes it: always present, with
+    `creationTimestamp: null` (a zero `metav1.Time` is written as null, never left out)."""
+    if not isinstance(template, dict):
+        return
+    meta = template.get("metadata")
+    if meta is None:
+        meta = template["metadata"] = {}
+    if isinstance(meta, dict) and meta.get("creationTimestamp") is None:
+        meta["creationTimestamp"] = None
+
+
 def add_default_tolerations(spec: dict[str, Any]) -> None:
     """DefaultTolerationSeconds admission: skipped for a key already tolerated for NoExecute."""
     tolerations = spec.setdefault("tolerations", [])
@@ -89,6 +101,7 @@ class PodStrategy(BuiltinStrategy):
     has_status_subresource = True
     tracks_generation = False
     graceful_deletion = True
+    return_deleted_object = True
     field_labels = frozenset(
         {
             "spec.nodeName",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from localcluster.builtin.base import BuiltinStrategy, columns, get_path
-from localcluster.builtin.pods import default_pod_spec
+from localcluster.builtin.pods import default_pod_spec, default_template_metadata
 from localcluster.builtin.validation import non_negative
 from localcluster.registry import FieldError, Obj, ScaleSubresource, TableColumn
 
@@ -30,6 +30,7 @@ class ReplicationControllerStrategy(BuiltinStrategy):
         labels = get_path(obj, "spec", "template", "metadata", "labels")
         if not spec.get("selector") and isinstance(labels, dict):
             spec["selector"] = dict(labels)
+        default_template_metadata(get_path(obj, "spec", "template"))
         pod_spec = get_path(obj, "spec", "template", "spec")
         if isinstance(pod_spec, dict):
             default_pod_spec(pod_spec)

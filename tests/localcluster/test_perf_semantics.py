@@ -174,7 +174,7 @@ async def test_watch_batches_keep_order_across_write_boundaries(monkeypatch: pyt
     """Initial state and backlog go out `MAX_BATCH` events per write: nothing lost, reordered or
     repeated at the seams, and the initial-events-end bookmark still comes after the state."""
     monkeypatch.setattr(watch, "MAX_BATCH", 2)
-    async with LocalCluster(nodes=0, scheduler=False, kubelets=False, gc=False) as cluster:
+    async with LocalCluster(nodes=0, scheduler=False, kubelets=False, gc=False, controllers=False) as cluster:
         rt = cluster.registry.get("", "v1", "configmaps")
         assert rt is not None
         for i in range(5):

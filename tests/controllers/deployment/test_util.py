@@ -56,6 +56,19 @@ def test_equal_ignore_hash_ignores_only_the_hash_label() -> None:
     assert not util.equal_ignore_hash(other, TEMPLATE)
 
 
+def test_equal_ignore_hash_is_semantic_equality() -> None:
+    """As Go's typed comparison: null, absent, `{}` and `[]` alike (what `kubectl rollout undo` sends back)."""
+    stored = {"metadata": {"labels": {"app": "web", "pod-template-hash": "abc"}},
+              "spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}
+    from_kubectl = {"metadata": {"creationTimestamp": None, "labels": {"app": "web"}, "annotations": {}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx:1.26", "resources": {}, "env": []}],
+                             "securityContext": {}, "volumes": None}}
+    assert util.equal_ignore_hash(stored, from_kubectl)
+    changed = {**from_kubectl, "spec": {"containers": [{"name": "c", "image": "nginx:1.27", "resources": {}}]}}
+    assert not util.equal_ignore_hash(stored, changed)
+    assert not util.equal_ignore_hash({"spec": {"hostNetwork": False}}, {"spec": {"hostNetwork": True}})
+
+
 def test_new_rs_new_replicas_respects_surge_budget() -> None:
     d = deployment(10, max_surge=3, max_unavailable=2)
     old = replica_set("old", 10)

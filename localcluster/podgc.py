@@ -1,0 +1,90 @@
+"""The pod garbage collector's orphan sweep, as KCM's `podgc` runs it (`gcOrphaned`).
+
+A pod bound to a node that does not exist is deleted once the node has stayed absent for a
+quarantine (40 s in KCM, so a node deleted and registered again in between keeps its pods): it
+is first marked Failed with the `DisruptionTarget` condition (reason `DeletionByPodGC`), as
+KCM since 1.26 does, then deleted with grace 0. Event-driven: a node's deletion, or a pod bound
+to a node that is not there, starts the node's quarantine; nothing polls.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from localcluster import errors
+from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster.registry import Obj, ResourceType
+from localcluster.storage import StoredEvent
+
+#: KCM's `quarantineTime`.
+QUARANTINE_SECONDS = 40.0
+
+
+class PodGC:
+    def __init__(self, objects: ObjectAPI, *, quarantine: float = QUARANTINE_SECONDS) -> None:
+        self.objects = objects
+        self.quarantine = quarantine
+        rt = objects.registry.get("", "v1", "pods")
+        assert rt is not None
+        self._pod_rt: ResourceType = rt
+        self._waiting: set[str] = set()
+        self.loop: KeyedLoop[str] = KeyedLoop(self.sync)
+        self.deleted = 0
+        #: Quarantines that ran out (each looked for the node once more).
+        self.swept = 0
+
+    async def run(self) -> None:
+        storage = self.objects.storage
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_storage, storage, "nodes", self._on_node)
+            tg.start_soon(watch_storage, storage, "pods", self._on_pod)
+            tg.start_soon(self.loop.run)
+
+    def _quarantine(self, node: str) -> None:
+        if node not in self._waiting:
+            self._waiting.add(node)
+            self.loop.add_after(node, self.quarantine)
+
+    def _on_node(self, ev: StoredEvent) -> None:
+        if ev.type == "DELETED":
+            self._quarantine(ev.obj["metadata"]["name"])
+
+    def _on_pod(self, ev: StoredEvent) -> None:
+        node = ev.fields.get("spec.nodeName")
+        if ev.type != "DELETED" and node and self.objects.storage.get("nodes", "", node) is None:
+            self._quarantine(node)
+
+    def sync(self, node: str) -> float | None:
+        self._waiting.discard(node)
+        self.swept += 1
+        storage = self.objects.storage
+        if storage.get("nodes", "", node) is not None:
+            return None
+        for entry in list(storage.iter_entries("pods")):
+            if entry.fields.get("spec.nodeName") != node:
+                continue
+            pod = entry.load()
+            try:
+                self._mark_failed(pod)
+                meta = pod["metadata"]
+                self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], grace_period_seconds=0,
+                                    preconditions={"uid": meta["uid"]})
+                self.deleted += 1
+            except errors.StatusError:
+                continue  # gone meanwhile, or refused: the next quarantine looks again
+        return None
+
+    def _mark_failed(self, pod: Obj) -> None:
+        """`markFailedAndDeletePodWithCondition`: a terminal phase and why, before the delete."""
+        status = pod.setdefault("status", {})
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return
+        status["phase"] = "Failed"
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+        conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": now_rfc3339(), "reason": "DeletionByPodGC",
+                           "message": "PodGC: node no longer exists"})
+        status["conditions"] = conditions
+        meta = pod["metadata"]
+        self.objects.update_status(self._pod_rt, meta["namespace"], meta["name"], pod)

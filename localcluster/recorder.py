@@ -1,0 +1,63 @@
+"""core/v1 Events from the in-process controllers, as client-go's legacy event recorder writes them.
+
+`kubectl describe statefulset web` shows the events KCM's controllers record (SuccessfulCreate,
+SuccessfulDelete); the simulated controllers record the same ones. One Event per
+(object, reason, message) is kept and its `count` / `lastTimestamp` bumped on repeats, as the
+recorder's correlator does, named `<object>.<hex nanoseconds>` as client-go names them.
+"""
+
+from __future__ import annotations
+
+import time
+
+from localcluster import errors
+from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster.registry import Obj, ResourceType
+
+#: Repeats of one event kept in memory at most (the correlator's LRU is 4096 entries).
+_CACHE_SIZE = 4096
+
+
+class EventRecorder:
+    def __init__(self, objects: ObjectAPI, component: str) -> None:
+        self.objects = objects
+        self.component = component
+        rt = objects.registry.get("", "v1", "events")
+        assert rt is not None
+        self._rt: ResourceType = rt
+        self._seen: dict[tuple[str, str, str, str], str] = {}  # (namespace, uid, reason, message) -> event name
+
+    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        """Record; never raises for an API refusal (a terminating namespace, a race)."""
+        meta = obj["metadata"]
+        namespace = meta.get("namespace") or "default"
+        key = (namespace, meta.get("uid", ""), reason, message)
+        try:
+            name = self._seen.get(key)
+            if name is not None and self._bump(namespace, name):
+                return
+            now = now_rfc3339()
+            name = f"{meta['name']}.{time.time_ns():x}"
+            self.objects.create(self._rt, namespace, {
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": {"kind": obj.get("kind"), "namespace": namespace, "name": meta["name"], "uid": meta.get("uid"),
+                                   "apiVersion": obj.get("apiVersion"), "resourceVersion": meta.get("resourceVersion")},
+                "reason": reason, "message": message, "source": {"component": self.component},
+                "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": type_,
+                "eventTime": None, "reportingComponent": "", "reportingInstance": "",
+            })
+        except errors.StatusError:
+            return
+        if len(self._seen) >= _CACHE_SIZE:
+            self._seen.pop(next(iter(self._seen)))
+        self._seen[key] = name
+
+    def _bump(self, namespace: str, name: str) -> bool:
+        entry = self.objects.storage.get(self._rt.storage_key, namespace, name)
+        if entry is None:
+            return False
+        event = entry.load()
+        event["count"] = int(event.get("count") or 1) + 1
+        event["lastTimestamp"] = now_rfc3339()
+        self.objects.update(self._rt, namespace, name, event)
+        return True
