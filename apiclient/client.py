@@ -17,6 +17,7 @@ writes never delays another's, nor a lease renewal.
 from __future__ import annotations
 
 import builtins
+import contextvars
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -43,6 +44,9 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 QueryValue = str | int | bool
 Obj = dict[str, Any]
+# kubernetes_asyncio lays its default headers over the caller's, User-Agent included, so a
+# client's own User-Agent reaches the REST layer beside the call instead of among its headers.
+_USER_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("aiokcm_user_agent", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,9 @@ def _install_rest_hooks(api_client: k8s_client.ApiClient) -> None:
     original = rest.request
 
     async def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        agent = _USER_AGENT.get()
+        if agent is not None and isinstance(kwargs.get("headers"), dict):
+            kwargs["headers"]["User-Agent"] = agent
         verb = method.upper()
         start = time.perf_counter()
         code = "<error>"
@@ -174,20 +181,22 @@ class KubeClient:
         timeout: float | aiohttp.ClientTimeout | None,
     ) -> aiohttp.ClientResponse:
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        if self._user_agent is not None:
-            headers["User-Agent"] = self._user_agent
         waited = await self.bucket.acquire()
         metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
-        response: aiohttp.ClientResponse = await self.api_client.call_api(
-            path,
-            method,
-            query_params=_query(query or {}),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=timeout if timeout is not None else self.request_timeout,
-        )
+        agent = _USER_AGENT.set(self._user_agent)
+        try:
+            response: aiohttp.ClientResponse = await self.api_client.call_api(
+                path,
+                method,
+                query_params=_query(query or {}),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout if timeout is not None else self.request_timeout,
+            )
+        finally:
+            _USER_AGENT.reset(agent)
         return response
 
     async def request_raw(

@@ -37,6 +37,7 @@ from localcluster.kubelet import KubeletConfig, Kubelets
 from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
 from localcluster.registry import Registry
+from localcluster.requestlog import RequestLog
 from localcluster.rest import RestHandlers
 from localcluster.scheduler import Scheduler
 from localcluster.server import build_app
@@ -98,6 +99,8 @@ class LocalCluster:
         self.rest: RestHandlers
         self.app, self.rest = build_app(self.registry, self.objects, bookmark_interval=bookmark_interval)
         # A living cluster: each behaviour can be switched off by a test that drives it by hand
+        self.requests = RequestLog()  # outermost, so it sees the injected failures too
+        self.app.middlewares.append(self.requests.middleware)
         self.faults = Faults(self, seed=fault_seed)
         self.app.middlewares.append(self.faults.middleware)
         self.eviction = install_eviction(self.rest, self.objects)
