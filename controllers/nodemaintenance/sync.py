@@ -15,7 +15,7 @@ only when it changed; the finalizer added on sight and removed once no node list
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,11 +54,14 @@ class DrainState:
 
     blocks: dict[str, dict[str, BlockingPod]] = field(default_factory=dict)
     lease_waiting: dict[str, set[str]] = field(default_factory=dict)
+    #: node -> pod key -> evictions of that pod that failed in a row (not 429s: those are "not now")
+    eviction_failures: dict[str, dict[str, int]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
 
     def forget_node(self, node: str) -> None:
         self.blocks.pop(node, None)
         self.lease_waiting.pop(node, None)
+        self.eviction_failures.pop(node, None)
         self.gauges.set(node, phase=None, pending=0)
 
 
@@ -226,6 +229,12 @@ class NodeSync:
             meta = pod.get("metadata") or {}
             ns, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
             target = self.listers.maintenances.get(drainer[0].name) if drainer else None
+            failures = self.state.eviction_failures.setdefault(str((pod.get("spec") or {}).get("nodeName", "")), {})
+            if outcome.blocked_reason == drain.BLOCK_EVICTION_FAILED:
+                failures[drain.pod_key(pod)] = failures.get(drain.pod_key(pod), 0) + 1
+                outcome = replace(outcome, retry_after=drain.failure_backoff(failures[drain.pod_key(pod)]))
+            else:
+                failures.pop(drain.pod_key(pod), None)
             if outcome.blocked_reason is None:
                 if target is not None:
                     self.recorder.event(target, "Normal", "EvictedPod",
