@@ -42,7 +42,7 @@ async def main(argv: list[str]) -> int:
             "extra_creates": r.extra_creates, "stuck_replicasets": len(r.stuck), "stuck": r.stuck,
             "caches_equal_list": r.caches_equal_list, "cache_differences": r.cache_differences,
             "loop_lag_p99_s": r.loop_lag_p99, "loop_lag_max_s": round(r.loop_lag_max, 3),
-            "seconds": round(r.seconds, 1),
+            "seconds": round(r.seconds, 1), "workload_error": r.workload_error,
         })
         print(f"seed {seed}: done in {r.seconds:.0f} s", file=sys.stderr)
     print(f"{'seed':>4} {'faults':>6} {'errors':>6} {'creates/min':>11} {'extra':>5} {'stuck RS':>8} "

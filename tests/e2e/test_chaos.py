@@ -8,6 +8,7 @@ from tests.e2e.chaos import FAULT_KINDS, run_chaos
 
 async def test_under_every_fault_replica_sets_converge_without_extra_pods_and_caches_equal_list() -> None:
     result = await run_chaos(seed=15, faults=18)
+    assert result.workload_error == ""
     assert set(result.faults) == set(FAULT_KINDS), "every kind of fault was injected"
     assert result.injected_errors > 0
     assert result.stuck == {}, f"ReplicaSets without their desired pods (wanted, have): {result.stuck}"
