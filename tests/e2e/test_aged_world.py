@@ -7,8 +7,9 @@ Deployments' Progressing conditions (past `progressDeadlineSeconds`, and past th
 max-int only in appearance), a PDB's `disruptedPods` entry (2 min), a pod's `DisruptionTarget`
 (stale after 2 min), maintenance Leases (expired), a NodeMaintenance's evacuation timeout (past),
 a node's last heartbeat (far past its grace periods). A new manager starts in that world (a
-standby taking over after a year), Deployments are scaled and rolled out, and then:
-every ReplicaSet has its pods, the stale marks are cleaned once, and the manager writes nothing.
+standby taking over after a year), Deployments are scaled and rolled out, and then: every
+ReplicaSet has its pods, the stale marks are cleaned once, a drain with the max-int evacuation
+timeout still waits for the pod nobody answers for, and the manager writes nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ async def _build(kube: KubeClient) -> None:
         "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["node-gone"]}]}]},
         "cordon": True, "drain": True, "reason": "aged", "evacuationTimeoutSeconds": 30}})
+    # and a drain that never falls back to eviction: owners that do not answer are waited for
+    await kube.create(NODEMAINTENANCES, {"metadata": {"name": "drain-forever"}, "spec": {
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
+        "cordon": True, "drain": True, "reason": "no deadline", "evacuationTimeoutSeconds": oddworld.MAX_INT32}})
 
 
 async def _age_marks(kube: KubeClient) -> str:
@@ -103,6 +109,7 @@ async def test_an_aged_world_converges_then_gets_no_writes(cluster_factory: type
                     writes = writes_over(cluster, start)
 
                 pod = await kube.get(PODS, marked, namespace=NS)
+                pinned = await kube.get(PODS, "pinned", namespace=NS)
                 pdb = await kube.get(PODDISRUPTIONBUDGETS, "none-may-go", namespace=NS)
                 gone = await kube.get(NODES, "node-gone")
                 deadline = await kube.get(DEPLOYMENTS, "deadline-5s", namespace=NS)
@@ -126,6 +133,9 @@ async def test_an_aged_world_converges_then_gets_no_writes(cluster_factory: type
     # a scaled Deployment a year past its deadline completes (KCM reports NewReplicaSetAvailable)
     assert deadline["status"].get("availableReplicas") == 3
     assert _condition(deadline, "Progressing").get("reason") == "NewReplicaSetAvailable"
+    # a year into a drain without deadline, the bare pod nobody answers for is still waited for
+    assert not pinned["metadata"].get("deletionTimestamp")
+    assert _condition(pinned, "EvacuationRequest").get("status") == "True"
     # "no deadline": no Progressing condition at all
     assert _condition(forever, "Progressing") == {}
     assert forever["status"].get("availableReplicas") == 2
