@@ -254,7 +254,12 @@ async def _workload(kube: KubeClient, *, plain: int, web: int, until: anyio.Even
             return needed[0]
 
 
-async def _until(check: Callable[[], Awaitable[bool]], what: str, *, limit: float = 90.0) -> None:
+# client-go's reflector backs off 800 ms doubling to 30 s, stretched by up to 100 %, reset only
+# after two quiet minutes: under a fault a second an informer may be a minute behind, by design.
+RECOVERY_LIMIT = 2 * 2 * 30.0
+
+
+async def _until(check: Callable[[], Awaitable[bool]], what: str, *, limit: float = 1.5 * RECOVERY_LIMIT) -> None:
     with anyio.move_on_after(limit):
         while True:
             if await retrying(check):
@@ -280,7 +285,7 @@ async def _converge(kube: KubeClient) -> None:
     async def none_stuck() -> bool:
         return not await replica_set_mismatches(kube, NS)
 
-    with anyio.move_on_after(60):
+    with anyio.move_on_after(RECOVERY_LIMIT):
         while True:
             if await retrying(none_stuck):
                 return
@@ -288,9 +293,9 @@ async def _converge(kube: KubeClient) -> None:
 
 
 async def _caches_settle(kube: KubeClient, factory: SharedInformerFactory) -> dict[str, int]:
-    """Caches lag a LIST by the watch's latency: compare until equal, or report after a while."""
+    """Caches lag a LIST by the watch's latency (and backoff): compare until equal, or report."""
     differences: dict[str, int] = {}
-    with anyio.move_on_after(30):
+    with anyio.move_on_after(RECOVERY_LIMIT):
         while True:
             differences = await caches_against_list(kube, factory)
             if not differences:

@@ -40,25 +40,27 @@ async def test_the_leader_keeps_its_lease_through_a_600_pod_scale_up(cluster_fac
                 await eventually(lambda: elector.is_leader and manager.health.ready, "leading, caches synced")
                 before = await kube.get(LEASES, "aiokcm", namespace="kube-system")
 
-                async def watch_leadership() -> None:
-                    while True:
-                        if not elector.is_leader:
-                            lost.append("the elector stopped leading")
-                            return
-                        await anyio.sleep(0.05)
-
                 async def all_created() -> bool:
                     return len(await kube.list_all(PODS, namespace="big")) == REPLICAS
 
                 async with anyio.create_task_group() as tg:
+
+                    async def watch_leadership() -> None:
+                        while True:
+                            if not elector.is_leader:
+                                break
+                            await anyio.sleep(0.05)
+                        lost.append("the elector stopped leading")
+                        tg.cancel_scope.cancel()  # fail now, not when the wait for the pods times out
+
                     tg.start_soon(watch_leadership)
                     await kube.patch(REPLICASETS, "big", {"spec": {"replicas": REPLICAS}}, namespace="big")
-                    await eventually(all_created, f"{REPLICAS} pods", timeout=120, interval=1.0)
+                    await eventually(all_created, f"{REPLICAS} pods", timeout=100, interval=1.0)
                     tg.cancel_scope.cancel()
+                assert lost == [], "the leader lost its lease during its own scale-up"
                 after = await kube.get(LEASES, "aiokcm", namespace="kube-system")
         finally:
             await kube.close()
-    assert lost == []
     assert after["spec"]["holderIdentity"] == "the-leader"
     assert after["spec"].get("leaseTransitions", 0) == before["spec"].get("leaseTransitions", 0)
     assert after["spec"]["renewTime"] > before["spec"]["renewTime"]
