@@ -23,6 +23,8 @@ from apiclient.resources import (
 )
 
 MAX_INT32 = 2147483647  # Kubernetes' "no deadline"
+MAX_INT64 = 9223372036854775807  # the most tolerationSeconds (an int64) can say
+TAINTED_NODE = "node-3"
 ODD_TAINT = {"key": "example.com/odd", "value": "x", "effect": "NoExecute"}
 
 Obj = dict[str, Any]
@@ -96,7 +98,10 @@ def bare_pods() -> list[Obj]:
     tolerate = {"key": ODD_TAINT["key"], "operator": "Exists", "effect": "NoExecute"}
     return [
         pod("tolerates-forever", tolerations=[tolerate]),
-        pod("tolerates-68-years", tolerations=[{**tolerate, "tolerationSeconds": MAX_INT32}]),
+        # on the node `taint_node` taints: the taint manager must schedule their deletion decades out
+        pod("tolerates-68-years", nodeName=TAINTED_NODE, tolerations=[{**tolerate, "tolerationSeconds": MAX_INT32}]),
+        pod("tolerates-int64-max", nodeName=TAINTED_NODE,
+            tolerations=[{**tolerate, "tolerationSeconds": MAX_INT64}]),
         pod("tolerates-everything", tolerations=[{"operator": "Exists"}]),
         pod("pending-forever", nodeSelector={"example.com/nowhere": "true"}),
         pod("pinned", nodeName="node-1"),
@@ -116,7 +121,7 @@ def maintenances(prefix: str) -> list[Obj]:
     ]
 
 
-async def taint_node(kube: KubeClient, node: str) -> None:
+async def taint_node(kube: KubeClient, node: str = TAINTED_NODE) -> None:
     """A NoExecute taint nothing but the tolerant pods survive, and a NoSchedule one beside it."""
     await kube.patch(NODES, node, {"spec": {"taints": [
         ODD_TAINT, {"key": "example.com/reserved", "value": "x", "effect": "NoSchedule"}]}})

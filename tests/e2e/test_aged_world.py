@@ -3,8 +3,8 @@
 The wall clock of the whole process (manager and local cluster alike) jumps a year forward with
 `time_machine`; the event loop's monotonic clock does not move, so nothing waits a year. Before
 the jump the cluster is built and converged; after it, what was written then is a year old:
-Deployments' Progressing conditions (past `progressDeadlineSeconds`, and past the "no deadline"
-max-int only in appearance), a PDB's `disruptedPods` entry (2 min), a pod's `DisruptionTarget`
+Deployments' Progressing conditions (past `progressDeadlineSeconds`; the max-int "no deadline"
+is never past), a PDB's `disruptedPods` entry (2 min), a pod's `DisruptionTarget`
 (stale after 2 min), maintenance Leases (expired), a NodeMaintenance's evacuation timeout (past),
 a node's last heartbeat (far past its grace periods). A new manager starts in that world (a
 standby taking over after a year), Deployments are scaled and rolled out, and then: every
@@ -41,6 +41,7 @@ def _stamp(moment: dt.datetime) -> str:
 
 async def _build(kube: KubeClient) -> None:
     await ensure_crd(kube)
+    await oddworld.taint_node(kube)
     await oddworld.populate(kube, NS)
     await kube.create(DEPLOYMENTS, oddworld.deployment("deadline-5s", 1, progressDeadlineSeconds=5), namespace=NS)
     # a node whose kubelet is gone: its heartbeat is all that ages

@@ -12,6 +12,7 @@ import time
 import anyio
 
 from apiclient import KubeClient
+from apiclient.resources import PODS
 from localcluster.cluster import LocalCluster
 from localcluster.demo import ensure_crd
 from localcluster.requestlog import RequestLog
@@ -27,7 +28,7 @@ async def test_a_converged_mixed_cluster_gets_no_writes(cluster_factory: type[Lo
         kube: KubeClient = await cluster.client()
         try:
             await ensure_crd(kube)
-            await oddworld.taint_node(kube, "node-3")
+            await oddworld.taint_node(kube)
             created = 0
             for ns in ("odd-a", "odd-b"):
                 created += await oddworld.populate(kube, ns)
@@ -39,6 +40,12 @@ async def test_a_converged_mixed_cluster_gets_no_writes(cluster_factory: type[Lo
                 start = time.monotonic()
                 await anyio.sleep(WINDOW)
                 writes = writes_over(cluster, start)
+                taints = next(c for c in manager.controllers if c.name == "taint-eviction-controller")
+                due = {name: taints.scheduled(f"odd-a/{name}")  # type: ignore[attr-defined]
+                       for name in ("tolerates-68-years", "tolerates-int64-max")}
+                now = anyio.current_time()
+                survivors = {p["metadata"]["name"] for p in await kube.list_all(PODS, namespace="odd-a")
+                             if p["spec"].get("nodeName") == oddworld.TAINTED_NODE}
         finally:
             await kube.close()
     assert created > 40
@@ -46,4 +53,7 @@ async def test_a_converged_mixed_cluster_gets_no_writes(cluster_factory: type[Lo
     assert RequestLog.created(converging, "pods") >= 20
     assert RequestLog.created(converging, "replicasets") >= 10
     assert any(w.resource == "poddisruptionbudgets/status" for w in converging)
+    # decades of toleration, up to the int64 maximum: scheduled that far out, and alive
+    assert all(d is not None and d - now > oddworld.MAX_INT32 - 60 for d in due.values()), due
+    assert {"tolerates-68-years", "tolerates-int64-max"} <= survivors
     assert writes == [], f"{len(writes)} writes in {WINDOW} s of a quiet cluster:\n{describe(writes)}"
