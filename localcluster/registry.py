@@ -105,6 +105,9 @@ class Strategy:
     field_labels: frozenset[str] = frozenset()
     #: Pods: DELETE sets deletionTimestamp and waits (see `graceful_period`).
     graceful_deletion: bool = False
+    #: Custom resources are decoded as unstructured objects: a body without `kind` or
+    #: `apiVersion` is refused (built-in kinds take them from the URL).
+    requires_type_meta: bool = False
 
     # -- writes -------------------------------------------------------------------------
     def default(self, obj: Obj) -> None:

@@ -112,11 +112,12 @@ def maintenances(prefix: str) -> list[Obj]:
     nowhere = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "example.com/nowhere", "operator": "Exists"}]}]}
     no_name = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
                                                          "values": ["no-such-node"]}]}]}
+    kind = {"apiVersion": "maintenance.aiokcm.io/v1alpha1", "kind": "NodeMaintenance"}
     return [
-        {"metadata": {"name": f"{prefix}-nowhere"},
+        {**kind, "metadata": {"name": f"{prefix}-nowhere"},
          "spec": {"nodeSelector": nowhere, "cordon": True, "drain": True, "reason": "matches nothing",
                   "evacuationTimeoutSeconds": MAX_INT32}},
-        {"metadata": {"name": f"{prefix}-no-such-node"},
+        {**kind, "metadata": {"name": f"{prefix}-no-such-node"},
          "spec": {"nodeSelector": no_name, "cordon": False, "drain": False}},
     ]
 

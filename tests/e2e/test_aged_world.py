@@ -32,6 +32,7 @@ from tests.e2e.world import describe, manager_options, running_manager, settled,
 
 NS = "aged"
 WINDOW = 5.0
+_MAINTENANCE_KIND = {"apiVersion": "maintenance.aiokcm.io/v1alpha1", "kind": "NodeMaintenance"}
 FAST_NODES = ("--node-monitor-grace-period=5s", "--node-startup-grace-period=5s")
 
 
@@ -53,12 +54,12 @@ async def _build(kube: KubeClient) -> None:
                       namespace=NS)
     # bare pods under two PDBs cannot be evicted at all (the server answers 500): a drain of their
     # node never ends, so the drain here is of the node that stopped answering
-    await kube.create(NODEMAINTENANCES, {"metadata": {"name": "drain-gone"}, "spec": {
+    await kube.create(NODEMAINTENANCES, {**_MAINTENANCE_KIND, "metadata": {"name": "drain-gone"}, "spec": {
         "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["node-gone"]}]}]},
         "cordon": True, "drain": True, "reason": "aged", "evacuationTimeoutSeconds": 30}})
     # and a drain that never falls back to eviction: owners that do not answer are waited for
-    await kube.create(NODEMAINTENANCES, {"metadata": {"name": "drain-forever"}, "spec": {
+    await kube.create(NODEMAINTENANCES, {**_MAINTENANCE_KIND, "metadata": {"name": "drain-forever"}, "spec": {
         "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
         "cordon": True, "drain": True, "reason": "no deadline", "evacuationTimeoutSeconds": oddworld.MAX_INT32}})
