@@ -100,12 +100,12 @@ class ManagerProcess:
 
     async def wait_serving(self, limit: float = 60.0) -> None:
         """Until its /readyz answers (a standby is ready: it is up and polling the lease)."""
-        url = f"http://127.0.0.1:{self.port}/readyz"
+        url = f"https://127.0.0.1:{self.port}/readyz"  # its own self-signed certificate
         with anyio.fail_after(limit):
             async with aiohttp.ClientSession() as session:
                 while True:
                     with contextlib.suppress(aiohttp.ClientError, OSError):
-                        async with session.get(url) as response:
+                        async with session.get(url, ssl=False) as response:
                             if response.status == 200:
                                 return
                     await anyio.sleep(0.1)

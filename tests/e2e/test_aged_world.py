@@ -57,7 +57,8 @@ async def _build(kube: KubeClient) -> None:
     await kube.create(NODEMAINTENANCES, {**_MAINTENANCE_KIND, "metadata": {"name": "drain-gone"}, "spec": {
         "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["node-gone"]}]}]},
-        "cordon": True, "drain": True, "reason": "aged", "evacuationTimeoutSeconds": 30}})
+        # its pod has no owner: evicted only with kubectl drain's --force opt-in
+        "cordon": True, "drain": True, "force": True, "reason": "aged", "evacuationTimeoutSeconds": 30}})
     # and a drain that never falls back to eviction: owners that do not answer are waited for
     await kube.create(NODEMAINTENANCES, {**_MAINTENANCE_KIND, "metadata": {"name": "drain-forever"}, "spec": {
         "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
