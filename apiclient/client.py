@@ -19,6 +19,7 @@ writes never delays another's, nor a lease renewal.
 from __future__ import annotations
 
 import builtins
+import contextvars
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -46,6 +47,9 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 QueryValue = str | int | bool
 Obj = dict[str, Any]
+# kubernetes_asyncio lays its default headers over the caller's, User-Agent included, so a
+# client's own User-Agent reaches the REST layer beside the call instead of among its headers.
+_USER_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("aiokcm_user_agent", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,9 @@ def _install_rest_hooks(api_client: k8s_client.ApiClient) -> None:
     original = rest.request
 
     async def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        agent = _USER_AGENT.get()
+        if agent is not None and isinstance(kwargs.get("headers"), dict):
+            kwargs["headers"]["User-Agent"] = agent
         verb = method.upper()
         start = time.perf_counter()
         code = "<error>"
@@ -179,38 +186,40 @@ class KubeClient:
         timeout: float | aiohttp.ClientTimeout | None,
     ) -> aiohttp.ClientResponse:
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        if self._user_agent is not None:
-            headers["User-Agent"] = self._user_agent
         creds = self._credentials
-        for attempt in (1, 2):
-            waited = await self.bucket.acquire()
-            metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
-            auth_settings = ["BearerToken"]
-            used: str | None = None
-            if creds is not None:
-                # Set here, not by the generated client, to know which header a 401 answers; and
-                # after the rate limiter's wait, so a token is never sent stale from the queue.
-                used = await creds.authorization()
-                auth_settings = []
-                headers.pop("Authorization", None)
-                if used is not None:
-                    headers["Authorization"] = used
-            response: aiohttp.ClientResponse = await self.api_client.call_api(
-                path,
-                method,
-                query_params=_query(query or {}),
-                header_params=dict(headers),
-                body=body,
-                auth_settings=auth_settings,
-                _preload_content=False,
-                _request_timeout=timeout if timeout is not None else self.request_timeout,
-            )
-            if response.status == 401 and creds is not None and attempt == 1:
-                await response.read()  # the whole body: the connection goes back to the pool, the
-                # response keeps the body for the caller's error when the credentials did not rotate
-                if await creds.unauthorized(used):
-                    continue  # rotated credentials (a re-run plugin, a re-read token file): send once more
-            return response
+        agent = _USER_AGENT.set(self._user_agent)
+        try:
+            for attempt in (1, 2):
+                waited = await self.bucket.acquire()
+                metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
+                auth_settings = ["BearerToken"]
+                used: str | None = None
+                if creds is not None:
+                    # Set here, not by the generated client, to know which header a 401 answers; and
+                    # after the rate limiter's wait, so a token is never sent stale from the queue.
+                    used = await creds.authorization()
+                    auth_settings = []
+                    headers.pop("Authorization", None)
+                    if used is not None:
+                        headers["Authorization"] = used
+                response: aiohttp.ClientResponse = await self.api_client.call_api(
+                    path,
+                    method,
+                    query_params=_query(query or {}),
+                    header_params=dict(headers),
+                    body=body,
+                    auth_settings=auth_settings,
+                    _preload_content=False,
+                    _request_timeout=timeout if timeout is not None else self.request_timeout,
+                )
+                if response.status == 401 and creds is not None and attempt == 1:
+                    await response.read()  # the whole body: the connection goes back to the pool, the
+                    # response keeps the body for the caller's error when the credentials did not rotate
+                    if await creds.unauthorized(used):
+                        continue  # rotated credentials (a re-run plugin, a re-read token file): send once more
+                return response
+        finally:
+            _USER_AGENT.reset(agent)
         raise AssertionError("unreachable")
 
     async def request_raw(

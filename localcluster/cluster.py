@@ -47,6 +47,7 @@ from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
 from localcluster.podgc import QUARANTINE_SECONDS, PodGC
 from localcluster.podlogs import install as install_logs
 from localcluster.registry import Registry
+from localcluster.requestlog import RequestLog
 from localcluster.rest import RestHandlers
 from localcluster.rootca import make_root_ca
 from localcluster.scheduler import Scheduler
@@ -123,6 +124,8 @@ class LocalCluster:
         self.tls = authz if tls is None else tls
         self._serving_pair: CertKey | None = generate_self_signed() if self.tls else None
         # A living cluster: each behaviour can be switched off by a test that drives it by hand
+        self.requests = RequestLog()  # outermost, so it sees the injected failures too
+        self.app.middlewares.append(self.requests.middleware)
         self.faults = Faults(self, seed=fault_seed)
         self.app.middlewares.append(self.faults.middleware)
         self.eviction = install_eviction(self.rest, self.objects)

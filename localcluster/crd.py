@@ -116,6 +116,7 @@ class CustomResourceStrategy(Strategy):
 
     #: The REST layer adds no Age column of its own: the printer columns say where age goes.
     table_age_column: str | None = None
+    requires_type_meta = True
 
     def __init__(self, crd: Obj, version: Obj) -> None:
         self.crd_name: str = crd["metadata"]["name"]

@@ -175,6 +175,10 @@ class ObjectAPI:
         if not isinstance(obj, dict):
             raise errors.bad_request("the object provided is not a JSON object")
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if rt.strategy.requires_type_meta and (not kind or not api_version):
+            missing = "Kind" if not kind else "apiVersion"
+            raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                                     f"Object '{missing}' is missing in '{orjson.dumps(obj).decode()}'")
         if api_version is not None and api_version != rt.api_version:
             raise errors.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"

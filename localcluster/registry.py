@@ -112,6 +112,9 @@ class Strategy:
     allow_create_on_update: bool = False
     #: PUT without metadata.resourceVersion is allowed (`AllowUnconditionalUpdate`; not for leases).
     allow_unconditional_update: bool = True
+    #: Custom resources are decoded as unstructured objects: a body without `kind` or
+    #: `apiVersion` is refused (built-in kinds take them from the URL).
+    requires_type_meta: bool = False
 
     # -- writes -------------------------------------------------------------------------
     def default(self, obj: Obj) -> None:

@@ -46,6 +46,9 @@ from kubeutil.selectors import Selector
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 # `kubectl drain` waits this long before retrying an eviction refused with 429.
 EVICTION_RETRY_SECONDS = 5.0
+# An eviction that fails otherwise (a pod under two PDBs gets a 500 every time) is an error: retried
+# with a per-pod exponential backoff from EVICTION_RETRY_SECONDS up to client-go's 1000 s cap.
+EVICTION_FAILURE_BACKOFF_CAP = 1000.0
 
 BLOCK_AWAITING_OWNER = "AwaitingEvacuation"
 BLOCK_EVICTION_REFUSED = "EvictionRefused"
@@ -284,6 +287,11 @@ class EvictionOutcome:
     blocked_reason: str | None = None
     message: str = ""
     retry_after: float = 0.0
+
+
+def failure_backoff(failures: int) -> float:
+    """The wait after the `failures`-th failed eviction of one pod in a row (1 -> 5 s, doubling)."""
+    return min(EVICTION_RETRY_SECONDS * 2.0 ** min(max(failures - 1, 0), 30), EVICTION_FAILURE_BACKOFF_CAP)
 
 
 def refusal_message(exc: ApiError) -> str:

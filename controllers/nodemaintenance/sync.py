@@ -24,7 +24,7 @@ a cache that lags behind never makes it write, or announce `Drained`, twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,6 +66,8 @@ class DrainState:
     blocks: dict[str, dict[str, BlockingPod]] = field(default_factory=dict)
     # node -> maintenance -> the lease holder it waits for
     lease_waiting: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: node -> pod key -> evictions of that pod that failed in a row (not 429s: those are "not now")
+    eviction_failures: dict[str, dict[str, int]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
     # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
     # object when the next sync runs, and must not make us write (or announce) the same thing twice.
@@ -74,6 +76,7 @@ class DrainState:
     def forget_node(self, node: str) -> None:
         self.blocks.pop(node, None)
         self.lease_waiting.pop(node, None)
+        self.eviction_failures.pop(node, None)
         self.gauges.set(node, phase=None, pending=0)
 
     def waiting_for_lease(self, node: str, maintenance: str) -> str | None:
@@ -289,6 +292,13 @@ class NodeSync:
         options = drain.combine([m.options for m in step.drainers])
         outcome = await drain.evict(self.client, pod, grace_period_seconds=options.grace_period_seconds)
         metrics.EVICTIONS.labels(outcome.blocked_reason or "evicted").inc()
+        failures = self.state.eviction_failures.setdefault(step.node, {})
+        if outcome.blocked_reason == drain.BLOCK_EVICTION_FAILED:
+            # A refusal that is not "not now" (a 500, e.g. a pod under two budgets) backs off per pod.
+            failures[step.key] = failures.get(step.key, 0) + 1
+            outcome = replace(outcome, retry_after=drain.failure_backoff(failures[step.key]))
+        else:
+            failures.pop(step.key, None)
         target = self.listers.maintenances.get(step.drainers[0].name) if step.drainers else None
         if outcome.blocked_reason is None:
             if step.workload.owner_uid:

@@ -7,6 +7,7 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
+from localcluster.demo import ensure_crd
 from tests.localcluster.helpers import bare_cluster, deployment, pod, replicaset
 
 cluster = pytest.fixture(bare_cluster)
@@ -296,3 +297,18 @@ async def test_namespace_deletion_removes_its_objects(kube: KubeClient) -> None:
                 break
     with pytest.raises(ApiError):
         await kube.get(R.CONFIGMAPS, "cm", namespace="tmp")
+
+
+async def test_a_custom_resource_needs_its_kind_and_api_version(kube: KubeClient) -> None:
+    """Custom resources are decoded as unstructured objects: unlike a built-in kind, the URL does
+    not stand in for a missing `kind`."""
+    await ensure_crd(kube)
+    spec = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "x", "operator": "Exists"}]}]}}
+    with pytest.raises(ApiError) as refused:
+        await kube.create(R.NODEMAINTENANCES, {"metadata": {"name": "no-kind"}, "spec": spec})
+    assert refused.value.status == 400
+    assert "Object 'Kind' is missing" in refused.value.message
+    typed = {"apiVersion": "maintenance.aiokcm.io/v1alpha1", "kind": "NodeMaintenance"}
+    created = await kube.create(R.NODEMAINTENANCES, {**typed, "metadata": {"name": "typed"}, "spec": spec})
+    assert created["kind"] == "NodeMaintenance"
+    await kube.delete(R.NODEMAINTENANCES, "typed")

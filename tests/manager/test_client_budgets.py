@@ -12,11 +12,13 @@ import anyio
 from anyio.abc import TaskGroup
 
 from apiclient import KubeClient
+from apiclient.resources import CONFIGMAPS
 from controller_manager.app import Manager
 from controller_manager.options import LeaderElectionOptions, ManagerOptions
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry
 from controllers.base import Controller
 from controllers.context import ControllerContext
+from localcluster.cluster import LocalCluster
 from tests.manager.waiting import eventually
 
 
@@ -73,3 +75,18 @@ async def test_each_controller_and_leader_election_get_their_own_client(fake_cli
     assert elected.elector is not None
     assert elected.elector.client.component == "leader-election"
     assert elected.elector.client.bucket is not fake_client.bucket
+
+
+async def test_the_server_sees_the_user_agent_of_each_component(cluster: LocalCluster) -> None:
+    """The API server's audit log is how an operator tells which controller wrote: the
+    component's User-Agent must reach it, not the generated client's default."""
+    parent = await cluster.client()
+    try:
+        await parent.derive("replicaset").create(CONFIGMAPS, {"metadata": {"name": "from-rs"}}, namespace="default")
+        await parent.create(CONFIGMAPS, {"metadata": {"name": "from-parent"}}, namespace="default")
+    finally:
+        await parent.close()
+    agents = [w.user_agent for w in cluster.requests.writes if w.resource == "configmaps"]
+    assert len(agents) == 2
+    assert agents[0].endswith("/replicaset")
+    assert not agents[1].endswith("/replicaset")

@@ -94,3 +94,22 @@ async def test_failing_renewals_cancel_the_work_and_raise(fake_api: FakeApi, fak
             raised = exc
     assert raised is not None and cancelled and not elector.is_leader
     assert _spec(fake_api)["holderIdentity"] == "a"  # no release of a lease we no longer hold
+
+
+async def test_a_standby_retries_when_the_dead_leaders_lease_expires_not_at_its_next_jittered_poll(
+        fake_api: FakeApi) -> None:
+    """With a retry period longer than the lease, client-go's jittered poll alone would sleep
+    past the expiry; the standby wakes when the lease it observed expires: two GETs in all."""
+    client_a, client_b = make_client(fake_api), make_client(fake_api)
+    try:
+        a = _elector(client_a, "a")
+        b = LeaderElector(client_b, namespace="kube-system", name="aiokcm", identity="b",
+                          lease_duration=1.0, renew_deadline=0.6, retry_period=30.0)
+        await a.acquire()  # a leads, then dies: it never renews nor releases
+        with anyio.fail_after(20):
+            await b.acquire()
+        assert b.is_leader and _spec(fake_api)["holderIdentity"] == "b"
+        assert fake_api.requests.count(("GET", LEASE)) == 1 + 2  # a's own, then b's two
+    finally:
+        await client_a.close()
+        await client_b.close()

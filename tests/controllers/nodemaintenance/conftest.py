@@ -2,7 +2,8 @@
 
 The pods' owners are objects with no controller of their kind running (the owner's answer,
 `EvacuationInitiated`, is written by the test); a garbage collector would remove pods the owner
-does not list, so it is off. Scheduler and kubelets stay on.
+does not list, and the StatefulSet and DaemonSet controllers would replace the hand-made pods of
+their owners, so they are off. Scheduler and kubelets stay on.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tests.controllers.nodemaintenance.helpers import NS, make_pod
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(nodes=3, gc=False) as started:
+    async with LocalCluster(nodes=3, gc=False, controllers=False) as started:
         yield started
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controllers.nodemaintenance import drain
 from controllers.nodemaintenance.drain import (
     Action,
     DrainOptions,
@@ -196,3 +197,13 @@ def test_withdraw_only_our_own_requests() -> None:
 
 def test_terminating_pods_are_waited_for() -> None:
     assert plan(pod(deleting=True)) is Action.TERMINATING
+
+
+def test_a_failing_eviction_backs_off_exponentially_to_client_gos_cap() -> None:
+    """A pod under two PDBs gets a 500 on every eviction: retrying every 5 s forever would make
+    a stuck drain write for ever at a fixed rate; errors back off, as a workqueue's do."""
+    waits = [drain.failure_backoff(n) for n in range(1, 12)]
+    assert waits[:4] == [5.0, 10.0, 20.0, 40.0]
+    assert waits == sorted(waits)
+    assert waits[-1] == drain.EVICTION_FAILURE_BACKOFF_CAP == 1000.0
+    assert drain.failure_backoff(10_000) == 1000.0

@@ -1,0 +1,73 @@
+"""A quiet cluster gets no writes: once a mixed cluster of odd but valid objects has converged,
+the manager, every controller on, sends the API server nothing more.
+
+The manager's writes are counted at its client's REST layer, so every path counts: status
+patches that change nothing, events, requeue loops that write, timestamps rewritten on each
+sync. On the real kube-apiserver the same objects must be accepted and the same silence hold.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import NODEMAINTENANCES, NODES, PODS
+from localcluster.demo import ensure_crd
+from tests.controllers.harness import eventually
+from tests.e2e import oddworld
+from tests.e2e.world import ClientWrites, manager_options, running_manager
+
+pytestmark = pytest.mark.backends("local", "real")
+
+WINDOW = 5.0  # longer than any resync-like period a no-op loop would show in (1 s, 2 s ...)
+NAMESPACES = ("odd-a", "odd-b")
+
+
+async def test_a_converged_mixed_cluster_gets_no_writes(cluster: Any, kube: KubeClient) -> None:
+    await ensure_crd(kube)
+    await oddworld.taint_node(kube)
+    try:
+        created = 0
+        for ns in NAMESPACES:
+            created += await oddworld.populate(kube, ns)
+        async with running_manager(cluster, manager_options(cluster)) as manager:
+            writes = ClientWrites(manager.client)
+            await eventually(lambda: manager.health.ready, "caches synced")
+            await writes.settled(quiet=3.0)
+            converging = list(writes.writes)
+            start = time.monotonic()
+            await anyio.sleep(WINDOW)
+            quiet = writes.since(start)
+            taints = next(c for c in manager.controllers if c.name == "taint-eviction-controller")
+            due = {name: taints.scheduled(f"odd-a/{name}")  # type: ignore[attr-defined]
+                   for name in ("tolerates-68-years", "tolerates-int64-max")}
+            now = anyio.current_time()
+            survivors = {p["metadata"]["name"] for p in await kube.list_all(PODS, namespace="odd-a")
+                         if p["spec"].get("nodeName") == oddworld.TAINTED_NODE}
+    finally:
+        await _untaint_and_forget_maintenances(kube)
+    assert created > 40
+    # the manager did converge the cluster: pods, ReplicaSets and statuses written
+    assert sum(1 for w in converging if w.method == "POST" and w.url.endswith("/pods")) >= 20
+    assert any(w.url.endswith("/poddisruptionbudgets/everything-all/status") for w in converging)
+    assert quiet == [], f"{len(quiet)} writes in {WINDOW} s of a quiet cluster:\n" + "\n".join(
+        f"{w.method} {w.url} {w.status}" for w in quiet[:40])
+    # decades of toleration, up to the int64 maximum: scheduled that far out, and alive
+    assert all(d is not None and d - now > oddworld.MAX_INT32 - 60 for d in due.values()), due
+    assert {"tolerates-68-years", "tolerates-int64-max"} <= survivors
+
+
+async def _untaint_and_forget_maintenances(kube: KubeClient) -> None:
+    """Cluster-scoped leftovers a shared real control plane would carry into the next test."""
+    await kube.patch(NODES, oddworld.TAINTED_NODE, {"spec": {"taints": None}})
+    for ns in NAMESPACES:
+        for body in oddworld.maintenances(ns):
+            try:
+                await kube.delete(NODEMAINTENANCES, body["metadata"]["name"])
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
