@@ -139,7 +139,8 @@ class LocalCluster:
         self.kubernetes_service = KubernetesService(self.objects, lambda: self.port or 443)
         # KCM's controllers the embedded cluster simulates (besides the garbage collector); off
         # for tests of the API alone, as the real tier's bare control plane runs none of them
-        self.root_ca = make_root_ca()
+        # the CA that verifies this server when it serves TLS, else one made for the cluster
+        self.root_ca = self._serving_ca().decode() if self._serving_pair is not None else make_root_ca()
         self.pod_gc = PodGC(self.objects, quarantine=pod_gc_quarantine)
         self.controllers = [StatefulSetController(self.objects), DaemonSetController(self.objects),
                             NamespaceDefaults(self.objects, self.root_ca), self.pod_gc] if controllers else []
@@ -229,11 +230,16 @@ class LocalCluster:
             "preferences": {},
         }
 
+    def _serving_ca(self) -> bytes:
+        """The CA certificate (PEM) that follows the serving certificate in the served chain."""
+        assert self._serving_pair is not None
+        pem = self._serving_pair.cert_pem
+        return pem[pem.index(b"-----END CERTIFICATE-----") + 26:].strip() + b"\n"
+
     def _cluster_entry(self) -> dict[str, str]:
         entry = {"server": self.url}
         if self._serving_pair is not None:
-            ca = self._serving_pair.cert_pem[self._serving_pair.cert_pem.index(b"-----END CERTIFICATE-----") + 26:]
-            entry["certificate-authority-data"] = base64.b64encode(ca.strip() + b"\n").decode()
+            entry["certificate-authority-data"] = base64.b64encode(self._serving_ca()).decode()
         return entry
 
     def kubeconfig_for_token(self, token: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ a DaemonSet follows its nodes (a new node gets a pod, a cordoned one keeps it).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import shutil
 import tempfile
@@ -17,9 +18,11 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 
 from apiclient import KubeClient
 from apiclient.resources import CONFIGMAPS, DAEMONSETS, EVENTS, PODS, SERVICES, STATEFULSETS, Resource
+from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
 from tests.controllers.harness import eventually
 
@@ -388,3 +391,19 @@ async def test_namespace_defaults_and_kubernetes_service(cluster: Any, kube: Kub
     assert svc["spec"]["type"] == "ClusterIP" and svc["spec"]["clusterIP"].endswith(".0.1")
     assert [(p["name"], p["port"], p["protocol"]) for p in svc["spec"]["ports"]] == [("https", 443, "TCP")]
     assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+
+
+async def test_kube_root_ca_is_the_serving_ca_when_the_cluster_serves_tls() -> None:
+    """Local only (a cluster of its own): what pods would verify the API server with is its CA."""
+    async with LocalCluster(nodes=0, tls=True) as secure:
+        client = await secure.client()
+        try:
+            async def published() -> dict[str, Any] | None:
+                items = (await client.list(CONFIGMAPS, namespace="default"))["items"]
+                return next((c for c in items if c["metadata"]["name"] == "kube-root-ca.crt"), None)
+            root_ca = await eventually(published, "kube-root-ca.crt in default")
+        finally:
+            await client.close()
+        kubeconfig = yaml.safe_load(await anyio.Path(secure.kubeconfig_path).read_text())
+    served = base64.b64decode(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+    assert root_ca["data"]["ca.crt"] == served
