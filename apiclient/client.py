@@ -122,6 +122,7 @@ class KubeClient:
         request_timeout: float = 60.0,
         component: str = "",
         _owns_api_client: bool = True,
+        _base_agent: str | None = None,
     ) -> None:
         self.api_client = api_client
         self.bucket = TokenBucket(qps, burst)
@@ -129,8 +130,11 @@ class KubeClient:
         self.component = component
         self._owns_api_client = _owns_api_client
         self._host_label = _api_host(api_client)
-        base_agent = str(api_client.user_agent or "aiokcm")
-        self._user_agent = f"{base_agent}/{component}" if component else None
+        # kubernetes_asyncio merges its default headers over each call's, so a component's
+        # User-Agent would never reach the server: the default moves here, every call sends its own.
+        base_agent = _base_agent or str(api_client.default_headers.pop("User-Agent", None) or "aiokcm")
+        self._base_agent = base_agent
+        self._user_agent = f"{base_agent}/{component}" if component else base_agent
         _install_rest_hooks(api_client)
 
     @property
@@ -148,6 +152,7 @@ class KubeClient:
             request_timeout=self.request_timeout,
             component=component,
             _owns_api_client=False,
+            _base_agent=self._base_agent,
         )
 
     async def close(self) -> None:
@@ -173,9 +178,7 @@ class KubeClient:
         content_type: str,
         timeout: float | aiohttp.ClientTimeout | None,
     ) -> aiohttp.ClientResponse:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        if self._user_agent is not None:
-            headers["User-Agent"] = self._user_agent
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": self._user_agent}
         waited = await self.bucket.acquire()
         metrics.RATE_LIMITER_DURATION.labels(method.upper(), self._host_label).observe(waited)
         response: aiohttp.ClientResponse = await self.api_client.call_api(

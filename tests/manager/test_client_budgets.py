@@ -8,15 +8,20 @@ its lease under its own load.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
+from aiohttp import web
 from anyio.abc import TaskGroup
 
 from apiclient import KubeClient
+from apiclient.resources import NODES
 from controller_manager.app import Manager
 from controller_manager.options import LeaderElectionOptions, ManagerOptions
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry
 from controllers.base import Controller
 from controllers.context import ControllerContext
+from localcluster.cluster import LocalCluster
 from tests.manager.waiting import eventually
 
 
@@ -73,3 +78,30 @@ async def test_each_controller_and_leader_election_get_their_own_client(fake_cli
     assert elected.elector is not None
     assert elected.elector.client.component == "leader-election"
     assert elected.elector.client.bucket is not fake_client.bucket
+
+
+async def test_each_client_reaches_the_server_with_its_component_in_the_user_agent(
+    cluster_factory: type[LocalCluster],
+) -> None:
+    """As KCM's `kube-controller-manager/v1.x (...)/<controller>`: an API server's audit log and
+    request metrics tell the controllers apart."""
+    seen: list[str] = []
+
+    @web.middleware
+    async def record(request: web.Request, handler: Any) -> web.StreamResponse:
+        seen.append(request.headers.get("User-Agent", ""))
+        return await handler(request)
+
+    cluster = cluster_factory(nodes=0)
+    cluster.app.middlewares.append(record)
+    async with cluster:
+        base = await cluster.client()
+        try:
+            await base.list(NODES)
+            await base.derive("replicaset").list(NODES)
+            await base.derive("events").list(NODES)
+        finally:
+            await base.close()
+    agent = seen[0]
+    assert agent and not agent.endswith("/replicaset")
+    assert seen == [agent, f"{agent}/replicaset", f"{agent}/events"]
