@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,7 +149,7 @@ class WriteLog:
     writes: list[Write] = field(default_factory=list)
 
     @web.middleware
-    async def middleware(self, request: web.Request, handler: web.RequestHandler) -> web.StreamResponse:
+    async def middleware(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD") and not request.headers.get("User-Agent", "").endswith("/" + DRIVER):
             self.writes.append(Write(time.monotonic(), request.method, request.path, request.headers.get("User-Agent", "")))
         return await handler(request)
