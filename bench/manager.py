@@ -281,6 +281,25 @@ async def queues_empty(port: int) -> bool:
     return busy == 0.0
 
 
+async def loop_lag_buckets(port: int) -> dict[str, float]:
+    """The manager's event-loop lag histogram (`aiokcm_event_loop_lag_seconds`): le -> count."""
+    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as resp:
+        text = await resp.text()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("aiokcm_event_loop_lag_seconds_bucket{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            out[le] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def lag_over(before: dict[str, float], after: dict[str, float], threshold: str) -> int:
+    """Ticks whose lag exceeded `threshold` (a bucket bound) between two histogram reads."""
+    total = after.get("+Inf", 0.0) - before.get("+Inf", 0.0)
+    within = after.get(threshold, 0.0) - before.get(threshold, 0.0)
+    return round(total - within)
+
+
 async def converged(log: WriteLog, port: int, *, quiet: float, timeout: float) -> bool:
     """Queues empty and no write for `quiet` seconds, twice in a row; False at `timeout`."""
     deadline = time.monotonic() + timeout
@@ -446,8 +465,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         f["bytes_per_cached_pod"] = round((rss - rss_base) / max(1, args.pods))
         cpu0, t0 = proc_cpu(m.pid), time.monotonic()
         writes_before_idle = len(log.writes)
+        lag0 = await loop_lag_buckets(m.port)
         await anyio.sleep(args.idle)
         f["idle_cores"] = round((proc_cpu(m.pid) - cpu0) / (time.monotonic() - t0), 4)
+        lag1 = await loop_lag_buckets(m.port)
+        f["idle_loop_lag_ticks_over_50ms"] = lag_over(lag0, lag1, "0.05")
+        f["idle_loop_lag_ticks_over_100ms"] = lag_over(lag0, lag1, "0.1")
         f["idle_window_s"] = args.idle
         f["writes_during_idle"] = len(log.writes) - writes_before_idle
 
@@ -461,6 +484,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             for q, label in ((0.5, "p50"), (0.99, "p99")):
                 v = pct(values, q)
                 f[f"{kind}_{label}_ms"] = round(v * 1000, 1) if v is not None else None
+        lag2 = await loop_lag_buckets(m.port)
+        f["samples_loop_lag_ticks_over_100ms"] = lag_over(lag1, lag2, "0.1")
         f["loadavg_end"] = os.getloadavg()[0]
         await m.stop()
         await kube.close()
@@ -491,7 +516,8 @@ def main() -> None:
         (f"writes in {f['quiet_window_s']:.0f} s after ready", f"{f['writes_after_ready']} {f['writes_after_ready_by_kind'] or ''}"),
         ("RSS (baseline, growth)", f"{f['rss_mib']} MiB ({f['baseline_rss_mib']} MiB, +{f['rss_growth_mib']} MiB)"),
         ("bytes per cached pod", f"{f['bytes_per_cached_pod']}"),
-        (f"idle cores ({f['idle_window_s']:.0f} s)", f"{f['idle_cores']} (writes meanwhile: {f['writes_during_idle']})"),
+        (f"idle cores ({f['idle_window_s']:.0f} s)", f"{f['idle_cores']} (writes meanwhile: {f['writes_during_idle']}, "
+                                                      f"loop lag > 100 ms: {f['idle_loop_lag_ticks_over_100ms']} ticks)"),
     ]
     for kind in ("taint", "scale", "nodemaintenance"):
         rows.append((f"{kind} -> first write p50 / p99", f"{f[f'{kind}_p50_ms']} / {f[f'{kind}_p99_ms']} ms "
