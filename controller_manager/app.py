@@ -53,10 +53,15 @@ class InformerFactory(Protocol):
 
 def _default_factory(client: KubeClient, *, gc_freeze: bool = True) -> SharedInformerFactory:
     """The manager owns its process, so it (not the informers library) decides the GC policy:
-    freezing is on unless `--no-gc-freeze` (see `informers.gcpolicy` for why it pays)."""
-    from informers import SharedInformerFactory
+    freezing is on unless `--no-gc-freeze` (see `informers.gcpolicy` for why it pays).
 
-    return SharedInformerFactory(client, gc_freeze=gc_freeze)
+    Pods and nodes are cached narrowed (`informers.PROJECTIONS`): a pod in ~1.5 KB instead of
+    11-16 KB. The controller suites run on the same projections with every read of a dropped
+    field and every mutation of a cached object refused (tests/controllers/projectionguard.py).
+    """
+    from informers import PROJECTIONS, SharedInformerFactory
+
+    return SharedInformerFactory(client, gc_freeze=gc_freeze, transforms=PROJECTIONS)
 
 
 class Manager:

@@ -24,15 +24,26 @@ from informers.lister import Lister
 from informers.reflector import Reflector, ReflectorOptions
 from informers.shared_informer import HandlerRegistration, ResourceEventHandler, SharedInformer
 from informers.store import Store
-from informers.transform import Transform, default_transform, pod_projection
+from informers.transform import (
+    POD_FIELDS,
+    PROJECTIONS,
+    FieldTree,
+    Transform,
+    default_transform,
+    node_projection,
+    pod_projection,
+)
 
 __all__ = [
     "CONTROLLER_UID_INDEX",
     "NAMESPACE_INDEX",
     "NODE_NAME_INDEX",
+    "POD_FIELDS",
+    "PROJECTIONS",
     "Backoff",
     "BackoffPolicy",
     "DeletedFinalStateUnknown",
+    "FieldTree",
     "HandlerRegistration",
     "IndexFunc",
     "Lister",
@@ -50,6 +61,7 @@ __all__ = [
     "meta_key",
     "namespace_index",
     "node_name_index",
+    "node_projection",
     "pod_projection",
     "split_key",
 ]

@@ -6,8 +6,8 @@ annotation (a second copy of the object). It edits in place: the object was just
 nobody else holds it yet.
 
 `pod_projection` keeps only the pod fields aiokcm's controllers read (identity, labels,
-annotations, owners, deletion, node binding, tolerations, priority, phase, the conditions
-controllers look at, per-container readiness and restarts for ranking), interns the strings
+annotations, owners, deletion, node binding, tolerations, priority, phase, conditions,
+per-container readiness and restarts for ranking), interns the strings
 that repeat across pods (condition types, phases, node and namespace names, owner kinds,
 timestamps) and shares equal sub-objects between pods (labels, owner references,
 tolerations, conditions, container statuses; see `_Shared`), so a cached pod costs about
@@ -18,6 +18,13 @@ projected cache must write with PATCH, never PUT the cached object back.
 
 Cost (10,000 realistic pods): the projection itself is ~8 us/pod (a hit in a sharing table
 skips building and interning the sub-object); releasing the parsed pod costs as much again.
+
+`POD_FIELDS` states what the pod projection keeps as data, so the controller test suites can
+run on caches whose objects record any read of a field outside it (tests/controllers/
+projectionguard.py): a controller that starts reading a dropped field fails there instead of
+silently seeing it absent. `node_projection` is the opposite kind: it keeps a node whole but
+for the parts kubelets grow without bound and no controller here reads (`NODE_DROPPED`: the
+image list alone is often 10-50 KB per node). `PROJECTIONS` is what `aiokcm run` caches.
 """
 
 from __future__ import annotations
@@ -28,8 +35,13 @@ from typing import Any
 
 import orjson
 
+from apiclient.resources import NODES, PODS, Resource
+
 Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
+# A field table: key -> None (the value is kept or dropped whole) or the table of the value's
+# own fields (for a list, of each element's).
+FieldTree = dict[str, "FieldTree | None"]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -121,9 +133,6 @@ _SPEC_KEEP = (
 )
 _STATUS_KEEP = ("phase", "reason", "message", "startTime", "nominatedNodeName")
 
-# Kubelet bookkeeping no controller here reads (Ready, PodScheduled, DisruptionTarget and the
-# evacuation conditions are kept).
-_KUBELET_CONDITIONS = frozenset({"PodReadyToStartContainers", "Initialized", "ContainersReady"})
 
 
 def _key(value: Any) -> bytes | None:
@@ -211,7 +220,10 @@ def _project_condition(cond: Obj) -> Obj:
 
 
 def _build_conditions(conditions: list[Obj]) -> list[Obj]:
-    return [_project_condition(c) for c in conditions if c.get("type") not in _KUBELET_CONDITIONS]
+    # Every condition, kubelet bookkeeping included: writers address conditions by their index
+    # in the cached list (JSON patches guarded by the resourceVersion), so the cached list must
+    # be the server's, element for element.
+    return [_project_condition(c) for c in conditions]
 
 
 def _share_conditions(conditions: list[Obj]) -> list[Obj]:
@@ -292,3 +304,49 @@ def pod_projection(pod: Obj) -> Obj:
             status[key] = _share_container_statuses(statuses)
     out["status"] = status
     return out
+
+
+_OWNER_FIELDS: FieldTree = dict.fromkeys(("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"))
+_CONDITION_FIELDS: FieldTree = dict.fromkeys(("type", "status", "reason", "message", "lastTransitionTime"))
+_CONTAINER_STATUS_FIELDS: FieldTree = dict.fromkeys(("name", "ready", "restartCount", "started"))
+
+POD_FIELDS: FieldTree = {
+    "apiVersion": None,
+    "kind": None,
+    "metadata": {
+        **dict.fromkeys(_META_KEEP),
+        "labels": None,
+        "annotations": None,
+        "ownerReferences": _OWNER_FIELDS,
+    },
+    "spec": {**dict.fromkeys(_SPEC_KEEP), "tolerations": None},
+    "status": {
+        **dict.fromkeys(_STATUS_KEEP),
+        "conditions": _CONDITION_FIELDS,
+        "containerStatuses": _CONTAINER_STATUS_FIELDS,
+        "initContainerStatuses": _CONTAINER_STATUS_FIELDS,
+    },
+}
+"""Every field `pod_projection` keeps. Lists are kept whole (every element, in order, narrowed to
+its kept fields), so an index into a cached list is an index into the server's."""
+
+NODE_DROPPED: FieldTree = {
+    "status": dict.fromkeys(("images", "volumesInUse", "volumesAttached", "config", "daemonEndpoints")),
+}
+"""What `node_projection` drops beyond `default_transform`."""
+
+_NODE_STATUS_DROPPED = tuple(NODE_DROPPED["status"] or ())
+
+
+def node_projection(node: Obj) -> Obj:
+    """`default_transform`, then the node status parts no controller reads (`NODE_DROPPED`), in place."""
+    default_transform(node)
+    status = node.get("status")
+    if status:
+        for key in _NODE_STATUS_DROPPED:
+            status.pop(key, None)
+    return node
+
+
+PROJECTIONS: dict[Resource, Transform] = {PODS: pod_projection, NODES: node_projection}
+"""The transform of each resource `aiokcm run` caches narrowed (the others get `default_transform`)."""

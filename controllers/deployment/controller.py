@@ -23,7 +23,9 @@ from typing import Any, ClassVar
 from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controllers.base import Controller
 from controllers.common.controller_ref import (
+    ORPHAN_INDEX,
     ControllerRefManager,
+    ensure_orphan_index,
     fresh_getter,
     get_controller_of,
     recheck_deletion_timestamp,
@@ -70,6 +72,7 @@ class DeploymentController(Controller):
         super().__init__(ctx)
         self.d_informer = ctx.informers.informer(DEPLOYMENTS)
         self.rs_informer = ctx.informers.informer(REPLICASETS)
+        ensure_orphan_index(self.rs_informer)
         self.pod_informer = ctx.informers.informer(PODS)
         self.d_informer.add_event_handler(
             ResourceEventHandler(on_add=self._enqueue_obj, on_update=lambda _o, n: self._enqueue_obj(n), on_delete=self._delete_deployment)
@@ -227,8 +230,14 @@ class DeploymentController(Controller):
             can_adopt=recheck_deletion_timestamp(fresh_getter(self.client, DEPLOYMENTS, d)),
             resource=REPLICASETS,
         )
-        candidates = [copy.deepcopy(rs) for rs in self.rs_informer.lister.list(meta(d).get("namespace"))]
-        return await manager.claim(candidates)
+        # The cached objects themselves, read-only (KCM lists from the lister and copies only what
+        # it writes): copying each ReplicaSet of the namespace cost ~40 us apiece on every sync.
+        # Only ours and orphans can be claimed, so the indexes find them without a namespace scan.
+        namespace = meta(d).get("namespace")
+        lister = self.rs_informer.lister
+        owned = [rs for rs in lister.by_index(CONTROLLER_UID_INDEX, uid_of(d)) if meta(rs).get("namespace") == namespace]
+        orphans = lister.by_index(ORPHAN_INDEX, str(namespace)) if namespace else []
+        return await manager.claim(owned + orphans)
 
     # -- the reconcile ---------------------------------------------------------------------
 

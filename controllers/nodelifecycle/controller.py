@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from apiclient import ApiError
@@ -74,6 +75,7 @@ NOT_READY_TAINT: Taint = {"key": TAINT_NODE_NOT_READY, "effect": NO_EXECUTE}
 UNREACHABLE_TAINT: Taint = {"key": TAINT_NODE_UNREACHABLE, "effect": NO_EXECUTE}
 NO_EXECUTE_TAINTING_PERIOD = 0.1  # Go's nodeEvictionPeriod
 SWAP_RETRIES = 5
+MONITOR_YIELD_EVERY = 200  # nodes per slice of a health pass (~5 ms): the loop never waits for a whole pass
 
 # Condition type -> status -> NoSchedule taint key (`nodeConditionToTaintKeyStatusMap`).
 CONDITION_TAINTS: dict[str, dict[str, str]] = {
@@ -239,7 +241,9 @@ class NodeLifecycleController(Controller):
         nodes = self.node_lister.list()
         self._track_added_and_deleted(nodes)
         zone_ready: dict[str, list[str | None]] = {}
-        for cached in nodes:
+        for i, cached in enumerate(nodes):
+            if i % MONITOR_YIELD_EVERY == MONITOR_YIELD_EVERY - 1:
+                await anyio.lowlevel.checkpoint()  # thousands of nodes: let the loop run between slices
             name = _name(cached)
             try:
                 observed, current, node = await self.update_node_health(cached)

@@ -44,6 +44,8 @@ def renewed_later(saved: str | None, observed: str | None) -> bool:
         return False
     if saved is None:
         return True
+    if saved == observed:
+        return False  # most passes see the renewal they already noted: no parsing
     a, b = parse_time(saved), parse_time(observed)
     if a is None or b is None:
         return saved != observed

@@ -7,6 +7,9 @@ Everything started here is cancelled on exit, so the leak guard in `tests/confte
 `HeldWatches` wraps a client so that watch events of chosen resources are held back until
 released: the way to show a controller coping with an informer that lags behind its writes.
 `RecordingEvents` keeps every event a controller emits for assertions.
+
+The informers cache what `aiokcm run` caches (`informers.PROJECTIONS`); `make_factory` is the
+seam `conftest.py` uses to guard those caches (see `projectionguard`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,44 @@ from apiclient import KubeClient
 from apiclient.resources import Resource
 from controllers.base import Controller
 from controllers.context import ControllerContext, ControllerOptions, EventRecorder, StaticGates
-from informers import SharedInformerFactory
+from informers import PROJECTIONS, SharedInformer, SharedInformerFactory, Transform
+
+TransformFor = Callable[[Resource], Transform]
+
+
+class _PerResourceFactory(SharedInformerFactory):
+    """A factory whose default transform for each resource comes from `transform_for`."""
+
+    def __init__(self, client: Any, transform_for: TransformFor) -> None:
+        super().__init__(client)
+        self._transform_for = transform_for
+
+    def informer(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Transform | None = None,
+    ) -> SharedInformer:
+        return super().informer(
+            res,
+            namespace=namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            transform=transform or self._transform_for(res),
+        )
+
+
+transform_for: TransformFor | None = None  # set by the projection guard fixture
+
+
+def make_factory(client: Any) -> SharedInformerFactory:
+    """The informer factory the controllers under test read from: the manager's projections."""
+    if transform_for is not None:
+        return _PerResourceFactory(client, transform_for)
+    return SharedInformerFactory(client, transforms=PROJECTIONS)
 
 
 @dataclass(frozen=True)
@@ -109,7 +149,7 @@ async def running_controllers(
     `informer_client` (e.g. a `HeldWatches`) feeds the informers while the controllers write
     through `client`.
     """
-    factory = SharedInformerFactory(informer_client or client)
+    factory = make_factory(informer_client or client)
     events = RecordingEvents()
     ctx = ControllerContext(
         client=client,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import copy
 
-from informers import default_transform, pod_projection
+from informers import POD_FIELDS, FieldTree, default_transform, node_projection, pod_projection
 from informers.transform import LAST_APPLIED
 
 from .helpers import pod
@@ -70,12 +70,12 @@ def test_pod_projection_of_a_bare_pod() -> None:
     assert out["metadata"] == {"name": "x"} and out["spec"] == {} and out["status"] == {}
 
 
-def test_pod_projection_drops_kubelet_conditions_and_shares_equal_parts() -> None:
+def test_pod_projection_keeps_kubelet_conditions_and_shares_equal_parts() -> None:
     a, b = _full_pod(), _full_pod()
     b["metadata"]["name"] = "b"
     a["status"]["conditions"].append({"type": "ContainersReady", "status": "True"})
     pa, pb = pod_projection(a), pod_projection(b)
-    assert [c["type"] for c in pa["status"]["conditions"]] == ["Ready", "EvacuationRequest"]
+    assert [c["type"] for c in pa["status"]["conditions"]] == ["Ready", "EvacuationRequest", "ContainersReady"]
     assert pa["metadata"]["labels"] is pb["metadata"]["labels"]
     assert pa["metadata"]["ownerReferences"] is pb["metadata"]["ownerReferences"]
     assert pa["spec"]["tolerations"] is pb["spec"]["tolerations"]
@@ -115,3 +115,78 @@ def test_pod_projection_does_not_touch_its_input() -> None:
     before = copy.deepcopy(p)
     pod_projection(p)
     assert p == before
+
+
+def _fill(tree: FieldTree, *, extra: bool) -> dict[str, object]:
+    """An object with every field of `tree` set (and, with `extra`, one unknown field per level)."""
+    out: dict[str, object] = {"notKept": "x"} if extra else {}
+    for key, sub in tree.items():
+        if sub is None:
+            out[key] = True if key in ("controller", "blockOwnerDeletion", "ready", "started") else f"{key}-value"
+        elif key in ("ownerReferences", "conditions", "containerStatuses", "initContainerStatuses"):
+            item = _fill(sub, extra=extra)
+            if key == "conditions":
+                item["type"] = "Ready"
+            out[key] = [item]
+        else:
+            out[key] = _fill(sub, extra=extra)
+    return out
+
+
+def _paths(obj: object, prefix: str = "") -> set[str]:
+    if isinstance(obj, list):
+        return set().union(*(_paths(v, prefix) for v in obj)) if obj else set()
+    if not isinstance(obj, dict):
+        return set()
+    found: set[str] = set()
+    for key, value in obj.items():
+        found.add(prefix + key)
+        found |= _paths(value, prefix + key + ".")
+    return found
+
+
+def _tree_paths(tree: FieldTree, prefix: str = "") -> set[str]:
+    found: set[str] = set()
+    for key, sub in tree.items():
+        found.add(prefix + key)
+        if sub is not None:
+            found |= _tree_paths(sub, prefix + key + ".")
+    return found
+
+
+def test_pod_fields_is_exactly_what_the_projection_keeps() -> None:
+    """The table the controller suites guard reads with cannot drift from the projection."""
+    full = _fill(POD_FIELDS, extra=True)
+    for free in ("labels", "annotations"):
+        full["metadata"][free] = {"k": "v"}  # type: ignore[index]
+    full["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]  # type: ignore[index]
+    kept = _paths(pod_projection(full))
+    kept -= {p for p in kept if p.startswith(("metadata.labels.", "metadata.annotations.", "spec.tolerations."))}
+    assert kept == _tree_paths(POD_FIELDS)
+
+
+def test_node_projection_drops_only_unbounded_status_parts() -> None:
+    node = {
+        "metadata": {"name": "n", "managedFields": [{}], "labels": {"a": "b"}},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
+        "status": {"images": [{"names": ["x"], "sizeBytes": 1}], "volumesInUse": ["v"], "volumesAttached": [],
+                   "conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1"}},
+    }
+    out = node_projection(copy.deepcopy(node))
+    assert out["metadata"] == {"name": "n", "labels": {"a": "b"}}
+    assert out["spec"] == node["spec"]
+    assert out["status"] == {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1"}}
+
+
+def test_pod_projection_keeps_every_list_element_in_order() -> None:
+    """Writers patch `/status/conditions/<i>` with an index found in the cache: it must be the server's."""
+    p = _full_pod()
+    p["status"]["conditions"] = [
+        {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": "t1"}
+        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+    ] + [{"type": "EvacuationRequest", "status": "True", "reason": "NodeMaintenance"}]
+    out = pod_projection(copy.deepcopy(p))
+    for section, key in (("status", "conditions"), ("status", "containerStatuses"), ("spec", "tolerations"),
+                         ("metadata", "ownerReferences")):
+        assert [e.get("type", e.get("name", e.get("key", e.get("uid")))) for e in out[section][key]] == [
+            e.get("type", e.get("name", e.get("key", e.get("uid")))) for e in p[section][key]]

@@ -139,3 +139,26 @@ async def test_every_zone_down_stops_tainting_and_excluded_nodes_do_not_count() 
     world = World([node("a0", "a"), node("b0", "b"), node("b1", "b")])
     await world.advance(120, healthy=("a0",))
     assert sorted(n for _, n in world.fake.tainted) == ["b0", "b1"]
+
+
+async def test_a_health_pass_over_thousands_of_nodes_lets_the_event_loop_run() -> None:
+    """The pass runs in slices: informers, other controllers and health probes are served during it."""
+    import anyio.lowlevel
+
+    world = World([node(f"n{i}", "a") for i in range(2000)])
+    ticks: list[int] = []
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            ticks.append(1)
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        await anyio.lowlevel.checkpoint()  # the ticker has started
+        before = len(ticks)
+        await world.controller.monitor_node_health()
+        during = len(ticks) - before
+        done.set()
+    assert during >= 5  # 2,000 nodes in slices of 200
