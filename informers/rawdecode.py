@@ -55,7 +55,12 @@ _PodMeta = _typed_dict(
     },
     total=False,
 )
-_PodSpec = _typed_dict("_PodSpec", {**dict.fromkeys(_t._SPEC_KEEP, Any), "tolerations": _OptRaw}, total=False)
+_Volume = _typed_dict("_Volume", dict.fromkeys(_t._VOLUME_KEEP, Any), total=False)
+_PodSpec = _typed_dict(
+    "_PodSpec",
+    {**dict.fromkeys(_t._SPEC_KEEP, Any), "tolerations": _OptRaw, "volumes": _list[_Volume] | None},
+    total=False,
+)
 _ContainerStatus = _typed_dict(
     "_ContainerStatus", {"name": Any, "ready": Any, "restartCount": Any, "started": Any}, total=False
 )
@@ -123,6 +128,8 @@ def _project_narrow_pod(pod: Obj) -> Obj:
             del spec["tolerations"]
         else:
             spec["tolerations"] = shared
+    if "volumes" in spec and not spec["volumes"]:
+        del spec["volumes"]
 
     status = pod.get("status") or {}
     for key in ("phase", "startTime"):

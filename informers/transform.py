@@ -289,6 +289,10 @@ def pod_projection(pod: Obj) -> Obj:
     tolerations = spec_in.get("tolerations")
     if tolerations:
         spec["tolerations"] = _share_tolerations(tolerations)
+    volumes = spec_in.get("volumes")
+    if volumes:
+        # kubectl drain's local-storage filter: which volumes are emptyDir (the data a drain would lose)
+        spec["volumes"] = [{k: v[k] for k in _VOLUME_KEEP if k in v} for v in volumes if isinstance(v, dict)]
     out["spec"] = spec
     status_in = pod.get("status") or {}
     status: Obj = {k: status_in[k] for k in _STATUS_KEEP if k in status_in}
@@ -306,6 +310,7 @@ def pod_projection(pod: Obj) -> Obj:
     return out
 
 
+_VOLUME_KEEP = ("name", "emptyDir")
 _OWNER_FIELDS: FieldTree = dict.fromkeys(("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"))
 _CONDITION_FIELDS: FieldTree = dict.fromkeys(("type", "status", "reason", "message", "lastTransitionTime"))
 _CONTAINER_STATUS_FIELDS: FieldTree = dict.fromkeys(("name", "ready", "restartCount", "started"))
@@ -319,7 +324,7 @@ POD_FIELDS: FieldTree = {
         "annotations": None,
         "ownerReferences": _OWNER_FIELDS,
     },
-    "spec": {**dict.fromkeys(_SPEC_KEEP), "tolerations": None},
+    "spec": {**dict.fromkeys(_SPEC_KEEP), "tolerations": None, "volumes": dict.fromkeys(_VOLUME_KEEP)},
     "status": {
         **dict.fromkeys(_STATUS_KEEP),
         "conditions": _CONDITION_FIELDS,

@@ -123,7 +123,7 @@ def _fill(tree: FieldTree, *, extra: bool) -> dict[str, object]:
     for key, sub in tree.items():
         if sub is None:
             out[key] = True if key in ("controller", "blockOwnerDeletion", "ready", "started") else f"{key}-value"
-        elif key in ("ownerReferences", "conditions", "containerStatuses", "initContainerStatuses"):
+        elif key in ("ownerReferences", "conditions", "containerStatuses", "initContainerStatuses", "volumes"):
             item = _fill(sub, extra=extra)
             if key == "conditions":
                 item["type"] = "Ready"
