@@ -222,8 +222,11 @@ class LeaderElector:
         """
         self.log.info("attempting to acquire leader lease")
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch_lease)
+            watching = False
             while not await self.try_acquire_or_renew():
+                if not watching:  # from the resourceVersion just read
+                    tg.start_soon(self._watch_lease)
+                    watching = True
                 await self._wait_for_retry()
             tg.cancel_scope.cancel()
         self._set_leader(True)
