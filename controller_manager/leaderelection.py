@@ -221,6 +221,7 @@ class LeaderElector:
         when it happened, not at the next poll.
         """
         self.log.info("attempting to acquire leader lease")
+        self._wake_now = False
         async with anyio.create_task_group() as tg:
             watching = False
             while not await self.try_acquire_or_renew():
@@ -275,8 +276,11 @@ class LeaderElector:
                             self._on_watched(dict(event.object.get("spec") or {}), deleted=False)
                         elif event.type == "DELETED":
                             self._on_watched({}, deleted=True)
-            except (ApiError, aiohttp.ClientError, OSError, ValueError) as exc:
-                self.log.debug("lease watch failed; polling meanwhile", error=str(exc))
+            except ApiError as exc:  # e.g. Forbidden: a Role without `watch` on leases
+                self.log.warning("cannot watch lease; polling meanwhile", error=str(exc))
+                version = self._read_version
+            except (aiohttp.ClientError, OSError, ValueError) as exc:
+                self.log.debug("lease watch dropped; polling meanwhile", error=str(exc))
                 version = self._read_version
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, max(WATCH_BACKOFF_MAX, self.retry_period))
