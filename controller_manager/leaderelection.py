@@ -17,6 +17,10 @@ everything else:
   lost the lease and `LeadershipLost` is raised (the manager exits 1, as KCM does).
 - On a clean shutdown the leader releases: empty holder, `leaseDurationSeconds: 1`, so the
   other replica takes over at its next retry instead of waiting out the lease.
+- Unlike client-go, a standby also watches its Lease: a renewal polled up to 2.2 retry periods
+  late moved the observed expiry (and so the take-over) as much past the real one, while a
+  watched renewal is observed at once. The expiry rule is unchanged (local monotonic time at
+  which a changed record was seen); polling stays the fallback when the watch fails.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from apiclient.resources import LEASES
 JITTER_FACTOR = 1.2
 HEALTHZ_TIMEOUT = 20.0  # KCM's leader-election healthz adaptor timeout
 EXPIRY_MARGIN = 0.01  # past the expiry instant, so the holder check sees it expired
+WATCH_BACKOFF_MAX = 30.0  # cap of the standby's re-watch backoff; polling covers the gap
 
 MASTER_STATUS = Gauge(
     "leader_election_master_status",
@@ -88,6 +93,9 @@ class LeaderElector:
         self._lease: dict[str, Any] | None = None  # last Lease read or written, with its resourceVersion
         self._observed_spec: dict[str, Any] | None = None
         self._observed_time = 0.0
+        self._read_version: str | None = None  # resourceVersion of the last Lease read
+        self._changed = anyio.Event()  # the watch saw a new record: the acquire loop re-plans its wait
+        self._wake_now = False  # the watch saw the lease deleted or released: try at once
         self._leader = False
         self.log = log.bind(lease=f"{namespace}/{name}", identity=self.identity)
         MASTER_STATUS.labels(name).set(0)
@@ -139,10 +147,9 @@ class LeaderElector:
             self.log.warning("error retrieving lease", error=str(exc))
             return False
 
+        self._read_version = (lease.get("metadata") or {}).get("resourceVersion")
         old: dict[str, Any] = dict(lease.get("spec") or {})
-        if old != self._observed_spec:
-            self._observed_spec = old
-            self._observed_time = anyio.current_time()
+        self._observe(old)
         holder = old.get("holderIdentity") or ""
         duration = float(old.get("leaseDurationSeconds") or self.lease_duration)
         if holder and holder != self.identity and self._observed_time + duration > anyio.current_time():
@@ -189,6 +196,14 @@ class LeaderElector:
         self._observe_written(updated)
         return True
 
+    def _observe(self, spec: dict[str, Any]) -> bool:
+        """client-go's rule: the observed time moves only when the record changes."""
+        if spec == self._observed_spec:
+            return False
+        self._observed_spec = spec
+        self._observed_time = anyio.current_time()
+        return True
+
     def _observe_written(self, lease: dict[str, Any]) -> None:
         self._lease = lease
         self._observed_spec = dict(lease.get("spec") or {})
@@ -201,27 +216,93 @@ class LeaderElector:
 
         A retry never waits past the moment the holder's lease expires on our clock: with
         client-go's jitter alone a standby could sleep up to 2.2 retry periods after the
-        expiry, so a dead leader was replaced up to ~4 s later than it had to be.
+        expiry, so a dead leader was replaced up to ~4 s later than it had to be. Meanwhile
+        the Lease is watched, so that expiry counts from the holder's last renewal as seen
+        when it happened, not at the next poll.
         """
         self.log.info("attempting to acquire leader lease")
-        while True:
-            if await self.try_acquire_or_renew():
-                break
-            wait = self.retry_period * (1 + random.random() * JITTER_FACTOR)
-            expiry = self._other_holder_expires_in()
-            if expiry is not None:
-                wait = min(wait, expiry + EXPIRY_MARGIN)
-            await anyio.sleep(wait)
+        self._wake_now = False
+        async with anyio.create_task_group() as tg:
+            watching = False
+            while not await self.try_acquire_or_renew():
+                if not watching:  # from the resourceVersion just read
+                    tg.start_soon(self._watch_lease)
+                    watching = True
+                await self._wait_for_retry()
+            tg.cancel_scope.cancel()
         self._set_leader(True)
 
-    def _other_holder_expires_in(self) -> float | None:
-        """Seconds until another holder's lease expires, as observed on our monotonic clock."""
+    async def _wait_for_retry(self) -> None:
+        """Sleep until the jittered poll, the observed expiry, or a deletion/release the watch saw."""
+        poll_at = anyio.current_time() + self.retry_period * (1 + random.random() * JITTER_FACTOR)
+        while not self._wake_now:
+            deadline = poll_at
+            expires_at = self._other_holder_expires_at()
+            if expires_at is not None:
+                deadline = min(deadline, expires_at + EXPIRY_MARGIN)
+            remaining = deadline - anyio.current_time()
+            if remaining <= 0:
+                break
+            self._changed = anyio.Event()
+            with anyio.move_on_after(remaining):
+                await self._changed.wait()
+        self._wake_now = False
+
+    async def _watch_lease(self) -> None:
+        """Observe the Lease's changes as they happen; never fails the election.
+
+        A watch error or a closed stream only costs timeliness (the polls go on), so it is
+        opened again after a backoff (reset by each event, bounded) from the last
+        resourceVersion seen.
+        """
+        backoff = self.retry_period
+        version = self._read_version
+        while True:
+            try:
+                async with self.client.watch(
+                    LEASES, resource_version=version, namespace=self.namespace,
+                    field_selector=f"metadata.name={self.name}",
+                    timeout_seconds=int(300 * (1 + random.random())),  # as client-go's reflector
+                ) as events:
+                    async for event in events:
+                        meta = event.object.get("metadata") or {}
+                        if event.type == "ERROR":
+                            if event.object.get("code") == 410:
+                                version = None  # too old: start again from the current record
+                            break
+                        version = meta.get("resourceVersion") or version
+                        backoff = self.retry_period
+                        if event.type in ("ADDED", "MODIFIED"):
+                            self._on_watched(dict(event.object.get("spec") or {}), deleted=False)
+                        elif event.type == "DELETED":
+                            self._on_watched({}, deleted=True)
+            except ApiError as exc:  # e.g. Forbidden: a Role without `watch` on leases
+                self.log.warning("cannot watch lease; polling meanwhile", error=str(exc))
+                version = self._read_version
+            except (aiohttp.ClientError, OSError, ValueError) as exc:
+                self.log.debug("lease watch dropped; polling meanwhile", error=str(exc))
+                version = self._read_version
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, max(WATCH_BACKOFF_MAX, self.retry_period))
+
+    def _on_watched(self, spec: dict[str, Any], *, deleted: bool) -> None:
+        if deleted:
+            self._wake_now = True
+        elif self._observe(spec):
+            holder = spec.get("holderIdentity") or ""
+            self._wake_now = not holder or holder == self.identity  # released: free to take now
+        else:
+            return
+        self._changed.set()
+
+    def _other_holder_expires_at(self) -> float | None:
+        """When another holder's lease expires, as observed on our monotonic clock."""
         spec = self._observed_spec or {}
         holder = spec.get("holderIdentity") or ""
         if not holder or holder == self.identity:
             return None
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-        return max(self._observed_time + duration - anyio.current_time(), 0.0)
+        return self._observed_time + duration
 
     async def renew_until_lost(self) -> None:
         """Renew every `retry_period`; return once a renewal has failed for `renew_deadline`."""

@@ -122,7 +122,7 @@ AUTH_READER_RULES: tuple[Rule, ...] = (Rule("", "configmaps", ("get", "list", "w
 METRICS_READER = "aiokcm-metrics-reader"
 
 # Leader election, granted by a Role in --leader-elect-resource-namespace only.
-LEADER_ELECTION_RULES: tuple[Rule, ...] = (Rule("coordination.k8s.io", "leases", ("get", "create", "update")),)
+LEADER_ELECTION_RULES: tuple[Rule, ...] = (Rule("coordination.k8s.io", "leases", ("get", "create", "update", "watch")),)
 
 NAME = "aiokcm"
 NAMESPACE = "aiokcm-system"

@@ -3,7 +3,9 @@
 Enough of the Kubernetes REST protocol for Leases, Events and empty informer LIST/WATCHes:
 POST creates (409 AlreadyExists), PUT replaces only at the stored resourceVersion (409
 Conflict otherwise), PATCH merges, LIST answers with what is stored, WATCH holds the stream
-open. `fail_writes` turns every write into a 500, to take leadership away from a leader.
+open. A WATCH of one object (`fieldSelector=metadata.name=X`) streams that object's changes;
+`drop_watches()` ends every open stream and `refuse_watches` answers new ones with a 500.
+`fail_writes` turns every write into a 500, to take leadership away from a leader.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import orjson
 from aiohttp import web
+from anyio.streams.memory import MemoryObjectSendStream
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
@@ -41,7 +45,10 @@ class FakeApi:
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)  # object path -> object
     requests: list[tuple[str, str]] = field(default_factory=list)
     fail_writes: bool = False
+    refuse_watches: bool = False
+    watches: int = 0  # WATCH requests received, refused ones included
     url: str = ""
+    _watchers: dict[str, set[MemoryObjectSendStream[dict[str, Any]]]] = field(default_factory=dict)
     _rv: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def get(self, path: str) -> dict[str, Any] | None:
@@ -55,9 +62,30 @@ class FakeApi:
         path = request.path.rstrip("/")
         self.requests.append((request.method, path))
         if request.method == "GET" and request.query.get("watch") in {"true", "1"}:
+            self.watches += 1
+            if self.refuse_watches:
+                return _status(500, "InternalError", "injected watch failure")
+            selector = request.query.get("fieldSelector", "")
             response = web.StreamResponse()
             await response.prepare(request)
-            await anyio.sleep_forever()
+            if not selector.startswith("metadata.name="):
+                await anyio.sleep_forever()
+            obj_path = f"{path}/{selector.removeprefix('metadata.name=')}"
+            send, receive = anyio.create_memory_object_stream[dict[str, Any]](100)
+            self._watchers.setdefault(obj_path, set()).add(send)
+            try:
+                if not request.query.get("resourceVersion") and obj_path in self.objects:
+                    await send.send({"type": "ADDED", "object": self.objects[obj_path]})
+                async with receive:
+                    while request.transport is not None and not request.transport.is_closing():
+                        with anyio.move_on_after(0.05):  # aiohttp does not cancel a handler on disconnect
+                            event = await receive.receive()
+                            await response.write(orjson.dumps(event) + b"\n")
+            except (ConnectionError, anyio.EndOfStream):
+                pass  # the client went away
+            finally:
+                self._watchers.get(obj_path, set()).discard(send)
+            return response
         if request.method != "GET" and self.fail_writes:
             return _status(500, "InternalError", "injected failure")
         if request.method == "GET":
@@ -87,13 +115,26 @@ class FakeApi:
             return self._store(path, _merge(current, body), 200)
         if request.method == "DELETE":
             del self.objects[path]
+            self._publish(path, "DELETED", current)
             return web.json_response(current)
         return _status(405, "MethodNotAllowed", request.method)
 
     def _store(self, path: str, obj: dict[str, Any], code: int) -> web.Response:
         stored = {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": str(next(self._rv))}}
         self.objects[path] = stored
+        self._publish(path, "ADDED" if code == 201 else "MODIFIED", stored)
         return web.json_response(stored, status=code)
+
+    def _publish(self, path: str, kind: str, obj: dict[str, Any]) -> None:
+        for send in list(self._watchers.get(path, ())):
+            send.send_nowait({"type": kind, "object": obj})
+
+    def drop_watches(self) -> None:
+        """End every open object watch, as an API server restart or a dropped connection does."""
+        for watchers in self._watchers.values():
+            for send in list(watchers):
+                send.close()
+            watchers.clear()
 
 
 @asynccontextmanager
@@ -110,4 +151,5 @@ async def serve_fake_api() -> AsyncIterator[FakeApi]:
     try:
         yield api
     finally:
+        api.drop_watches()
         await runner.cleanup()

@@ -113,3 +113,57 @@ async def test_a_standby_retries_when_the_dead_leaders_lease_expires_not_at_its_
     finally:
         await client_a.close()
         await client_b.close()
+
+
+LEASES = LEASE.rsplit("/", 1)[0]
+
+
+async def test_a_standby_observes_the_last_renewal_through_its_watch_not_a_later_poll(fake_api: FakeApi) -> None:
+    """The standby's only polls are its first and its take-over (its retry period is far longer than
+    the lease): the holder's renewals reach it through the watch, so it takes over one lease
+    duration after the last renewal, not one lease duration after it last polled."""
+    client_a, client_b = make_client(fake_api), make_client(fake_api)
+    try:
+        a = _elector(client_a, "a")
+        b = LeaderElector(client_b, namespace="kube-system", name="aiokcm", identity="b",
+                          lease_duration=1.0, renew_deadline=0.6, retry_period=30.0)
+        await a.acquire()
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(b.acquire)
+                await eventually(lambda: fake_api.watches >= 1 and bool(fake_api._watchers.get(LEASE)))
+                for _ in range(4):  # a renews past b's first observed expiry, then dies
+                    await anyio.sleep(0.4)
+                    assert await a.try_acquire_or_renew()
+                last_renewal = anyio.current_time()
+                await eventually(lambda: b.is_leader)
+                took_over = anyio.current_time() - last_renewal
+                await eventually(lambda: not fake_api._watchers.get(LEASE))  # the leader no longer watches
+        assert _spec(fake_api)["holderIdentity"] == "b" and _spec(fake_api)["leaseTransitions"] == 1
+        a_gets = 1 + 4  # a's acquire, then its renewals
+        assert fake_api.requests.count(("GET", LEASE)) == a_gets + 2  # b: its first poll and its take-over
+        assert 1.0 <= took_over < 1.0 + 0.9  # never before the lease expired; not a poll later
+    finally:
+        await client_a.close()
+        await client_b.close()
+
+
+async def test_a_dropped_watch_falls_back_to_polling_and_is_opened_again(fake_api: FakeApi) -> None:
+    client_a, client_b = make_client(fake_api), make_client(fake_api)
+    try:
+        a, b = _elector(client_a, "a"), _elector(client_b, "b")
+        await a.acquire()
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(b.acquire)
+                await eventually(lambda: bool(fake_api._watchers.get(LEASE)))
+                fake_api.refuse_watches = True
+                fake_api.drop_watches()
+                await eventually(lambda: fake_api.watches >= 3)  # refused, retried with backoff
+                assert not b.is_leader  # a's lease has not expired: b waits, it does not fail
+                await eventually(lambda: b.is_leader)  # a never renewed: b's polls see it expire
+        assert _spec(fake_api)["holderIdentity"] == "b"
+        fake_api.refuse_watches = False
+    finally:
+        await client_a.close()
+        await client_b.close()
