@@ -30,12 +30,15 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-# Most of the suite waits on servers and timers, not the CPU: two workers halve the wall time on 2 cores.
-# Tests that share one control plane across a module carry an xdist_group and stay on one worker.
-PYTEST_WORKERS ?= 2
+# Most of the suite waits on servers and timers, not the CPU, so it runs on xdist workers; tests that
+# share one control plane across a module carry an xdist_group and stay on one worker. The fault tests
+# compare recovery times with the real KCM's, so they run first, alone on the machine.
+PYTEST_WORKERS ?= 3
+FAULT_TESTS := tests/real/test_faults.py
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(FAULT_TESTS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --ignore=$(FAULT_TESTS) $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest
 

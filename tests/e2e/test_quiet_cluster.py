@@ -27,6 +27,10 @@ WINDOW = 5.0  # longer than any resync-like period a no-op loop would show in (1
 NAMESPACES = ("odd-a", "odd-b")
 
 
+def _pod_creates(writes: list[Any]) -> int:
+    return sum(1 for w in writes if w.method == "POST" and w.url.endswith("/pods"))
+
+
 async def test_a_converged_mixed_cluster_gets_no_writes(cluster: Any, kube: KubeClient) -> None:
     await ensure_crd(kube)
     await oddworld.taint_node(kube)
@@ -37,6 +41,9 @@ async def test_a_converged_mixed_cluster_gets_no_writes(cluster: Any, kube: Kube
         async with running_manager(cluster, manager_options(cluster)) as manager:
             writes = ClientWrites(manager.client)
             await eventually(lambda: manager.health.ready, "caches synced")
+            # converging first (a quiet spell before the first write is not a converged cluster)
+            await eventually(lambda: _pod_creates(writes.writes) >= 20, "the manager creating the world's pods",
+                             timeout=90)
             await writes.settled(quiet=3.0)
             converging = list(writes.writes)
             start = time.monotonic()
@@ -52,7 +59,7 @@ async def test_a_converged_mixed_cluster_gets_no_writes(cluster: Any, kube: Kube
         await _untaint_and_forget_maintenances(kube)
     assert created > 40
     # the manager did converge the cluster: pods, ReplicaSets and statuses written
-    assert sum(1 for w in converging if w.method == "POST" and w.url.endswith("/pods")) >= 20
+    assert _pod_creates(converging) >= 20
     assert any(w.url.endswith("/poddisruptionbudgets/everything-all/status") for w in converging)
     assert quiet == [], f"{len(quiet)} writes in {WINDOW} s of a quiet cluster:\n" + "\n".join(
         f"{w.method} {w.url} {w.status}" for w in quiet[:40])
