@@ -32,6 +32,7 @@ its workers: items still queued are dropped, items in work finish.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import enum
 import time
@@ -302,7 +303,25 @@ def with_backoff(queue: WorkQueue[T] | Queue[T], rate_limiter: RateLimiter | Non
     return queue
 
 
-class _Backoff(Generic[T]):
+class _RateLimited(abc.ABC, Generic[T]):
+    """The rate-limiting half every requeuer shares: backoff per item, requeue after it."""
+
+    rate_limiter: RateLimiter
+
+    def forget(self, item: T) -> None:
+        self.rate_limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        return self.rate_limiter.num_requeues(item)
+
+    def add_rate_limited(self, item: T) -> None:
+        self.add_after(item, self.rate_limiter.when(item))
+
+    @abc.abstractmethod
+    def add_after(self, item: T, seconds: float) -> None: ...
+
+
+class _Backoff(_RateLimited[T]):
     """A plain or delaying queue with a rate limiter beside it (client-go's rate-limiting layer)."""
 
     def __init__(self, queue: Queue[T], rate_limiter: RateLimiter) -> None:
@@ -319,15 +338,6 @@ class _Backoff(Generic[T]):
     def shutting_down(self) -> bool:
         return self.queue.shutting_down
 
-    def forget(self, item: T) -> None:
-        self.rate_limiter.forget(item)
-
-    def num_requeues(self, item: T) -> int:
-        return self.rate_limiter.num_requeues(item)
-
-    def add_rate_limited(self, item: T) -> None:
-        self.add_after(item, self.rate_limiter.when(item))
-
     def add_after(self, item: T, seconds: float) -> None:
         if isinstance(self.queue, DelayingQueue):
             self.queue.add_after(item, seconds)
@@ -337,21 +347,12 @@ class _Backoff(Generic[T]):
             asyncio.get_running_loop().call_later(seconds, self.queue.add, item)
 
 
-class _TimedRequeuer(Generic[T]):
+class _TimedRequeuer(_RateLimited[T]):
     """The policy's requeues on a `TimedWorkerQueue`: a retry is new work for the key."""
 
     def __init__(self, queue: TimedWorkerQueue[T], rate_limiter: RateLimiter) -> None:
         self.queue = queue
         self.rate_limiter = rate_limiter
-
-    def forget(self, item: T) -> None:
-        self.rate_limiter.forget(item)
-
-    def num_requeues(self, item: T) -> int:
-        return self.rate_limiter.num_requeues(item)
-
-    def add_rate_limited(self, item: T) -> None:
-        self.add_after(item, self.rate_limiter.when(item))
 
     def add_after(self, item: T, seconds: float) -> None:
         # Called from the key's own handler: replacing its work leaves the new schedule standing.
