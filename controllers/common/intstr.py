@@ -15,8 +15,8 @@ class IntOrStringError(ValueError):
 def scaled_value(value: int | str | None, total: int, *, round_up: bool, default: int | str = 0) -> int:
     """`intstr.GetScaledValueFromIntOrPercent`: an int as is, a percent of `total` rounded as asked.
 
-    `None` stands for an unset field and takes `default`. A string without `%` that parses as an
-    integer is accepted, as the API server's int-or-string would be.
+    `None` stands for an unset field and takes `default`. A string must be a percentage: Go
+    refuses "3" (a string, not an int) with "string is not a percentage", and so do we.
     """
     if value is None:
         value = default
@@ -32,7 +32,4 @@ def scaled_value(value: int | str | None, total: int, *, round_up: bool, default
             raise IntOrStringError(f"invalid value for IntOrString: invalid value {text!r}") from exc
         # Integer arithmetic: Go's float64 ceil/floor gives the same result without float noise.
         return -((-percent * total) // 100) if round_up else (percent * total) // 100
-    try:
-        return int(text)
-    except ValueError as exc:
-        raise IntOrStringError(f"invalid value for IntOrString: invalid type: string is not a percentage: {text!r}") from exc
+    raise IntOrStringError(f"invalid value for IntOrString: invalid type: string is not a percentage: {text!r}")

@@ -105,10 +105,13 @@ def resolve_fenceposts(max_surge: int | str | None, max_unavailable: int | str |
     """`ResolveFenceposts`: surge rounds up, unavailable rounds down; both 0 means unavailable 1.
 
     A rollout with neither surge nor unavailability could never make progress, so Kubernetes
-    lets one pod be unavailable in that case.
+    lets one pod be unavailable in that case. An unset value counts as 0, as Go's
+    `ValueOrDefault(..., FromInt(0))`: the 25 % defaults are the API server's to apply, and a
+    controller that applied them too would disagree with KCM on an object that reached it
+    undefaulted.
     """
-    surge = scaled_value(max_surge, desired, round_up=True, default=DEFAULT_MAX_SURGE)
-    unavailable = scaled_value(max_unavailable, desired, round_up=False, default=DEFAULT_MAX_UNAVAILABLE)
+    surge = scaled_value(max_surge, desired, round_up=True)
+    unavailable = scaled_value(max_unavailable, desired, round_up=False)
     if surge == 0 and unavailable == 0:
         unavailable = 1
     return surge, unavailable
@@ -136,6 +139,13 @@ def max_unavailable(d: Obj) -> int:
     except IntOrStringError:
         return 0
     return min(unavailable, replicas(d))
+
+
+def min_available(d: Obj) -> int:
+    """`MinAvailable`: how many pods must stay available during a rollout; 0 unless RollingUpdate."""
+    if not is_rolling_update(d):
+        return 0
+    return replicas(d) - max_unavailable(d)
 
 
 def min_ready_seconds(d: Obj) -> int:
@@ -260,13 +270,18 @@ def replicas_annotations_need_update(rs: Obj, desired: int, max_replicas: int) -
 
 
 def _int_annotation(obj: Obj, key: str) -> int | None:
+    """`getNonNegativeInt32FromAnnotation`: a decimal in [0, MaxInt32], else absent.
+
+    Go parses with `strconv.ParseUint(v, 10, 32)` and refuses what exceeds MaxInt32, so a
+    sign, spaces, underscores, a negative or an overflowing value all count as no annotation;
+    Python's `int()` would accept the first three and let a hand-edited negative
+    `max-replicas` make proportional scaling divide by a negative number.
+    """
     raw = annotations_of(obj).get(key)
-    if raw is None:
+    if raw is None or not raw.isascii() or not raw.isdigit():
         return None
-    try:
-        return int(raw)
-    except ValueError:
-        return None
+    value = int(raw)
+    return value if value <= MAX_INT32 else None
 
 
 def desired_replicas_annotation(rs: Obj) -> int | None:

@@ -35,6 +35,7 @@ from typing import Any
 
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.evacuation import evacuation_initiated
+from controllers.common.intstr import IntOrStringError, scaled_value
 from controllers.common.pods import is_pod_ready, is_terminating
 from controllers.common.timeutil import format_time, parse_time
 
@@ -94,22 +95,11 @@ def _spec(obj: Obj) -> Mapping[str, Any]:
 
 
 def _percent_of(value: Any, total: int, *, what: str) -> int:
-    """`intstr.GetScaledValueFromIntOrPercent(value, total, roundUp=true)`.
-
-    An int is itself; a string must be a percentage ("50%"), as Go insists (a bare "5" is an error).
-    """
-    if isinstance(value, bool):
-        raise BudgetError(f"invalid value for IntOrString: {what} {value!r}")
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if not text.endswith("%"):
-        raise BudgetError(f"invalid value for IntOrString: invalid type: string is not a percentage: {what} {text!r}")
+    """`intstr.GetScaledValueFromIntOrPercent(value, total, roundUp=true)`, naming the field on error."""
     try:
-        percent = int(text[:-1])
-    except ValueError as exc:
-        raise BudgetError(f"invalid value for IntOrString: invalid value for percent: {what} {text!r}") from exc
-    return -((-percent * total) // 100)
+        return scaled_value(value, total, round_up=True)
+    except IntOrStringError as exc:
+        raise BudgetError(f"{exc} ({what})") from exc
 
 
 async def expected_scale(pods: Sequence[Obj], finder: Finder) -> tuple[int, list[str]]:

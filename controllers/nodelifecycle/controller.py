@@ -122,6 +122,11 @@ def controller_no_schedule_taints(node: Mapping[str, Any]) -> list[Taint]:
     ]
 
 
+# KCM's queue names, so the `workqueue_*{name=...}` series existing dashboards query are found.
+NODE_QUEUE_NAME = "node_lifecycle_controller"
+POD_QUEUE_NAME = "node_lifecycle_controller_pods"
+
+
 class NodeLifecycleController(Controller):
     """KCM's `node-lifecycle-controller` (taint-based eviction); see the module docstring."""
 
@@ -144,7 +149,7 @@ class NodeLifecycleController(Controller):
         self.tainters: dict[str, RateLimitedTimedQueue] = {}
         self.zone_states: dict[str, ZoneState] = {}
         self.nodes_to_retry: set[str] = set()
-        self.pod_queue: RateLimitingQueue[str] = RateLimitingQueue(name=self.name + "-pods")
+        self.pod_queue: RateLimitingQueue[str] = RateLimitingQueue(name=POD_QUEUE_NAME)
         self.pod_worker = self.make_worker(self.process_pod)
         self.node_informer = ctx.informers.informer(NODES)
         self.pod_informer = ctx.informers.informer(PODS)
@@ -162,6 +167,9 @@ class NodeLifecycleController(Controller):
         self.pod_informer.add_event_handler(
             ResourceEventHandler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new))
         )
+
+    def make_queue(self) -> RateLimitingQueue[str]:
+        return RateLimitingQueue(name=NODE_QUEUE_NAME)
 
     # -- handlers --------------------------------------------------------------------------
 

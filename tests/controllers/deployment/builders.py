@@ -19,14 +19,16 @@ TEMPLATE: dict[str, Any] = {
 def deployment(
     replicas: int = 3,
     *,
-    max_surge: int | str | None = None,
-    max_unavailable: int | str | None = None,
+    max_surge: int | str | None = "25%",
+    max_unavailable: int | str | None = "25%",
     strategy: str = "RollingUpdate",
     paused: bool = False,
     generation: int = 1,
     status: dict[str, Any] | None = None,
     progress_deadline: int | None = 600,
 ) -> dict[str, Any]:
+    # The API server's defaults (25 % / 25 %); pass None to leave a field unset as it never is
+    # on a served object.
     rolling: dict[str, Any] = {}
     if max_surge is not None:
         rolling["maxSurge"] = max_surge

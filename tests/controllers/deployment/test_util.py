@@ -4,24 +4,88 @@ from __future__ import annotations
 
 import pytest
 
+from controllers.common.intstr import IntOrStringError
 from controllers.deployment import util
 from tests.controllers.deployment.builders import TEMPLATE, deployment, replica_set
 
 
+# `TestResolveFenceposts` (pkg/controller/deployment/util/deployment_util_test.go), case for case:
+# unset counts as 0, both 0 means one may be unavailable, a bare number string is an error.
 @pytest.mark.parametrize(
     ("surge", "unavailable", "desired", "want"),
     [
-        ("25%", "25%", 10, (3, 2)),  # surge rounds up, unavailable down
-        ("25%", "25%", 1, (1, 0)),
-        (0, 0, 5, (0, 1)),  # both zero: one may be unavailable
-        ("0%", "0%", 3, (0, 1)),
+        ("0%", "0%", 0, (0, 1)),
+        ("39%", "39%", 10, (4, 3)),
+        ("oops", "39%", 10, None),
+        ("55%", "urg", 10, None),
+        ("5", "1", 7, None),
+        (None, "39%", 10, (0, 3)),
+        ("39%", None, 10, (4, 0)),
+        (None, None, 10, (0, 1)),
+        # and the ints the other tests of the file use
         (2, "50%", 3, (2, 1)),
-        (None, None, 4, (1, 1)),  # defaults are 25% / 25%
-        ("30%", 1, 0, (0, 1)),
+        ("25%", "25%", 1, (1, 0)),
     ],
 )
-def test_resolve_fenceposts(surge: int | str | None, unavailable: int | str | None, desired: int, want: tuple[int, int]) -> None:
-    assert util.resolve_fenceposts(surge, unavailable, desired) == want
+def test_resolve_fenceposts(
+    surge: int | str | None, unavailable: int | str | None, desired: int, want: tuple[int, int] | None
+) -> None:
+    if want is None:
+        with pytest.raises(IntOrStringError):
+            util.resolve_fenceposts(surge, unavailable, desired)
+    else:
+        assert util.resolve_fenceposts(surge, unavailable, desired) == want
+
+
+# `TestGetNonNegativeInt32FromAnnotation`: what Go's parser refuses counts as no annotation.
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        (None, None),  # invalid empty
+        ("invalid", None),
+        ("-1", None),  # invalid negative
+        ("0", 0),
+        ("13", 13),
+        (str(2**31 - 1), 2**31 - 1),  # valid max
+        (str(2**31), None),  # out of range
+        ("+3", None),  # ParseUint takes no sign
+        (" 3", None),
+        ("1_000", None),
+    ],
+)
+def test_replicas_annotations_parse_as_go_does(value: str | None, want: int | None) -> None:
+    rs = replica_set("web-1", 1)
+    annotations = rs["metadata"].setdefault("annotations", {})
+    annotations.pop(util.MAX_REPLICAS_ANNOTATION, None)
+    annotations.pop(util.DESIRED_REPLICAS_ANNOTATION, None)
+    if value is not None:
+        annotations[util.MAX_REPLICAS_ANNOTATION] = value
+        annotations[util.DESIRED_REPLICAS_ANNOTATION] = value
+    assert util.max_replicas_annotation(rs) == want
+    assert util.desired_replicas_annotation(rs) == want
+
+
+def test_a_negative_max_replicas_annotation_falls_back_to_the_current_size() -> None:
+    """A hand-edited negative annotation must not steer proportional scaling (Go ignores it)."""
+    d = deployment(10, max_surge=0, max_unavailable=1, status={"replicas": 5})
+    rs = replica_set("web-1", 5)
+    rs["metadata"].setdefault("annotations", {})[util.MAX_REPLICAS_ANNOTATION] = "-5"
+    # As if the annotation were absent: scale from the Deployment's 5 to its 10.
+    assert util.replica_set_fraction(rs, d) == 5
+
+
+# `MinAvailable`: replicas - maxUnavailable for RollingUpdate, 0 for Recreate.
+@pytest.mark.parametrize(
+    ("d", "want"),
+    [
+        (deployment(10, max_surge=1, max_unavailable=5), 5),
+        (deployment(10, max_surge=1, max_unavailable="50%"), 5),
+        (deployment(5, max_surge=1, max_unavailable=10), 0),
+        (deployment(3, strategy="Recreate"), 0),
+    ],
+)
+def test_min_available(d: dict[str, object], want: int) -> None:
+    assert util.min_available(d) == want
 
 
 def test_max_unavailable_never_exceeds_replicas_and_recreate_has_no_budget() -> None:
