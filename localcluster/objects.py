@@ -1,6 +1,6 @@
 """`ObjectAPI`: the generic registry store of the real API server, without HTTP.
 
-Every write takes the same path whether it came over HTTP or from an in-process actor (part 2's
+Every write takes the same path whether it came over HTTP or from an in-process actor (the
 scheduler, kubelets and garbage collector): prune unknown fields, default, the strategy's
 prepare hook, metadata rules (uid, creationTimestamp, generateName, immutable fields),
 validation (422 with causes), optimistic concurrency (409 on a stale resourceVersion),
@@ -96,7 +96,7 @@ class ObjectAPI:
     def __init__(self, registry: Registry, storage: Storage) -> None:
         self.registry = registry
         self.storage = storage
-        #: Hooks part 2 can add (e.g. `namespace` -> cascade). Called after an object is removed.
+        #: Hooks other modules add (e.g. `namespace` -> cascade). Called after an object is removed.
         self.on_removed: list[Callable[[ResourceType, Obj], None]] = []
 
     # -- helpers ------------------------------------------------------------------------
