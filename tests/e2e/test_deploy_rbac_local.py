@@ -296,7 +296,10 @@ async def _stop(proc: Process | None) -> int | None:
 
 @pytest.mark.timeout(240)
 async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cluster(tmp_path: Path) -> None:
-    async with LocalCluster(nodes=3, pod_start_delay=0.2, termination_cap=0.5, authz=True) as cluster:
+    # Kubelets at ten times the real pace (a lease renewed every second, pods started in 0.2 s) so that
+    # the 3 s grace period of FAST_NODE_LIFECYCLE keeps its real ratio to the renewals (40 s to 10 s):
+    # only the kubelet that stops goes silent, never a healthy one between two renewals.
+    async with LocalCluster(nodes=3, speed=10, pod_start_delay=2.0, termination_cap=5.0, authz=True) as cluster:
         applied = await anyio.run_process(
             ["kubectl", "--kubeconfig", cluster.kubeconfig_path, "apply",
              *[arg for m in MANIFESTS for arg in ("-f", str(m))]], check=False)
