@@ -7,9 +7,15 @@ server rejects, or cannot review, is a 401; no credential at all is anonymous, a
 (`DelegatingAuthenticatorConfig{Anonymous: true}` behind `unionauth.NewFailOnError`).
 
 May they: `--authorization-always-allow-paths` first (exact paths, or prefixes written with a
-trailing `*`, for any user, no API call), then a SubjectAccessReview on the non-resource URL
-(verb from the HTTP method, the path). Denied is a 403 naming the user, as KCM's
-`forbidden: User "system:anonymous" cannot get path "/metrics"`; a review that fails is a 500.
+trailing `*`, for any user, no API call, so probes need no credential). Any other path asked
+without a credential is a 401 `Unauthorized`: here aiokcm parts from KCM, which would review
+`system:anonymous` and answer 403. A scrape that forgot its token is told to authenticate, not
+that it is forbidden, as controller-runtime's metrics filter and kube-rbac-proxy answer (both
+disable the anonymous authenticator), and no access review is spent on a caller who named no
+one. A caller who is authenticated is reviewed with a SubjectAccessReview on the non-resource
+URL (verb from the HTTP method, the path): denied is a 403 naming the user, as KCM's
+`forbidden: User "system:serviceaccount:ns:name" cannot get path "/metrics"`; a review that
+fails is a 500.
 
 Both answers are cached as KCM's defaults: token reviews 10 s (`--authentication-token-webhook-
 cache-ttl`, successes and failures alike), access reviews 10 s allowed and 10 s denied
@@ -236,7 +242,7 @@ class Delegation:
     """Who may use the secure port. Without an authenticator only client certificates and the
     anonymous user are known; without an authorizer only the always-allowed paths are served
     (what KCM does when it has no `--authentication-kubeconfig` and is not in a cluster: a bearer
-    token is then ignored, its request anonymous)."""
+    token is then ignored, its request anonymous, so any other path is a 401)."""
 
     always_allow: PathAuthorizer = field(default_factory=lambda: PathAuthorizer(DEFAULT_ALWAYS_ALLOW_PATHS))
     authenticator: TokenReviewAuthenticator | None = None
@@ -255,6 +261,10 @@ class Delegation:
         if AUTHENTICATED not in user.groups:
             user = UserInfo(user.name, user.uid, (*user.groups, AUTHENTICATED), user.extra)
         return user
+
+    def needs_credential(self, user: UserInfo, path: str) -> bool:
+        """True when an anonymous caller asks for a path that is not always allowed: a 401."""
+        return user.name == ANONYMOUS and not self.always_allow.allows(path)
 
     async def authorize(self, user: UserInfo, verb: str, path: str) -> tuple[bool, str]:
         if self.always_allow.allows(path):

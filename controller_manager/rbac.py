@@ -7,7 +7,9 @@ secure port; the leader-election Lease, granted by a Role in the lease's namespa
 client CA ConfigMap through the API server's own `extension-apiserver-authentication-reader`
 Role). `aiokcm-metrics-reader` is for the scraper (bind it to Prometheus' ServiceAccount). `tests/manager/test_rbac.py` checks both ways: every
 API call in a controller's package is covered by that controller's rules here, and the manifest
-grants exactly the union, nothing more. `python -m controller_manager.rbac` prints the manifest.
+grants exactly the union, nothing more; `tests/e2e/test_deploy_rbac_local.py` runs every controller
+under the manifest on a cluster that enforces it and fails on any refusal and on any grant no
+request used. `python -m controller_manager.rbac` prints the manifest.
 """
 
 from __future__ import annotations

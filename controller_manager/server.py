@@ -93,6 +93,8 @@ def delegation_middleware(delegation: Delegation) -> Callable[..., Awaitable[web
             user = await delegation.authenticate(request.headers.get("Authorization"), peercert)
         except AuthenticationError:
             return _status(401, "Unauthorized", "Unauthorized")
+        if delegation.needs_credential(user, request.path):
+            return _status(401, "Unauthorized", "Unauthorized")
         verb = method_verb(request.method)
         try:
             allowed, reason = await delegation.authorize(user, verb, request.path)

@@ -33,7 +33,6 @@ from apiclient.config import build_api_client
 from controller_manager.servingcert import CertKey, generate_self_signed, server_context
 from localcluster.auth.layer import AuthLayer
 from localcluster.auth.tokens import ADMIN_TOKEN
-from localcluster.authn import BearerTokens
 from localcluster.builtin import register_builtins
 from localcluster.crd import CRDController
 from localcluster.daemonset import DaemonSetController
@@ -114,9 +113,6 @@ class LocalCluster:
         self.app: web.Application
         self.rest: RestHandlers
         self.app, self.rest = build_app(self.registry, self.objects, bookmark_interval=bookmark_interval)
-        # Off by default; `cluster.authn.enabled = True` makes every API request need an allowed token.
-        self.authn = BearerTokens()
-        self.app.middlewares.insert(0, self.authn.middleware)
         # Who is asking and may they (RBAC); enforced only with `authz=True`, the APIs served always.
         self.auth = AuthLayer(self.registry, self.objects, enforce=authz)
         self.auth.install(self.app, self.rest)

@@ -4,7 +4,9 @@ Every API request is authenticated from its bearer token (an invalid one is a 40
 none is `system:anonymous`), and, when enforcing, authorized by RBAC on the attributes
 `requestinfo` derives, a refusal being the real server's 403 Status
 (`pods is forbidden: User "x" cannot list resource "pods" in API group "" in the namespace "y"`).
-The user is kept on the request for SelfSubjectAccessReview. Reviews always answer what the
+The user is kept on the request for SelfSubjectAccessReview. While enforcing, each decision is
+counted by who asked what where (`decisions`), and each 401 (`rejected`), so a test can tell which
+grants a client used and whether any request was refused. Reviews always answer what the
 policy says, enforcing or not: KCM's delegated authentication/authorization work against the
 local cluster either way. `/healthz`, `/livez`, `/readyz` and `/version` answer anyone, as the
 `system:public-info-viewer` binding makes them on a real server.
@@ -13,6 +15,7 @@ local cluster either way. `/healthz`, `/livez`, `/readyz` and `/version` answer 
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,6 +34,8 @@ from localcluster.rest import JSON, RestHandlers, Target, _body, status_response
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 USER_KEY = web.RequestKey("localcluster.user", User)
 MIN_EXPIRATION_SECONDS = 600
+# (user, verb, API group, resource[/subresource] or non-resource path, namespace, allowed)
+Decision = tuple[str, str, str, str, str, bool]
 DEFAULT_EXPIRATION_SECONDS = 3600
 
 
@@ -57,6 +62,13 @@ def forbidden(attrs: Attributes, reason: str = "") -> errors.StatusError:
     return errors.StatusError(403, "Forbidden", f"{head}: {message}", details)
 
 
+def _decision(attrs: Attributes, allowed: bool) -> Decision:
+    if not attrs.resource_request:
+        return attrs.user.name, attrs.verb, "", attrs.path, "", allowed
+    resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
+    return attrs.user.name, attrs.verb, attrs.api_group, resource, attrs.namespace, allowed
+
+
 def _user_json(user: User) -> dict[str, Any]:
     out: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
     if user.uid:
@@ -74,6 +86,8 @@ class AuthLayer:
         self.registry = registry
         self.tokens = TokenAuthenticator(self._service_account_uid)
         self.rbac = RBACAuthorizer(policy.storage_source(objects.storage))
+        self.decisions: Counter[Decision] = Counter()
+        self.rejected = 0
 
     def bootstrap(self) -> None:
         for plural, namespace, obj in policy.bootstrap_objects():
@@ -107,6 +121,7 @@ class AuthLayer:
             user, _ = self.tokens.authenticate(token.strip())
         if user is None:
             if self.enforce:
+                self.rejected += 1
                 return status_response(errors.StatusError(401, "Unauthorized", "Unauthorized"))
             user = ANONYMOUS
         if "Impersonate-User" in request.headers or "Impersonate-Group" in request.headers:
@@ -118,6 +133,7 @@ class AuthLayer:
         if self.enforce:
             attrs = attributes(user, request.method, request.path, request.query)
             allowed, _ = self.authorize(attrs)
+            self.decisions[_decision(attrs, allowed)] += 1
             if not allowed:
                 return status_response(forbidden(attrs))
         return await handler(request)

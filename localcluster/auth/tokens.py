@@ -1,7 +1,10 @@
-"""Bearer tokens of the local cluster: static users, and service-account tokens it issues.
+"""Bearer tokens of the local cluster: static users, tokens a webhook vouches for, and service-account tokens it issues.
 
 Static tokens map to a user and groups, as kube-apiserver's `--token-auth-file`; the kubeconfig
-the cluster writes carries the `admin` token (group `system:masters`). Service-account tokens
+the cluster writes carries the `admin` token (group `system:masters`). A static token can be
+revoked, as an operator edits the token file. Webhooks stand for kube-apiserver's
+`--authentication-token-webhook-config-file`: a test's own token issuer (a credential plugin's
+short-lived tokens) decides, token by token, who it is, and refuses it once it expires. Service-account tokens
 come from the TokenRequest API (`serviceaccounts/<name>/token`), as JWTs with the claims the real
 issuer writes (`sub`, `aud`, `exp`, `kubernetes.io.serviceaccount`), signed HS256 with a key
 that lives as long as the cluster. A token is valid until it expires and while its
@@ -32,6 +35,7 @@ ADMIN_TOKEN = "localcluster"
 ADMIN = User("admin", ("system:masters",))
 
 ServiceAccountUID = Callable[[str, str], str | None]
+TokenWebhook = Callable[[str], User | None]
 
 
 def _b64(data: bytes) -> str:
@@ -47,12 +51,20 @@ class TokenAuthenticator:
 
     def __init__(self, service_account_uid: ServiceAccountUID, *, clock: Callable[[], float] = time.time) -> None:
         self.static: dict[str, User] = {ADMIN_TOKEN: ADMIN}
+        self.webhooks: list[TokenWebhook] = []
         self._service_account_uid = service_account_uid
         self._key = secrets.token_bytes(32)
         self._clock = clock
 
     def add_static(self, token: str, name: str, groups: Sequence[str] = ()) -> None:
         self.static[token] = User(name, tuple(groups))
+
+    def revoke(self, token: str) -> None:
+        self.static.pop(token, None)
+
+    def add_webhook(self, review: TokenWebhook) -> None:
+        """Ask `review` about tokens no static entry knows; it answers the user, or None to refuse."""
+        self.webhooks.append(review)
 
     def issue(self, namespace: str, name: str, uid: str, *, expiration_seconds: int,
               audiences: Sequence[str] = DEFAULT_AUDIENCES) -> tuple[str, int]:
@@ -72,6 +84,10 @@ class TokenAuthenticator:
         user = self.static.get(token)
         if user is not None:
             return _authenticated(user), tuple(audiences) or DEFAULT_AUDIENCES
+        for review in self.webhooks:
+            user = review(token)
+            if user is not None:
+                return _authenticated(user), tuple(audiences) or DEFAULT_AUDIENCES
         claims = self._verified_claims(token)
         if claims is None:
             return None, ()

@@ -1,8 +1,9 @@
 """Credentials that keep working: exec plugins renewed, token files re-read, keys never on disk.
 
-The local cluster enforces bearer tokens here (`cluster.authn`): a fake credential plugin, a
-Python script written into the test's folder, issues HMAC-signed tokens that live three seconds,
-and the cluster refuses any token past its expiry. The manager runs as a user runs it
+The local cluster enforces authentication and RBAC here (`authz=True`): a fake credential plugin,
+a Python script written into the test's folder, issues HMAC-signed tokens that live three seconds;
+the cluster's token webhook maps a valid one to a user of `system:masters` and refuses any token
+past its expiry (a 401), and a request with no token at all is the anonymous user (a 403). The manager runs as a user runs it
 (`aiokcm run --kubeconfig`) through several renewals and keeps reconciling.
 """
 
@@ -29,6 +30,7 @@ from apiclient.execplugin import ExecCredentials
 from apiclient.kubeconfig import ClusterInfo, ExecConfig
 from apiclient.metrics import EXEC_PLUGIN_CALLS
 from apiclient.resources import NAMESPACES, PODS, Resource
+from localcluster.auth.rbac import User
 from localcluster.cluster import LocalCluster
 from tests.manager.waiting import eventually
 
@@ -48,6 +50,9 @@ stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(expires)) + ("%.6f" % (ex
 print(json.dumps({"apiVersion": version, "kind": "ExecCredential",
                   "status": {"token": token, "expirationTimestamp": stamp}}))
 '''
+
+
+PLUGIN_USER = User("plugin-user", ("system:masters",))
 
 
 def _valid(token: str) -> bool:
@@ -95,10 +100,8 @@ async def _pods(kube: KubeClient) -> int:
 
 
 async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: Path) -> None:
-    async with LocalCluster(nodes=1) as cluster:
-        cluster.authn.allow("localcluster")  # the test's own client
-        cluster.authn.allow_if(_valid)
-        cluster.authn.enabled = True
+    async with LocalCluster(nodes=1, authz=True, tls=False) as cluster:  # the test's own client is the admin
+        cluster.auth.tokens.add_webhook(lambda token: PLUGIN_USER if _valid(token) else None)
         kubeconfig, issued = _exec_kubeconfig(tmp_path, cluster.url, lifetime=3.0)
         output = tmp_path / "manager.log"
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
@@ -130,8 +133,13 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
             await kube.close()
         assert proc.returncode == 0, output.read_text()[-3000:]
         runs = _runs(issued)
-        assert len(runs) >= 4
-        assert not cluster.authn.authenticate(f"Bearer {runs[0]['token']}")  # the first token is refused by now
+        assert len(runs) >= 4  # the first token and at least 3 renewals
+        expiries = [float(run["token"].rpartition(".")[0]) for run in runs]
+        assert expiries[-1] - expiries[0] > 2 * 3.0  # renewed as tokens ran out, over several lifetimes
+        assert cluster.auth.tokens.authenticate(runs[0]["token"])[0] is None  # the first token is refused by now
+        assert cluster.auth.rejected == 0  # no request went out with an expired token
+        plugin_calls = sum(n for (user, *_), n in cluster.auth.decisions.items() if user == PLUGIN_USER.name)
+        assert plugin_calls > len(runs)  # the manager's own requests, with the plugin's tokens
         info = runs[0]["info"]
         assert info["apiVersion"] == "client.authentication.k8s.io/v1" and info["kind"] == "ExecCredential"
         assert info["spec"]["interactive"] is False and runs[0]["stdin_tty"] is False
@@ -152,9 +160,8 @@ async def _until_pods(kube: KubeClient, count: int, proc: Any) -> None:
 
 async def test_a_401_reruns_the_plugin_and_the_request_is_sent_again(tmp_path: Path) -> None:
     revoked: set[str] = set()
-    async with LocalCluster() as cluster:
-        cluster.authn.allow_if(lambda token: _valid(token) and token not in revoked)
-        cluster.authn.enabled = True
+    async with LocalCluster(authz=True, tls=False) as cluster:
+        cluster.auth.tokens.add_webhook(lambda token: PLUGIN_USER if _valid(token) and token not in revoked else None)
         kubeconfig, issued = _exec_kubeconfig(tmp_path, cluster.url, lifetime=3600,
                                               version="client.authentication.k8s.io/v1beta1")
         kube = KubeClient(await build_api_client(kubeconfig=str(kubeconfig)))
@@ -163,7 +170,7 @@ async def test_a_401_reruns_the_plugin_and_the_request_is_sent_again(tmp_path: P
             revoked.add(_runs(issued)[0]["token"])  # valid for an hour, but the server no longer takes it
             await kube.get(NAMESPACES, "default")  # 401, the plugin runs, the same GET succeeds
             assert len(_runs(issued)) == 2
-            assert cluster.authn.rejected == 1
+            assert cluster.auth.rejected == 1
             assert _runs(issued)[1]["info"]["apiVersion"] == "client.authentication.k8s.io/v1beta1"
         finally:
             await kube.close()
@@ -231,24 +238,23 @@ def _token_file_kubeconfig(tmp_path: Path, server: str, token_file: Path) -> Pat
 async def test_a_rotated_token_file_is_read_again_after_a_401(tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text("first-token\n")
-    async with LocalCluster() as cluster:
-        cluster.authn.allow("first-token")
-        cluster.authn.enabled = True
+    async with LocalCluster(authz=True, tls=False) as cluster:
+        cluster.auth.tokens.add_static("first-token", "file-user", ["system:masters"])
         kube = KubeClient(await build_api_client(kubeconfig=str(_token_file_kubeconfig(tmp_path, cluster.url, token_file))))
         try:
             await kube.get(NAMESPACES, "default")
             token_file.write_text("second-token\n")  # the issuer rotates the file, the server the token
-            cluster.authn.allow("second-token")
-            cluster.authn.allow("first-token", expires_at=0)
+            cluster.auth.tokens.add_static("second-token", "file-user", ["system:masters"])
+            cluster.auth.tokens.revoke("first-token")
             await kube.get(NAMESPACES, "default")
-            assert cluster.authn.rejected == 1  # one 401, then the same request with the new token
+            assert cluster.auth.rejected == 1  # one 401, then the same request with the new token
             await kube.get(NAMESPACES, "default")
-            assert cluster.authn.rejected == 1
-            cluster.authn.allow("second-token", expires_at=0)  # revoked, and the file has nothing newer
+            assert cluster.auth.rejected == 1
+            cluster.auth.tokens.revoke("second-token")  # revoked, and the file has nothing newer
             with pytest.raises(ApiError) as refused:
                 await kube.get(NAMESPACES, "default")
             assert refused.value.status == 401
-            assert cluster.authn.rejected == 2  # the same token is not sent twice
+            assert cluster.auth.rejected == 2  # the same token is not sent twice
         finally:
             await kube.close()
 

@@ -127,9 +127,15 @@ async def test_the_app_answers_401_403_and_500_as_kcm(monkeypatch: pytest.Monkey
     async with TestClient(TestServer(app)) as client:
         r = await client.get("/metrics", headers={"Authorization": "Bearer bad"})
         assert (r.status, (await r.json())["reason"]) == (401, "Unauthorized")
-        r = await client.get("/metrics")
+        calls = len(reviews.calls)
+        r = await client.get("/metrics")  # no credential: told to authenticate, no review spent
+        assert (r.status, (await r.json())["reason"]) == (401, "Unauthorized")
+        assert len(reviews.calls) == calls
+        r = await client.get("/metrics", headers={"Authorization": "Bearer other"})
+        assert (r.status, (await r.json())["reason"]) == (401, "Unauthorized")
+        r = await client.get("/flags", headers={"Authorization": "Bearer good"})
         assert r.status == 403
-        assert (await r.json())["message"] == 'forbidden: User "system:anonymous" cannot get path "/metrics": no rule'
+        assert (await r.json())["message"] == 'forbidden: User "alice" cannot get path "/flags": no rule'
         r = await client.get("/metrics", headers={"Authorization": "Bearer good"})
         assert r.status == 200
         reviews.fail_next = 5  # the access review keeps failing: KCM's plain-text 500

@@ -3,9 +3,10 @@
 The manager runs in-process with `--authentication-kubeconfig`/`--authorization-kubeconfig`
 pointing at the cluster; its callers are ServiceAccounts with tokens from the TokenRequest API,
 one bound to a ClusterRole granting `get` on the non-resource URL `/metrics`, one bound to
-nothing. The answers are those measured on kube-controller-manager v1.24: no credential is the
-anonymous user (403 on /metrics, 200 on the always-allowed /healthz), a token the API server
-rejects is a 401, a valid token without the grant a 403.
+nothing. The answers are those measured on kube-controller-manager v1.24 but one: no credential
+is a 401 on /metrics (KCM reviews the anonymous user and answers 403; aiokcm answers as
+controller-runtime's metrics filter and kube-rbac-proxy) and a 200 on the always-allowed
+/healthz; a token the API server rejects is a 401, a valid token without the grant a 403.
 """
 
 from __future__ import annotations
@@ -115,16 +116,18 @@ async def test_metrics_need_an_authorized_token_and_health_does_not(cluster: Any
         status, body = await _get(port, "/metrics", callers.scraper)
         assert status == 200 and "rest_client_requests_total" in body
         status, body = await _get(port, "/metrics")
-        assert status == 403, body
-        assert 'User \\"system:anonymous\\" cannot get path \\"/metrics\\"' in body
+        assert status == 401, body
+        assert '"reason":"Unauthorized"' in body
         status, body = await _get(port, "/metrics", callers.nobody)
         assert status == 403 and f"system:serviceaccount:{NS}:nobody" in body
         assert (await _get(port, "/metrics", "not-a-token"))[0] == 401
         assert await _get(port, "/healthz") == (200, "ok")
         assert (await _get(port, "/readyz"))[0] == 200
         assert (await _get(port, "/livez"))[0] == 200
-        assert (await _get(port, "/healthz/event-loop"))[0] == 403  # exact paths only, as KCM
-        assert (await _get(port, "/no-such-path"))[0] == 403  # refused before routing
+        assert (await _get(port, "/healthz/event-loop"))[0] == 401  # exact paths only, as KCM
+        assert (await _get(port, "/no-such-path"))[0] == 401  # refused before routing
+        assert (await _get(port, "/healthz/event-loop", callers.nobody))[0] == 403
+        assert (await _get(port, "/no-such-path", callers.nobody))[0] == 403
         assert (await _get(port, "/healthz", "not-a-token"))[0] == 401  # a bad credential is never anonymous
         assert cluster.url not in body  # a refusal says nothing about the server behind
         manager.stop()
@@ -132,7 +135,7 @@ async def test_metrics_need_an_authorized_token_and_health_does_not(cluster: Any
 
 async def test_without_review_kubeconfigs_only_health_is_served(kube: KubeClient) -> None:
     """Outside a cluster and without the review kubeconfigs, as KCM v1.24 measured: a token is ignored
-    (the request is anonymous), health is served, nothing else."""
+    (the request is anonymous), health is served, nothing else (401: no one can be authenticated)."""
     opts = ManagerOptions(controllers=(), leader_election=LeaderElectionOptions(enabled=False),
                           bind_address="127.0.0.1", secure_port=_free_port())
     manager = Manager(opts, kube)
@@ -142,8 +145,8 @@ async def test_without_review_kubeconfigs_only_health_is_served(kube: KubeClient
         port = manager.bound_port
         assert port is not None
         assert await _get(port, "/healthz") == (200, "ok")
-        assert (await _get(port, "/metrics"))[0] == 403
-        assert (await _get(port, "/metrics", "some-token"))[0] == 403
+        assert (await _get(port, "/metrics"))[0] == 401
+        assert (await _get(port, "/metrics", "some-token"))[0] == 401
         assert await _get(port, "/healthz", "some-token") == (200, "ok")
         manager.stop()
 
@@ -202,7 +205,7 @@ async def test_a_client_certificate_signed_by_the_client_ca_names_the_user(clust
                 async with s.get(url, ssl=with_cert) as r:
                     assert r.status == 200
                 async with s.get(url, ssl=False) as r:
-                    assert r.status == 403  # the same request without the certificate: anonymous
+                    assert r.status == 401  # the same request without the certificate: no credential
             manager.stop()
     finally:
         await _delete(kube, f"{RBAC}/clusterrolebindings/cert-scraper")
