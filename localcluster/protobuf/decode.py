@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import struct
 from typing import Any
 
 import orjson
 
 from localcluster.protobuf import schema as S
-from localcluster.protobuf.wire import LEN, VARINT, ProtobufError, iter_fields, read_varint, signed64
+from localcluster.protobuf.wire import FIXED64, LEN, VARINT, ProtobufError, iter_fields, read_varint, signed64
 
 MAGIC = b"k8s\x00"
-_ZERO: dict[str, Any] = {"string": "", "int32": 0, "int64": 0, "bool": False}
+_ZERO: dict[str, Any] = {"string": "", "int32": 0, "int64": 0, "bool": False, "double": 0}
 _NIL = object()  # a Go nil (pointer, slice, map): `null` unless omitempty
 Raw = list[tuple[int, int | bytes]]  # (wire type, value) of each occurrence of one field
 
@@ -130,6 +131,11 @@ def _single(type_name: str, occurrences: Raw | None, *, pointer: bool) -> Any:
         wire, value = occurrences[-1]
         if type_name == "string":
             return _string(wire, value)
+        if type_name == "double":
+            _expect(wire, FIXED64, type_name)
+            assert isinstance(value, int)
+            number = struct.unpack("<d", value.to_bytes(8, "little"))[0]
+            return int(number) if number.is_integer() and abs(number) < 1e21 else number  # Go prints 1, not 1.0
         _expect(wire, VARINT, type_name)
         assert isinstance(value, int)
         return bool(value) if type_name == "bool" else signed64(value)
@@ -150,14 +156,24 @@ def _single(type_name: str, occurrences: Raw | None, *, pointer: bool) -> Any:
     if type_name == S.INT_OR_STRING:
         kind = _scalar_at(buf, 1, "int64", 0)
         return _scalar_at(buf, 3, "string", "") if kind == 1 else _scalar_at(buf, 2, "int64", 0)
-    if type_name in (S.RAW_EXTENSION, S.FIELDS_V1):
+    if type_name in (S.RAW_EXTENSION, S.FIELDS_V1, S.EXTENSIONS_JSON):
         return _embedded_json(buf)
+    if type_name in (S.PROPS_OR_BOOL, S.PROPS_OR_ARRAY, S.PROPS_OR_STRINGS):
+        return _schema_union(type_name, decode_message(buf, type_name))
     item = S.list_wrapper(type_name)
     if item is not None:
         return [_single(item, [(w, v)], pointer=False) for n, w, v in iter_fields(buf) if n == 1]
     if not S.is_message(type_name):
         raise ProtobufError(f"no schema for message {type_name}")
     return decode_message(buf, type_name)
+
+
+def _schema_union(type_name: str, union: dict[str, Any]) -> Any:
+    """A JSON-schema union prints as the member that is set (apiextensions' marshal.go)."""
+    if type_name == S.PROPS_OR_BOOL:
+        return union["Allows"] if union.get("Schema") is None else union["Schema"]
+    many = union.get("JSONSchemas" if type_name == S.PROPS_OR_ARRAY else "Property")
+    return many if many else union.get("Schema")
 
 
 def _joined(occurrences: Raw | None) -> bytes:

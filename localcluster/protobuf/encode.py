@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import struct
 from typing import Any
 
 import orjson
 
 from localcluster.protobuf import schema as S
 from localcluster.protobuf.decode import MAGIC
-from localcluster.protobuf.wire import LEN, VARINT, ProtobufError, key, varint
+from localcluster.protobuf.wire import FIXED64, LEN, VARINT, ProtobufError, key, varint
+
+_SCHEMA = S.PROPS_OR_BOOL.rsplit(".", 1)[0] + ".JSONSchemaProps"
 
 
 def encode_body(obj: dict[str, Any]) -> bytes:
@@ -38,8 +41,9 @@ def encode_message(obj: dict[str, Any], name: str) -> bytes:
             continue
         value = obj.get(f.name)
         if f.map:
-            for k in sorted(value or {}):
-                out += _bytes(f.number, _bytes(1, k.encode()) + _one(2, f.type, value[k], pointer=False))
+            entries = value or {}
+            for k in sorted(entries):
+                out += _bytes(f.number, _bytes(1, k.encode()) + _one(2, f.type, entries[k], pointer=False))
         elif f.repeated:
             for item in value or ():
                 out += _one(f.number, f.type, item, pointer=False)
@@ -55,6 +59,8 @@ def _one(number: int, type_name: str, value: Any, *, pointer: bool) -> bytes:
         return _bytes(number, (value or "").encode())
     if type_name in ("int32", "int64", "bool"):
         return key(number, VARINT) + varint(int(value or 0))
+    if type_name == "double":
+        return key(number, FIXED64) + struct.pack("<d", float(value or 0))
     if type_name == "bytes":
         return _bytes(number, base64.b64decode(value))
     if type_name in (S.TIME, S.MICROTIME):
@@ -66,8 +72,16 @@ def _one(number: int, type_name: str, value: Any, *, pointer: bool) -> bytes:
         payload = (key(1, VARINT) + varint(int(is_str)) + key(2, VARINT) + varint(0 if is_str else int(value or 0))
                    + _bytes(3, value.encode() if is_str else b""))
         return _bytes(number, payload)
-    if type_name in (S.RAW_EXTENSION, S.FIELDS_V1):
+    if type_name in (S.RAW_EXTENSION, S.FIELDS_V1, S.EXTENSIONS_JSON):
         return _bytes(number, b"" if value is None else _bytes(1, orjson.dumps(value)))
+    if type_name == S.PROPS_OR_BOOL:  # UnmarshalJSON: a schema allows, or a bare boolean
+        allows = key(1, VARINT) + varint(int(isinstance(value, dict) or bool(value)))
+        return _bytes(number, allows + (_one(2, _SCHEMA, value, pointer=True) if isinstance(value, dict) else b""))
+    if type_name in (S.PROPS_OR_ARRAY, S.PROPS_OR_STRINGS):  # a schema, or a list of schemas / strings
+        if isinstance(value, list):
+            item_type = _SCHEMA if type_name == S.PROPS_OR_ARRAY else "string"
+            return _bytes(number, b"".join(_one(2, item_type, v, pointer=False) for v in value))
+        return _bytes(number, _one(1, _SCHEMA, value, pointer=True))
     item = S.list_wrapper(type_name)
     if item is not None:
         return _bytes(number, b"".join(_one(1, item, v, pointer=False) for v in value or ()))

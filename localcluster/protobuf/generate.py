@@ -1,4 +1,4 @@
-"""Regenerate `kubernetes.json`, the wire schema of every Kubernetes API message, from Kubernetes' sources.
+"""Regenerate `kubernetes.json`, the wire schema of every built-in Kubernetes API message, from Kubernetes' sources.
 
 The protobuf side comes from each package's `generated.proto` (field numbers, scalar types, repeated,
 maps); the JSON side from the Go structs the protos were generated from (`types.go` and friends): a
@@ -6,9 +6,11 @@ field's JSON name, `omitempty`, `,inline` and whether it is a pointer. Both are 
 decoded message into what Go's `encoding/json` would print for the same object, which is what the
 real server stores and what a JSON client would have sent.
 
-Usage (any clone of kubernetes/api and kubernetes/apimachinery, bare or not, with the tag fetched):
+Usage (any clones of kubernetes/api, kubernetes/apimachinery and kubernetes/apiextensions-apiserver,
+bare or not, with the tag fetched):
 
-    python -m localcluster.protobuf.generate --api ../api --apimachinery ../apimachinery --tag v0.24.9
+    python -m localcluster.protobuf.generate --api ../api --apimachinery ../apimachinery \
+        --apiextensions ../apiextensions-apiserver --tag v0.24.9
 
 The parsers are regular expressions: both inputs are machine-generated (`go-to-protobuf`) or
 gofmt-formatted, and the script checks that every proto field found its Go field.
@@ -25,6 +27,7 @@ from pathlib import Path
 
 OUT = Path(__file__).with_name("kubernetes.json")
 APIMACHINERY_PACKAGES = ("pkg/apis/meta/v1", "pkg/runtime", "pkg/util/intstr", "pkg/api/resource")
+APIEXTENSIONS_PACKAGES = ("pkg/apis/apiextensions/v1",)
 # Messages the runtime codes by hand: their JSON is not their fields (`Time` is an RFC 3339 string).
 SPECIAL = frozenset({
     "k8s.io.apimachinery.pkg.apis.meta.v1.Time", "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
@@ -66,8 +69,8 @@ def _qualify(type_name: str, package: str) -> str:
     return type_name if "." in type_name else f"{package}.{type_name}"
 
 
-def parse_proto(text: str) -> tuple[str, dict[str, list[ProtoField]], dict[str, str]]:
-    """(package, message → fields, list-wrapper message → item type) of one generated.proto."""
+def parse_proto(text: str) -> tuple[dict[str, list[ProtoField]], dict[str, str]]:
+    """(message → fields, list-wrapper message → item type) of one generated.proto."""
     package = re.search(r"^package ([\w.]+);", text, re.MULTILINE)
     assert package is not None
     pkg = package.group(1)
@@ -94,7 +97,7 @@ def parse_proto(text: str) -> tuple[str, dict[str, list[ProtoField]], dict[str, 
                 wrappers[name] = field.type
         elif m := _MAP_FIELD.match(line):
             current.append(ProtoField(int(m.group(3)), m.group(2), "map", False, _qualify(m.group(1), pkg)))
-    return pkg, messages, wrappers
+    return messages, wrappers
 
 
 @dataclass
@@ -143,7 +146,14 @@ def _package_sources(repo: Path, tag: str, path: str) -> tuple[str, str, str]:
     return proto, go, register
 
 
-def generate(api: Path, apimachinery: Path, tag: str) -> dict[str, object]:
+def _api_version(path: str, register: str) -> str:
+    group = _GROUP.search(register)
+    assert group is not None, path
+    version = path.rsplit("/", 1)[1]
+    return f"{group.group(1)}/{version}" if group.group(1) else version
+
+
+def generate(api: Path, apimachinery: Path, apiextensions: Path, tag: str) -> dict[str, object]:
     sources: list[tuple[str, str, str, str]] = []  # (api version, proto, go, register)
     for path in APIMACHINERY_PACKAGES:
         proto, go, register = _package_sources(apimachinery, tag, path)
@@ -152,30 +162,30 @@ def generate(api: Path, apimachinery: Path, tag: str) -> dict[str, object]:
         if line.endswith("/generated.proto"):
             path = line.rsplit("/", 1)[0]
             proto, go, register = _package_sources(api, tag, path)
-            group = _GROUP.search(register)
-            assert group is not None, path
-            version = path.rsplit("/", 1)[1]
-            sources.append((f"{group.group(1)}/{version}" if group.group(1) else version, proto, go, register))
+            sources.append((_api_version(path, register), proto, go, register))
+    for path in APIEXTENSIONS_PACKAGES:
+        proto, go, register = _package_sources(apiextensions, tag, path)
+        sources.append((_api_version(path, register), proto, go, register))
     meta_structs = parse_go(sources[0][2])[0]
     messages: dict[str, list[list[object]]] = {}
     wrappers: dict[str, str] = {}
     kinds: dict[str, dict[str, str]] = {}
     for api_version, proto, go, _ in sources:
-        pkg, proto_messages, proto_wrappers = parse_proto(proto)
+        proto_messages, proto_wrappers = parse_proto(proto)
         structs, typed = parse_go(go)
         for defined, meta_type in _DEFINED.findall(go):  # `type List metav1.List`: the same fields
             structs[defined] = meta_structs[meta_type]
         wrappers.update(proto_wrappers)
         for full_name, fields in proto_messages.items():
             short = full_name.rsplit(".", 1)[1]
-            if full_name in SPECIAL or full_name in proto_wrappers or not fields:
+            if full_name in SPECIAL or full_name in proto_wrappers:
                 continue
             go_fields = {f.number: f for f in structs.get(short, [])}
             by_number = {f.number: f for f in fields}
             missing = set(by_number) - set(go_fields)
             assert not missing, f"{full_name}: proto fields {missing} have no Go field"
             out = []
-            for gf in structs[short]:  # Go's order: the order encoding/json prints
+            for gf in structs.get(short, []):  # Go's order: the order encoding/json prints
                 pf = by_number[gf.number]
                 flags = ((REPEATED if pf.repeated else 0) | (POINTER if gf.pointer else 0)
                          | (OMITEMPTY if gf.omitempty else 0) | (INLINE if gf.inline else 0)
@@ -184,7 +194,7 @@ def generate(api: Path, apimachinery: Path, tag: str) -> dict[str, object]:
             messages[full_name] = out
             if api_version and short in typed:
                 kinds.setdefault(api_version, {})[short] = full_name
-    return {"source": f"k8s.io/api and k8s.io/apimachinery {tag}", "kinds": kinds, "wrappers": wrappers,
+    return {"source": f"k8s.io/api, k8s.io/apimachinery and k8s.io/apiextensions-apiserver {tag}", "kinds": kinds, "wrappers": wrappers,
             "messages": messages}
 
 
@@ -192,9 +202,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--api", type=Path, required=True)
     parser.add_argument("--apimachinery", type=Path, required=True)
+    parser.add_argument("--apiextensions", type=Path, required=True)
     parser.add_argument("--tag", default="v0.24.9")
     args = parser.parse_args()
-    schema = generate(args.api, args.apimachinery, args.tag)
+    schema = generate(args.api, args.apimachinery, args.apiextensions, args.tag)
     OUT.write_text(json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n")
 
 

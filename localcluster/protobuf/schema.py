@@ -25,6 +25,12 @@ FIELDS_V1 = _META + "FieldsV1"
 QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
+# apiextensions' JSON-schema unions, which print as one of their members (MarshalJSON in its marshal.go).
+_APIEXTENSIONS = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1."
+EXTENSIONS_JSON = _APIEXTENSIONS + "JSON"
+PROPS_OR_BOOL = _APIEXTENSIONS + "JSONSchemaPropsOrBool"
+PROPS_OR_ARRAY = _APIEXTENSIONS + "JSONSchemaPropsOrArray"
+PROPS_OR_STRINGS = _APIEXTENSIONS + "JSONSchemaPropsOrStringArray"
 # Options kinds every group version registers (metav1.AddToGroupVersion): `policy/v1 DeleteOptions`
 # is meta's DeleteOptions.
 _SHARED_META_KINDS = frozenset({"DeleteOptions", "CreateOptions", "UpdateOptions", "PatchOptions", "GetOptions",

@@ -51,6 +51,24 @@ TEMPLATE: dict[str, Any] = {"metadata": {"labels": LABELS, "annotations": {"note
 SELECTOR = {"matchLabels": LABELS, "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]}
 
 
+CRD_GROUP = "pbtest.example.com"
+WIDGET_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["spec"],
+    "properties": {
+        "spec": {"type": "object", "properties": {
+            "replicas": {"type": "integer", "format": "int32", "minimum": 0, "maximum": 10.5, "default": 1},
+            "size": {"type": "integer", "multipleOf": 2},
+            "mode": {"type": "string", "enum": ["a", "b"], "pattern": "^[ab]$", "maxLength": 1},
+            "port": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set", "maxItems": 4},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "nullable": True},
+        }},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+    },
+}
+
+
 def _meta(name: str, namespaced: bool = True, **extra: Any) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": {"team": "a"}, "annotations": {"empty": ""}, **extra}
     if namespaced:
@@ -140,4 +158,17 @@ def samples() -> list[tuple[str, dict[str, Any]]]:
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": _meta("pb-reader", False),
             "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "devs"}],
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pb-reader"}}),
+        ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"widgets.{CRD_GROUP}"},
+            "spec": {"group": CRD_GROUP, "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList",
+                               "shortNames": ["wg"], "categories": ["all"]},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": WIDGET_SCHEMA},
+                                   "subresources": {"status": {}, "scale": {
+                                       "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                                   "additionalPrinterColumns": [{"name": "Size", "type": "integer",
+                                                                 "jsonPath": ".spec.size", "priority": 1}]}],
+                     "conversion": {"strategy": "None"}}}),
     ]

@@ -19,9 +19,10 @@ from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
 from localcluster.protobuf import CONTENT_TYPE, encode_body
 from realcluster import ControlPlane, RealCluster
-from tests.real.protobuf_samples import NS, samples
+from tests.real.protobuf_samples import CRD_GROUP, NS, samples
 
 JSON_NS = NS + "-json"
+JSON_CRD_GROUP = "pbtwin.example.com"
 _SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink")
 
 
@@ -76,6 +77,8 @@ def _diff(local: Any, real: Any, path: str = "") -> dict[str, str]:
 
 def _twin(obj: dict[str, Any]) -> Any:
     """The sample as JSON under another name, in (and naming) another namespace."""
+    if obj["kind"] == "CustomResourceDefinition":  # named after its group
+        return orjson.loads(orjson.dumps(obj).replace(CRD_GROUP.encode(), JSON_CRD_GROUP.encode()))
     meta = obj["metadata"]
     twin = {**obj, "metadata": {**meta, "name": meta["name"] + "-json"}}
     return orjson.loads(orjson.dumps(twin).replace(f'"{NS}"'.encode(), f'"{JSON_NS}"'.encode()))
@@ -117,7 +120,9 @@ async def test_every_served_kind_decodes_from_protobuf_as_the_real_server_stores
                             "/apis/rbac.authorization.k8s.io/v1/clusterroles/pb-reader",
                             "/apis/rbac.authorization.k8s.io/v1/clusterroles/pb-reader-json",
                             "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/pb-reader",
-                            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/pb-reader-json"):
+                            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/pb-reader-json",
+                            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{CRD_GROUP}",
+                            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{JSON_CRD_GROUP}"):
                 await real.api_client.call_api(cleanup, "DELETE", auth_settings=["BearerToken"],
                                                _preload_content=False)
             await real.close()
