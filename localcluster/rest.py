@@ -3,9 +3,9 @@
 Path resolution follows the real server's request-info parser: `namespaces/<ns>/<plural>...`
 is a namespaced request unless `<plural>` is a subresource of namespaces; `watch/` prefixes
 are the legacy watch form. Bodies are read as JSON (or YAML), responses are orjson bytes
-written as stored, so LIST and GET cost no re-serialization. Protobuf request bodies (kubectl's
-typed clients) are decoded by `localcluster.protobuf` into the same dicts; protobuf is never
-answered: clients that ask for it (kubectl) list JSON as a fallback.
+written as stored, so LIST and GET cost no re-serialization. Protobuf request bodies (Go clients,
+kubectl's typed clients) are decoded by `localcluster.protobuf` into the same dicts; a client that
+prefers protobuf answers gets them (`negotiated`: objects, lists, Status errors, watch frames).
 
 `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` gets a `meta.k8s.io/v1 Table` (what
 `kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last.
@@ -30,9 +30,10 @@ from localcluster.builtin.base import age
 from localcluster.objects import FIELD_VALIDATION, ObjectAPI, WriteOptions
 from localcluster.registry import FieldError, Registry, ResourceType, TableColumn
 from localcluster.storage import Entry
-from localcluster.watch import WatchOptions, serve_watch
+from localcluster.watch import JSON_FRAMING, Framing, WatchOptions, serve_watch
 
 JSON = "application/json"
+PROTOBUF_FRAMING = Framing(protobuf.WATCH_CONTENT_TYPE, protobuf.watch_frame)
 SubresourceHandler = Callable[[web.Request, "Target"], Awaitable[web.StreamResponse]]
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
@@ -65,6 +66,36 @@ def _int(value: str | None, name: str) -> int | None:
         return int(value)  # type: ignore[arg-type]
     except ValueError as exc:
         raise errors.bad_request(f"invalid {name}: {value!r}") from exc
+
+
+def negotiated(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """A JSON answer re-encoded as protobuf when the client prefers it and the kind has a protobuf form;
+    kept as JSON for a kind without one if the client takes JSON too, else 406 (kube-apiserver's
+    content negotiation)."""
+    accept = request.headers.get("Accept", "")
+    if (protobuf.CONTENT_TYPE not in accept or response.prepared or not isinstance(response, web.Response)
+            or response.content_type != JSON or not isinstance(response.body, bytes)):
+        return response
+    encodings = protobuf.negotiate(accept)
+    if encodings[:1] != ("protobuf",):
+        return response
+    try:
+        body = protobuf.encode_body(orjson.loads(response.body))
+    except (protobuf.ProtobufError, ValueError, TypeError, AttributeError):
+        if "json" in encodings:
+            return response
+        body = protobuf.encode_body(errors.not_acceptable().status())
+        return web.Response(status=406, body=body, content_type=protobuf.CONTENT_TYPE)
+    answer = web.Response(status=response.status, body=body, content_type=protobuf.CONTENT_TYPE)
+    for warning in response.headers.getall("Warning", ()):
+        answer.headers.add("Warning", warning)
+    return answer
+
+
+def _wants_protobuf(request: web.Request, api_version: str, kind: str) -> bool:
+    accept = request.headers.get("Accept", "")
+    return (protobuf.CONTENT_TYPE in accept and protobuf.negotiate(accept)[:1] == ("protobuf",)
+            and protobuf.can_encode(api_version, kind))
 
 
 def wants_table(accept: str) -> bool:
@@ -125,10 +156,10 @@ class RestHandlers:
             target = self.resolve(group, version, parts)
             handler = self.subresource_handlers.get((target.rt.storage_key, target.subresource or ""))
             if handler is not None:
-                return await handler(request, target)
-            return await self._serve(request, target)
+                return negotiated(request, await handler(request, target))
+            return negotiated(request, await self._serve(request, target))
         except errors.StatusError as exc:
-            return status_response(exc)
+            return negotiated(request, status_response(exc))
 
     async def _serve(self, request: web.Request, t: Target) -> web.StreamResponse:
         method = request.method
@@ -213,6 +244,10 @@ class RestHandlers:
             meta["continue"] = result.continue_token
             if result.remaining is not None:
                 meta["remainingItemCount"] = result.remaining
+        if _wants_protobuf(request, t.rt.api_version, t.rt.list_kind):  # each stored object encoded once
+            body = protobuf.encode_list(t.rt.api_version, t.rt.list_kind, meta,
+                                        [self._render(t.rt, e.raw) for e in result.entries], t.rt.kind)
+            return web.Response(body=body, content_type=protobuf.CONTENT_TYPE)
         head = orjson.dumps({"kind": t.rt.list_kind, "apiVersion": t.rt.api_version, "metadata": meta})
         items = b",".join(self._render(t.rt, e.raw) for e in result.entries)
         return _json(head[:-1] + b',"items":[' + items + b"]}")
@@ -254,6 +289,7 @@ class RestHandlers:
             subscribe=lambda rv_, flt: storage.subscribe(t.rt.storage_key, rv_, flt),
             initial=initial,
             render=render,
+            framing=PROTOBUF_FRAMING if not table and _wants_protobuf(request, t.rt.api_version, t.rt.kind) else JSON_FRAMING,
         )
 
     def _create_on_update(self, t: Target, body: Any, opts: WriteOptions) -> Entry:

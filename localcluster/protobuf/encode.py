@@ -28,9 +28,13 @@ def encode_body(obj: dict[str, Any]) -> bytes:
     name = S.kind_message(api_version, kind)
     if name is None:
         raise ProtobufError(f"no protobuf message for {api_version} {kind}")
+    return envelope(api_version, kind, encode_message(obj, name))
+
+
+def envelope(api_version: str, kind: str, message: bytes) -> bytes:
+    """`k8s\\x00` + runtime.Unknown{typeMeta, raw, contentEncoding, contentType}, the last two empty."""
     type_meta = _bytes(1, api_version.encode()) + _bytes(2, kind.encode())
-    unknown = _bytes(1, type_meta) + _bytes(2, encode_message(obj, name)) + _bytes(3, b"") + _bytes(4, b"")
-    return MAGIC + unknown
+    return MAGIC + _bytes(1, type_meta) + _bytes(2, message) + _bytes(3, b"") + _bytes(4, b"")
 
 
 def encode_message(obj: dict[str, Any], name: str) -> bytes:

@@ -31,10 +31,10 @@ EXTENSIONS_JSON = _APIEXTENSIONS + "JSON"
 PROPS_OR_BOOL = _APIEXTENSIONS + "JSONSchemaPropsOrBool"
 PROPS_OR_ARRAY = _APIEXTENSIONS + "JSONSchemaPropsOrArray"
 PROPS_OR_STRINGS = _APIEXTENSIONS + "JSONSchemaPropsOrStringArray"
-# Options kinds every group version registers (metav1.AddToGroupVersion): `policy/v1 DeleteOptions`
-# is meta's DeleteOptions.
+# meta's kinds every group version has (metav1.AddToGroupVersion): options (`policy/v1 DeleteOptions`)
+# and the unversioned Status and discovery documents (written as `v1 Status`).
 _SHARED_META_KINDS = frozenset({"DeleteOptions", "CreateOptions", "UpdateOptions", "PatchOptions", "GetOptions",
-                                "ListOptions"})
+                                "ListOptions", "Status", "APIVersions", "APIGroupList", "APIGroup", "APIResourceList"})
 
 
 @dataclass(frozen=True, slots=True)
