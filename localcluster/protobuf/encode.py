@@ -39,7 +39,7 @@ def envelope(api_version: str, kind: str, message: bytes) -> bytes:
 
 def encode_message(obj: dict[str, Any], name: str) -> bytes:
     out = bytearray()
-    for f in sorted(S.message(name).fields, key=lambda f: f.number):
+    for f in S.message(name).wire_order:
         if f.inline:
             out += _bytes(f.number, encode_message(obj, f.type))
             continue
@@ -51,9 +51,19 @@ def encode_message(obj: dict[str, Any], name: str) -> bytes:
         elif f.repeated:
             for item in value or ():
                 out += _one(f.number, f.type, item, pointer=False)
+        elif value is None and f.pointer:
+            continue
+        elif f.type == "string":  # the common case, inlined
+            data = (value or "").encode()
+            out += f.len_key + varint(len(data)) + data
+        elif f.type in _VARINTS:
+            out += f.varint_key + varint(int(value or 0))
         else:
             out += _one(f.number, f.type, value, pointer=f.pointer)
     return bytes(out)
+
+
+_VARINTS = frozenset({"int32", "int64", "bool"})
 
 
 def _one(number: int, type_name: str, value: Any, *, pointer: bool) -> bytes:
@@ -61,7 +71,7 @@ def _one(number: int, type_name: str, value: Any, *, pointer: bool) -> bytes:
         return b""
     if type_name == "string":
         return _bytes(number, (value or "").encode())
-    if type_name in ("int32", "int64", "bool"):
+    if type_name in _VARINTS:
         return key(number, VARINT) + varint(int(value or 0))
     if type_name == "double":
         return key(number, FIXED64) + struct.pack("<d", float(value or 0))
@@ -99,10 +109,8 @@ def _time(value: str | None, *, micro: bool) -> bytes:
         return b""  # the zero time
     when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     seconds = int((when - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(seconds=1))
-    out = key(1, VARINT) + varint(seconds)
-    if micro and when.microsecond:
-        out += key(2, VARINT) + varint(when.microsecond * 1000)
-    return out
+    nanos = when.microsecond * 1000 if micro else 0  # metav1.Time keeps seconds only, as its JSON does
+    return key(1, VARINT) + varint(seconds) + key(2, VARINT) + varint(nanos)
 
 
 def _bytes(number: int, data: bytes) -> bytes:

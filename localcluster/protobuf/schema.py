@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from localcluster.protobuf.wire import LEN, VARINT, key
+
 REPEATED, POINTER, OMITEMPTY, INLINE, MAP = 1, 2, 4, 8, 16
 
 _META = "k8s.io.apimachinery.pkg.apis.meta.v1."
@@ -47,6 +49,8 @@ class Field:
     omitempty: bool
     inline: bool
     map: bool
+    len_key: bytes  # the field's key for a length-delimited value, precomputed for the encoder
+    varint_key: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,7 @@ class Message:
     name: str
     fields: tuple[Field, ...]  # Go's declaration order: the order encoding/json writes
     by_number: dict[int, Field]
+    wire_order: tuple[Field, ...]  # by number: the order Go's Marshal writes
 
 
 @functools.cache
@@ -68,10 +73,10 @@ def message(name: str) -> Message:
     """The message `name` (fully qualified); KeyError for a message the schema does not hold."""
     fields = tuple(
         Field(number, json_name, type_, bool(flags & REPEATED), bool(flags & POINTER), bool(flags & OMITEMPTY),
-              bool(flags & INLINE), bool(flags & MAP))
+              bool(flags & INLINE), bool(flags & MAP), key(number, LEN), key(number, VARINT))
         for number, json_name, type_, flags in _schema()["messages"][name]
     )
-    return Message(name, fields, {f.number: f for f in fields})
+    return Message(name, fields, {f.number: f for f in fields}, tuple(sorted(fields, key=lambda f: f.number)))
 
 
 def is_message(type_name: str) -> bool:

@@ -21,6 +21,8 @@ class ProtobufError(ValueError):
 
 def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     """Return (value, next position); at most 10 bytes, as the format allows."""
+    if pos < len(buf) and buf[pos] < 0x80:
+        return buf[pos], pos + 1
     result = 0
     shift = 0
     end = len(buf)
@@ -80,6 +82,8 @@ def iter_fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
 
 def varint(value: int) -> bytes:
     """Encode an int32/int64/bool/enum: negatives as 64-bit two's complement (ten bytes), as Go writes them."""
+    if 0 <= value < 0x80:
+        return _SMALL[value]
     value &= (1 << 64) - 1
     out = bytearray()
     while value > 0x7F:
@@ -87,6 +91,9 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL = [bytes([i]) for i in range(0x80)]
 
 
 def key(number: int, wire: int) -> bytes:
