@@ -25,7 +25,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from localcluster import errors, patch, protobuf
+from localcluster import errors, negotiation, patch, protobuf
 from localcluster.builtin.base import age
 from localcluster.objects import FIELD_VALIDATION, ObjectAPI, WriteOptions
 from localcluster.registry import FieldError, Registry, ResourceType, TableColumn
@@ -66,36 +66,6 @@ def _int(value: str | None, name: str) -> int | None:
         return int(value)  # type: ignore[arg-type]
     except ValueError as exc:
         raise errors.bad_request(f"invalid {name}: {value!r}") from exc
-
-
-def negotiated(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
-    """A JSON answer re-encoded as protobuf when the client prefers it and the kind has a protobuf form;
-    kept as JSON for a kind without one if the client takes JSON too, else 406 (kube-apiserver's
-    content negotiation)."""
-    accept = request.headers.get("Accept", "")
-    if (protobuf.CONTENT_TYPE not in accept or response.prepared or not isinstance(response, web.Response)
-            or response.content_type != JSON or not isinstance(response.body, bytes)):
-        return response
-    encodings = protobuf.negotiate(accept)
-    if encodings[:1] != ("protobuf",):
-        return response
-    try:
-        body = protobuf.encode_body(orjson.loads(response.body))
-    except (protobuf.ProtobufError, ValueError, TypeError, AttributeError):
-        if "json" in encodings:
-            return response
-        body = protobuf.encode_body(errors.not_acceptable().status())
-        return web.Response(status=406, body=body, content_type=protobuf.CONTENT_TYPE)
-    answer = web.Response(status=response.status, body=body, content_type=protobuf.CONTENT_TYPE)
-    for warning in response.headers.getall("Warning", ()):
-        answer.headers.add("Warning", warning)
-    return answer
-
-
-def _wants_protobuf(request: web.Request, api_version: str, kind: str) -> bool:
-    accept = request.headers.get("Accept", "")
-    return (protobuf.CONTENT_TYPE in accept and protobuf.negotiate(accept)[:1] == ("protobuf",)
-            and protobuf.can_encode(api_version, kind))
 
 
 def wants_table(accept: str) -> bool:
@@ -156,10 +126,10 @@ class RestHandlers:
             target = self.resolve(group, version, parts)
             handler = self.subresource_handlers.get((target.rt.storage_key, target.subresource or ""))
             if handler is not None:
-                return negotiated(request, await handler(request, target))
-            return negotiated(request, await self._serve(request, target))
+                return negotiation.negotiated(request, await handler(request, target))
+            return negotiation.negotiated(request, await self._serve(request, target))
         except errors.StatusError as exc:
-            return negotiated(request, status_response(exc))
+            return negotiation.negotiated(request, status_response(exc))
 
     async def _serve(self, request: web.Request, t: Target) -> web.StreamResponse:
         method = request.method
@@ -244,7 +214,7 @@ class RestHandlers:
             meta["continue"] = result.continue_token
             if result.remaining is not None:
                 meta["remainingItemCount"] = result.remaining
-        if _wants_protobuf(request, t.rt.api_version, t.rt.list_kind):  # each stored object encoded once
+        if negotiation.wants_protobuf(request, t.rt.api_version, t.rt.list_kind):  # each stored object encoded once
             body = protobuf.encode_list(t.rt.api_version, t.rt.list_kind, meta,
                                         [self._render(t.rt, e.raw) for e in result.entries], t.rt.kind)
             return web.Response(body=body, content_type=protobuf.CONTENT_TYPE)
@@ -289,7 +259,7 @@ class RestHandlers:
             subscribe=lambda rv_, flt: storage.subscribe(t.rt.storage_key, rv_, flt),
             initial=initial,
             render=render,
-            framing=PROTOBUF_FRAMING if not table and _wants_protobuf(request, t.rt.api_version, t.rt.kind) else JSON_FRAMING,
+            framing=PROTOBUF_FRAMING if not table and negotiation.wants_protobuf(request, t.rt.api_version, t.rt.kind) else JSON_FRAMING,
         )
 
     def _create_on_update(self, t: Target, body: Any, opts: WriteOptions) -> Entry:

@@ -1,6 +1,6 @@
 """Protobuf answers, on both backends: Go clients that prefer protobuf get it for built-in kinds.
 
-An object, a list, an error Status and a watch stream come back as protobuf when the client's
+An object, a list, an error Status, discovery documents and a watch stream come back as protobuf when the client's
 Accept header prefers it, and decode to the JSON the same request answers; a custom resource has no
 protobuf form, so it comes back as JSON when the client takes JSON too, else 406.
 """
@@ -86,7 +86,7 @@ async def test_built_in_kinds_answer_protobuf_to_clients_that_prefer_it(kube: Ku
     assert decode_body(created)["data"] == {"k": "v"}
 
     for path in ("/api/v1/namespaces/default/configmaps/pb-answer", "/api/v1/namespaces/default/configmaps",
-                 "/api/v1/namespaces/default"):
+                 "/api/v1/namespaces/default", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/api"):
         code, content_type, as_json = await get(kube, path, "application/json")
         assert code == 200 and content_type == "application/json"
         for accept in (PB, f"{PB}, application/json", f"application/json;q=0.5, {PB}"):
@@ -96,6 +96,9 @@ async def test_built_in_kinds_answer_protobuf_to_clients_that_prefer_it(kube: Ku
         for accept in (f"application/json, {PB}", f"{PB};q=0.5, application/json", "*/*", ""):
             code, content_type, _ = await get(kube, path, accept)
             assert content_type == "application/json", (path, accept)
+
+    assert (await get(kube, "/version", f"{PB}, application/json"))[:2] == (200, "application/json")
+    assert (await get(kube, "/version", PB))[0] == 406  # the version document has no protobuf form
 
     code, content_type, body = await get(kube, "/api/v1/namespaces/default/configmaps/nope", PB)
     assert (code, content_type) == (404, PB)
