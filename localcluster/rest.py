@@ -15,6 +15,7 @@ Subresources another module serves (pods/eviction in part 2) plug in through
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import Awaitable, Callable
@@ -33,6 +34,7 @@ from localcluster.storage import Entry
 from localcluster.watch import JSON_FRAMING, Framing, WatchOptions, serve_watch
 
 JSON = "application/json"
+_ENCODE_BATCH = 50
 PROTOBUF_FRAMING = Framing(protobuf.WATCH_CONTENT_TYPE, protobuf.watch_frame)
 SubresourceHandler = Callable[[web.Request, "Target"], Awaitable[web.StreamResponse]]
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
@@ -138,7 +140,7 @@ class RestHandlers:
             if method == "GET":
                 if t.watch or _bool(q.get("watch")):
                     return await self._watch(request, t)
-                return self._list(request, t)
+                return await self._list(request, t)
             if method == "POST":
                 opts = _write_options(request, "CreateOptions")
                 entry = self.objects.create(t.rt, t.namespace, await _body(request, opts), opts=opts)
@@ -194,7 +196,7 @@ class RestHandlers:
         raise _not_allowed(method, t)
 
     # -- verbs --------------------------------------------------------------------------
-    def _list(self, request: web.Request, t: Target) -> web.Response:
+    async def _list(self, request: web.Request, t: Target) -> web.Response:
         q = request.query
         result = self.objects.list(
             t.rt,
@@ -214,9 +216,15 @@ class RestHandlers:
             meta["continue"] = result.continue_token
             if result.remaining is not None:
                 meta["remainingItemCount"] = result.remaining
-        if negotiation.wants_protobuf(request, t.rt.api_version, t.rt.list_kind):  # each stored object encoded once
-            body = protobuf.encode_list(t.rt.api_version, t.rt.list_kind, meta,
-                                        [self._render(t.rt, e.raw) for e in result.entries], t.rt.kind)
+        if negotiation.wants_protobuf(request, t.rt.api_version, t.rt.list_kind):
+            # each stored object is encoded once and cached; a batch at a time, so that a first
+            # large LIST does not hold the event loop
+            items = []
+            for i in range(0, len(result.entries), _ENCODE_BATCH):
+                batch = [self._render(t.rt, e.raw) for e in result.entries[i:i + _ENCODE_BATCH]]
+                items.append(protobuf.encode_items(t.rt.api_version, t.rt.kind, batch))
+                await asyncio.sleep(0)
+            body = protobuf.encode_list(t.rt.api_version, t.rt.list_kind, meta, b"".join(items))
             return web.Response(body=body, content_type=protobuf.CONTENT_TYPE)
         head = orjson.dumps({"kind": t.rt.list_kind, "apiVersion": t.rt.api_version, "metadata": meta})
         items = b",".join(self._render(t.rt, e.raw) for e in result.entries)

@@ -15,6 +15,7 @@ from localcluster.protobuf.answer import (
     CONTENT_TYPE,
     WATCH_CONTENT_TYPE,
     can_encode,
+    encode_items,
     encode_list,
     enveloped,
     negotiate,
@@ -25,5 +26,5 @@ from localcluster.protobuf.encode import encode_body, encode_message
 from localcluster.protobuf.wire import ProtobufError
 
 __all__ = ["CONTENT_TYPE", "MAGIC", "WATCH_CONTENT_TYPE", "ProtobufError", "UnknownKindError", "can_encode",
-           "decode_body", "decode_message", "encode_body", "encode_list", "encode_message", "enveloped", "negotiate",
+           "decode_body", "decode_message", "encode_body", "encode_items", "encode_list", "encode_message", "enveloped", "negotiate",
            "watch_frame"]

@@ -80,16 +80,18 @@ def enveloped(raw: bytes, api_version: str = "", kind: str = "") -> bytes:
     return envelope(*_typed(raw, api_version, kind))
 
 
-def encode_list(api_version: str, list_kind: str, metadata: dict[str, Any], items: Sequence[bytes],
-                item_kind: str) -> bytes:
-    """A LIST answer from stored JSON objects, each encoded once (see `enveloped`)."""
+def encode_items(api_version: str, item_kind: str, items: Sequence[bytes]) -> bytes:
+    """Stored JSON objects as a list's `items` (field 2), each encoded once (see `enveloped`)."""
+    return b"".join(_len_delimited(2, _typed(raw, api_version, item_kind)[2]) for raw in items)
+
+
+def encode_list(api_version: str, list_kind: str, metadata: dict[str, Any], items: bytes) -> bytes:
+    """A LIST answer: its ListMeta and the `items` from `encode_items`, enveloped."""
     name = S.kind_message(api_version, list_kind)
     if name is None:
         raise ProtobufError(f"no protobuf message for {api_version} {list_kind}")
-    out = bytearray(_len_delimited(1, encode_message(metadata, S.message(name).by_number[1].type)))
-    for raw in items:
-        out += _len_delimited(2, _typed(raw, api_version, item_kind)[2])
-    return envelope(api_version, list_kind, bytes(out))
+    meta = _len_delimited(1, encode_message(metadata, S.message(name).by_number[1].type))
+    return envelope(api_version, list_kind, meta + items)
 
 
 def watch_frame(event_type: str, raw: bytes) -> bytes:

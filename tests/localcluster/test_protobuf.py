@@ -280,3 +280,17 @@ async def test_every_served_built_in_kind_has_a_protobuf_form(cluster: LocalClus
         obj = {"apiVersion": api_version, "kind": rt.kind, "metadata": {"name": "x", "labels": {"a": "b"}}}
         decoded = decode_body(encode_body(obj))
         assert (decoded["kind"], decoded["metadata"]["labels"]) == (rt.kind, {"a": "b"}), rt.kind
+
+
+async def test_a_large_list_answers_protobuf_in_batches_with_every_item(cluster: LocalCluster, kube: KubeClient) -> None:
+    for i in range(120):
+        await kube.create(R.CONFIGMAPS, {"metadata": {"name": f"cm-{i:03d}"}, "data": {"i": str(i)}}, namespace="default")
+    async with ClientSession() as http:
+        async with http.get(f"{cluster.url}/api/v1/namespaces/default/configmaps",
+                            headers={"Accept": "application/vnd.kubernetes.protobuf"}) as resp:
+            assert resp.headers["Content-Type"] == "application/vnd.kubernetes.protobuf"
+            listed = decode_body(await resp.read())
+    assert listed["kind"] == "ConfigMapList" and int(listed["metadata"]["resourceVersion"]) > 0
+    names = [cm["metadata"]["name"] for cm in listed["items"] if cm["metadata"]["name"].startswith("cm-")]
+    assert names == [f"cm-{i:03d}" for i in range(120)]
+    assert [cm["data"]["i"] for cm in listed["items"] if cm["metadata"]["name"].startswith("cm-")] == [str(i) for i in range(120)]
