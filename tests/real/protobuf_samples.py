@@ -158,6 +158,17 @@ def samples() -> list[tuple[str, dict[str, Any]]]:
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": _meta("pb-reader", False),
             "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "devs"}],
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pb-reader"}}),
+        ("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "metadata": {},
+            "spec": {"resourceAttributes": {"namespace": NS, "verb": "list", "resource": "pods"}}}),
+        ("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {},
+            "spec": {"user": "jane", "groups": ["devs"], "extra": {"scopes": ["a", "b"]},
+                     "resourceAttributes": {"namespace": NS, "verb": "get", "resource": "pods", "subresource": "log"}}}),
+        (f"/apis/authorization.k8s.io/v1/namespaces/{NS}/localsubjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview", "metadata": {"namespace": NS},
+            "spec": {"user": "nobody", "nonResourceAttributes": None,
+                     "resourceAttributes": {"namespace": NS, "verb": "delete", "group": "apps", "resource": "deployments"}}}),
         ("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": f"widgets.{CRD_GROUP}"},
