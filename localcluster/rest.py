@@ -143,7 +143,7 @@ class RestHandlers:
                 return await self._list(request, t)
             if method == "POST":
                 opts = _write_options(request, "CreateOptions")
-                entry = self.objects.create(t.rt, t.namespace, await _body(request, opts), opts=opts)
+                entry = self.objects.create(t.rt, t.namespace, await _body(request, opts, t.rt), opts=opts)
                 return _warned(_json(entry.raw, 201), opts)
             if method == "DELETE" and "deletecollection" in t.rt.verbs:
                 return self._delete_collection(request, t, await _optional_body(request))
@@ -162,7 +162,7 @@ class RestHandlers:
         sub = t.subresource
         if sub == "finalize" and method == "PUT":  # namespaces/<name>/finalize
             opts = _write_options(request, "UpdateOptions")
-            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts), subresource=sub, opts=opts)
+            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts, t.rt), subresource=sub, opts=opts)
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if sub not in (None, "status"):
             raise errors.resource_not_found()
@@ -173,7 +173,7 @@ class RestHandlers:
             return _json(self._render(t.rt, entry.raw))
         if method == "PUT":
             opts = _write_options(request, "UpdateOptions")
-            body = await _body(request, opts)
+            body = await _body(request, opts, t.rt)
             if (sub is None and t.rt.strategy.allow_create_on_update
                     and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None):
                 return _warned(_json(self._create_on_update(t, body, opts).raw, 201), opts)
@@ -445,14 +445,15 @@ def _duplicate_paths(value: Any, path: str, found: list[str]) -> None:
             _duplicate_paths(sub, f"{path}[{i}]", found)
 
 
-async def _body(request: web.Request, opts: WriteOptions | None = None) -> Any:
+async def _body(request: web.Request, opts: WriteOptions | None = None, rt: ResourceType | None = None) -> Any:
+    """The request's object; `rt` is the kind a protobuf body without apiVersion and kind is read as."""
     raw = await request.read()
     content_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip()
     try:
         if content_type in ("application/yaml", "application/x-yaml"):
             return yaml.safe_load(raw)
         if content_type == protobuf.CONTENT_TYPE:
-            return _protobuf(raw)
+            return _protobuf(raw, rt)
         if opts is not None and opts.field_validation == "Strict":
             # only Strict reports duplicate fields; the slower decoder is paid only then
             try:
@@ -466,10 +467,12 @@ async def _body(request: web.Request, opts: WriteOptions | None = None) -> Any:
         raise errors.bad_request(f"the object provided is unrecognized: {exc}") from exc
 
 
-def _protobuf(raw: bytes) -> dict[str, Any]:
+def _protobuf(raw: bytes, rt: ResourceType | None = None) -> dict[str, Any]:
     """kubectl's typed clients send protobuf; decoded to the dict its JSON form would have been."""
     try:
-        return protobuf.decode_body(raw)
+        if rt is None:
+            return protobuf.decode_body(raw)
+        return protobuf.decode_body(raw, default_api_version=rt.api_version, default_kind=rt.kind)
     except protobuf.UnknownKindError as exc:
         raise errors.unsupported_media_type(f"{protobuf.CONTENT_TYPE}: {exc}") from exc
     except (protobuf.ProtobufError, UnicodeDecodeError) as exc:

@@ -33,8 +33,11 @@ class UnknownKindError(ProtobufError):
     """The envelope names a kind Kubernetes has no protobuf message for (a custom resource): 415."""
 
 
-def decode_body(raw: bytes) -> dict[str, Any]:
-    """Decode an enveloped object (`k8s\\x00` + runtime.Unknown) into its JSON form with apiVersion and kind."""
+def decode_body(raw: bytes, *, default_api_version: str = "", default_kind: str = "") -> dict[str, Any]:
+    """Decode an enveloped object (`k8s\\x00` + runtime.Unknown) into its JSON form with apiVersion and kind.
+
+    An envelope without apiVersion or kind is read as the defaults (the kind the URL names), as the
+    real server's decoder does."""
     if not raw.startswith(MAGIC):
         raise ProtobufError("missing the k8s protobuf magic prefix")
     api_version = kind = encoding = ""
@@ -55,6 +58,7 @@ def decode_body(raw: bytes) -> dict[str, Any]:
             encoding = value.decode(errors="replace")
     if encoding:
         raise ProtobufError(f"unsupported contentEncoding {encoding!r}")
+    api_version, kind = api_version or default_api_version, kind or default_kind
     name = S.kind_message(api_version, kind)
     if name is None:
         raise UnknownKindError(f"no protobuf message for {api_version} {kind}")

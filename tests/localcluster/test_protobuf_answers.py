@@ -15,7 +15,8 @@ import orjson
 import pytest
 
 from apiclient import KubeClient
-from localcluster.protobuf import CONTENT_TYPE, WATCH_CONTENT_TYPE, decode_body
+from localcluster.protobuf import CONTENT_TYPE, WATCH_CONTENT_TYPE, decode_body, encode_message
+from localcluster.protobuf.encode import envelope
 from localcluster.protobuf.wire import iter_fields
 from tests.localcluster.helpers import bare_cluster
 from tests.localcluster.living import eventually
@@ -112,6 +113,20 @@ async def test_built_in_kinds_answer_protobuf_to_clients_that_prefer_it(kube: Ku
     assert (code, content_type) == (200, WATCH_CONTENT_TYPE)
     [(event, obj)] = frames(stream)
     assert (event, obj["kind"], obj["metadata"]["name"], obj["data"]) == ("ADDED", "ConfigMap", "pb-answer", {"k": "v"})
+
+
+async def test_a_protobuf_body_without_type_meta_is_the_kind_the_url_names(kube: KubeClient) -> None:
+    body = envelope("", "", encode_message({"metadata": {"name": "untyped"}, "data": {"a": "b"}},
+                                           "k8s.io.api.core.v1.ConfigMap"))
+    resp = await kube.api_client.call_api(
+        "/api/v1/namespaces/default/configmaps", "POST", body=body, auth_settings=["BearerToken"],
+        _preload_content=False, header_params={"Content-Type": PB, "Accept": "application/json"})
+    try:
+        code, created = resp.status, orjson.loads(await resp.read())
+    finally:
+        resp.release()
+    assert code == 201, created
+    assert (created["kind"], created["data"]) == ("ConfigMap", {"a": "b"})
 
 
 async def test_custom_resources_answer_json_or_406_to_protobuf_clients(kube: KubeClient) -> None:
