@@ -1,7 +1,8 @@
 """Watch over HTTP: the real server's framing and semantics on top of `Storage.subscribe`.
 
 - Framing: a 200 response, `Content-Type: application/json`, `Transfer-Encoding: chunked`, one
-  `{"type":"ADDED","object":{...}}` JSON document plus "\\n" per event (Go's json.Encoder).
+  `{"type":"ADDED","object":{...}}` JSON document plus "\\n" per event (Go's json.Encoder); for
+  clients that prefer protobuf, `WatchEvent` messages each prefixed by its length (`Framing`).
   Events buffered together go out in one write (up to `MAX_BATCH`), each line serialized once
   per event and shared by every watcher that sees it unchanged.
 - Start: without a resourceVersion (or "0") the current objects come first as ADDED events
