@@ -114,6 +114,22 @@ async def test_built_in_kinds_answer_protobuf_to_clients_that_prefer_it(kube: Ku
     [(event, obj)] = frames(stream)
     assert (event, obj["kind"], obj["metadata"]["name"], obj["data"]) == ("ADDED", "ConfigMap", "pb-answer", {"k": "v"})
 
+    since = obj["metadata"]["resourceVersion"]
+    watch = f"/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=2&resourceVersion={since}"
+    async with anyio.create_task_group() as tg:
+        answers: list[tuple[int, str, bytes]] = []
+
+        async def watching() -> None:
+            answers.append(await get(kube, watch, PB))
+
+        tg.start_soon(watching)  # from `since`, the change is seen whenever the watch starts
+        await kube.api_client.call_api(
+            "/api/v1/namespaces/default/configmaps/pb-answer", "PATCH", body={"data": {"k": "w"}},
+            auth_settings=["BearerToken"], header_params={"Content-Type": "application/merge-patch+json"})
+    [(code, content_type, stream)] = answers
+    assert [(event, obj["metadata"]["name"], obj["data"]) for event, obj in frames(stream)] == [
+        ("MODIFIED", "pb-answer", {"k": "w"})]
+
 
 async def test_a_protobuf_body_without_type_meta_is_the_kind_the_url_names(kube: KubeClient) -> None:
     body = envelope("", "", encode_message({"metadata": {"name": "untyped"}, "data": {"a": "b"}},
