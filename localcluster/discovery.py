@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from aiohttp import web
 
+from localcluster.negotiation import negotiated
 from localcluster.registry import Registry, ResourceType
 
 __all__ = [
@@ -256,5 +258,14 @@ def setup_routes(app: web.Application, registry: Registry) -> None:
     # one, always send it); deeper resource paths are trimmed by the REST handlers
     for path, handler in (("/version", version), ("/api", api), ("/apis", apis), ("/api/{version}", core_version),
                           ("/apis/{group}", group), ("/apis/{group}/{version}", group_version)):
-        app.router.add_get(path, handler)
-        app.router.add_get(path + "/", handler)
+        app.router.add_get(path, _negotiating(handler))
+        app.router.add_get(path + "/", _negotiating(handler))
+
+
+def _negotiating(handler: Callable[[web.Request], Awaitable[web.Response]]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Discovery documents in protobuf for clients that prefer it (kube-controller-manager does)."""
+
+    async def negotiating(request: web.Request) -> web.StreamResponse:
+        return negotiated(request, await handler(request))
+
+    return negotiating

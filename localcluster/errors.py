@@ -112,3 +112,8 @@ def too_many_requests(message: str, retry_after: int | None = None) -> StatusErr
 
 def internal(message: str) -> StatusError:
     return StatusError(500, "InternalError", f"Internal error occurred: {message}")
+
+
+def not_acceptable() -> StatusError:
+    """No encoding the client accepts can carry the answer (a custom resource to a protobuf-only client)."""
+    return StatusError(406, "NotAcceptable", "406: Not Acceptable")

@@ -31,6 +31,7 @@ class Write:
     user_agent: str
     credential: str  #: a short digest of the bearer token, enough to tell clients apart
     status: int  #: 0 when the connection was cut before an answer
+    content_type: str = ""  #: of the body: Go clients send built-in kinds as protobuf
 
     @property
     def succeeded(self) -> bool:
@@ -88,4 +89,5 @@ class RequestLog:
             raise
         finally:
             self.writes.append(Write(at, request.method, request.path, request.headers.get("User-Agent", ""),
-                                     fingerprint(request.headers.get("Authorization", "")), status))
+                                     fingerprint(request.headers.get("Authorization", "")), status,
+                                     request.headers.get("Content-Type", "").split(";", 1)[0].strip()))

@@ -3,9 +3,9 @@
 Path resolution follows the real server's request-info parser: `namespaces/<ns>/<plural>...`
 is a namespaced request unless `<plural>` is a subresource of namespaces; `watch/` prefixes
 are the legacy watch form. Bodies are read as JSON (or YAML), responses are orjson bytes
-written as stored, so LIST and GET cost no re-serialization. Protobuf request bodies (kubectl's
-typed clients) are decoded by `localcluster.protobuf` into the same dicts; protobuf is never
-answered: clients that ask for it (kubectl) list JSON as a fallback.
+written as stored, so LIST and GET cost no re-serialization. Protobuf request bodies (Go clients,
+kubectl's typed clients) are decoded by `localcluster.protobuf` into the same dicts; a client that
+prefers protobuf answers gets them (`negotiated`: objects, lists, Status errors, watch frames).
 
 `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` gets a `meta.k8s.io/v1 Table` (what
 `kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last.
@@ -15,6 +15,7 @@ Subresources another module serves (pods/eviction, say) plug in through
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import Awaitable, Callable
@@ -25,14 +26,16 @@ import orjson
 import yaml
 from aiohttp import web
 
-from localcluster import errors, patch, protobuf
+from localcluster import errors, negotiation, patch, protobuf
 from localcluster.builtin.base import age
 from localcluster.objects import FIELD_VALIDATION, ObjectAPI, WriteOptions
 from localcluster.registry import FieldError, Registry, ResourceType, TableColumn
 from localcluster.storage import Entry
-from localcluster.watch import WatchOptions, serve_watch
+from localcluster.watch import JSON_FRAMING, Framing, WatchOptions, serve_watch
 
 JSON = "application/json"
+_ENCODE_BATCH = 50
+PROTOBUF_FRAMING = Framing(protobuf.WATCH_CONTENT_TYPE, protobuf.watch_frame)
 SubresourceHandler = Callable[[web.Request, "Target"], Awaitable[web.StreamResponse]]
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
@@ -125,10 +128,10 @@ class RestHandlers:
             target = self.resolve(group, version, parts)
             handler = self.subresource_handlers.get((target.rt.storage_key, target.subresource or ""))
             if handler is not None:
-                return await handler(request, target)
-            return await self._serve(request, target)
+                return negotiation.negotiated(request, await handler(request, target))
+            return negotiation.negotiated(request, await self._serve(request, target))
         except errors.StatusError as exc:
-            return status_response(exc)
+            return negotiation.negotiated(request, status_response(exc))
 
     async def _serve(self, request: web.Request, t: Target) -> web.StreamResponse:
         method = request.method
@@ -137,10 +140,10 @@ class RestHandlers:
             if method == "GET":
                 if t.watch or _bool(q.get("watch")):
                     return await self._watch(request, t)
-                return self._list(request, t)
+                return await self._list(request, t)
             if method == "POST":
                 opts = _write_options(request, "CreateOptions")
-                entry = self.objects.create(t.rt, t.namespace, await _body(request, opts), opts=opts)
+                entry = self.objects.create(t.rt, t.namespace, await _body(request, opts, t.rt), opts=opts)
                 return _warned(_json(entry.raw, 201), opts)
             if method == "DELETE" and "deletecollection" in t.rt.verbs:
                 return self._delete_collection(request, t, await _optional_body(request))
@@ -159,7 +162,7 @@ class RestHandlers:
         sub = t.subresource
         if sub == "finalize" and method == "PUT":  # namespaces/<name>/finalize
             opts = _write_options(request, "UpdateOptions")
-            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts), subresource=sub, opts=opts)
+            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts, t.rt), subresource=sub, opts=opts)
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if sub not in (None, "status"):
             raise errors.resource_not_found()
@@ -170,7 +173,7 @@ class RestHandlers:
             return _json(self._render(t.rt, entry.raw))
         if method == "PUT":
             opts = _write_options(request, "UpdateOptions")
-            body = await _body(request, opts)
+            body = await _body(request, opts, t.rt)
             if (sub is None and t.rt.strategy.allow_create_on_update
                     and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None):
                 return _warned(_json(self._create_on_update(t, body, opts).raw, 201), opts)
@@ -193,7 +196,7 @@ class RestHandlers:
         raise _not_allowed(method, t)
 
     # -- verbs --------------------------------------------------------------------------
-    def _list(self, request: web.Request, t: Target) -> web.Response:
+    async def _list(self, request: web.Request, t: Target) -> web.Response:
         q = request.query
         result = self.objects.list(
             t.rt,
@@ -213,6 +216,16 @@ class RestHandlers:
             meta["continue"] = result.continue_token
             if result.remaining is not None:
                 meta["remainingItemCount"] = result.remaining
+        if negotiation.wants_protobuf(request, t.rt.api_version, t.rt.list_kind):
+            # each stored object is encoded once and cached; a batch at a time, so that a first
+            # large LIST does not hold the event loop
+            items = []
+            for i in range(0, len(result.entries), _ENCODE_BATCH):
+                batch = [self._render(t.rt, e.raw) for e in result.entries[i:i + _ENCODE_BATCH]]
+                items.append(protobuf.encode_items(t.rt.api_version, t.rt.kind, batch))
+                await asyncio.sleep(0)
+            body = protobuf.encode_list(t.rt.api_version, t.rt.list_kind, meta, b"".join(items))
+            return web.Response(body=body, content_type=protobuf.CONTENT_TYPE)
         head = orjson.dumps({"kind": t.rt.list_kind, "apiVersion": t.rt.api_version, "metadata": meta})
         items = b",".join(self._render(t.rt, e.raw) for e in result.entries)
         return _json(head[:-1] + b',"items":[' + items + b"]}")
@@ -254,6 +267,7 @@ class RestHandlers:
             subscribe=lambda rv_, flt: storage.subscribe(t.rt.storage_key, rv_, flt),
             initial=initial,
             render=render,
+            framing=PROTOBUF_FRAMING if not table and negotiation.wants_protobuf(request, t.rt.api_version, t.rt.kind) else JSON_FRAMING,
         )
 
     def _create_on_update(self, t: Target, body: Any, opts: WriteOptions) -> Entry:
@@ -431,14 +445,15 @@ def _duplicate_paths(value: Any, path: str, found: list[str]) -> None:
             _duplicate_paths(sub, f"{path}[{i}]", found)
 
 
-async def _body(request: web.Request, opts: WriteOptions | None = None) -> Any:
+async def _body(request: web.Request, opts: WriteOptions | None = None, rt: ResourceType | None = None) -> Any:
+    """The request's object; `rt` is the kind a protobuf body without apiVersion and kind is read as."""
     raw = await request.read()
     content_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip()
     try:
         if content_type in ("application/yaml", "application/x-yaml"):
             return yaml.safe_load(raw)
         if content_type == protobuf.CONTENT_TYPE:
-            return _protobuf(raw)
+            return _protobuf(raw, rt)
         if opts is not None and opts.field_validation == "Strict":
             # only Strict reports duplicate fields; the slower decoder is paid only then
             try:
@@ -452,10 +467,12 @@ async def _body(request: web.Request, opts: WriteOptions | None = None) -> Any:
         raise errors.bad_request(f"the object provided is unrecognized: {exc}") from exc
 
 
-def _protobuf(raw: bytes) -> dict[str, Any]:
+def _protobuf(raw: bytes, rt: ResourceType | None = None) -> dict[str, Any]:
     """kubectl's typed clients send protobuf; decoded to the dict its JSON form would have been."""
     try:
-        return protobuf.decode_body(raw)
+        if rt is None:
+            return protobuf.decode_body(raw)
+        return protobuf.decode_body(raw, default_api_version=rt.api_version, default_kind=rt.kind)
     except protobuf.UnknownKindError as exc:
         raise errors.unsupported_media_type(f"{protobuf.CONTENT_TYPE}: {exc}") from exc
     except (protobuf.ProtobufError, UnicodeDecodeError) as exc:

@@ -1,7 +1,8 @@
 """Watch over HTTP: the real server's framing and semantics on top of `Storage.subscribe`.
 
 - Framing: a 200 response, `Content-Type: application/json`, `Transfer-Encoding: chunked`, one
-  `{"type":"ADDED","object":{...}}` JSON document plus "\\n" per event (Go's json.Encoder).
+  `{"type":"ADDED","object":{...}}` JSON document plus "\\n" per event (Go's json.Encoder); for
+  clients that prefer protobuf, `WatchEvent` messages each prefixed by its length (`Framing`).
   Events buffered together go out in one write (up to `MAX_BATCH`), each line serialized once
   per event and shared by every watcher that sees it unchanged.
 - Start: without a resourceVersion (or "0") the current objects come first as ADDED events
@@ -97,15 +98,26 @@ def frame(kind: str, raw: bytes) -> bytes:
     return b"".join((prefix, raw, b"}\n"))
 
 
-def _framer(render: Render) -> Callable[[StoredEvent], bytes]:
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """How events are written: JSON lines, or (for protobuf clients) length-prefixed WatchEvents."""
+
+    content_type: str
+    frame: Callable[[str, bytes], bytes]
+
+
+JSON_FRAMING = Framing("application/json", frame)
+
+
+def _framer(render: Render, framing: Framing) -> Callable[[StoredEvent], bytes]:
     """Frame an event, sharing the bytes across watchers: when `render` hands back the stored
     bytes unchanged (no Table, no version rewrite), the line is built once per event and cached
     on it, so 10 watchers cost one concatenation instead of ten."""
 
     def encode(ev: StoredEvent) -> bytes:
         body = render(ev.type, ev.raw)
-        if body is not ev.raw:
-            return frame(ev.type, body)
+        if body is not ev.raw or framing is not JSON_FRAMING:
+            return framing.frame(ev.type, body)
         line = ev.framed
         if line is None:
             line = ev.framed = frame(ev.type, body)
@@ -114,11 +126,11 @@ def _framer(render: Render) -> Callable[[StoredEvent], bytes]:
     return encode
 
 
-def bookmark(rt: ResourceType, rv: int, *, initial_end: bool = False) -> bytes:
+def bookmark(rt: ResourceType, rv: int, *, initial_end: bool = False, framing: Framing = JSON_FRAMING) -> bytes:
     meta: dict[str, object] = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return frame("BOOKMARK", orjson.dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}))
+    return framing.frame("BOOKMARK", orjson.dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}))
 
 
 async def serve_watch(
@@ -129,11 +141,13 @@ async def serve_watch(
     subscribe: Callable[[int | None, Callable[[StoredEvent], str | None] | None], Subscription],
     initial: Callable[[], tuple[list[Entry], int]],
     render: Render,
+    framing: Framing = JSON_FRAMING,
 ) -> web.StreamResponse:
     """Stream events until timeout, server shutdown or client disconnect."""
     flt = make_filter(opts)
-    encode = _framer(render)
-    response = web.StreamResponse(status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
+    encode = _framer(render, framing)
+    frame = framing.frame
+    response = web.StreamResponse(status=200, headers={"Content-Type": framing.content_type, "Cache-Control": "no-cache, private"})
     response.enable_chunked_encoding()
     entries: list[Entry] = []
     initial_end = b""
@@ -144,7 +158,7 @@ async def serve_watch(
             entries, list_rv = initial()
             sub = subscribe(None, flt)
             if opts.send_initial_events:
-                initial_end = bookmark(rt, list_rv, initial_end=True)
+                initial_end = bookmark(rt, list_rv, initial_end=True, framing=framing)
         else:
             sub = subscribe(opts.resource_version, flt)
     except errors.StatusError as exc:
@@ -179,7 +193,7 @@ async def serve_watch(
             if sub.closed:
                 break
             if opts.bookmarks and loop.time() >= next_bookmark:
-                await response.write(bookmark(rt, storage_rv()))
+                await response.write(bookmark(rt, storage_rv(), framing=framing))
                 next_bookmark = loop.time() + opts.bookmark_interval
         await response.write_eof()
     except ConnectionResetError:

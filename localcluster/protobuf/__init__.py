@@ -1,48 +1,30 @@
-"""Protobuf request bodies (`application/vnd.kubernetes.protobuf`) decoded into the JSON dicts the server handles.
+"""Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`) for every built-in kind.
 
-kubectl's typed clients (`create configmap|secret|namespace|deployment|service`) send protobuf; the
-rest of the server speaks JSON dicts, so decoding at the door keeps one code path. Responses stay JSON,
-which every client accepts. The envelope is the 4 magic bytes `k8s\\x00` and a `runtime.Unknown`
-whose `raw` holds the typed message named by its TypeMeta.
+Go clients (kubectl's typed clients, client-go with protobuf content type) send bodies as protobuf;
+the rest of the server speaks JSON dicts, so decoding at the door keeps one code path. A body is the
+4 magic bytes `k8s\\x00` and a `runtime.Unknown` whose `raw` holds the typed message its TypeMeta
+names. The messages' wire schema is derived from k8s.io/api's and k8s.io/apimachinery's
+`generated.proto` and Go types by `generate.py` into `kubernetes.json`; custom resources have no
+protobuf form (the real server answers 415 for them too). Answers are protobuf when the client
+prefers it (`answer.py`), as kube-apiserver's are.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from localcluster.protobuf.answer import (
+    CONTENT_TYPE,
+    WATCH_CONTENT_TYPE,
+    can_encode,
+    encode_items,
+    encode_list,
+    enveloped,
+    negotiate,
+    watch_frame,
+)
+from localcluster.protobuf.decode import MAGIC, UnknownKindError, decode_body, decode_message
+from localcluster.protobuf.encode import encode_body, encode_message
+from localcluster.protobuf.wire import ProtobufError
 
-from localcluster.protobuf.decode import decode_message
-from localcluster.protobuf.schemas import KINDS, TYPE_META
-from localcluster.protobuf.wire import ProtobufError, iter_fields
-
-CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
-MAGIC = b"k8s\x00"
-
-__all__ = ["CONTENT_TYPE", "MAGIC", "ProtobufError", "UnknownKindError", "decode_body"]
-
-
-class UnknownKindError(ProtobufError):
-    """The envelope names a kind we have no schema for (the server answers 415, as for any unreadable body)."""
-
-
-def decode_body(raw: bytes) -> dict[str, Any]:
-    """Decode an enveloped protobuf object into its JSON form, `apiVersion` and `kind` included."""
-    if not raw.startswith(MAGIC):
-        raise ProtobufError("missing the k8s protobuf magic prefix")
-    type_meta: dict[str, Any] = {}
-    payload = b""
-    for number, _, value in iter_fields(raw[len(MAGIC) :]):
-        if not isinstance(value, bytes):
-            continue
-        if number == 1:
-            type_meta = decode_message(value, TYPE_META)
-        elif number == 2:
-            payload = value  # kept as bytes: the typed message is decoded below
-        elif number == 3 and value:
-            raise ProtobufError(f"unsupported contentEncoding {value.decode(errors='replace')!r}")
-    api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
-    group = api_version.rpartition("/")[0] if "/" in api_version else ""
-    schema = KINDS.get((group, kind))
-    if schema is None:
-        raise UnknownKindError(f"no protobuf schema for {api_version} {kind}")
-    obj = decode_message(payload, schema)
-    return {"apiVersion": api_version, "kind": kind, **obj}
+__all__ = ["CONTENT_TYPE", "MAGIC", "WATCH_CONTENT_TYPE", "ProtobufError", "UnknownKindError", "can_encode",
+           "decode_body", "decode_message", "encode_body", "encode_items", "encode_list", "encode_message", "enveloped", "negotiate",
+           "watch_frame"]

@@ -208,9 +208,7 @@ async def test_kubectl_create_secret_and_serviceaccount(cluster: LocalCluster) -
     assert (code, out) == (0, "Yg== Opaque"), err
     code, out, err = await kubectl(cluster, "get", "secrets")
     assert code == 0 and out.split("\n")[0].split() == ["NAME", "TYPE", "DATA", "AGE"], err
-    # (`kubectl create serviceaccount` sends protobuf, which localcluster.protobuf does not decode
-    # for ServiceAccount yet: apply sends JSON)
-    code, out, err = await kubectl(cluster, "apply", "-f", "-", stdin='{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"}}')
+    code, out, err = await kubectl(cluster, "create", "serviceaccount", "robot")  # sent as protobuf
     assert code == 0, err
     code, out, err = await kubectl(cluster, "get", "sa", "robot", "-o", "name")
     assert (code, out.strip()) == (0, "serviceaccount/robot"), err
