@@ -1,0 +1,143 @@
+"""Validating admission webhooks on the local cluster, as kube-apiserver calls them.
+
+A webhook registered with a ValidatingWebhookConfiguration judges the requests its rules name:
+its denial reaches the client in the real server's words and code (a 429 with Retry-After, which
+`kubectl drain` retries), failurePolicy decides what a webhook that cannot be reached means, and
+the review it gets carries what kube-apiserver puts in one. The shape checks run on both backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+
+from apiclient import KubeClient
+from tests.localcluster.helpers import bare_cluster, pod
+from tests.localcluster.webhookserver import WebhookServer, webhook_server
+
+cluster = pytest.fixture(bare_cluster)
+
+NS = "/api/v1/namespaces/default"
+VWC = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+EVICTION = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "victim", "namespace": "default"}}
+
+
+async def raw(kube: KubeClient, method: str, path: str, body: Any = None, *,
+              query: dict[str, str] | None = None, content_type: str = "application/json") -> tuple[int, dict[str, Any], Any]:
+    """A request through kubernetes_asyncio, keeping status, body and headers of any answer."""
+    resp = await kube.api_client.call_api(
+        path, method, query_params=list((query or {}).items()), body=body, auth_settings=["BearerToken"],
+        header_params={"Content-Type": content_type, "Accept": "application/json"}, _preload_content=False)
+    try:
+        data = await resp.read()
+        return resp.status, orjson.loads(data) if data else {}, resp.headers
+    finally:
+        resp.release()
+
+
+@pytest.fixture
+async def webhook() -> AsyncIterator[WebhookServer]:
+    async with webhook_server() as server:
+        yield server
+
+
+async def register(kube: KubeClient, configuration: dict[str, Any]) -> None:
+    """Create the configuration and wait until a request shows it is in force (kube-apiserver
+    reads configurations from an informer, so it takes effect a moment later there)."""
+    code, body, _ = await raw(kube, "POST", VWC, configuration)
+    assert code == 201, body
+
+
+async def unregister(kube: KubeClient, name: str) -> None:
+    await raw(kube, "DELETE", f"{VWC}/{name}")
+
+
+async def until_called(webhook: WebhookServer, request: Any) -> Any:
+    """Repeat `request` until the webhook has seen one (the real server's informer lag)."""
+    seen = len(webhook.reviews)
+    for _ in range(200):
+        result = await request()
+        if len(webhook.reviews) > seen:
+            return result
+        await asyncio.sleep(0.05)
+    raise AssertionError("the webhook was never called")
+
+
+def deny(status: dict[str, Any]) -> Any:
+    return lambda _request: {"allowed": False, "status": status}
+
+
+@pytest.mark.backends("local", "real")
+async def test_a_429_denial_of_an_eviction_reaches_the_client_as_the_real_server_sends_it(
+        cluster: Any, kube: KubeClient, webhook: WebhookServer) -> None:
+    await raw(kube, "POST", f"{NS}/pods", pod("victim", node="node-1"))
+    webhook.answer = deny({"code": 429, "reason": "TooManyRequests", "message": "a replacement is being started",
+                           "details": {"retryAfterSeconds": 5}})
+    await register(kube, webhook.configuration("surge", resources=["pods/eviction"]))
+    try:
+        code, body, headers = await until_called(webhook, lambda: raw(kube, "POST", f"{NS}/pods/victim/eviction", EVICTION))
+        assert code == 429
+        assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                        "message": 'admission webhook "surge.example.com" denied the request: a replacement is being started',
+                        "reason": "TooManyRequests", "details": {"retryAfterSeconds": 5}, "code": 429}
+        assert headers.get("Retry-After") == "5"
+        review = webhook.reviews[-1]
+        assert review["path"] == "/validate?timeout=5s"
+        request = review["request"]
+        assert {k: v for k, v in request.items() if k not in ("uid", "userInfo")} == {
+            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": "eviction",
+            "requestKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"}, "requestSubResource": "eviction",
+            "name": "victim", "namespace": "default", "operation": "CREATE",
+            "object": {"kind": "Eviction", "apiVersion": "policy/v1",
+                       "metadata": {"name": "victim", "namespace": "default", "creationTimestamp": None}},
+            "oldObject": None, "dryRun": False, "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        }
+        assert request["userInfo"]["username"] == "admin" and "system:masters" in request["userInfo"]["groups"]
+        # the pod is untouched: the webhook spoke before the eviction did anything
+        code, victim, _ = await raw(kube, "GET", f"{NS}/pods/victim")
+        assert code == 200 and "deletionTimestamp" not in victim["metadata"]
+
+        # a status without reason or details, and one with a code below 400: sanitized as upstream
+        webhook.answer = deny({"code": 429, "message": "plain"})
+        code, body, headers = await raw(kube, "POST", f"{NS}/pods/victim/eviction", EVICTION)
+        assert (code, body) == (429, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                      "message": 'admission webhook "surge.example.com" denied the request: plain', "code": 429})
+        assert "Retry-After" not in headers
+        webhook.answer = deny({"code": 200, "reason": "Bogus"})
+        code, body, _ = await raw(kube, "POST", f"{NS}/pods/victim/eviction", EVICTION)
+        assert (code, body["message"], body["reason"]) == (
+            400, 'admission webhook "surge.example.com" denied the request: Bogus', "Bogus")
+        webhook.answer = lambda _request: {"allowed": False}
+        code, body, _ = await raw(kube, "POST", f"{NS}/pods/victim/eviction", EVICTION)
+        assert (code, body["message"]) == (400, 'admission webhook "surge.example.com" denied the request without explanation')
+        assert "reason" not in body
+    finally:
+        await unregister(kube, "surge")
+
+
+@pytest.mark.backends("local", "real")
+async def test_a_webhook_that_cannot_be_called_fails_the_request_or_is_ignored_per_failure_policy(
+        cluster: Any, kube: KubeClient, webhook: WebhookServer) -> None:
+    webhook.delay = 3.0
+    await register(kube, webhook.configuration("slow", resources=["configmaps"], timeout=1))
+    try:
+        code, body, _ = await until_called(webhook, lambda: raw(kube, "POST", f"{NS}/configmaps", {"metadata": {"generateName": "c-"}}))
+        url = f"{webhook.url}/validate?timeout=1s"
+        reason = f'failed calling webhook "slow.example.com": failed to call webhook: Post "{url}": context deadline exceeded'
+        assert (code, body) == (500, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                      "message": f"Internal error occurred: {reason}", "reason": "InternalError",
+                                      "details": {"causes": [{"message": reason}]}, "code": 500})
+        code, body, _ = await raw(kube, "PATCH", f"{VWC}/slow", [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+                                content_type="application/json-patch+json")
+        assert code == 200, body
+        await asyncio.sleep(1.0)  # the real server's configuration informer
+        code, body, _ = await raw(kube, "POST", f"{NS}/configmaps", {"metadata": {"name": "goes-through"}})
+        assert code == 201, body
+    finally:
+        await unregister(kube, "slow")
