@@ -141,3 +141,79 @@ async def test_a_webhook_that_cannot_be_called_fails_the_request_or_is_ignored_p
         assert code == 201, body
     finally:
         await unregister(kube, "slow")
+
+
+@pytest.mark.backends("local", "real")
+async def test_configurations_are_defaulted_and_validated_as_the_real_registry_does(cluster: Any, kube: KubeClient) -> None:
+    minimal = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+               "metadata": {"name": "defaults"},
+               "webhooks": [{"name": "defaults.example.com", "clientConfig": {"service": {"namespace": "default", "name": "svc"}},
+                             "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                             "rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["nothing"]}]}]}
+    code, body, _ = await raw(kube, "POST", VWC, minimal)
+    try:
+        assert code == 201, body
+        assert body["metadata"]["generation"] == 1
+        assert body["webhooks"] == [{
+            "name": "defaults.example.com", "clientConfig": {"service": {"namespace": "default", "name": "svc", "port": 443}},
+            "rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["nothing"], "scope": "*"}],
+            "failurePolicy": "Fail", "matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {},
+            "sideEffects": "None", "timeoutSeconds": 10, "admissionReviewVersions": ["v1"]}]
+    finally:
+        await unregister(kube, "defaults")
+
+    bad = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "bad"},
+           "webhooks": [{"name": "bad", "clientConfig": {}, "timeoutSeconds": 31, "admissionReviewVersions": ["v2"],
+                         "rules": [{"operations": ["GET"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/*"], "scope": "x"}]}]}
+    code, body, _ = await raw(kube, "POST", VWC, bad)
+    assert code == 422
+    assert [(c["field"], c["reason"], c["message"]) for c in body["details"]["causes"]] == [
+        ("webhooks[0].name", "FieldValueInvalid", 'Invalid value: "bad": should be a domain with at least three segments separated by dots'),
+        ("webhooks[0].rules[0].operations[0]", "FieldValueNotSupported",
+         'Unsupported value: "GET": supported values: "*", "CONNECT", "CREATE", "DELETE", "UPDATE"'),
+        ("webhooks[0].rules[0].scope", "FieldValueNotSupported", 'Unsupported value: "x": supported values: "*", "Cluster", "Namespaced"'),
+        ("webhooks[0].sideEffects", "FieldValueRequired", "Required value: must specify one of None, NoneOnDryRun"),
+        ("webhooks[0].timeoutSeconds", "FieldValueInvalid", "Invalid value: 31: the timeout value must be between 1 and 30 seconds"),
+        ("webhooks[0].clientConfig", "FieldValueRequired", "Required value: exactly one of url or service is required"),
+        ("webhooks[0].admissionReviewVersions", "FieldValueInvalid",
+         'Invalid value: []string{"v2"}: must include at least one of v1, v1beta1'),
+    ]
+    side_effects = {**minimal, "metadata": {"name": "some"}}
+    side_effects["webhooks"] = [{**minimal["webhooks"][0], "sideEffects": "Some"}]
+    code, body, _ = await raw(kube, "POST", VWC, side_effects)
+    assert (code, body["message"]) == (422, 'ValidatingWebhookConfiguration.admissionregistration.k8s.io "some" is invalid: '
+                                            'webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"')
+
+
+@pytest.mark.backends("local", "real")
+async def test_an_unreachable_webhook_or_one_the_ca_bundle_does_not_vouch_for_fails_closed(
+        cluster: Any, kube: KubeClient, webhook: WebhookServer) -> None:
+    refused = webhook.configuration("refused", resources=["secrets"])
+    refused["webhooks"][0]["clientConfig"]["url"] = "https://127.0.0.1:1/x"
+    stranger = webhook.configuration("stranger", resources=["services"])
+    del stranger["webhooks"][0]["clientConfig"]["caBundle"]  # the system's roots do not know this CA
+    await register(kube, refused)
+    await register(kube, stranger)
+    try:
+        async def refused_secret() -> tuple[int, dict[str, Any], Any]:
+            while True:
+                result = await raw(kube, "POST", f"{NS}/secrets", {"metadata": {"generateName": "s-"}})
+                if result[0] != 201:
+                    return result
+                await asyncio.sleep(0.05)
+
+        code, body, _ = await refused_secret()
+        reason = ('failed calling webhook "refused.example.com": failed to call webhook: Post "https://127.0.0.1:1/x?timeout=5s": '
+                  "dial tcp 127.0.0.1:1: connect: connection refused")
+        assert (code, body["message"], body["details"]) == (500, f"Internal error occurred: {reason}", {"causes": [{"message": reason}]})
+        while True:
+            code, body, _ = await raw(kube, "POST", f"{NS}/services", {"metadata": {"generateName": "s-"}, "spec": {"ports": [{"port": 80}]}})
+            if code != 201:
+                break
+            await asyncio.sleep(0.05)
+        assert (code, body["message"]) == (500, 'Internal error occurred: failed calling webhook "stranger.example.com": failed to call '
+                                                f'webhook: Post "{webhook.url}/validate?timeout=5s": x509: certificate signed by unknown authority')
+        assert webhook.reviews == []
+    finally:
+        await unregister(kube, "refused")
+        await unregister(kube, "stranger")
