@@ -397,10 +397,12 @@ class RestHandlers:
             rehearsal = WriteOptions(dry_run=True, field_validation=opts.field_validation, duplicates=opts.duplicates)
             would_be = orjson.loads(write(copy.deepcopy(body), rehearsal).raw)
             attrs.obj, attrs.old = would_be, current.load() if current is not None else None
+            if not attrs.name:  # a generated name is the request's from here on (`AdmissionToValidateObjectFunc`)
+                attrs.name = str(would_be["metadata"].get("name") or "")
             await admission.validate(attrs, candidates, opts.warnings)
             if operation == "CREATE":
-                if isinstance(body, dict) and not meta.get("name") and meta.get("generateName"):
-                    body.setdefault("metadata", {})["name"] = would_be["metadata"]["name"]  # the name the webhooks saw
+                judged = would_be["metadata"]
+                opts.identity = (judged["name"], judged["uid"], judged["creationTimestamp"])
                 return write(body, opts)
             latest = storage.get(key, namespace, name)
             if current is None or (latest is not None and latest.rv == current.rv):

@@ -166,6 +166,7 @@ def validate_webhook(hook: Obj, path: str) -> list[FieldError]:
 class ValidatingWebhookConfigurationStrategy(BuiltinStrategy):
     group = GROUP
     kind = "ValidatingWebhookConfiguration"
+    allow_unconditional_update = False
 
     def default(self, obj: Obj) -> None:
         for hook in obj.get("webhooks") or ():
