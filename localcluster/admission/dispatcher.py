@@ -42,6 +42,9 @@ class ValidatingAdmission:
         self.caller = Caller(resolve_service)
         self._versions: tuple[tuple[str, int], ...] = ()
         self._webhooks: tuple[Webhook, ...] = ()
+        #: (group, resource) -> every (version, kind) it is served at; forgotten when a CRD changes
+        self._served: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        registry.subscribe(lambda _event, _rt: self._served.clear())
 
     # -- configurations ------------------------------------------------------------------
     def active(self) -> bool:
@@ -64,17 +67,21 @@ class ValidatingAdmission:
         """Webhooks whose rules match the request (the object is not needed yet)."""
         if not self.active() or (request.group, request.resource) in _EXEMPT:
             return []
-        equivalents: list[tuple[str, str]] | None = None
+        equivalents: list[tuple[str, str]] = []
+        if not request.subresource:
+            equivalents = [(v, k) for v, k in self._served_versions(request.group, request.resource) if v != request.version]
         found: list[Invocation] = []
         for hook in self.webhooks():
-            if equivalents is None and hook.match_policy == "Equivalent":
-                equivalents = [] if request.subresource else [
-                    (rt.version, rt.kind) for rt in self.registry.by_group_resource(request.group, request.resource)
-                    if rt.version != request.version]
-            invocation = match_rules(hook, request, equivalents or [])
+            invocation = match_rules(hook, request, equivalents)
             if invocation is not None:
                 found.append(invocation)
         return found
+
+    def _served_versions(self, group: str, resource: str) -> list[tuple[str, str]]:
+        served = self._served.get((group, resource))
+        if served is None:
+            served = self._served[(group, resource)] = [(rt.version, rt.kind) for rt in self.registry.by_group_resource(group, resource)]
+        return served
 
     # -- dispatch ------------------------------------------------------------------------
     async def validate(self, request: Request, candidates: list[Invocation], warnings: list[str]) -> None:

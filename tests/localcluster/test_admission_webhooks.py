@@ -217,3 +217,23 @@ async def test_an_unreachable_webhook_or_one_the_ca_bundle_does_not_vouch_for_fa
     finally:
         await unregister(kube, "refused")
         await unregister(kube, "stranger")
+
+
+@pytest.mark.backends("local", "real")
+async def test_an_eviction_is_a_dry_run_for_webhooks_only_when_the_request_says_so(
+        cluster: Any, kube: KubeClient, webhook: WebhookServer) -> None:
+    await raw(kube, "POST", f"{NS}/pods", pod("victim", node="node-1"))
+    webhook.answer = deny({"code": 429, "message": "held"})
+    await register(kube, webhook.configuration("dry", resources=["pods/eviction"]))
+    try:
+        code, _, _ = await until_called(webhook, lambda: raw(kube, "POST", f"{NS}/pods/victim/eviction", EVICTION, query={"dryRun": "All"}))
+        request = webhook.reviews[-1]["request"]
+        assert (code, request["dryRun"], request["options"]) == (
+            429, True, {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]})
+        # a dry run asked in the Eviction's deleteOptions (as kubectl drain --dry-run=server does) is not the request's
+        code, _, _ = await raw(kube, "POST", f"{NS}/pods/victim/eviction", {**EVICTION, "deleteOptions": {"dryRun": ["All"]}})
+        request = webhook.reviews[-1]["request"]
+        assert (code, request["dryRun"], request["options"]) == (429, False, {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})
+        assert request["object"]["deleteOptions"]["dryRun"] == ["All"]
+    finally:
+        await unregister(kube, "dry")
