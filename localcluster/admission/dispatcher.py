@@ -110,8 +110,8 @@ class ValidatingAdmission:
         uid, body = review.build(invocation, request)
         try:
             answer = await self.caller.post(hook, body)
-            response = review.verify(uid, answer)
-        except (CallError, review.InvalidResponse) as exc:
+            response = review.verify(uid, answer, body["apiVersion"])
+        except (CallError, review.UndecodableResponse, review.InvalidResponse) as exc:
             reason = (f"received invalid webhook response: {exc}" if isinstance(exc, review.InvalidResponse)
                       else f"failed to call webhook: {exc}")
             if hook.failure_policy == "Ignore":

@@ -20,10 +20,23 @@ from localcluster.admission.matching import Invocation, Request
 from localcluster.registry import Obj
 
 API_VERSION = "admission.k8s.io/v1"
+V1BETA1 = "admission.k8s.io/v1beta1"
+
+
+def review_version(versions: tuple[str, ...]) -> str:
+    """The first version the webhook accepts that this server speaks (`CreateAdmissionObjects`)."""
+    for version in versions:
+        if version in ("v1", "v1beta1"):
+            return f"admission.k8s.io/{version}"
+    return API_VERSION
 
 
 class InvalidResponse(Exception):
     """The webhook answered, but not with an AdmissionReview this server can use."""
+
+
+class UndecodableResponse(Exception):
+    """The answer is an AdmissionReview of the other version (the decoder cannot convert it)."""
 
 
 def _gvk(group: str, version: str, kind: str) -> dict[str, str]:
@@ -68,16 +81,24 @@ def build(invocation: Invocation, request: Request) -> tuple[str, Obj]:
         "dryRun": request.dry_run,
         "options": request.options,
     })
-    return uid, {"kind": "AdmissionReview", "apiVersion": API_VERSION, "request": body}
+    version = review_version(invocation.webhook.review_versions)
+    return uid, {"kind": "AdmissionReview", "apiVersion": version, "request": body}
 
 
-def verify(uid: str, review: Any) -> Obj:
-    """`VerifyAdmissionResponse` for v1: the response, or `InvalidResponse` saying what is wrong."""
+def verify(uid: str, review: Any, sent: str = API_VERSION) -> Obj:
+    """`VerifyAdmissionResponse`: the response, or `InvalidResponse` saying what is wrong (a
+    v1beta1 answer is taken as it comes; v1 must echo the uid and say what it is)."""
     if not isinstance(review, dict):
         raise InvalidResponse("webhook response was absent")
+    answered = review.get("apiVersion")
+    if review.get("kind") == "AdmissionReview" and answered in (API_VERSION, V1BETA1) and answered != sent:
+        raise UndecodableResponse(f"converting ({answered.rsplit('/', 1)[-1]}.AdmissionReview) to "
+                                  f"({sent.rsplit('/', 1)[-1]}.AdmissionReview): unknown conversion")
     response = review.get("response")
     if not isinstance(response, dict):
         raise InvalidResponse("webhook response was absent")
+    if sent == V1BETA1:
+        return response
     if response.get("uid") != uid:
         raise InvalidResponse(f'expected response.uid="{uid}", got "{response.get("uid", "")}"')
     if review.get("apiVersion") != API_VERSION or review.get("kind") != "AdmissionReview":

@@ -237,3 +237,28 @@ async def test_an_eviction_is_a_dry_run_for_webhooks_only_when_the_request_says_
         assert request["object"]["deleteOptions"]["dryRun"] == ["All"]
     finally:
         await unregister(kube, "dry")
+
+
+@pytest.mark.backends("local", "real")
+async def test_an_answer_for_another_request_is_a_failed_call_and_v1beta1_is_spoken_when_asked(
+        cluster: Any, kube: KubeClient, webhook: WebhookServer) -> None:
+    webhook.answer = lambda _request: {"uid": "someone-else", "allowed": True}
+    await register(kube, webhook.configuration("confused", resources=["configmaps"]))
+    try:
+        code, body, _ = await until_called(webhook, lambda: raw(kube, "POST", f"{NS}/configmaps", {"metadata": {"generateName": "c-"}}))
+        uid = webhook.reviews[-1]["request"]["uid"]
+        assert (code, body["message"]) == (500, 'Internal error occurred: failed calling webhook "confused.example.com": '
+                                                f'received invalid webhook response: expected response.uid="{uid}", got "someone-else"')
+    finally:
+        await unregister(kube, "confused")
+    await register(kube, webhook.configuration("old", resources=["secrets"], admissionReviewVersions=["v1beta1"]))
+    try:
+        # v1beta1 answers are not checked for the uid
+        code, body, _ = await until_called(webhook, lambda: raw(kube, "POST", f"{NS}/secrets", {"metadata": {"generateName": "s-"}}))
+        assert code == 201 and webhook.reviews[-1]["apiVersion"] == "admission.k8s.io/v1beta1", body["message"]
+        webhook.answer_version = "admission.k8s.io/v1"
+        code, body, _ = await raw(kube, "POST", f"{NS}/secrets", {"metadata": {"generateName": "s-"}})
+        assert (code, body["message"]) == (500, 'Internal error occurred: failed calling webhook "old.example.com": failed to call '
+                                                "webhook: converting (v1.AdmissionReview) to (v1beta1.AdmissionReview): unknown conversion")
+    finally:
+        await unregister(kube, "old")

@@ -30,6 +30,8 @@ class WebhookServer:
     reviews: list[dict[str, Any]] = field(default_factory=list)
     answer: Answer = allow
     delay: float = 0.0
+    #: The AdmissionReview apiVersion to answer with (None: the one the review came in).
+    answer_version: str | None = None
 
     @property
     def ca_bundle(self) -> str:
@@ -69,7 +71,7 @@ async def webhook_server(*, hosts: tuple[str, ...] = ()) -> AsyncIterator[Webhoo
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(closing.wait(), hook.delay)
         response = {"uid": review["request"]["uid"], **hook.answer(review["request"])}
-        return web.json_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+        return web.json_response({"apiVersion": hook.answer_version or review["apiVersion"], "kind": "AdmissionReview", "response": response})
 
     app = web.Application()
     app.router.add_post("/{path:.*}", handle)
