@@ -430,12 +430,31 @@ class RestHandlers:
         if method == "GET":
             return _json(orjson.dumps(self.objects.get_scale(t.rt, t.namespace, t.name)))
         if method == "PUT":
-            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, await _body(request))))
+            body = await _body(request)
+            await self._admit_scale(request, t, lambda old: body)
+            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, body)))
         if method == "PATCH":
             raw = await request.read()
-            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, request.headers.get("Content-Type", ""))
+            content_type = request.headers.get("Content-Type", "")
+            await self._admit_scale(request, t, lambda old: patch.apply_patch(content_type, copy.deepcopy(old), raw, None))
+            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, content_type)
             return _json(orjson.dumps(scale))
         raise _not_allowed(method, t)
+
+    async def _admit_scale(self, request: web.Request, t: Target, updated: Callable[[dict[str, Any]], Any]) -> None:
+        """`/scale` writes are UPDATEs of an autoscaling/v1 Scale: the webhooks see the new and the old one."""
+        admission = self.admission
+        if admission is None or not admission.active():
+            return
+        assert t.name is not None
+        attrs = self.admission_request(request, t, "UPDATE", t.name, kind=("autoscaling", "v1", "Scale"))
+        candidates = admission.candidates(attrs)
+        if not candidates:
+            return
+        old = self.objects.get_scale(t.rt, t.namespace, t.name)
+        new = updated(old)
+        attrs.obj, attrs.old = (new if isinstance(new, dict) else None), old
+        await admission.validate(attrs, candidates, [])
 
     # -- output -------------------------------------------------------------------------
     def _render(self, rt: ResourceType, raw: bytes) -> bytes:

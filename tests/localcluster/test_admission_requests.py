@@ -11,7 +11,7 @@ import pytest
 
 from apiclient import KubeClient
 from tests.localcluster.helpers import bare_cluster
-from tests.localcluster.test_admission_webhooks import NS, VWC, raw, register, unregister, until_called
+from tests.localcluster.test_admission_webhooks import NS, VWC, deny, raw, register, unregister, until_called
 from tests.localcluster.webhookserver import WebhookServer, webhook_server
 
 cluster = pytest.fixture(bare_cluster)
@@ -123,3 +123,24 @@ async def test_configurations_themselves_are_never_sent_to_webhooks(cluster: Any
     finally:
         await unregister(kube, "all")
     assert (await raw(kube, "GET", f"{VWC}/all"))[0] == 404
+
+
+async def test_scale_writes_are_updates_of_a_scale(cluster: Any, kube: KubeClient, webhook: WebhookServer) -> None:
+    rs = {"metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+          "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}}
+    assert (await raw(kube, "POST", "/apis/apps/v1/namespaces/default/replicasets", rs))[0] == 201
+    webhook.answer = deny({"code": 403, "message": "frozen"})
+    await register(kube, webhook.configuration("scale", resources=["replicasets/scale"], operations=["UPDATE"]))
+    try:
+        path = "/apis/apps/v1/namespaces/default/replicasets/web/scale"
+        code, body, _ = await until_called(webhook, lambda: raw(kube, "PATCH", path, {"spec": {"replicas": 3}},
+                                                                content_type="application/merge-patch+json"))
+        assert (code, body["message"]) == (403, 'admission webhook "scale.example.com" denied the request: frozen')
+        request = webhook.reviews[-1]["request"]
+        assert (request["kind"], request["resource"], request["subResource"], request["operation"]) == (
+            {"group": "autoscaling", "version": "v1", "kind": "Scale"}, {"group": "apps", "version": "v1", "resource": "replicasets"},
+            "scale", "UPDATE")
+        assert (request["object"]["spec"], request["oldObject"]["spec"]) == ({"replicas": 3}, {"replicas": 1})
+        assert (await raw(kube, "GET", "/apis/apps/v1/namespaces/default/replicasets/web"))[1]["spec"]["replicas"] == 1
+    finally:
+        await unregister(kube, "scale")
