@@ -400,13 +400,18 @@ class RestHandlers:
             if not attrs.name:  # a generated name is the request's from here on (`AdmissionToValidateObjectFunc`)
                 attrs.name = str(would_be["metadata"].get("name") or "")
             await admission.validate(attrs, candidates, opts.warnings)
+            latest = storage.get(key, namespace, name) if current is not None else None
+            if current is not None and (latest is None or latest.rv != current.rv):
+                continue  # changed while the webhooks judged it: judge the new state
+            # what is stored is what was judged (its name, uid, cluster IP, node ports, patched
+            # fields), never a second draw from the request
+            opts.warnings[:0] = rehearsal.warnings  # decoding warnings come before the webhooks'
+            opts.field_validation = "Ignore"  # the judged object is already pruned; its warnings are kept above
             if operation == "CREATE":
                 judged = would_be["metadata"]
                 opts.identity = (judged["name"], judged["uid"], judged["creationTimestamp"])
-                return write(body, opts)
-            latest = storage.get(key, namespace, name)
-            if current is None or (latest is not None and latest.rv == current.rv):
-                return write(body, opts)
+                return write(would_be, opts)
+            return self.objects.update(t.rt, t.namespace, name, would_be, subresource=t.subresource, opts=opts)
         raise errors.conflict(t.rt.group_resource, name, errors.STALE, group=t.rt.group, kind=t.rt.plural)
 
     async def _admit_delete(self, request: web.Request, t: Target, namespace: str | None, name: str, options: dict[str, Any]) -> None:

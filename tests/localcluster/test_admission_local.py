@@ -133,3 +133,17 @@ async def test_a_slow_webhook_never_holds_up_other_requests(api: tuple[LocalClus
         held.cancel()
         with pytest.raises(asyncio.CancelledError):
             await held
+
+
+async def test_decoding_warnings_come_once_and_before_the_webhooks(api: tuple[LocalCluster, KubeClient]) -> None:
+    _, kube = api
+    async with webhook_server() as webhook:
+        webhook.answer = lambda _request: {"allowed": True, "warnings": ["from the webhook"]}
+        assert (await raw(kube, "POST", VWC, webhook.configuration("warn", resources=["configmaps"])))[0] == 201
+        code, _, headers = await raw(kube, "POST", f"{NS}/configmaps", {"metadata": {"name": "c"}, "bogus": 1},
+                                     query={"fieldValidation": "Warn"})
+        assert code == 201
+        assert headers.getall("Warning") == ['299 - "unknown field \\"bogus\\""', '299 - "from the webhook"']
+        code, body, _ = await raw(kube, "POST", f"{NS}/configmaps", {"metadata": {"name": "d"}, "bogus": 1},
+                                  query={"fieldValidation": "Strict"})
+        assert code == 400 and "bogus" in body["message"] and len(webhook.reviews) == 1

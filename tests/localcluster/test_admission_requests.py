@@ -144,3 +144,25 @@ async def test_scale_writes_are_updates_of_a_scale(cluster: Any, kube: KubeClien
         assert (await raw(kube, "GET", "/apis/apps/v1/namespaces/default/replicasets/web"))[1]["spec"]["replicas"] == 1
     finally:
         await unregister(kube, "scale")
+
+
+async def test_what_is_stored_is_what_the_webhook_judged(cluster: Any, kube: KubeClient, webhook: WebhookServer) -> None:
+    await register(kube, webhook.configuration("svc", resources=["services"], operations=["CREATE", "UPDATE"]))
+    try:
+        service = {"metadata": {"generateName": "np-"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}
+        code, stored, _ = await until_called(webhook, lambda: raw(kube, "POST", f"{NS}/services", service))
+        assert code == 201, stored
+        judged = webhook.reviews[-1]["request"]["object"]
+        for path in (("metadata", "name"), ("metadata", "uid"), ("spec", "clusterIP")):
+            assert stored[path[0]][path[1]] == judged[path[0]][path[1]], path
+        assert stored["spec"]["ports"][0]["nodePort"] == judged["spec"]["ports"][0]["nodePort"]
+
+        name = stored["metadata"]["name"]
+        patch = {"metadata": {"labels": {"a": "b"}}, "spec": {"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "b"}]}}
+        code, updated, _ = await raw(kube, "PATCH", f"{NS}/services/{name}", patch, content_type="application/merge-patch+json")
+        assert code == 200, updated
+        judged = webhook.reviews[-1]["request"]["object"]
+        assert [p["nodePort"] for p in updated["spec"]["ports"]] == [p["nodePort"] for p in judged["spec"]["ports"]]
+        assert updated["metadata"]["labels"] == {"a": "b"}
+    finally:
+        await unregister(kube, "svc")
