@@ -9,7 +9,7 @@ answered: clients that ask for it (kubectl) list JSON as a fallback.
 
 `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` gets a `meta.k8s.io/v1 Table` (what
 `kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last.
-Subresources another module serves (pods/eviction in part 2) plug in through
+Subresources another module serves (pods/eviction, pods/log) plug in through
 `RestHandlers.subresource_handlers[(storage_key, name)]`.
 """
 
