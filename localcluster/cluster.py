@@ -31,8 +31,11 @@ from anyio.abc import TaskGroup
 from apiclient import KubeClient
 from apiclient.config import build_api_client
 from controller_manager.servingcert import CertKey, generate_self_signed, server_context
-from localcluster.auth.layer import AuthLayer
-from localcluster.auth.tokens import ADMIN_TOKEN
+from localcluster.admission import configuration as webhook_configuration
+from localcluster.admission.caller import CallError
+from localcluster.admission.dispatcher import ValidatingAdmission, user_info
+from localcluster.auth.layer import USER_KEY, AuthLayer
+from localcluster.auth.tokens import ADMIN_TOKEN, ANONYMOUS
 from localcluster.builtin import register_builtins
 from localcluster.crd import CRDController
 from localcluster.daemonset import DaemonSetController
@@ -124,6 +127,12 @@ class LocalCluster:
         self.app.middlewares.append(self.requests.middleware)
         self.faults = Faults(self, seed=fault_seed)
         self.app.middlewares.append(self.faults.middleware)
+        # ValidatingWebhookConfigurations are served and their webhooks called, as kube-apiserver's
+        # ValidatingAdmissionWebhook plugin (on by default there too); free while none exists
+        webhook_configuration.register(self.registry)
+        self.admission = ValidatingAdmission(self.registry, self.storage, self._resolve_service)
+        self.rest.admission = self.admission
+        self.rest.user_of = lambda request: user_info(request.get(USER_KEY, ANONYMOUS))
         self.eviction = install_eviction(self.rest, self.objects)
         self.logs = install_logs(self.rest, self.objects)
         self.scheduler = Scheduler(self.objects) if scheduler else None
@@ -160,6 +169,19 @@ class LocalCluster:
                 self.kubelets.add_node(f"node-{i}")
             else:
                 self.objects.create(node_type, None, node_object(f"node-{i}"))
+
+    def _resolve_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
+        """Where a webhook's `clientConfig.service` is reached: no pod network here, so the
+        Service's port `port` leads to its targetPort on this cluster's host (a webhook server
+        the test or the developer runs there)."""
+        entry = self.storage.get("services", namespace, name)
+        if entry is None:
+            raise CallError(f'service "{name}" not found')
+        for entry_port in (entry.load().get("spec") or {}).get("ports") or ():
+            if entry_port.get("port") == port:
+                target = entry_port.get("targetPort")
+                return self.host, target if isinstance(target, int) and target > 0 else port
+        raise CallError(f'no service port {port} found for service "{name}"')
 
     def _cascade_namespace(self, rt: Any, obj: dict[str, Any]) -> None:
         """Namespace deletion removes what it contains (the namespace controller's job, done at once)."""
@@ -212,6 +234,7 @@ class LocalCluster:
                 await self._background
         if self._runner is not None:
             await self._runner.cleanup()
+        await self.admission.close()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
 

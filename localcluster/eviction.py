@@ -15,6 +15,11 @@ POST an `Eviction` (policy/v1; v1beta1 bodies are accepted too) to
    `DisruptionBudget` cause saying how many healthy pods the budget needs; otherwise the budget is
    decremented and `status.disruptedPods[pod]` records the eviction time, written with the PDB's
    resourceVersion and retried on conflict, so two evictions can never spend one disruption.
+Validating webhooks whose rules name `pods/eviction` (CREATE) judge the Eviction first, right
+after the name check and before the pod is read, as `EvictionREST.Create` runs its
+`createValidation`; their denial is the answer (a webhook's 429 reaches `kubectl drain` as
+kube-apiserver's does).
+
 6. The pod gets the `DisruptionTarget` condition (reason `EvictionByEvictionAPI`) and is deleted
    with the eviction's `deleteOptions` (grace period, uid / resourceVersion preconditions); a
    dry run changes nothing. A Pending pod, and an unready pod let through in step 4, are deleted
@@ -36,7 +41,7 @@ from kubeutil import selectors
 from localcluster import errors
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.registry import ResourceType
-from localcluster.rest import Target, status_response
+from localcluster.rest import RestHandlers, Target, add_warnings, status_response
 
 Obj = dict[str, Any]
 MAX_DISRUPTED_POD_SIZE = 2000
@@ -57,8 +62,9 @@ def _is_ready(pod: Obj) -> bool:
 class Eviction:
     """Evicts pods through `ObjectAPI`; `handle` is the aiohttp handler for the subresource."""
 
-    def __init__(self, objects: ObjectAPI) -> None:
+    def __init__(self, objects: ObjectAPI, rest: RestHandlers | None = None) -> None:
         self.objects = objects
+        self.rest = rest
         pod_rt = objects.registry.get("", "v1", "pods")
         pdb_rt = objects.registry.get("policy", "v1", "poddisruptionbudgets")
         assert pod_rt is not None and pdb_rt is not None
@@ -75,16 +81,37 @@ class Eviction:
         dry_run = request.query.get("dryRun") == "All"
         if target.name is None:
             return status_response(errors.bad_request("eviction needs a pod name"))
+        warnings: list[str] = []
         try:
+            await self._admit(request, target, body if isinstance(body, dict) else {}, warnings)
             self.evict(target.namespace or "", target.name, body if isinstance(body, dict) else {}, dry_run=dry_run)
         except errors.StatusError as exc:
-            response = status_response(exc)
-            retry = (exc.details or {}).get("retryAfterSeconds")
-            if exc.code == 429 and retry:
-                response.headers["Retry-After"] = str(retry)
-            return response
+            return add_warnings(status_response(exc), warnings)
         ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-        return web.Response(status=201, body=orjson.dumps(ok), content_type="application/json")
+        return add_warnings(web.Response(status=201, body=orjson.dumps(ok), content_type="application/json"), warnings)
+
+    async def _admit(self, request: web.Request, target: Target, eviction: Obj, warnings: list[str]) -> None:
+        """The validating webhooks' say on this Eviction (the object as the webhooks get it:
+        policy/v1, namespace from the URL)."""
+        rest = self.rest
+        if rest is None or rest.admission is None or not rest.admission.active():
+            return
+        assert target.name is not None
+        raw_meta = eviction.get("metadata")
+        body_meta: Obj = raw_meta if isinstance(raw_meta, dict) else {}
+        if body_meta.get("name") and body_meta["name"] != target.name:
+            raise errors.bad_request("name in URL does not match name in Eviction object")
+        attrs = rest.admission_request(request, target, "CREATE", target.name, kind=("policy", "v1", "Eviction"))
+        candidates = rest.admission.candidates(attrs)
+        if not candidates:
+            return
+        meta = {**body_meta, "namespace": target.namespace or ""}
+        meta.setdefault("creationTimestamp", None)
+        obj: Obj = {"kind": "Eviction", "apiVersion": "policy/v1", "metadata": meta}
+        if eviction.get("deleteOptions") is not None:
+            obj["deleteOptions"] = eviction["deleteOptions"]
+        attrs.obj = obj
+        await rest.admission.validate(attrs, candidates, warnings)
 
     def evict(self, namespace: str, name: str, eviction: Obj, *, dry_run: bool = False) -> None:
         body_name = (eviction.get("metadata") or {}).get("name")
@@ -243,8 +270,8 @@ def _set_disruption_allowed_false(status: Obj) -> None:
                        "lastTransitionTime": now_rfc3339(), "observedGeneration": status.get("observedGeneration", 0)})
 
 
-def install(rest: Any, objects: ObjectAPI) -> Eviction:
+def install(rest: RestHandlers, objects: ObjectAPI) -> Eviction:
     """Serve `pods/eviction` from this module (`RestHandlers.subresource_handlers`)."""
-    eviction = Eviction(objects)
+    eviction = Eviction(objects, rest)
     rest.subresource_handlers[("pods", "eviction")] = eviction.handle
     return eviction

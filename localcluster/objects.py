@@ -79,6 +79,9 @@ class WriteOptions:
     warnings: list[str] = field(default_factory=list)
     #: Duplicate fields the body decoder found (`fieldValidation=Strict` reports them).
     duplicates: list[str] = field(default_factory=list)
+    #: (name, uid, creationTimestamp) a create takes instead of drawing its own: those of the dry
+    #: run the admission webhooks judged, so the stored object is the one they saw.
+    identity: tuple[str, str, str] | None = None
 
 
 _NO_OPTIONS = WriteOptions()
@@ -269,23 +272,24 @@ class ObjectAPI:
         else:
             meta.pop("namespace", None)
         generated = not meta.get("name") and bool(meta.get("generateName"))
+        identity = opts.identity
         if generated:
-            meta["name"] = meta["generateName"] + _random_suffix()
+            meta["name"] = identity[0] if identity is not None else meta["generateName"] + _random_suffix()
         strategy = rt.strategy
         strategy.prune(obj)
         self._check_unknown_fields(rt, opts)
         strategy.default(obj)
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
-        meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = now_rfc3339()
+        meta["uid"] = identity[1] if identity is not None else str(uuid.uuid4())
+        meta["creationTimestamp"] = identity[2] if identity is not None else now_rfc3339()
         strategy.prepare_for_create(obj)
         self._validate(rt, obj, None)
         # As kube-apiserver since 1.31 (RetryGenerateName): a generated name that is taken is drawn
         # again, up to 8 attempts in all, before the create fails with AlreadyExists. With 27^5
         # suffixes, one ReplicaSet of 5,000 pods would otherwise almost surely see a collision.
         for _ in range(_GENERATE_NAME_ATTEMPTS - 1):
-            if not generated or self.storage.get(rt.storage_key, ns, meta["name"]) is None:
+            if not generated or identity is not None or self.storage.get(rt.storage_key, ns, meta["name"]) is None:
                 break
             meta["name"] = meta["generateName"] + _random_suffix()
         if self.storage.get(rt.storage_key, ns, meta["name"]) is not None:

@@ -9,13 +9,14 @@ prefers protobuf answers gets them (`negotiated`: objects, lists, Status errors,
 
 `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` gets a `meta.k8s.io/v1 Table` (what
 `kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last.
-Subresources another module serves (pods/eviction, say) plug in through
+Subresources another module serves (pods/eviction, pods/log) plug in through
 `RestHandlers.subresource_handlers[(storage_key, name)]`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import random
 from collections.abc import Awaitable, Callable
@@ -27,6 +28,8 @@ import yaml
 from aiohttp import web
 
 from localcluster import errors, negotiation, patch, protobuf
+from localcluster.admission.dispatcher import ValidatingAdmission
+from localcluster.admission.matching import Request
 from localcluster.builtin.base import age
 from localcluster.objects import FIELD_VALIDATION, ObjectAPI, WriteOptions
 from localcluster.registry import FieldError, Registry, ResourceType, TableColumn
@@ -37,6 +40,10 @@ JSON = "application/json"
 _ENCODE_BATCH = 50
 PROTOBUF_FRAMING = Framing(protobuf.WATCH_CONTENT_TYPE, protobuf.watch_frame)
 SubresourceHandler = Callable[[web.Request, "Target"], Awaitable[web.StreamResponse]]
+#: A write run once as a dry run for the webhooks to judge, then for real (see `_admitted`).
+Write = Callable[[Any, WriteOptions], Entry]
+UserOf = Callable[[web.Request], dict[str, Any]]
+_ADMISSION_RETRIES = 5
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
@@ -50,7 +57,13 @@ class Target:
 
 
 def status_response(exc: errors.StatusError) -> web.Response:
-    return web.Response(status=exc.code, body=orjson.dumps(exc.status()), content_type=JSON)
+    """The Status as the body; a positive `details.retryAfterSeconds` also as the Retry-After
+    header, as `responsewriters.ErrorNegotiated` sends it (client-go waits that long and retries)."""
+    response = web.Response(status=exc.code, body=orjson.dumps(exc.status()), content_type=JSON)
+    retry = (exc.details or {}).get("retryAfterSeconds")
+    if isinstance(retry, int) and retry > 0:
+        response.headers["Retry-After"] = str(retry)
+    return response
 
 
 def _json(body: bytes, status: int = 200) -> web.Response:
@@ -84,6 +97,9 @@ class RestHandlers:
         self.bookmark_interval = bookmark_interval
         self.first_bookmark_after = first_bookmark_after
         self.subresource_handlers: dict[tuple[str, str], SubresourceHandler] = {}
+        #: Validating webhooks, when the cluster calls them; `user_of` says who is asking.
+        self.admission: ValidatingAdmission | None = None
+        self.user_of: UserOf = lambda _request: {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
         #: (group, plural) -> served at several versions; `_render` runs per event per watcher,
         #: so the registry scan is memoized and forgotten on every (un)registration.
         self._multi_version: dict[tuple[str, str], bool] = {}
@@ -143,10 +159,11 @@ class RestHandlers:
                 return await self._list(request, t)
             if method == "POST":
                 opts = _write_options(request, "CreateOptions")
-                entry = self.objects.create(t.rt, t.namespace, await _body(request, opts, t.rt), opts=opts)
+                body = await _body(request, opts, t.rt)
+                entry = await self._admitted(request, t, "CREATE", body, opts, self._create_write(t))
                 return _warned(_json(entry.raw, 201), opts)
             if method == "DELETE" and "deletecollection" in t.rt.verbs:
-                return self._delete_collection(request, t, await _optional_body(request))
+                return await self._delete_collection(request, t, await _optional_body(request))
             raise _not_allowed(method, t)
         if t.watch and method == "GET":  # legacy /watch/<plural>/<name>
             request = request.clone(rel_url=request.rel_url.update_query({"fieldSelector": f"metadata.name={t.name}"}))
@@ -162,7 +179,7 @@ class RestHandlers:
         sub = t.subresource
         if sub == "finalize" and method == "PUT":  # namespaces/<name>/finalize
             opts = _write_options(request, "UpdateOptions")
-            entry = self.objects.update(t.rt, t.namespace, t.name, await _body(request, opts, t.rt), subresource=sub, opts=opts)
+            entry = await self._admitted(request, t, "UPDATE", await _body(request, opts, t.rt), opts, self._update_write(t))
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if sub not in (None, "status"):
             raise errors.resource_not_found()
@@ -176,11 +193,12 @@ class RestHandlers:
             body = await _body(request, opts, t.rt)
             if (sub is None and t.rt.strategy.allow_create_on_update
                     and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None):
-                return _warned(_json(self._create_on_update(t, body, opts).raw, 201), opts)
+                entry = await self._admitted(request, t, "CREATE", body, opts, lambda b, o: self._create_on_update(t, b, o))
+                return _warned(_json(entry.raw, 201), opts)
             if not t.rt.strategy.allow_unconditional_update and not ((body or {}).get("metadata") or {}).get("resourceVersion"):
                 raise errors.invalid(t.rt.plural, t.name, [FieldError(
                     "FieldValueInvalid", "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")], group=t.rt.group)
-            entry = self.objects.update(t.rt, t.namespace, t.name, body, subresource=sub, opts=opts)
+            entry = await self._admitted(request, t, "UPDATE", body, opts, self._update_write(t))
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if method == "PATCH":
             opts = _write_options(request, "PatchOptions")
@@ -188,11 +206,17 @@ class RestHandlers:
             raw = await request.read()
             if content_type.startswith(patch.APPLY_PATCH) and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None:
                 obj = patch.decode_body(raw, patch.APPLY_PATCH)
-                return _warned(_json(self.objects.create(t.rt, t.namespace, obj, opts=opts).raw, 201), opts)
-            entry = self.objects.patch(t.rt, t.namespace, t.name, raw, content_type, subresource=sub, opts=opts)
+                entry = await self._admitted(request, t, "CREATE", obj, opts, self._create_write(t))
+                return _warned(_json(entry.raw, 201), opts)
+            name = t.name
+
+            def patched(body: bytes, o: WriteOptions) -> Entry:
+                return self.objects.patch(t.rt, t.namespace, name, body, content_type, subresource=sub, opts=o)
+
+            entry = await self._admitted(request, t, "UPDATE", raw, opts, patched)
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if method == "DELETE" and sub is None:
-            return self._delete(request, t, await _optional_body(request))
+            return await self._delete(request, t, await _optional_body(request))
         raise _not_allowed(method, t)
 
     # -- verbs --------------------------------------------------------------------------
@@ -283,9 +307,10 @@ class RestHandlers:
                 meta.pop("resourceVersion", None)
         return self.objects.create(t.rt, t.namespace, body, opts=opts)
 
-    def _delete(self, request: web.Request, t: Target, options: dict[str, Any]) -> web.Response:
+    async def _delete(self, request: web.Request, t: Target, options: dict[str, Any]) -> web.Response:
         q = request.query
         assert t.name is not None
+        await self._admit_delete(request, t, t.namespace, t.name, options)
         grace = _int(q.get("gracePeriodSeconds"), "gracePeriodSeconds")
         if grace is None and options.get("gracePeriodSeconds") is not None:
             grace = int(options["gracePeriodSeconds"])
@@ -307,7 +332,7 @@ class RestHandlers:
             return _json(orjson.dumps(body))
         return _json(self._render(t.rt, result.entry.raw))
 
-    def _delete_collection(self, request: web.Request, t: Target, options: dict[str, Any]) -> web.Response:
+    async def _delete_collection(self, request: web.Request, t: Target, options: dict[str, Any]) -> web.Response:
         q = request.query
         result = self.objects.list(t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"))
         raws = []
@@ -315,6 +340,7 @@ class RestHandlers:
         opts = _write_options(request, "DeleteOptions", options)
         for entry in result.entries:
             try:
+                await self._admit_delete(request, t, entry.namespace or None, entry.name, options)
                 deleted = self.objects.delete(
                     t.rt, entry.namespace or None, entry.name, grace_period_seconds=grace,
                     propagation_policy=q.get("propagationPolicy") or options.get("propagationPolicy"), opts=opts,
@@ -327,18 +353,127 @@ class RestHandlers:
         head = orjson.dumps({"kind": t.rt.list_kind, "apiVersion": t.rt.api_version, "metadata": {"resourceVersion": str(self.objects.storage.rv)}})
         return _json(head[:-1] + b',"items":[' + b",".join(raws) + b"]}")
 
+    # -- validating admission -------------------------------------------------------------
+    def _create_write(self, t: Target) -> Write:
+        return lambda body, opts: self.objects.create(t.rt, t.namespace, body, opts=opts)
+
+    def _update_write(self, t: Target) -> Write:
+        name = t.name
+        assert name is not None
+        return lambda body, opts: self.objects.update(t.rt, t.namespace, name, body, subresource=t.subresource, opts=opts)
+
+    def admission_request(self, request: web.Request, t: Target, operation: str, name: str, *,
+                          namespace: str | None = None, kind: tuple[str, str, str] | None = None,
+                          options: dict[str, Any] | None = None) -> Request:
+        """The attributes webhooks are matched on and sent (`admission.NewAttributesRecord`)."""
+        q = request.query
+        options_kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}[operation]
+        opts: dict[str, Any] = {"kind": options_kind, "apiVersion": "meta.k8s.io/v1"}
+        for key, value in (options or {}).items():
+            if key not in ("kind", "apiVersion") and value is not None:
+                opts[key] = value
+        dry = q.getall("dryRun", []) or list(opts.get("dryRun") or [])
+        if dry:
+            opts["dryRun"] = dry
+        for key in ("fieldManager", "fieldValidation"):
+            if q.get(key) and operation != "DELETE":
+                opts[key] = q[key]
+        ns = t.namespace if namespace is None else namespace
+        if t.rt.storage_key == "namespaces" and not t.subresource:
+            ns = name  # a Namespace's requests carry its own name as their namespace
+        return Request(
+            operation=operation, group=t.rt.group, version=t.rt.version, resource=t.rt.plural,
+            subresource=t.subresource or "", kind=kind or (t.rt.group, t.rt.version, t.rt.kind), namespace=ns or "",
+            name=name, dry_run=bool(dry), user=self.user_of(request), options=opts,
+        )
+
+    async def _admitted(self, request: web.Request, t: Target, operation: str, body: Any, opts: WriteOptions, write: Write) -> Entry:
+        """`write(body, opts)`, judged first by the validating webhooks that match it.
+
+        With none configured (or none whose rules match) this is the write alone. Otherwise the
+        write runs as a dry run to get the object as it would be stored (defaulted, patched,
+        validated), the webhooks judge it with the stored object as the old one, and the write
+        is made for real only if nothing changed the object meanwhile; else all of it runs again,
+        as kube-apiserver re-runs admission when its guaranteed update meets a newer object."""
+        admission = self.admission
+        if admission is None or not admission.active():
+            return write(body, opts)
+        meta = (body.get("metadata") or {}) if isinstance(body, dict) else {}
+        name = t.name or str(meta.get("name") or "")
+        attrs = self.admission_request(request, t, operation, name)
+        candidates = admission.candidates(attrs)
+        if not candidates:
+            return write(body, opts)
+        storage, key = self.objects.storage, t.rt.storage_key
+        namespace = (t.namespace or str(meta.get("namespace") or "")) if t.rt.namespaced else ""
+        for _ in range(_ADMISSION_RETRIES):
+            current = storage.get(key, namespace, name) if operation == "UPDATE" else None
+            rehearsal = WriteOptions(dry_run=True, field_validation=opts.field_validation, duplicates=opts.duplicates)
+            would_be = orjson.loads(write(copy.deepcopy(body), rehearsal).raw)
+            attrs.obj, attrs.old = would_be, current.load() if current is not None else None
+            if not attrs.name:  # a generated name is the request's from here on (`AdmissionToValidateObjectFunc`)
+                attrs.name = str(would_be["metadata"].get("name") or "")
+            await admission.validate(attrs, candidates, opts.warnings)
+            latest = storage.get(key, namespace, name) if current is not None else None
+            if current is not None and (latest is None or latest.rv != current.rv):
+                continue  # changed while the webhooks judged it: judge the new state
+            # what is stored is what was judged (its name, uid, cluster IP, node ports, patched
+            # fields), never a second draw from the request
+            opts.warnings[:0] = rehearsal.warnings  # decoding warnings come before the webhooks'
+            opts.field_validation = "Ignore"  # the judged object is already pruned; its warnings are kept above
+            if operation == "CREATE":
+                judged = would_be["metadata"]
+                opts.identity = (judged["name"], judged["uid"], judged["creationTimestamp"])
+                return write(would_be, opts)
+            return self.objects.update(t.rt, t.namespace, name, would_be, subresource=t.subresource, opts=opts)
+        raise errors.conflict(t.rt.group_resource, name, errors.STALE, group=t.rt.group, kind=t.rt.plural)
+
+    async def _admit_delete(self, request: web.Request, t: Target, namespace: str | None, name: str, options: dict[str, Any]) -> None:
+        """DELETE: the webhooks see the stored object as the old one (a missing one is the 404 the delete gives)."""
+        admission = self.admission
+        if admission is None or not admission.active():
+            return
+        attrs = self.admission_request(request, t, "DELETE", name, namespace=namespace, options=options)
+        candidates = admission.candidates(attrs)
+        if not candidates:
+            return
+        current = self.objects.storage.get(t.rt.storage_key, (namespace or "") if t.rt.namespaced else "", name)
+        if current is None:
+            return
+        attrs.old = current.load()
+        await admission.validate(attrs, candidates, [])
+
     async def _scale(self, request: web.Request, t: Target) -> web.Response:
         assert t.name is not None
         method = request.method
         if method == "GET":
             return _json(orjson.dumps(self.objects.get_scale(t.rt, t.namespace, t.name)))
         if method == "PUT":
-            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, await _body(request))))
+            body = await _body(request)
+            await self._admit_scale(request, t, lambda old: body)
+            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, body)))
         if method == "PATCH":
             raw = await request.read()
-            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, request.headers.get("Content-Type", ""))
+            content_type = request.headers.get("Content-Type", "")
+            await self._admit_scale(request, t, lambda old: patch.apply_patch(content_type, copy.deepcopy(old), raw, None))
+            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, content_type)
             return _json(orjson.dumps(scale))
         raise _not_allowed(method, t)
+
+    async def _admit_scale(self, request: web.Request, t: Target, updated: Callable[[dict[str, Any]], Any]) -> None:
+        """`/scale` writes are UPDATEs of an autoscaling/v1 Scale: the webhooks see the new and the old one."""
+        admission = self.admission
+        if admission is None or not admission.active():
+            return
+        assert t.name is not None
+        attrs = self.admission_request(request, t, "UPDATE", t.name, kind=("autoscaling", "v1", "Scale"))
+        candidates = admission.candidates(attrs)
+        if not candidates:
+            return
+        old = self.objects.get_scale(t.rt, t.namespace, t.name)
+        new = updated(old)
+        attrs.obj, attrs.old = (new if isinstance(new, dict) else None), old
+        await admission.validate(attrs, candidates, [])
 
     # -- output -------------------------------------------------------------------------
     def _render(self, rt: ResourceType, raw: bytes) -> bytes:
@@ -411,9 +546,14 @@ def _write_options(request: web.Request, kind: str, body_options: dict[str, Any]
 
 
 def _warned(response: web.Response, opts: WriteOptions) -> web.Response:
+    add_warnings(response, opts.warnings)
+    return response
+
+
+def add_warnings(response: web.StreamResponse, warnings: list[str]) -> web.StreamResponse:
     """One `Warning: 299 - "<text>"` header per warning, as the real server's warning recorder;
     kubectl prints each as `Warning: <text>`."""
-    for text in dict.fromkeys(opts.warnings):
+    for text in dict.fromkeys(warnings):
         escaped = text.replace("\\", "\\\\").replace('"', '\\"')
         response.headers.add("Warning", f'299 - "{escaped}"')
     return response

@@ -43,6 +43,8 @@ _NAMESPACED = (
     Resource("events.k8s.io", "v1", "events", "Event", True),
 )
 _KEPT_CONFIGMAPS = frozenset({"kube-root-ca.crt", "extension-apiserver-authentication"})
+VALIDATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                                           "ValidatingWebhookConfiguration", False)
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 CUSTOMRESOURCEDEFINITIONS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                      "CustomResourceDefinition", False)
@@ -107,8 +109,10 @@ async def _ignore_missing(call: Any) -> None:
 
 
 async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
-    """Remove what tests create: workloads, pods, budgets, maintenances, nodes, custom resource
+    """Remove what tests create: webhook configurations (first: a webhook left failing closed
+    would refuse the rest), workloads, pods, budgets, maintenances, nodes, custom resource
     definitions (but the NodeMaintenance one), and the content of every namespace."""
+    await _ignore_missing(client.request("DELETE", VALIDATINGWEBHOOKCONFIGURATIONS.path(None)))
     listed = (await client.list(NAMESPACES)).get("items") or []
     namespaces = [ns["metadata"]["name"] for ns in listed]
     terminating = {ns["metadata"]["name"] for ns in listed if ns["metadata"].get("deletionTimestamp")}
