@@ -27,7 +27,7 @@ from localcluster.cluster import LocalCluster
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Registry
 from localcluster.storage import Storage, _SortedKeys
-from localcluster.watch import WatchOptions, _framer, make_filter
+from localcluster.watch import JSON_FRAMING, WatchOptions, _framer, make_filter
 
 NAMESPACES = ("a", "a-b", "a0", "ab", "b", "default")
 
@@ -154,7 +154,7 @@ def test_watch_lines_are_shared_unless_rewritten() -> None:
     _put(storage, "a", "p0")
     obj = {"metadata": {"name": "p0", "namespace": "a", "labels": {"app": "x"}}}
     storage.write("pods", obj, labels={"app": "x"}, fields={}, expect_new=False)
-    encode = _framer(lambda _kind, raw: raw)
+    encode = _framer(lambda _kind, raw: raw, JSON_FRAMING)
     lines = [[encode(ev) for ev in sub.drain()] for sub in everything]
     assert lines[0][0].startswith(b'{"type":"ADDED","object":{') and lines[0][0].endswith(b"}\n")
     assert lines[0][1].startswith(b'{"type":"MODIFIED","object":')
