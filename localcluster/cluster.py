@@ -53,7 +53,7 @@ from localcluster.rootca import make_root_ca
 from localcluster.scheduler import Scheduler
 from localcluster.server import build_app
 from localcluster.statefulset import StatefulSetController
-from localcluster.storage import DEFAULT_WINDOW, Storage
+from localcluster.storage import COMPACTION_INTERVAL, DEFAULT_WINDOW, Storage
 
 
 def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
@@ -101,6 +101,7 @@ class LocalCluster:
         tls: bool | None = None,
         controllers: bool = True,
         pod_gc_quarantine: float = QUARANTINE_SECONDS,
+        compaction_interval: float = COMPACTION_INTERVAL,
     ) -> None:
         self.nodes = nodes
         self.host = host
@@ -108,6 +109,7 @@ class LocalCluster:
         self.registry = Registry()
         register_builtins(self.registry)
         self.storage = Storage(window=watch_window)
+        self.compaction_interval = compaction_interval
         self.objects = ObjectAPI(self.registry, self.storage)
         self.crds = CRDController(self.registry, self.storage, self.objects)
         self.objects.on_removed.append(self._cascade_namespace)
@@ -198,6 +200,7 @@ class LocalCluster:
         """One task owns the task group of background actors, so `__aenter__` and `__aexit__`
         may run in different tasks (pytest fixtures do) and still cancel everything."""
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self.storage.run_compactor, self.compaction_interval)
             tg.start_soon(self.crds.run)
             tg.start_soon(self.namespaces.run)
             tg.start_soon(self.kubernetes_service.run)

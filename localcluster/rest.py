@@ -8,7 +8,9 @@ typed clients) are decoded by `localcluster.protobuf` into the same dicts; proto
 answered: clients that ask for it (kubectl) list JSON as a fallback.
 
 `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` gets a `meta.k8s.io/v1 Table` (what
-`kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last.
+`kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last;
+`as=PartialObjectMetadata(List)` the metadata only (see `mediatypes`). List and watch options
+(`resourceVersion`, `resourceVersionMatch`, `continue`) follow `listoptions`.
 Subresources another module serves (pods/eviction in part 2) plug in through
 `RestHandlers.subresource_handlers[(storage_key, name)]`.
 """
@@ -25,7 +27,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from localcluster import errors, patch, protobuf
+from localcluster import errors, listoptions, mediatypes, patch, protobuf
 from localcluster.builtin.base import age
 from localcluster.objects import FIELD_VALIDATION, ObjectAPI, WriteOptions
 from localcluster.registry import FieldError, Registry, ResourceType, TableColumn
@@ -67,9 +69,9 @@ def _int(value: str | None, name: str) -> int | None:
         raise errors.bad_request(f"invalid {name}: {value!r}") from exc
 
 
-def wants_table(accept: str) -> bool:
-    first = accept.split(",", 1)[0]
-    return "as=Table" in first
+def _custom(rt: ResourceType) -> bool:
+    """A custom resource (served from a CRD): the real server names its Go type `Unstructured`."""
+    return type(rt.strategy).__name__ == "CustomResourceStrategy"
 
 
 class RestHandlers:
@@ -137,7 +139,7 @@ class RestHandlers:
             if method == "GET":
                 if t.watch or _bool(q.get("watch")):
                     return await self._watch(request, t)
-                return self._list(request, t)
+                return await self._list(request, t)
             if method == "POST":
                 opts = _write_options(request, "CreateOptions")
                 entry = self.objects.create(t.rt, t.namespace, await _body(request, opts), opts=opts)
@@ -164,9 +166,14 @@ class RestHandlers:
         if sub not in (None, "status"):
             raise errors.resource_not_found()
         if method == "GET":
+            shape = mediatypes.negotiate(request.headers.get("Accept", ""))
+            mediatypes.check_single(shape, group=t.rt.group, kind=t.rt.kind, custom=_custom(t.rt))
+            await self._wait_fresh(t.rt, request.query.get("resourceVersion") or "")
             entry = self.objects.get_entry(t.rt, t.namespace, t.name)
-            if wants_table(request.headers.get("Accept", "")):
+            if shape.as_ == mediatypes.TABLE:
                 return _json(orjson.dumps(self._table(t.rt, [entry], entry.rv)))
+            if shape.as_ == mediatypes.PARTIAL:
+                return _json(mediatypes.partial_object(entry.raw, shape))
             return _json(self._render(t.rt, entry.raw))
         if method == "PUT":
             opts = _write_options(request, "UpdateOptions")
@@ -193,21 +200,40 @@ class RestHandlers:
         raise _not_allowed(method, t)
 
     # -- verbs --------------------------------------------------------------------------
-    def _list(self, request: web.Request, t: Target) -> web.Response:
+    async def _wait_fresh(self, rt: ResourceType, resource_version: str) -> None:
+        """A read the watch cache serves at an RV waits (3 s at most) for the cache to reach it,
+        then answers 504 "Too large resource version" (`waitUntilFreshAndBlock`)."""
+        rv = listoptions.parse_rv(resource_version)
+        storage = self.objects.storage
+        if rv and not await storage.wait_for_rv(rt.storage_key, rv, listoptions.FRESHNESS_TIMEOUT):
+            raise errors.too_large_resource_version(rv, storage.cache_rv(rt.storage_key), 1)
+
+    async def _list(self, request: web.Request, t: Target) -> web.Response:
         q = request.query
+        opts = listoptions.from_query(q, watch=False)
+        shape = mediatypes.negotiate(request.headers.get("Accept", ""))
+        mediatypes.check_list(shape, group=t.rt.group, kind=t.rt.kind, custom=_custom(t.rt))
+        if opts.from_cache:
+            await self._wait_fresh(t.rt, opts.resource_version)
         result = self.objects.list(
             t.rt,
             t.namespace,
             label_selector=q.get("labelSelector"),
             field_selector=q.get("fieldSelector"),
-            limit=_int(q.get("limit"), "limit") or 0,
-            continue_token=q.get("continue") or None,
+            limit=opts.limit,
+            continue_token=opts.continue_token or None,
+            resource_version=opts.resource_version,
+            resource_version_match=opts.resource_version_match,
         )
-        if wants_table(request.headers.get("Accept", "")):
+        if shape.as_ == mediatypes.TABLE:
             table = self._table(t.rt, result.entries, result.resource_version)
             if result.continue_token:
                 table["metadata"]["continue"] = result.continue_token
             return _json(orjson.dumps(table))
+        if shape.as_ == mediatypes.PARTIAL_LIST:
+            items = [mediatypes.partial_object(e.raw, shape) for e in result.entries]
+            return _json(mediatypes.partial_list(items, shape, resource_version=str(result.resource_version),
+                                                 continue_token=result.continue_token))
         meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
         if result.continue_token:
             meta["continue"] = result.continue_token
@@ -219,9 +245,10 @@ class RestHandlers:
 
     async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
         q = request.query
+        listoptions.from_query(q, watch=True)
         label_sel, field_reqs = self.objects.parse_selectors(t.rt, q.get("labelSelector"), q.get("fieldSelector"))
         rv_text = q.get("resourceVersion") or ""
-        rv = None if rv_text in ("", "0") else _int(rv_text, "resourceVersion")
+        rv = None if rv_text in ("", "0") else listoptions.parse_rv(rv_text)
         timeout = _int(q.get("timeoutSeconds"), "timeoutSeconds")
         opts = WatchOptions(
             resource_version=rv,
@@ -235,7 +262,9 @@ class RestHandlers:
             bookmark_interval=self.bookmark_interval,
         )
         storage = self.objects.storage
-        table = wants_table(request.headers.get("Accept", ""))
+        shape = mediatypes.negotiate(request.headers.get("Accept", ""))
+        table = shape.as_ == mediatypes.TABLE
+        partial = shape.as_ in (mediatypes.PARTIAL, mediatypes.PARTIAL_LIST)
 
         def initial() -> tuple[list[Entry], int]:
             result = self.objects.list(t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"))
@@ -245,6 +274,8 @@ class RestHandlers:
             if table:
                 obj = orjson.loads(raw)
                 return orjson.dumps(self._table_of(t.rt, [obj], int(obj["metadata"].get("resourceVersion", 0))))
+            if partial:
+                return mediatypes.partial_object(raw, shape)
             return self._render(t.rt, raw)
 
         return await serve_watch(
