@@ -102,6 +102,7 @@ class LocalCluster:
         controllers: bool = True,
         pod_gc_quarantine: float = QUARANTINE_SECONDS,
         compaction_interval: float = COMPACTION_INTERVAL,
+        pod_events: bool = True,
     ) -> None:
         self.nodes = nodes
         self.host = host
@@ -132,9 +133,11 @@ class LocalCluster:
         self.app.middlewares.append(self.faults.middleware)
         self.eviction = install_eviction(self.rest, self.objects)
         self.logs = install_logs(self.rest, self.objects)
-        self.scheduler = Scheduler(self.objects) if scheduler else None
+        # the scheduler's and kubelets' Events for each pod (Scheduled, Pulled, Started, ...): off for
+        # benchmark worlds of 100,000 pods, where they would be most of the writes
+        self.scheduler = Scheduler(self.objects, events=pod_events) if scheduler else None
         self.kubelets = Kubelets(self.objects, KubeletConfig(
-            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods))
+            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods, events=pod_events))
         self._kubelets_enabled = kubelets
         self.gc = GarbageCollector(self.objects) if gc else None
         self.namespaces = NamespaceController(self.objects)
