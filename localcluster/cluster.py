@@ -37,6 +37,7 @@ from localcluster.authn import BearerTokens
 from localcluster.builtin import register_builtins
 from localcluster.crd import CRDController
 from localcluster.daemonset import DaemonSetController
+from localcluster.eventttl import EventTTL
 from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
@@ -111,6 +112,7 @@ class LocalCluster:
         register_builtins(self.registry)
         self.storage = Storage(window=watch_window)
         self.compaction_interval = compaction_interval
+        self.event_ttl = EventTTL(self.storage)
         self.objects = ObjectAPI(self.registry, self.storage)
         self.crds = CRDController(self.registry, self.storage, self.objects)
         self.objects.on_removed.append(self._cascade_namespace)
@@ -204,6 +206,7 @@ class LocalCluster:
         may run in different tasks (pytest fixtures do) and still cancel everything."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.storage.run_compactor, self.compaction_interval)
+            tg.start_soon(self.event_ttl.run)
             tg.start_soon(self.crds.run)
             tg.start_soon(self.namespaces.run)
             tg.start_soon(self.kubernetes_service.run)

@@ -479,7 +479,8 @@ class Storage:
         prefix = f"{namespace}/" if namespace else ""
         lo = bisect.bisect_right(snap.sorted_keys, after) if after is not None else bisect.bisect_left(snap.sorted_keys, prefix)
         # keys that had an object at `rv` and have none now: merged into the walk of today's keys
-        gone = (k for k in snap.sorted_keys[lo:] if k not in items and overrides[k] is not None)
+        keys = snap.sorted_keys
+        gone = (k for k in map(keys.__getitem__, range(lo, len(keys))) if k not in items and overrides[k] is not None)
         gone_in_ns = (k for k in gone if k.startswith(prefix)) if prefix else gone
         for k in heapq.merge(self._keys_from(bucket, namespace, after), gone_in_ns):
             if k in overrides:
@@ -524,11 +525,11 @@ class Storage:
                 overrides[ev.key] = ev.prev
                 added.append(ev.key)
         snap.upto = history[-1].rv
-        if added:
-            snap.sorted_keys = sorted(snap.sorted_keys + added) if len(added) > 64 else snap.sorted_keys
-            if len(added) <= 64:
-                for k in added:
-                    bisect.insort(snap.sorted_keys, k)
+        if len(added) > 64:  # many new keys: one sort beats many inserts
+            snap.sorted_keys = sorted(snap.sorted_keys + added)
+        else:
+            for k in added:
+                bisect.insort(snap.sorted_keys, k)
         return snap
 
     # -- freshness -------------------------------------------------------------------------
