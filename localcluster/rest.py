@@ -171,7 +171,7 @@ class RestHandlers:
             await self._wait_fresh(t.rt, request.query.get("resourceVersion") or "")
             entry = self.objects.get_entry(t.rt, t.namespace, t.name)
             if shape.as_ == mediatypes.TABLE:
-                return _json(orjson.dumps(self._table(t.rt, [entry], entry.rv)))
+                return _json(orjson.dumps(self._table(t.rt, [entry], entry.rv, shape.api_version)))
             if shape.as_ == mediatypes.PARTIAL:
                 return _json(mediatypes.partial_object(entry.raw, shape))
             return _json(self._render(t.rt, entry.raw))
@@ -226,7 +226,7 @@ class RestHandlers:
             resource_version_match=opts.resource_version_match,
         )
         if shape.as_ == mediatypes.TABLE:
-            table = self._table(t.rt, result.entries, result.resource_version)
+            table = self._table(t.rt, result.entries, result.resource_version, shape.api_version)
             if result.continue_token:
                 table["metadata"]["continue"] = result.continue_token
             return _json(orjson.dumps(table))
@@ -273,7 +273,7 @@ class RestHandlers:
         def render(kind: str, raw: bytes) -> bytes:
             if table:
                 obj = orjson.loads(raw)
-                return orjson.dumps(self._table_of(t.rt, [obj], int(obj["metadata"].get("resourceVersion", 0))))
+                return orjson.dumps(self._table_of(t.rt, [obj], int(obj["metadata"].get("resourceVersion", 0)), shape.api_version))
             if partial:
                 return mediatypes.partial_object(raw, shape)
             return self._render(t.rt, raw)
@@ -371,10 +371,11 @@ class RestHandlers:
         obj["apiVersion"] = rt.api_version
         return orjson.dumps(obj)
 
-    def _table(self, rt: ResourceType, entries: list[Entry], rv: int) -> dict[str, Any]:
-        return self._table_of(rt, [orjson.loads(e.raw) for e in entries], rv)
+    def _table(self, rt: ResourceType, entries: list[Entry], rv: int, api_version: str) -> dict[str, Any]:
+        return self._table_of(rt, [orjson.loads(e.raw) for e in entries], rv, api_version)
 
-    def _table_of(self, rt: ResourceType, objs: list[dict[str, Any]], rv: int) -> dict[str, Any]:
+    def _table_of(self, rt: ResourceType, objs: list[dict[str, Any]], rv: int, api_version: str) -> dict[str, Any]:
+        """A `Table` at `api_version` (meta.k8s.io/v1 or v1beta1, as asked), rows carrying metadata."""
         extra: list[TableColumn] = []
         rows = []
         # strategies whose table places age itself (CRDs, custom resources) set this to None
@@ -393,7 +394,7 @@ class RestHandlers:
                 else:
                     cells = list(cells)
                     cells[age_at] = created
-            partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+            partial = {"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": meta}
             rows.append({"cells": [meta.get("name", ""), *cells], "object": partial})
         if not objs:
             probe = rt.strategy.table({"metadata": {}})
@@ -404,7 +405,7 @@ class RestHandlers:
         cols = [name_col, *({"name": c.name, "type": c.type, "format": c.format, "description": c.description, "priority": c.priority} for c in extra)]
         if age_column is not None and not any(c.name == age_column for c in extra):
             cols.append(age_col)
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(rv)}, "columnDefinitions": cols, "rows": rows}
+        return {"kind": "Table", "apiVersion": api_version, "metadata": {"resourceVersion": str(rv)}, "columnDefinitions": cols, "rows": rows}
 
 
 def _not_allowed(method: str, t: Target) -> errors.StatusError:

@@ -64,6 +64,9 @@ async def test_metadata_only_lists_objects_and_watch_events(kube: KubeClient) ->
     assert code == 200 and one["kind"] == "PartialObjectMetadata" and one["metadata"]["name"] == "meta-b" and "data" not in one
     code, beta = await get(kube, f"{NS}/configmaps", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1")
     assert code == 200 and beta["apiVersion"] == "meta.k8s.io/v1beta1"
+    code, table = await get(kube, f"{NS}/configmaps", "application/json;as=Table;g=meta.k8s.io;v=v1beta1")
+    assert code == 200 and (table["kind"], table["apiVersion"]) == ("Table", "meta.k8s.io/v1beta1")
+    assert table["rows"][0]["object"]["apiVersion"] == "meta.k8s.io/v1beta1"
 
     code, events = await get(kube, f"{NS}/configmaps", OBJECT_ACCEPT,
                              {"watch": "1", "labelSelector": "app=meta", "timeoutSeconds": "1"})
