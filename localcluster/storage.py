@@ -647,6 +647,8 @@ class Storage:
     def drop_resource(self, key: str) -> None:
         """Forget a whole resource (a deleted CRD), closing its watches."""
         bucket = self._buckets.pop(key, None)
+        for snap_key in [k for k in self._snapshots if k[0] == key]:
+            del self._snapshots[snap_key]
         if bucket is not None:
             for sub in list(bucket.subscribers):
                 sub.close()

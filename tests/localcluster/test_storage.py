@@ -3,7 +3,11 @@ compaction, the watch cache's window) and continue tokens."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from localcluster import errors
 from localcluster.storage import Compacted, Storage, decode_continue, encode_continue
@@ -129,3 +133,34 @@ def test_continue_token_round_trips() -> None:
     assert caught.value.code == 400
     assert caught.value.message.startswith("invalid continue token: continue key is not valid: ")
     assert decode_continue(encode_continue(-1, "ns/name")) == (-1, "ns/name")
+
+
+@given(st.lists(st.tuples(st.sampled_from(["put", "del"]), st.sampled_from("abcdefgh"), st.sampled_from(["x", "y"])),
+                max_size=40),
+       st.integers(min_value=1, max_value=4))
+def test_reads_at_any_old_rv_match_what_was_stored_then(ops: list[tuple[str, str, str]], page: int) -> None:
+    """Every RV's objects, rebuilt from today's objects and the events since, page by page."""
+    storage = Storage()
+    states: dict[int, dict[str, str]] = {storage.rv: {}}
+    current: dict[str, str] = {}
+    for op, name, label in ops:
+        key = f"ns/{name}"
+        if op == "put":
+            storage.write("pods", {"metadata": {"name": name, "namespace": "ns"}}, labels={"v": label}, fields={},
+                          expect_new=key not in current)
+            current[key] = label
+        elif key in current:
+            storage.remove("pods", {"metadata": {"name": name, "namespace": "ns"}})
+            del current[key]
+        states[storage.rv] = dict(current)
+    for rv, then in states.items():
+        seen: list[tuple[str, str]] = []
+        after: str | None = None
+        while True:  # pages of `page` entries, each continuing after the last key, as a continue token does
+            chunk = list(itertools.islice(storage.iter_entries_at("pods", rv, "ns", after), page))
+            seen.extend((f"{e.namespace}/{e.name}", e.labels["v"]) for e in chunk)
+            if len(chunk) < page:
+                break
+            after = seen[-1][0]
+            assert storage.count_entries_at("pods", rv, "ns", after) == sum(1 for k in then if k > after)
+        assert seen == sorted(then.items())
