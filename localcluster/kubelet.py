@@ -12,9 +12,9 @@ What a real kubelet does that controllers can observe, and nothing else:
   Pulled, or "already present on machine" for an image the node has and need not pull again;
   Created, Started; Killing when the pod is deleted), unless `events` is off (worlds of 100,000
   pods created in bulk in-process: five Event writes per pod would be most of the API's work).
-- A pod being deleted is finished after min(its grace period, `termination_cap`): its containers are reported terminated (exit 0 if
-  that was within the grace period, 137 if killed at its end), Ready=False and the pod in a
-  terminal phase, then it is deleted with grace 0, as the kubelet does.
+- A pod being deleted is finished after min(its grace period, `termination_cap`): its containers
+  are reported terminated (exit 0 if that was within the grace period, 137 if killed at its end),
+  Ready=False and the pod in a terminal phase, then it is deleted with grace 0, as the kubelet does.
 
 Why one ticker and not a task per node: 5,000 nodes with a task each cost 5,000 sleeping
 coroutines and timer handles; here every due action (lease, status, pod start, pod finish) sits
