@@ -72,6 +72,8 @@ async def test_metadata_only_lists_objects_and_watch_events(kube: KubeClient) ->
                              {"watch": "1", "labelSelector": "app=meta", "timeoutSeconds": "1"})
     assert code == 200 and [(e["type"], e["object"]["kind"]) for e in events] == [("ADDED", "PartialObjectMetadata")] * 3
     assert all("data" not in e["object"] for e in events)
+    code, events = await get(kube, f"{NS}/configmaps", LIST_ACCEPT, {"watch": "1", "timeoutSeconds": "5"})
+    assert (code, events) == (200, [])  # no event is a list: the stream ends at once, empty
 
     code, refused = await get(kube, f"{NS}/configmaps/meta-b", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
     assert (code, refused["reason"], refused["message"]) == (
