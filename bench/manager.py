@@ -409,7 +409,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                          "loadavg_start": os.getloadavg()[0]}
     log = WriteLog()
     workdir = Path(tempfile.mkdtemp(prefix="bench-manager-"))
-    cluster = LocalCluster(nodes=args.nodes)
+    cluster = LocalCluster(nodes=args.nodes, pod_events=False)  # pods created in bulk: no per-pod Events
     cluster.app.middlewares.append(log.middleware)
     async with cluster:
         setup = await cluster.client(qps=5000, burst=5000)

@@ -39,6 +39,7 @@ from localcluster.auth.tokens import ADMIN_TOKEN, ANONYMOUS
 from localcluster.builtin import register_builtins
 from localcluster.crd import CRDController
 from localcluster.daemonset import DaemonSetController
+from localcluster.eventttl import EventTTL
 from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
@@ -55,7 +56,7 @@ from localcluster.rootca import make_root_ca
 from localcluster.scheduler import Scheduler
 from localcluster.server import build_app
 from localcluster.statefulset import StatefulSetController
-from localcluster.storage import DEFAULT_WINDOW, Storage
+from localcluster.storage import COMPACTION_INTERVAL, DEFAULT_WINDOW, Storage
 
 
 def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
@@ -103,6 +104,8 @@ class LocalCluster:
         tls: bool | None = None,
         controllers: bool = True,
         pod_gc_quarantine: float = QUARANTINE_SECONDS,
+        compaction_interval: float = COMPACTION_INTERVAL,
+        pod_events: bool = True,
     ) -> None:
         self.nodes = nodes
         self.host = host
@@ -110,6 +113,8 @@ class LocalCluster:
         self.registry = Registry()
         register_builtins(self.registry)
         self.storage = Storage(window=watch_window)
+        self.compaction_interval = compaction_interval
+        self.event_ttl = EventTTL(self.storage)
         self.objects = ObjectAPI(self.registry, self.storage)
         self.crds = CRDController(self.registry, self.storage, self.objects)
         self.objects.on_removed.append(self._cascade_namespace)
@@ -135,9 +140,11 @@ class LocalCluster:
         self.rest.user_of = lambda request: user_info(request.get(USER_KEY, ANONYMOUS))
         self.eviction = install_eviction(self.rest, self.objects)
         self.logs = install_logs(self.rest, self.objects)
-        self.scheduler = Scheduler(self.objects) if scheduler else None
+        # the scheduler's and kubelets' Events for each pod (Scheduled, Pulled, Started, ...): off for
+        # benchmark worlds of 100,000 pods, where they would be most of the writes
+        self.scheduler = Scheduler(self.objects, events=pod_events) if scheduler else None
         self.kubelets = Kubelets(self.objects, KubeletConfig(
-            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods))
+            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods, events=pod_events))
         self._kubelets_enabled = kubelets
         self.gc = GarbageCollector(self.objects) if gc else None
         self.namespaces = NamespaceController(self.objects)
@@ -216,6 +223,8 @@ class LocalCluster:
         """One task owns the task group of background actors, so `__aenter__` and `__aexit__`
         may run in different tasks (pytest fixtures do) and still cancel everything."""
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self.storage.run_compactor, self.compaction_interval)
+            tg.start_soon(self.event_ttl.run)
             tg.start_soon(self.crds.run)
             tg.start_soon(self.namespaces.run)
             tg.start_soon(self.kubernetes_service.run)

@@ -14,26 +14,30 @@ from localcluster.registry import FieldError
 class StatusError(Exception):
     """An error with its `Status` body; raised by the object API, rendered by the REST layer."""
 
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None, *, metadata: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
+        #: The Status's ListMeta (a compacted continue hands out a new token there).
+        self.metadata = metadata or {}
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": self.metadata,
             "status": "Failure",
             "message": self.message,
         }
-        if self.reason:  # `omitempty`, as Go serializes it
+        if self.reason:  # omitted when empty, as Go's `omitempty` does
             body["reason"] = self.reason
-        body["code"] = self.code
         if self.details is not None:
             body["details"] = self.details
+        body["code"] = self.code
         return body
 
 
@@ -97,9 +101,23 @@ def unsupported_media_type(content_type: str) -> StatusError:
     return StatusError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/strategic-merge-patch+json, application/json-patch+json (got {content_type})")
 
 
-def gone(message: str) -> StatusError:
-    """410 for a watch or continue token older than the history window."""
-    return StatusError(410, "Expired", message)
+def gone(message: str, *, continue_token: str | None = None) -> StatusError:
+    """410 for a watch or read older than the history kept (`errors.NewResourceExpired`)."""
+    return StatusError(410, "Expired", message, metadata={"continue": continue_token} if continue_token else None)
+
+
+def too_large_resource_version(rv: int, current: int, retry_after: int) -> StatusError:
+    """504 for a read at an RV the server has not reached (`storage.NewTooLargeResourceVersionError`
+    through `interpretStorageError`): the watch cache asks to retry after 1 s, etcd says nothing."""
+    details: dict[str, Any] = {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]}
+    if retry_after:
+        details["retryAfterSeconds"] = retry_after
+    return StatusError(504, "Timeout", f"Timeout: Too large resource version: {rv}, current: {current}", details)
+
+
+def storage_failure(message: str) -> StatusError:
+    """A 500 with no reason: an etcd or parse error the server passes through as it is."""
+    return StatusError(500, "", message)
 
 
 def forbidden(group_resource: str, name: str, why: str) -> StatusError:
@@ -115,6 +133,7 @@ def internal(message: str) -> StatusError:
     return StatusError(500, "InternalError", f"Internal error occurred: {message}")
 
 
-def not_acceptable() -> StatusError:
-    """No encoding the client accepts can carry the answer (a custom resource to a protobuf-only client)."""
-    return StatusError(406, "NotAcceptable", "406: Not Acceptable")
+def not_acceptable(message: str = "406: Not Acceptable") -> StatusError:
+    """No encoding the client accepts can carry the answer (a custom resource to a protobuf-only
+    client, a metadata-only form where the server has none)."""
+    return StatusError(406, "NotAcceptable", message)

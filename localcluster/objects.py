@@ -26,11 +26,18 @@ from typing import Any
 import orjson
 
 from kubeutil import selectors
-from localcluster import errors, patch
+from localcluster import errors, listoptions, patch
 from localcluster.builtin.validation import validate_meta
 from localcluster.registry import FieldError, Obj, Registry, ResourceType
-from localcluster.storage import Entry, Storage, decode_continue, encode_continue
+from localcluster.storage import Compacted, Entry, Storage, decode_continue, encode_continue
 
+#: `storage/etcd3`'s `inconsistentContinue`: a continue whose RV was compacted, with a token to go on at the latest.
+_INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list without "
+    "the continue parameter, or use the continue token in this response to retrieve the remainder of the results. "
+    "Continuing with the provided token results in an inconsistent list - objects that were created, modified, or "
+    "deleted between the time the first chunk was returned and now may show up in the list."
+)
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_ATTEMPTS = 8
 
@@ -212,19 +219,57 @@ class ObjectAPI:
         field_selector: str | None = None,
         limit: int = 0,
         continue_token: str | None = None,
+        resource_version: str = "",
+        resource_version_match: str = "",
     ) -> ListResult:
-        """Entries in key order; with `limit`, one page and a continue token (RV + last key)."""
+        """Entries in key order; with `limit`, one page and a continue token (RV + last key).
+
+        `resource_version` / `resource_version_match` as kube-apiserver reads them (see
+        `listoptions`): a watch-cache read answers the current objects (any limit ignored) or 504
+        if the cache is behind the RV (the HTTP layer waits for it first); an etcd read is at
+        the latest RV or, for `Exact` (and a limit with an RV) and every continue page, at the
+        RV asked: the objects as they were then, or 410 once compacted."""
         label_sel, field_reqs = self.parse_selectors(rt, label_selector, field_selector)
+        storage, key = self.storage, rt.storage_key
+        opts = listoptions.ListOptions(resource_version, resource_version_match, continue_token or "", limit)
         after: str | None = None
-        list_rv = self.storage.rv
+        at: int | None = None  # read the objects as they were at this RV
+        list_rv = storage.rv
         if continue_token:
-            list_rv, after = decode_continue(continue_token)
-            self.storage.check_continue_rv(rt.storage_key, list_rv)
+            if resource_version not in ("", "0"):
+                raise errors.bad_request("specifying resource version is not allowed when using continue")
+            token_rv, after = decode_continue(continue_token)
+            if token_rv > 0:
+                at = list_rv = token_rv
+        elif opts.from_cache:
+            rv = listoptions.parse_rv(resource_version)
+            list_rv = storage.cache_rv(key)
+            if rv > list_rv:
+                raise errors.too_large_resource_version(rv, list_rv, 1)
+            limit = 0  # the watch cache answers everything in one page
+        elif resource_version:
+            rv = listoptions.parse_rv(resource_version)
+            if resource_version_match == listoptions.EXACT or (not resource_version_match and limit > 0 and rv > 0):
+                if rv > storage.rv:
+                    raise errors.storage_failure("etcdserver: mvcc: required revision is a future revision")
+                at = list_rv = rv
+            elif rv > storage.rv:
+                raise errors.too_large_resource_version(rv, storage.rv, 0)
+        if at is not None:
+            try:
+                storage.check_readable(key, at)
+            except Compacted as exc:
+                if continue_token:
+                    raise errors.gone(_INCONSISTENT_CONTINUE, continue_token=encode_continue(-1, after or "")) from exc
+                raise errors.gone("The resourceVersion for the provided list is too old.") from exc
         ns = namespace if rt.namespaced else None
         out: list[Entry] = []
         token: str | None = None
         remaining: int | None = None
-        iterator = self.storage.iter_entries(rt.storage_key, ns or None, after)
+        if at is None:
+            iterator = storage.iter_entries(key, ns or None, after)
+        else:
+            iterator = storage.iter_entries_at(key, at, ns or None, after)
         for entry in iterator:
             if not label_sel.empty and not label_sel.matches(entry.labels):
                 continue
@@ -236,7 +281,10 @@ class ObjectAPI:
                 token = encode_continue(list_rv, last_key)
                 if label_sel.empty and not field_reqs:
                     # from sorted-key positions: O(log n), where counting the rest was O(n)
-                    remaining = self.storage.count_entries(rt.storage_key, ns or None, last_key)
+                    if at is None:
+                        remaining = storage.count_entries(key, ns or None, last_key)
+                    else:
+                        remaining = storage.count_entries_at(key, at, ns or None, last_key)
                 break
             out.append(entry)
         return ListResult(out, list_rv, token, remaining)

@@ -3,11 +3,18 @@
 `kubectl describe statefulset web` shows the events KCM's controllers record (SuccessfulCreate,
 SuccessfulDelete); the simulated controllers record the same ones. One Event per
 (object, reason, message) is kept and its `count` / `lastTimestamp` bumped on repeats, as the
-recorder's correlator does, named `<object>.<hex nanoseconds>` as client-go names them.
+recorder's correlator does, named `<object>.<hex nanoseconds>` as client-go names them. The
+kubelet's recorder names its host in `source` and the container in `involvedObject.fieldPath`.
+
+kube-scheduler records through the events.k8s.io API instead (`NewEventRecorder`): seen as a
+core/v1 Event that has `eventTime`, `action`, `reportingComponent` / `reportingInstance`, and
+neither timestamps, count nor source; `kubectl describe` shows either kind alike.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import socket
 import time
 
 from localcluster import errors
@@ -18,16 +25,26 @@ from localcluster.registry import Obj, ResourceType
 _CACHE_SIZE = 4096
 
 
+def _involved(obj: Obj, namespace: str, field_path: str) -> Obj:
+    meta = obj["metadata"]
+    ref = {"kind": obj.get("kind"), "namespace": namespace, "name": meta["name"], "uid": meta.get("uid"),
+           "apiVersion": obj.get("apiVersion"), "resourceVersion": meta.get("resourceVersion")}
+    if field_path:
+        ref["fieldPath"] = field_path
+    return ref
+
+
 class EventRecorder:
-    def __init__(self, objects: ObjectAPI, component: str) -> None:
+    def __init__(self, objects: ObjectAPI, component: str, *, host: str = "") -> None:
         self.objects = objects
         self.component = component
+        self.source = {"component": component, "host": host} if host else {"component": component}
         rt = objects.registry.get("", "v1", "events")
         assert rt is not None
         self._rt: ResourceType = rt
         self._seen: dict[tuple[str, str, str, str], str] = {}  # (namespace, uid, reason, message) -> event name
 
-    def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+    def event(self, obj: Obj, type_: str, reason: str, message: str, *, field_path: str = "") -> None:
         """Record; never raises for an API refusal (a terminating namespace, a race)."""
         meta = obj["metadata"]
         namespace = meta.get("namespace") or "default"
@@ -40,9 +57,8 @@ class EventRecorder:
             name = f"{meta['name']}.{time.time_ns():x}"
             self.objects.create(self._rt, namespace, {
                 "metadata": {"name": name, "namespace": namespace},
-                "involvedObject": {"kind": obj.get("kind"), "namespace": namespace, "name": meta["name"], "uid": meta.get("uid"),
-                                   "apiVersion": obj.get("apiVersion"), "resourceVersion": meta.get("resourceVersion")},
-                "reason": reason, "message": message, "source": {"component": self.component},
+                "involvedObject": _involved(obj, namespace, field_path),
+                "reason": reason, "message": message, "source": dict(self.source),
                 "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": type_,
                 "eventTime": None, "reportingComponent": "", "reportingInstance": "",
             })
@@ -61,3 +77,32 @@ class EventRecorder:
         event["lastTimestamp"] = now_rfc3339()
         self.objects.update(self._rt, namespace, name, event)
         return True
+
+
+class NewEventRecorder:
+    """events.k8s.io's recorder as kube-scheduler uses it (`reportingController` is the
+    scheduler's name, `reportingInstance` the name and host), one Event per call."""
+
+    def __init__(self, objects: ObjectAPI, controller: str) -> None:
+        self.objects = objects
+        self.controller = controller
+        self.instance = f"{controller}-{socket.gethostname()}"
+        rt = objects.registry.get("", "v1", "events")
+        assert rt is not None
+        self._rt: ResourceType = rt
+
+    def eventf(self, regarding: Obj, type_: str, reason: str, action: str, note: str) -> None:
+        """Record; never raises for an API refusal (a terminating namespace, a race)."""
+        meta = regarding["metadata"]
+        namespace = meta.get("namespace") or "default"
+        now = dt.datetime.now(dt.UTC)
+        try:
+            self.objects.create(self._rt, namespace, {
+                "metadata": {"name": f"{meta['name']}.{time.time_ns():x}", "namespace": namespace},
+                "involvedObject": _involved(regarding, namespace, ""), "reason": reason, "message": note,
+                "source": {}, "firstTimestamp": None, "lastTimestamp": None, "type": type_,
+                "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "action": action,
+                "reportingComponent": self.controller, "reportingInstance": self.instance,
+            })
+        except errors.StatusError:
+            return

@@ -8,7 +8,9 @@ kubectl's typed clients) are decoded by `localcluster.protobuf` into the same di
 prefers protobuf answers gets them (`negotiated`: objects, lists, Status errors, watch frames).
 
 `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` gets a `meta.k8s.io/v1 Table` (what
-`kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last.
+`kubectl get` prints), built from the strategy's `table` hook with NAME first and AGE last;
+`as=PartialObjectMetadata(List)` the metadata only (see `mediatypes`). List and watch options
+(`resourceVersion`, `resourceVersionMatch`, `continue`) follow `listoptions`.
 Subresources another module serves (pods/eviction, pods/log) plug in through
 `RestHandlers.subresource_handlers[(storage_key, name)]`.
 """
@@ -27,7 +29,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from localcluster import errors, negotiation, patch, protobuf
+from localcluster import errors, listoptions, mediatypes, negotiation, patch, protobuf
 from localcluster.admission.dispatcher import ValidatingAdmission
 from localcluster.admission.matching import Request
 from localcluster.builtin.base import age
@@ -83,9 +85,9 @@ def _int(value: str | None, name: str) -> int | None:
         raise errors.bad_request(f"invalid {name}: {value!r}") from exc
 
 
-def wants_table(accept: str) -> bool:
-    first = accept.split(",", 1)[0]
-    return "as=Table" in first
+def _custom(rt: ResourceType) -> bool:
+    """A custom resource (served from a CRD): the real server names its Go type `Unstructured`."""
+    return type(rt.strategy).__name__ == "CustomResourceStrategy"
 
 
 class RestHandlers:
@@ -184,9 +186,14 @@ class RestHandlers:
         if sub not in (None, "status"):
             raise errors.resource_not_found()
         if method == "GET":
+            shape = mediatypes.negotiate(request.headers.get("Accept", ""))
+            mediatypes.check_single(shape, group=t.rt.group, kind=t.rt.kind, custom=_custom(t.rt))
+            await self._wait_fresh(t.rt, request.query.get("resourceVersion") or "")
             entry = self.objects.get_entry(t.rt, t.namespace, t.name)
-            if wants_table(request.headers.get("Accept", "")):
-                return _json(orjson.dumps(self._table(t.rt, [entry], entry.rv)))
+            if shape.as_ == mediatypes.TABLE:
+                return _json(orjson.dumps(self._table(t.rt, [entry], entry.rv, shape.api_version)))
+            if shape.as_ == mediatypes.PARTIAL:
+                return _json(mediatypes.partial_object(entry.raw, shape))
             return _json(self._render(t.rt, entry.raw))
         if method == "PUT":
             opts = _write_options(request, "UpdateOptions")
@@ -220,21 +227,40 @@ class RestHandlers:
         raise _not_allowed(method, t)
 
     # -- verbs --------------------------------------------------------------------------
+    async def _wait_fresh(self, rt: ResourceType, resource_version: str) -> None:
+        """A read the watch cache serves at an RV waits (3 s at most) for the cache to reach it,
+        then answers 504 "Too large resource version" (`waitUntilFreshAndBlock`)."""
+        rv = listoptions.parse_rv(resource_version)
+        storage = self.objects.storage
+        if rv and not await storage.wait_for_rv(rt.storage_key, rv, listoptions.FRESHNESS_TIMEOUT):
+            raise errors.too_large_resource_version(rv, storage.cache_rv(rt.storage_key), 1)
+
     async def _list(self, request: web.Request, t: Target) -> web.Response:
         q = request.query
+        opts = listoptions.from_query(q, watch=False)
+        shape = mediatypes.negotiate(request.headers.get("Accept", ""))
+        mediatypes.check_list(shape, group=t.rt.group, kind=t.rt.kind, custom=_custom(t.rt))
+        if opts.from_cache:
+            await self._wait_fresh(t.rt, opts.resource_version)
         result = self.objects.list(
             t.rt,
             t.namespace,
             label_selector=q.get("labelSelector"),
             field_selector=q.get("fieldSelector"),
-            limit=_int(q.get("limit"), "limit") or 0,
-            continue_token=q.get("continue") or None,
+            limit=opts.limit,
+            continue_token=opts.continue_token or None,
+            resource_version=opts.resource_version,
+            resource_version_match=opts.resource_version_match,
         )
-        if wants_table(request.headers.get("Accept", "")):
-            table = self._table(t.rt, result.entries, result.resource_version)
+        if shape.as_ == mediatypes.TABLE:
+            table = self._table(t.rt, result.entries, result.resource_version, shape.api_version)
             if result.continue_token:
                 table["metadata"]["continue"] = result.continue_token
             return _json(orjson.dumps(table))
+        if shape.as_ == mediatypes.PARTIAL_LIST:
+            items = [mediatypes.partial_object(e.raw, shape) for e in result.entries]
+            return _json(mediatypes.partial_list(items, shape, resource_version=str(result.resource_version),
+                                                 continue_token=result.continue_token))
         meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
         if result.continue_token:
             meta["continue"] = result.continue_token
@@ -256,9 +282,10 @@ class RestHandlers:
 
     async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
         q = request.query
+        listoptions.from_query(q, watch=True)
         label_sel, field_reqs = self.objects.parse_selectors(t.rt, q.get("labelSelector"), q.get("fieldSelector"))
         rv_text = q.get("resourceVersion") or ""
-        rv = None if rv_text in ("", "0") else _int(rv_text, "resourceVersion")
+        rv = None if rv_text in ("", "0") else listoptions.parse_rv(rv_text)
         timeout = _int(q.get("timeoutSeconds"), "timeoutSeconds")
         opts = WatchOptions(
             resource_version=rv,
@@ -272,7 +299,12 @@ class RestHandlers:
             bookmark_interval=self.bookmark_interval,
         )
         storage = self.objects.storage
-        table = wants_table(request.headers.get("Accept", ""))
+        shape = mediatypes.negotiate(request.headers.get("Accept", ""))
+        if shape.as_ == mediatypes.PARTIAL_LIST:
+            # no event converts to a list: the real server's stream ends at once, empty
+            return web.Response(status=200, body=b"", content_type=JSON)
+        table = shape.as_ == mediatypes.TABLE
+        partial = shape.as_ == mediatypes.PARTIAL
 
         def initial() -> tuple[list[Entry], int]:
             result = self.objects.list(t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"))
@@ -281,7 +313,9 @@ class RestHandlers:
         def render(kind: str, raw: bytes) -> bytes:
             if table:
                 obj = orjson.loads(raw)
-                return orjson.dumps(self._table_of(t.rt, [obj], int(obj["metadata"].get("resourceVersion", 0))))
+                return orjson.dumps(self._table_of(t.rt, [obj], int(obj["metadata"].get("resourceVersion", 0)), shape.api_version))
+            if partial:
+                return mediatypes.partial_object(raw, shape)
             return self._render(t.rt, raw)
 
         return await serve_watch(
@@ -489,10 +523,11 @@ class RestHandlers:
         obj["apiVersion"] = rt.api_version
         return orjson.dumps(obj)
 
-    def _table(self, rt: ResourceType, entries: list[Entry], rv: int) -> dict[str, Any]:
-        return self._table_of(rt, [orjson.loads(e.raw) for e in entries], rv)
+    def _table(self, rt: ResourceType, entries: list[Entry], rv: int, api_version: str) -> dict[str, Any]:
+        return self._table_of(rt, [orjson.loads(e.raw) for e in entries], rv, api_version)
 
-    def _table_of(self, rt: ResourceType, objs: list[dict[str, Any]], rv: int) -> dict[str, Any]:
+    def _table_of(self, rt: ResourceType, objs: list[dict[str, Any]], rv: int, api_version: str) -> dict[str, Any]:
+        """A `Table` at `api_version` (meta.k8s.io/v1 or v1beta1, as asked), rows carrying metadata."""
         extra: list[TableColumn] = []
         rows = []
         # strategies whose table places age itself (CRDs, custom resources) set this to None
@@ -511,7 +546,7 @@ class RestHandlers:
                 else:
                     cells = list(cells)
                     cells[age_at] = created
-            partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+            partial = {"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": meta}
             rows.append({"cells": [meta.get("name", ""), *cells], "object": partial})
         if not objs:
             probe = rt.strategy.table({"metadata": {}})
@@ -522,7 +557,7 @@ class RestHandlers:
         cols = [name_col, *({"name": c.name, "type": c.type, "format": c.format, "description": c.description, "priority": c.priority} for c in extra)]
         if age_column is not None and not any(c.name == age_column for c in extra):
             cols.append(age_col)
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(rv)}, "columnDefinitions": cols, "rows": rows}
+        return {"kind": "Table", "apiVersion": api_version, "metadata": {"resourceVersion": str(rv)}, "columnDefinitions": cols, "rows": rows}
 
 
 def _not_allowed(method: str, t: Target) -> errors.StatusError:

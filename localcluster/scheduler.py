@@ -38,6 +38,7 @@ import anyio.lowlevel
 
 from localcluster import errors
 from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster.recorder import NewEventRecorder
 from localcluster.registry import ResourceType
 from localcluster.storage import StoredEvent
 
@@ -127,8 +128,10 @@ def matches_node_affinity(pod_spec: Obj, node: NodeInfo) -> bool:
 class Scheduler:
     """Binds pending pods of `default-scheduler` to nodes; see the module doc."""
 
-    def __init__(self, objects: ObjectAPI) -> None:
+    def __init__(self, objects: ObjectAPI, *, events: bool = True) -> None:
         self.objects = objects
+        #: `Scheduled` and `FailedScheduling` events, as kube-scheduler records them (None: not recorded).
+        self.events = NewEventRecorder(objects, SCHEDULER_NAME) if events else None
         pod_rt = objects.registry.get("", "v1", "pods")
         assert pod_rt is not None
         self._pod_rt: ResourceType = pod_rt
@@ -267,6 +270,8 @@ class Scheduler:
             return
         self.bound += 1
         self._assume(uid, node)
+        if self.events is not None:
+            self.events.eventf(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {namespace}/{name} to {node}")
 
     def _mark_unschedulable(self, pod: Obj, reasons: Counter[str]) -> None:
         total = len(self._nodes)
@@ -288,6 +293,8 @@ class Scheduler:
         conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
         conditions.append({"type": "PodScheduled", "status": "False", "lastProbeTime": None,
                            "lastTransitionTime": now_rfc3339(), "reason": reason, "message": message})
+        if reason == "Unschedulable" and self.events is not None:  # once per new reason, not per retry
+            self.events.eventf(pod, "Warning", "FailedScheduling", "Scheduling", message)
         meta = pod["metadata"]
         try:
             self.objects.update_status(self._pod_rt, meta["namespace"], meta["name"], pod)

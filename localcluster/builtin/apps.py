@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from kubeutil import selectors
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.base import (
+    BuiltinStrategy,
+    columns,
+    format_label_selector,
+    get_path,
+    template_containers,
+)
 from localcluster.builtin.pods import default_pod_spec, default_template_metadata, validate_pod_spec
 from localcluster.builtin.validation import immutable, non_negative, validate_label_selector, validate_labels
 from localcluster.registry import FieldError, Obj, TableColumn
@@ -137,11 +143,15 @@ class DeploymentStrategy(WorkloadStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        cols = columns(("Ready", "string"), ("Up-to-date", "string"), ("Available", "string"))
+        cols = columns(("Ready", "string"), ("Up-to-date", "string"), ("Available", "string"), ("Age", "string"),
+                       ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1), kind="Deployment")
+        names, images = template_containers(obj)
         return cols, [
             f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}",
-            str(status.get("updatedReplicas", 0)),
-            str(status.get("availableReplicas", 0)),
+            status.get("updatedReplicas", 0),
+            status.get("availableReplicas", 0),
+            None,
+            names, images, format_label_selector(spec.get("selector")),
         ]
 
 
@@ -168,8 +178,11 @@ class ReplicaSetStrategy(WorkloadStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        cols = columns(("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"))
-        return cols, [spec.get("replicas", 0), status.get("replicas", 0), status.get("readyReplicas", 0)]
+        cols = columns(("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"), ("Age", "string"),
+                       ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1), kind="ReplicaSet")
+        names, images = template_containers(obj)
+        return cols, [spec.get("replicas", 0), status.get("replicas", 0), status.get("readyReplicas", 0), None,
+                      names, images, format_label_selector(spec.get("selector"))]
 
 
 class StatefulSetStrategy(WorkloadStrategy):

@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 from localcluster.builtin import schemas
+from localcluster.builtin.descriptions import DESCRIPTIONS
 from localcluster.registry import Obj, Strategy, TableColumn
 
 
@@ -51,13 +52,49 @@ def age(timestamp: str | None, now: dt.datetime | None = None) -> str:
     return f"{days}d" if days < 365 * 2 else f"{days // 365}y"
 
 
-def columns(*specs: tuple[str, str] | tuple[str, str, int]) -> list[TableColumn]:
+def columns(*specs: tuple[str, str] | tuple[str, str, int], kind: str = "") -> list[TableColumn]:
+    """Column definitions from (name, type[, priority]); priority 1 is what `-o wide` adds.
+    With `kind`, each column gets the real printer's description where one is known."""
+    described = DESCRIPTIONS.get(kind, {})
     out = []
     for spec in specs:
         name, type_ = spec[0], spec[1]
         priority = spec[2] if len(spec) > 2 else 0  # type: ignore[misc]
-        out.append(TableColumn(name=name, type=type_, priority=priority))
+        out.append(TableColumn(name=name, type=type_, priority=priority, description=described.get(name, "")))
     return out
+
+
+def format_label_selector(selector: Any) -> str:
+    """`metav1.FormatLabelSelector`: matchLabels and matchExpressions as a selector string."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(sorted(values))})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(sorted(values))})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts) or "<none>"
+
+
+def format_labels(labels: Any) -> str:
+    """`labels.FormatLabels`: `k=v` pairs sorted by key, `<none>` when there are none."""
+    if not isinstance(labels, dict) or not labels:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def template_containers(obj: Obj) -> tuple[str, str]:
+    """The wide columns CONTAINERS and IMAGES of a workload: its template's names and images."""
+    containers = get_path(obj, "spec", "template", "spec", "containers", default=[])
+    names = ",".join(str(c.get("name", "")) for c in containers if isinstance(c, dict))
+    images = ",".join(str(c.get("image", "")) for c in containers if isinstance(c, dict))
+    return names, images
 
 
 def get_path(obj: Any, *path: str, default: Any = None) -> Any:

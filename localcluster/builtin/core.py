@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from localcluster import errors
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.base import BuiltinStrategy, columns, format_labels, get_path
 from localcluster.registry import FieldError, Obj, TableColumn
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -52,11 +52,26 @@ class NodeStrategy(BuiltinStrategy):
             if cond.get("type") == "Ready":
                 ready = "Ready" if cond.get("status") == "True" else "NotReady"
         status = ready + (",SchedulingDisabled" if get_path(obj, "spec", "unschedulable") else "")
-        roles = sorted(
-            k.split("/", 1)[1] for k in (obj["metadata"].get("labels") or {}) if k.startswith("node-role.kubernetes.io/")
-        )
-        cols = columns(("Status", "string"), ("Roles", "string"), ("Age", "string"), ("Version", "string"))
-        return cols, [status, ",".join(roles) or "<none>", None, get_path(obj, "status", "nodeInfo", "kubeletVersion", default="")]
+        labels = obj["metadata"].get("labels") or {}
+        roles = {k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1]}
+        if labels.get("kubernetes.io/role"):
+            roles.add(labels["kubernetes.io/role"])
+        cols = columns(("Status", "string"), ("Roles", "string"), ("Age", "string"), ("Version", "string"),
+                       ("Internal-IP", "string", 1), ("External-IP", "string", 1), ("OS-Image", "string", 1),
+                       ("Kernel-Version", "string", 1), ("Container-Runtime", "string", 1), kind="Node")
+        addresses = get_path(obj, "status", "addresses", default=[])
+        info = get_path(obj, "status", "nodeInfo", default={})
+        return cols, [
+            status, ",".join(sorted(roles)) or "<none>", None, info.get("kubeletVersion", ""),
+            _node_address(addresses, "InternalIP"), _node_address(addresses, "ExternalIP"),
+            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>",
+        ]
+
+
+def _node_address(addresses: list[Obj], kind: str) -> str:
+    """The first address of a type, as `getNodeInternalIP` / `getNodeExternalIP` print it."""
+    return next((str(a.get("address")) for a in addresses if isinstance(a, dict) and a.get("type") == kind), "<none>")
 
 
 class NamespaceStrategy(BuiltinStrategy):
@@ -223,8 +238,9 @@ class ServiceStrategy(BuiltinStrategy):
             f"{p.get('port')}:{p['nodePort']}/{p.get('protocol', 'TCP')}" if p.get("nodePort") else f"{p.get('port')}/{p.get('protocol', 'TCP')}"
             for p in spec.get("ports") or []) or "<none>"
         external = "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
-        cols = columns(("Type", "string"), ("Cluster-IP", "string"), ("External-IP", "string"), ("Port(s)", "string"))
-        return cols, [spec.get("type", ""), spec.get("clusterIP", ""), external, ports]
+        cols = columns(("Type", "string"), ("Cluster-IP", "string"), ("External-IP", "string"), ("Port(s)", "string"),
+                       ("Age", "string"), ("Selector", "string", 1), kind="Service")
+        return cols, [spec.get("type", ""), spec.get("clusterIP", ""), external, ports, None, format_labels(spec.get("selector"))]
 
 
 class ConfigMapStrategy(BuiltinStrategy):

@@ -188,7 +188,8 @@ class PodStrategy(BuiltinStrategy):
             if waiting:
                 phase = waiting
         cols = columns(
-            ("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("Age", "string"), ("IP", "string", 1), ("Node", "string", 1)
+            ("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("Age", "string"), ("IP", "string", 1),
+            ("Node", "string", 1), ("Nominated Node", "string", 1), ("Readiness Gates", "string", 1), kind="Pod",
         )
         return cols, [
             f"{ready}/{len(spec.get('containers') or [])}",
@@ -197,7 +198,19 @@ class PodStrategy(BuiltinStrategy):
             None,
             status.get("podIP") or "<none>",
             spec.get("nodeName") or "<none>",
+            status.get("nominatedNodeName") or "<none>",
+            _readiness_gates(spec, status),
         ]
+
+
+def _readiness_gates(spec: Obj, status: Obj) -> str:
+    """`true/total` of the pod's readiness gates, as `printPod` counts them; `<none>` without gates."""
+    gates = spec.get("readinessGates") or []
+    if not gates:
+        return "<none>"
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
+    true = sum(1 for g in gates if isinstance(g, dict) and conditions.get(g.get("conditionType")) == "True")
+    return f"{true}/{len(gates)}"
 
 
 def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
