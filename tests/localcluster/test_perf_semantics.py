@@ -163,7 +163,7 @@ def test_watch_lines_are_shared_unless_rewritten() -> None:
     moved_in = [encode(ev) for ev in selected.drain()]
     assert len(moved_in) == 1 and moved_in[0].startswith(b'{"type":"ADDED","object":')
     assert b'"labels":{"app":"x"}' in moved_in[0]
-    rewritten = _framer(lambda _kind, raw: raw.replace(b'"p1"', b'"renamed"'))
+    rewritten = _framer(lambda _kind, raw: raw.replace(b'"p1"', b'"renamed"'), JSON_FRAMING)
     _put(storage, "a", "p1")
     ev = everything[0].drain()[0]
     assert b'"renamed"' in rewritten(ev)  # a Table or another version: render's own bytes
