@@ -186,9 +186,14 @@ class RestHandlers:
             opts = _write_options(request, "PatchOptions")
             content_type = request.headers.get("Content-Type", "")
             raw = await request.read()
-            if content_type.startswith(patch.APPLY_PATCH) and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None:
-                obj = patch.decode_body(raw, patch.APPLY_PATCH)
-                return _warned(_json(self.objects.create(t.rt, t.namespace, obj, opts=opts).raw, 201), opts)
+            if content_type.startswith(patch.APPLY_PATCH):
+                opts.field_manager = request.query.get("fieldManager") or None
+                opts.force = _bool(request.query.get("force"))
+                entry, created = self.objects.apply(t.rt, t.namespace, t.name, raw, subresource=sub, opts=opts)
+                return _warned(_json(self._render(t.rt, entry.raw), 201 if created else 200), opts)
+            if "force" in request.query:
+                raise errors.invalid("PatchOptions", "", [FieldError.forbidden("force", "may not be specified for non-apply patch")],
+                                     group="meta.k8s.io")
             entry = self.objects.patch(t.rt, t.namespace, t.name, raw, content_type, subresource=sub, opts=opts)
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if method == "DELETE" and sub is None:
@@ -407,7 +412,9 @@ def _write_options(request: web.Request, kind: str, body_options: dict[str, Any]
     validation = q.get("fieldValidation") or "Warn"
     if validation not in FIELD_VALIDATION:
         raise errors.invalid(kind, "", [FieldError.not_supported("fieldValidation", validation, FIELD_VALIDATION)], group="meta.k8s.io")
-    return WriteOptions(dry_run=bool(dry), field_validation=validation)
+    # `managerOrUserAgent`: without `fieldManager`, the User-Agent up to its first "/"
+    manager = q.get("fieldManager") or request.headers.get("User-Agent", "").split("/", 1)[0]
+    return WriteOptions(dry_run=bool(dry), field_validation=validation, field_manager=manager)
 
 
 def _warned(response: web.Response, opts: WriteOptions) -> web.Response:
