@@ -381,10 +381,10 @@ class ObjectAPI:
         ones, `[]` or `[{}]` clears them). In-process writes keep the live entries."""
         meta, old_meta = obj["metadata"], old["metadata"]
         live_entries = old_meta.get("managedFields")
+        if owners is None and opts.field_manager is not None and managed.is_reset(requested):
+            return  # a request that clears managedFields leaves none, its own write included
         if owners is None and opts.field_manager is not None:
-            start: managed.Managed = {}
-            if not managed.is_reset(requested):
-                start = (managed.decode(requested) if requested else None) or managed.decode(live_entries) or {}
+            start = (managed.decode(requested) if requested else None) or managed.decode(live_entries) or {}
             old_view = {**old, "metadata": {k: v for k, v in old_meta.items() if k != "managedFields"}}
             owners = managed.update(old_view, obj, start, opts.field_manager, rt.api_version, subresource or "",
                                     kinds.kind_type(rt), kinds.reset_fields(rt, subresource, obj))

@@ -152,7 +152,7 @@ def apply(live: Any, config: dict[str, Any], managed: Managed, manager: str, sub
     merged = typed.merge(live, config, t)
     previous = managed.get(ident)
     entries = dict(managed)
-    entries[ident] = Entry(manager, APPLY, api_version, subresource, applied, previous.time if previous else None)
+    entries[ident] = Entry(manager, APPLY, api_version, subresource, applied, None)
     if previous is not None and previous.fields:
         owned: Trie = {}
         for entry in entries.values():
@@ -167,8 +167,7 @@ def apply(live: Any, config: dict[str, Any], managed: Managed, manager: str, sub
     if conflicts and not force:
         raise conflict_error(conflicts)
     out = _others_lose(entries, changed, removed, skip=ident)
-    if merged != live:
-        out[ident].time = _now()
+    out[ident].time = _now()  # even when nothing changed (`ReturnInputOnNoop`)
     return merged, out
 
 
@@ -185,7 +184,7 @@ def _manager_name(entry: Entry) -> str:
 def conflict_error(conflicts: list[tuple[Entry, tuple[str, ...]]]) -> errors.StatusError:
     """`internal.NewConflictError`: 409 Conflict, one `FieldManagerConflict` cause per field."""
     conflicts = sorted(conflicts, key=lambda c: (_manager_name(c[0]), [fieldpath.element_order(p) for p in c[1]]))
-    causes = [{"type": "FieldManagerConflict", "message": f"conflict with {_manager_name(e)}", "field": fieldpath.path_string(p)}
+    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {_manager_name(e)}", "field": fieldpath.path_string(p)}
               for e, p in conflicts]
     if len(conflicts) == 1:
         entry, path = conflicts[0]

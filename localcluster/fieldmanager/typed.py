@@ -80,6 +80,11 @@ def _everything(value: Any, t: Type) -> Trie:
     return out
 
 
+def _same_shape(a: Any, b: Any) -> bool:
+    """Both objects or both lists (decoders may hand dict subclasses)."""
+    return isinstance(a, dict) == isinstance(b, dict) and isinstance(a, list) == isinstance(b, list)
+
+
 def _zero(like: Any) -> Any:
     return {} if isinstance(like, dict) else [] if isinstance(like, list) else None
 
@@ -93,7 +98,7 @@ def diff(old: Any, new: Any, t: Type) -> tuple[Trie, Trie, bool]:
         old = _zero(new)
     elif new is None and isinstance(old, dict | list) and not _is_leaf(old, t):
         new = _zero(old)
-    if _is_leaf(new, t) or _is_leaf(old, t) or type(old) is not type(new):
+    if _is_leaf(new, t) or _is_leaf(old, t) or not _same_shape(old, new):
         return {}, {}, True
     changed: Trie = {}
     removed: Trie = {}
@@ -102,6 +107,8 @@ def diff(old: Any, new: Any, t: Type) -> tuple[Trie, Trie, bool]:
             ct = t.child(key)
             in_old, in_new = key in old, key in new
             ov, nv = old.get(key), new.get(key)
+            if ov is None and nv is None:
+                continue  # null and absent are the same zero value
             if not in_old and key in t.implicit:
                 ov, in_old = _zero(nv), True
             elif not in_new and key in t.implicit:
@@ -133,7 +140,7 @@ def _diff_child(pe: str, ov: Any, nv: Any, in_old: bool, in_new: bool, t: Type, 
 
 def merge(live: Any, config: Any, t: Type) -> Any:
     """`Merge`: the applied configuration over the live object; lists merge per their type."""
-    if live is None or config is None or _is_leaf(config, t) or type(live) is not type(config):
+    if live is None or config is None or _is_leaf(config, t) or not _same_shape(live, config):
         return copy.deepcopy(config)
     if isinstance(config, dict):
         out = dict(live)

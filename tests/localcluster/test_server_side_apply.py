@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from apiclient import ApiError
 from tests.localcluster.helpers import bare_cluster
 
 cluster = pytest.fixture(bare_cluster)
@@ -119,3 +120,100 @@ async def test_apply_conflict_force_and_removed_field(cluster: Any, tmp_path: Pa
     expected = json.loads(json.dumps(APPLIED_FIELDS))
     del expected["f:metadata"]["f:labels"]["f:tier"]
     assert entries["kubectl", "Apply"]["fieldsV1"] == expected
+
+
+CREATED_FIELDS = {
+    "f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:tier": {}}},
+    "f:spec": {
+        "f:progressDeadlineSeconds": {}, "f:replicas": {}, "f:revisionHistoryLimit": {}, "f:selector": {},
+        "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}}, "f:type": {}},
+        "f:template": {
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {
+                "f:containers": {'k:{"name":"nginx"}': {
+                    ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                    "f:ports": {".": {}, 'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}, "f:protocol": {}}},
+                    "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {},
+                }},
+                "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {}, "f:securityContext": {},
+                "f:terminationGracePeriodSeconds": {},
+            },
+        },
+    },
+}
+
+
+async def test_updates_record_their_manager(cluster: Any, tmp_path: Path) -> None:
+    """Create, label, patch and a /status write each leave an Update entry naming the fields
+    that writer set, defaults included; kubectl's managers are named after its subcommand."""
+    kubectl = Kubectl(cluster.kubeconfig_path, tmp_path)
+    await kubectl.ok("create", "-f", kubectl.manifest(deployment(2, {"app": "web", "tier": "front"})))
+    await kubectl.ok("label", "deployment", "web", "x=y")
+    await kubectl.ok("patch", "deployment", "web", "-p",
+                     '{"spec":{"template":{"spec":{"containers":[{"name":"nginx","env":[{"name":"A","value":"1"}]}]}}}}')
+    async with await cluster.client() as kube:
+        await kube.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/web/status", body={"status": {"replicas": 5}},
+                           content_type="application/merge-patch+json", query={"fieldManager": "st"})
+    live = json.loads(await kubectl.ok("get", "deployment", "web", "-o", "json", "--show-managed-fields"))
+    assert [(e["manager"], e["operation"], e.get("subresource")) for e in live["metadata"]["managedFields"]] == [
+        ("kubectl-create", "Update", None), ("kubectl-label", "Update", None), ("kubectl-patch", "Update", None),
+        ("st", "Update", "status"),
+    ]
+    entries = owners(live)
+    assert entries["kubectl-create", "Update"] == {"apiVersion": "apps/v1", "fieldsV1": CREATED_FIELDS}
+    assert entries["kubectl-label", "Update"]["fieldsV1"] == {"f:metadata": {"f:labels": {"f:x": {}}}}
+    assert entries["kubectl-patch", "Update"]["fieldsV1"] == {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+        'k:{"name":"nginx"}': {"f:env": {".": {}, 'k:{"name":"A"}': {".": {}, "f:name": {}, "f:value": {}}}}}}}}}
+    assert entries["st", "Update"] == {"apiVersion": "apps/v1", "subresource": "status", "fieldsV1": {"f:status": {"f:replicas": {}}}}
+
+
+async def test_apply_options_conflicts_and_shared_ownership(cluster: Any) -> None:
+    path = "/api/v1/namespaces/default/configmaps/c"
+    apply = "application/apply-patch+yaml"
+    config: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"x": "1", "y": "2"}}
+    async with await cluster.client() as kube:
+        async def status_of(method: str, body: Any, content_type: str, query: dict[str, Any]) -> dict[str, Any]:
+            with pytest.raises(ApiError) as caught:
+                await kube.request(method, path, body=body, content_type=content_type, query=query)
+            body = dict(caught.value.body)
+            assert body.pop("code") == caught.value.status
+            return body
+
+        assert await status_of("PATCH", config, apply, {}) == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Invalid",
+            "message": 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+            "details": {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [
+                {"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]},
+        }
+        created = await kube.request("PATCH", path, body=config, content_type=apply, query={"fieldManager": "a"})
+        assert created["data"] == {"x": "1", "y": "2"}
+        forced = await status_of("PATCH", {"data": {"z": "3"}}, "application/merge-patch+json", {"fieldManager": "m", "force": "true"})
+        assert forced["message"] == 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch'
+
+        other = {**config, "data": {"x": "3", "y": "4"}}
+        assert await status_of("PATCH", other, apply, {"fieldManager": "b"}) == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Conflict",
+            "message": 'Apply failed with 2 conflicts: conflicts with "a":\n- .data.x\n- .data.y',
+            "details": {"causes": [
+                {"reason": "FieldManagerConflict", "message": 'conflict with "a"', "field": ".data.x"},
+                {"reason": "FieldManagerConflict", "message": 'conflict with "a"', "field": ".data.y"},
+            ]},
+        }
+        # the same values: no conflict, both own them; a field one stops applying stays while the other owns it
+        await kube.request("PATCH", path, body=config, content_type=apply, query={"fieldManager": "b"})
+        shared = await kube.request("PATCH", path, body={**config, "data": {"y": "2"}}, content_type=apply, query={"fieldManager": "a"})
+        assert shared["data"] == {"x": "1", "y": "2"}
+        assert {k[0]: v["fieldsV1"] for k, v in owners(shared).items()} == {
+            "a": {"f:data": {"f:y": {}}}, "b": {"f:data": {"f:x": {}, "f:y": {}}}}
+
+        # no fieldManager on an update: the User-Agent's product name
+        await kube.request("PATCH", path, body={"data": {"w": "1"}}, content_type="application/merge-patch+json")
+        live = await kube.request("GET", path)
+        agent = next(e["manager"] for e in live["metadata"]["managedFields"] if e["operation"] == "Update")
+        assert agent and "/" not in agent
+
+        # managedFields: [] in an update clears ownership
+        live["metadata"]["managedFields"] = []
+        live["data"]["v"] = "2"
+        cleared = await kube.request("PUT", path, body=live, query={"fieldManager": "r"})
+        assert "managedFields" not in cleared["metadata"]
