@@ -169,6 +169,12 @@ def path_string(path: tuple[str, ...]) -> str:
 def sort_trie(t: Trie) -> Trie:
     """The key order the real server serializes FieldsV1 in (`"."` first)."""
     out: Trie = {SELF: {}} if SELF in t else {}
-    for key in sorted((k for k in t if k != SELF), key=element_order):
-        out[key] = sort_trie(t[key])
+    keys = [k for k in t if k != SELF]
+    if all(k.startswith("f:") for k in keys):
+        keys.sort()  # field names alone: code point order is Go's byte order
+    else:
+        keys.sort(key=element_order)
+    for key in keys:
+        child = t[key]
+        out[key] = sort_trie(child) if child else {}
     return out

@@ -167,7 +167,10 @@ def apply(live: Any, config: dict[str, Any], managed: Managed, manager: str, sub
     if conflicts and not force:
         raise conflict_error(conflicts)
     out = _others_lose(entries, changed, removed, skip=ident)
-    out[ident].time = _now()  # even when nothing changed (`ReturnInputOnNoop`)
+    if not applied:
+        del out[ident]  # an empty set is no entry, the applier's included
+    else:
+        out[ident].time = _now()  # even when nothing changed (`ReturnInputOnNoop`)
     return merged, out
 
 
