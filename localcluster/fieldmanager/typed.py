@@ -203,7 +203,7 @@ def _merge_list(live: list[Any], config: list[Any], t: Type) -> list[Any]:
 
 def remove(obj: Any, last: Trie, owned: Trie, t: Type) -> None:
     """Drop from `obj` (in place) what `last` names and no manager in `owned` still owns. A
-    field another manager owns part of keeps that part."""
+    field another manager owns part of keeps that part; a map or list left empty goes too."""
     if isinstance(obj, dict):
         for key, child in last.items():
             name = key[2:]
@@ -214,6 +214,8 @@ def remove(obj: Any, last: Trie, owned: Trie, t: Type) -> None:
                 del obj[name]
             elif obj[name] is not None:
                 remove(obj[name], child, owner or {}, t.child(name))
+                if isinstance(obj[name], dict | list) and not obj[name]:
+                    del obj[name]  # emptied: SMD's remover leaves null, which the typed object omits
     elif isinstance(obj, list) and not t.atomic:
         elem = t.elem or t
         keep = []

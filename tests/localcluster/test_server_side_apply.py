@@ -217,3 +217,16 @@ async def test_apply_options_conflicts_and_shared_ownership(cluster: Any) -> Non
         live["data"]["v"] = "2"
         cleared = await kube.request("PUT", path, body=live, query={"fieldManager": "r"})
         assert "managedFields" not in cleared["metadata"]
+
+
+async def test_apply_dropping_the_last_label_removes_the_map(cluster: Any) -> None:
+    path = "/api/v1/namespaces/default/configmaps/labelled"
+    config: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "labelled", "labels": {"l": "1"}},
+                              "data": {"k": "v"}}
+    async with await cluster.client() as kube:
+        await kube.request("PATCH", path, body=config, content_type="application/apply-patch+yaml", query={"fieldManager": "a"})
+        config["metadata"] = {"name": "labelled"}
+        after = await kube.request("PATCH", path, body=config, content_type="application/apply-patch+yaml", query={"fieldManager": "a"})
+    assert "labels" not in after["metadata"]
+    assert after["data"] == {"k": "v"}
+    assert [e["fieldsV1"] for e in after["metadata"]["managedFields"]] == [{"f:data": {"f:k": {}}}]
