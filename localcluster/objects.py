@@ -635,7 +635,7 @@ class ObjectAPI:
             "status": status,
         }
 
-    def update_scale(self, rt: ResourceType, namespace: str | None, name: str, scale: Any) -> Obj:
+    def update_scale(self, rt: ResourceType, namespace: str | None, name: str, scale: Any, *, opts: WriteOptions = _NO_OPTIONS) -> Obj:
         if not isinstance(scale, dict) or not isinstance(scale.get("spec"), dict):
             raise errors.bad_request("scale must be an object with a spec")
         replicas = scale["spec"].get("replicas", 0)
@@ -647,13 +647,15 @@ class ObjectAPI:
             raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
         assert rt.scale is not None
         _write_path(obj, rt.scale.spec_replicas_path, replicas)
-        updated = self.update(rt, namespace, name, obj)
+        updated = self.update(rt, namespace, name, obj, subresource="scale", opts=opts)
         return self._scale_of(rt, updated.load())
 
-    def patch_scale(self, rt: ResourceType, namespace: str | None, name: str, patch_body: bytes, content_type: str) -> Obj:
+    def patch_scale(
+        self, rt: ResourceType, namespace: str | None, name: str, patch_body: bytes, content_type: str, *, opts: WriteOptions = _NO_OPTIONS
+    ) -> Obj:
         current = self.get_scale(rt, namespace, name)
         patched = patch.apply_patch(content_type, current, patch_body, None)
-        return self.update_scale(rt, namespace, name, patched)
+        return self.update_scale(rt, namespace, name, patched, opts=opts)
 
 
 def _read_path(obj: Obj, path: str) -> Any:

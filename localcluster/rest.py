@@ -338,10 +338,12 @@ class RestHandlers:
         if method == "GET":
             return _json(orjson.dumps(self.objects.get_scale(t.rt, t.namespace, t.name)))
         if method == "PUT":
-            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, await _body(request))))
+            opts = _write_options(request, "UpdateOptions")
+            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, await _body(request), opts=opts)))
         if method == "PATCH":
+            opts = _write_options(request, "PatchOptions")
             raw = await request.read()
-            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, request.headers.get("Content-Type", ""))
+            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, request.headers.get("Content-Type", ""), opts=opts)
             return _json(orjson.dumps(scale))
         raise _not_allowed(method, t)
 

@@ -144,23 +144,30 @@ CREATED_FIELDS = {
 
 
 async def test_updates_record_their_manager(cluster: Any, tmp_path: Path) -> None:
-    """Create, label, patch and a /status write each leave an Update entry naming the fields
-    that writer set, defaults included; kubectl's managers are named after its subcommand."""
+    """Create, label, patch, scale and a /status write each leave an Update entry naming the
+    fields that writer set, defaults included; kubectl's managers are named after its
+    subcommand (`kubectl scale` sends none: the User-Agent's product, "kubectl")."""
     kubectl = Kubectl(cluster.kubeconfig_path, tmp_path)
     await kubectl.ok("create", "-f", kubectl.manifest(deployment(2, {"app": "web", "tier": "front"})))
     await kubectl.ok("label", "deployment", "web", "x=y")
     await kubectl.ok("patch", "deployment", "web", "-p",
                      '{"spec":{"template":{"spec":{"containers":[{"name":"nginx","env":[{"name":"A","value":"1"}]}]}}}}')
+    await kubectl.ok("scale", "deployment", "web", "--replicas", "4")
     async with await cluster.client() as kube:
         await kube.request("PATCH", "/apis/apps/v1/namespaces/default/deployments/web/status", body={"status": {"replicas": 5}},
                            content_type="application/merge-patch+json", query={"fieldManager": "st"})
     live = json.loads(await kubectl.ok("get", "deployment", "web", "-o", "json", "--show-managed-fields"))
+    # a /scale write's entry has no time, so it sorts first
+    assert "time" not in live["metadata"]["managedFields"][0]
     assert [(e["manager"], e["operation"], e.get("subresource")) for e in live["metadata"]["managedFields"]] == [
-        ("kubectl-create", "Update", None), ("kubectl-label", "Update", None), ("kubectl-patch", "Update", None),
+        ("kubectl", "Update", "scale"), ("kubectl-create", "Update", None), ("kubectl-label", "Update", None), ("kubectl-patch", "Update", None),
         ("st", "Update", "status"),
     ]
     entries = owners(live)
-    assert entries["kubectl-create", "Update"] == {"apiVersion": "apps/v1", "fieldsV1": CREATED_FIELDS}
+    assert entries["kubectl", "Update"] == {"apiVersion": "apps/v1", "subresource": "scale", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    created = json.loads(json.dumps(CREATED_FIELDS))
+    del created["f:spec"]["f:replicas"]  # taken by the scale
+    assert entries["kubectl-create", "Update"] == {"apiVersion": "apps/v1", "fieldsV1": created}
     assert entries["kubectl-label", "Update"]["fieldsV1"] == {"f:metadata": {"f:labels": {"f:x": {}}}}
     assert entries["kubectl-patch", "Update"]["fieldsV1"] == {"f:spec": {"f:template": {"f:spec": {"f:containers": {
         'k:{"name":"nginx"}': {"f:env": {".": {}, 'k:{"name":"A"}': {".": {}, "f:name": {}, "f:value": {}}}}}}}}}
