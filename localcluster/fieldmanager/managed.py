@@ -112,8 +112,12 @@ def update(old: Any, new: Any, managed: Managed, manager: str, api_version: str,
            t: Type, ignored: tuple[str, ...] = ()) -> Managed:
     """An Update (create, PUT, non-apply PATCH): the writer owns what it changed, and nobody
     keeps fields that are gone."""
-    changed, removed, _ = typed.diff(old, new, t)
-    changed, removed = _strip(changed, ignored), _strip(removed, ignored)
+    removed: Trie
+    if not old and isinstance(new, dict):
+        changed, removed = _strip(typed.created(new, t), ignored), {}
+    else:
+        changed, removed, _ = typed.diff(old, new, t)
+        changed, removed = _strip(changed, ignored), _strip(removed, ignored)
     if not changed and not removed:
         return managed
     out = _others_lose(managed, changed, removed, skip=None)

@@ -123,6 +123,23 @@ def diff(old: Any, new: Any, t: Type) -> tuple[Trie, Trie, bool]:
     return changed, removed, False
 
 
+def created(new: dict[str, Any], t: Type) -> Trie:
+    """`diff` from the kind's zero object: what a create sets. The same result as
+    `diff({}, new, t)[0]`, in one pass without the comparisons (creates are the bulk of writes)."""
+    out: Trie = {}
+    for key, value in new.items():
+        if value is None:
+            continue
+        ct = t.child(key)
+        if key in t.implicit and isinstance(value, dict | list) and not _is_leaf(value, ct):
+            inner = created(value, ct) if isinstance(value, dict) else _everything(value, ct)
+            if inner:
+                out[field(key)] = inner
+        else:
+            out[field(key)] = node(_everything(value, ct), True)
+    return out
+
+
 def _diff_child(pe: str, ov: Any, nv: Any, in_old: bool, in_new: bool, t: Type, changed: Trie, removed: Trie) -> None:
     if in_old and in_new:
         c, r, modified = diff(ov, nv, t)

@@ -129,3 +129,17 @@ def test_apply_removes_what_it_stopped_applying_unless_someone_else_owns_it() ->
     assert ("a", "Apply", "", "") not in after  # it owns nothing any more
     with pytest.raises(errors.StatusError, match=r'Apply failed with 1 conflict: conflict with "b": \.data\.y'):
         managed.apply(merged, {"data": {"y": "3"}}, after, "a", "", cm, force=False)
+
+
+def test_create_fast_path_equals_a_diff_from_the_zero_object() -> None:
+    from localcluster.builtin import schemas
+    from localcluster.fieldmanager.typeinfo import of_schema
+
+    pod_type = of_schema(schemas.kind_schema("", "v1", "Pod"), root=True)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}, "finalizers": ["x/y"]},
+           "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}], "resources": {}}],
+                    "tolerations": [{"key": "k", "operator": "Exists"}], "nodeName": "n"},
+           "status": {"phase": "Pending"}}
+    assert typed.created(pod, pod_type) == typed.diff({}, pod, pod_type)[0]
+    assert typed.created(pod, pod_type)["f:spec"]["f:containers"]['k:{"name":"c"}']["f:ports"] == {
+        ".": {}, 'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}
