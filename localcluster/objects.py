@@ -407,11 +407,15 @@ class ObjectAPI:
         config = patch.decode_body(body, patch.APPLY_PATCH)
         if not isinstance(config, dict):
             raise errors.bad_request("the patch must be a JSON object")
+        if config.get("apiVersion") != rt.api_version:
+            raise errors.bad_request(f"Incorrect version specified in apply patch. Specified patch version: "
+                                     f"{config.get('apiVersion') or ''}, expected: {rt.api_version}")
+        if isinstance(config.get("metadata"), dict) and config["metadata"].get("managedFields") is not None:
+            raise errors.bad_request("metadata.managedFields must be nil")
         config = self._check_type(rt, config)
         meta = config["metadata"]
         if meta.get("name", name) != name:
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
-        meta.pop("managedFields", None)
         ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
         t = kinds.kind_type(rt)
         entry = self.storage.get(rt.storage_key, ns, name)

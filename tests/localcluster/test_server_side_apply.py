@@ -192,6 +192,11 @@ async def test_apply_options_conflicts_and_shared_ownership(cluster: Any) -> Non
             "details": {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [
                 {"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]},
         }
+        bad_version = await status_of("PATCH", {**config, "apiVersion": "v2"}, apply, {"fieldManager": "a"})
+        assert (bad_version["reason"], bad_version["message"]) == (
+            "BadRequest", "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1")
+        with_owners = {**config, "metadata": {"name": "c", "managedFields": [{"manager": "x", "operation": "Apply"}]}}
+        assert (await status_of("PATCH", with_owners, apply, {"fieldManager": "a"}))["message"] == "metadata.managedFields must be nil"
         created = await kube.request("PATCH", path, body=config, content_type=apply, query={"fieldManager": "a"})
         assert created["data"] == {"x": "1", "y": "2"}
         forced = await status_of("PATCH", {"data": {"z": "3"}}, "application/merge-patch+json", {"fieldManager": "m", "force": "true"})
