@@ -401,6 +401,9 @@ def _not_allowed(method: str, t: Target) -> errors.StatusError:
     return errors.method_not_allowed(f"the server does not allow this method on the requested resource ({method} {t.rt.plural})")
 
 
+_FIELD_MANAGER_MAX = 128
+
+
 def _write_options(request: web.Request, kind: str, body_options: dict[str, Any] | None = None) -> WriteOptions:
     """`dryRun` and `fieldValidation` of a write (query, or DeleteOptions body for DELETE).
     Absent `fieldValidation` means Warn, as kube-apiserver >= 1.27 (kubectl 1.32 sends Strict)."""
@@ -416,6 +419,9 @@ def _write_options(request: web.Request, kind: str, body_options: dict[str, Any]
         raise errors.invalid(kind, "", [FieldError.not_supported("fieldValidation", validation, FIELD_VALIDATION)], group="meta.k8s.io")
     # `managerOrUserAgent`: without `fieldManager`, the User-Agent up to its first "/"
     manager = q.get("fieldManager") or request.headers.get("User-Agent", "").split("/", 1)[0]
+    if len(q.get("fieldManager") or "") > _FIELD_MANAGER_MAX:
+        raise errors.invalid(kind, "", [FieldError("FieldValueTooLong", "fieldManager",
+                                                   f"Too long: must have at most {_FIELD_MANAGER_MAX} bytes")], group="meta.k8s.io")
     return WriteOptions(dry_run=bool(dry), field_validation=validation, field_manager=manager)
 
 

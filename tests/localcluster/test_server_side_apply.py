@@ -197,6 +197,8 @@ async def test_apply_options_conflicts_and_shared_ownership(cluster: Any) -> Non
             "BadRequest", "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1")
         with_owners = {**config, "metadata": {"name": "c", "managedFields": [{"manager": "x", "operation": "Apply"}]}}
         assert (await status_of("PATCH", with_owners, apply, {"fieldManager": "a"}))["message"] == "metadata.managedFields must be nil"
+        too_long = await status_of("PATCH", config, apply, {"fieldManager": "m" * 129})
+        assert too_long["message"] == 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: must have at most 128 bytes'
         created = await kube.request("PATCH", path, body=config, content_type=apply, query={"fieldManager": "a"})
         assert created["data"] == {"x": "1", "y": "2"}
         forced = await status_of("PATCH", {"data": {"z": "3"}}, "application/merge-patch+json", {"fieldManager": "m", "force": "true"})
