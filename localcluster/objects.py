@@ -433,7 +433,8 @@ class ObjectAPI:
         if rv not in (None, "") and str(rv) != str(entry.rv):
             raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
         merged, owners = managed.apply(live, config, entries, opts.field_manager, subresource or "", t, force=opts.force,
-                                       ignored=kinds.reset_fields(rt, subresource, config))
+                                       ignored=kinds.reset_fields(rt, subresource, config),
+                                       allowed=managed.last_applied_fields(live, rt.api_version, t))
         obj = self._check_type(rt, merged)
         return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts, owners=owners), False
 

@@ -24,6 +24,9 @@ from localcluster.fieldmanager.fieldpath import Trie
 from localcluster.fieldmanager.typeinfo import Type
 
 APPLY, UPDATE = "Apply", "Update"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+#: The only manager whose applies may upgrade from client-side apply (`lastAppliedManager`).
+_KUBECTL = "kubectl"
 
 #: `stripMetaManager`: fields no manager owns.
 _STRIPPED: Trie = {
@@ -149,8 +152,13 @@ def _others_lose(managed: Managed, changed: Trie, removed: Trie, skip: tuple[str
 
 
 def apply(live: Any, config: dict[str, Any], managed: Managed, manager: str, subresource: str, t: Type, *,
-          force: bool, ignored: tuple[str, ...] = ()) -> tuple[dict[str, Any], Managed]:
-    """An Apply: the merged object and the new entries, or a 409 naming each conflict."""
+          force: bool, ignored: tuple[str, ...] = (), allowed: Trie | None = None) -> tuple[dict[str, Any], Managed]:
+    """An Apply: the merged object and the new entries, or a 409 naming each conflict.
+
+    `allowed` (`lastAppliedManager`): the fields of the live object's client-side
+    last-applied configuration. When every conflict is one of them, the apply is an upgrade
+    from client-side apply and goes through as if forced; otherwise only the others are
+    reported."""
     api_version = str(config.get("apiVersion") or "")
     ident = (manager, APPLY, "", subresource)
     applied = _strip(typed.field_set(config, t), ignored)
@@ -169,6 +177,8 @@ def apply(live: Any, config: dict[str, Any], managed: Managed, manager: str, sub
     for other, entry in entries.items():
         if other != ident:
             conflicts += [(entry, path) for path in fieldpath.members(fieldpath.intersection(entry.fields, changed))]
+    if conflicts and not force and allowed is not None and manager == _KUBECTL:
+        conflicts = [(e, p) for e, p in conflicts if not _has_member(allowed, p)]
     if conflicts and not force:
         raise conflict_error(conflicts)
     out = _others_lose(entries, changed, removed, skip=ident)
@@ -177,6 +187,31 @@ def apply(live: Any, config: dict[str, Any], managed: Managed, manager: str, sub
     else:
         out[ident].time = _now()  # even when nothing changed (`ReturnInputOnNoop`)
     return merged, out
+
+
+def last_applied_fields(live: dict[str, Any], api_version: str, t: Type) -> Trie | None:
+    """The field set of the `kubectl.kubernetes.io/last-applied-configuration` annotation,
+    when it is of the live object's version."""
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    raw = annotations.get(LAST_APPLIED)
+    if not raw:
+        return None
+    try:
+        last = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(last, dict) or last.get("apiVersion") != api_version:
+        return None
+    return typed.field_set(last, t)
+
+
+def _has_member(trie: Trie, path: tuple[str, ...]) -> bool:
+    node: Trie | None = trie
+    for element in path:
+        node = node.get(element) if node is not None else None
+        if node is None:
+            return False
+    return node is not None and fieldpath.is_member(node)
 
 
 def _manager_name(entry: Entry) -> str:

@@ -244,3 +244,34 @@ async def test_apply_dropping_the_last_label_removes_the_map(cluster: Any) -> No
     assert "labels" not in after["metadata"]
     assert after["data"] == {"k": "v"}
     assert [e["fieldsV1"] for e in after["metadata"]["managedFields"]] == [{"f:data": {"f:k": {}}}]
+
+
+async def test_client_side_apply_upgrades_to_server_side_then_two_appliers_share(cluster: Any, tmp_path: Path) -> None:
+    """`kubectl apply` then `kubectl apply --server-side`: the server lets the fields of the
+    last-applied annotation go to "kubectl" without a conflict (and kubectl then moves the
+    client-side entry over). A second applier conflicts on the image only, and forced, merges
+    its container into the list next to the existing one."""
+    kubectl = Kubectl(cluster.kubeconfig_path, tmp_path)
+    first = deployment(2, {"app": "web"})
+    await kubectl.ok("apply", "-f", kubectl.manifest(first))
+    first["spec"]["replicas"] = 3
+    first["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
+    await kubectl.ok("apply", "--server-side", "-f", kubectl.manifest(first))
+    live = json.loads(await kubectl.ok("get", "deployment", "web", "-o", "json", "--show-managed-fields"))
+    assert list(owners(live)) == [("kubectl", "Apply"), ("kubectl-last-applied", "Apply")]
+    assert live["spec"]["replicas"] == 3
+
+    second = deployment(2, {"app": "web"})
+    del second["spec"]["replicas"]
+    second["spec"]["template"]["spec"]["containers"] = [{"name": "nginx", "image": "nginx:3"}, {"name": "side", "image": "busybox"}]
+    manifest = kubectl.manifest(second)
+    rc, _, err = await kubectl.run("apply", "--server-side", "--field-manager", "other", "-f", manifest)
+    assert rc != 0
+    assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.template.spec.containers[name="nginx"].image' in err
+    await kubectl.ok("apply", "--server-side", "--force-conflicts", "--field-manager", "other", "-f", manifest)
+    live = json.loads(await kubectl.ok("get", "deployment", "web", "-o", "json", "--show-managed-fields"))
+    containers = live["spec"]["template"]["spec"]["containers"]
+    assert [(c["name"], c["image"], c.get("ports")) for c in containers] == [
+        ("nginx", "nginx:3", [{"containerPort": 80, "protocol": "TCP"}]), ("side", "busybox", None)]
+    assert owners(live)["other", "Apply"]["fieldsV1"]["f:spec"]["f:template"]["f:spec"] == {"f:containers": {
+        'k:{"name":"nginx"}': {".": {}, "f:image": {}, "f:name": {}}, 'k:{"name":"side"}': {".": {}, "f:image": {}, "f:name": {}}}}
