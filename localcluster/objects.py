@@ -381,10 +381,14 @@ class ObjectAPI:
         ones, `[]` or `[{}]` clears them). In-process writes keep the live entries."""
         meta, old_meta = obj["metadata"], old["metadata"]
         live_entries = old_meta.get("managedFields")
-        if owners is None and opts.field_manager is not None and managed.is_reset(requested):
-            return  # a request that clears managedFields leaves none, its own write included
         if owners is None and opts.field_manager is not None:
-            start = (managed.decode(requested) if requested else None) or managed.decode(live_entries) or {}
+            start: managed.Managed = {}
+            if not managed.is_reset(requested):
+                start = (managed.decode(requested) if requested else None) or managed.decode(live_entries) or {}
+            if not start:
+                # `skipNonAppliedManager`: an object without entries (none ever, or cleared by
+                # `managedFields: []`) gains none from an update; only an apply starts tracking
+                return
             old_view = {**old, "metadata": {k: v for k, v in old_meta.items() if k != "managedFields"}}
             owners = managed.update(old_view, obj, start, opts.field_manager, rt.api_version, subresource or "",
                                     kinds.kind_type(rt), kinds.reset_fields(rt, subresource, obj))
@@ -429,6 +433,10 @@ class ObjectAPI:
         old = entry.load()
         live = entry.load()
         entries = managed.decode(live["metadata"].pop("managedFields", None)) or {}
+        if not entries:
+            # the first apply to an object nobody owns gives what it has to `before-first-apply`
+            entries = managed.update({}, live, {}, managed.BEFORE_FIRST_APPLY, rt.api_version, subresource or "", t,
+                                     kinds.reset_fields(rt, subresource, live))
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != str(entry.rv):
             raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)

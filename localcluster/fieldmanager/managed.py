@@ -25,6 +25,7 @@ from localcluster.fieldmanager.typeinfo import Type
 
 APPLY, UPDATE = "Apply", "Update"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+BEFORE_FIRST_APPLY = "before-first-apply"
 #: The only manager whose applies may upgrade from client-side apply (`lastAppliedManager`).
 _KUBECTL = "kubectl"
 
@@ -131,7 +132,48 @@ def update(old: Any, new: Any, managed: Managed, manager: str, api_version: str,
         fields = fieldpath.union(mine, previous.fields) if previous is not None else mine
         # the /scale handler of v1.24 rebuilds its entry without a time
         out[ident] = Entry(manager, UPDATE, api_version, subresource, fields, None if subresource == "scale" else _now())
+    return cap_updaters(out)
+
+
+#: `DefaultMaxUpdateManagers`, and the bucket older Update entries are merged into.
+MAX_UPDATE_MANAGERS = 10
+ANCIENT = "ancient-changes"
+
+
+def cap_updaters(managed: Managed, limit: int = MAX_UPDATE_MANAGERS) -> Managed:
+    """`capManagersManager`: past `limit` Update entries, the oldest are merged, per apiVersion,
+    into an `ancient-changes` entry that takes the time of the newest merged in."""
+    updaters = [ident for ident, e in managed.items() if e.operation == UPDATE]
+    if len(updaters) <= limit:
+        return managed
+    out = dict(managed)
+    updaters.sort(key=lambda ident: (_seconds(out[ident].time), orjson.dumps(
+        {"manager": ident[0], "operation": UPDATE, "apiVersion": ident[2], **({"subresource": ident[3]} if ident[3] else {})})))
+    first_of_version: dict[str, tuple[str, str, str, str]] = {}
+    length = len(updaters)
+    for ident in updaters:
+        if length <= limit:
+            break
+        entry = out[ident]
+        version = entry.api_version
+        bucket = (ANCIENT, UPDATE, version, "")
+        first = first_of_version.get(version)
+        if first is None:
+            first_of_version[version] = ident
+            continue
+        if bucket not in out:
+            moved = out.pop(first)
+            out[bucket] = Entry(ANCIENT, UPDATE, version, "", moved.fields, moved.time)
+        out[bucket] = Entry(ANCIENT, UPDATE, version, "", fieldpath.union(entry.fields, out[bucket].fields), entry.time)
+        del out[ident]
+        length -= 1
     return out
+
+
+def _seconds(time: str | None) -> int:
+    if not time:
+        return 0
+    return int(dt.datetime.strptime(time, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp())
 
 
 def _others_lose(managed: Managed, changed: Trie, removed: Trie, skip: tuple[str, str, str, str] | None) -> Managed:

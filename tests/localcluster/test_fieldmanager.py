@@ -143,3 +143,17 @@ def test_create_fast_path_equals_a_diff_from_the_zero_object() -> None:
     assert typed.created(pod, pod_type) == typed.diff({}, pod, pod_type)[0]
     assert typed.created(pod, pod_type)["f:spec"]["f:containers"]['k:{"name":"c"}']["f:ports"] == {
         ".": {}, 'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}
+
+
+def test_more_than_ten_updaters_merge_the_oldest_into_ancient_changes() -> None:
+    """`TestCapManagersManagerMergesEntries` in spirit: the oldest updates share one bucket."""
+    owners: managed.Managed = {}
+    for i in range(12):
+        fields = {"f:data": {f"f:k{i}": {}}}
+        owners[(f"m{i:02}", "Update", "v1", "")] = managed.Entry(f"m{i:02}", "Update", "v1", "", fields, f"2024-01-01T00:00:{i:02}Z")
+    capped = managed.cap_updaters(owners)
+    assert len(capped) == 10
+    bucket = capped["ancient-changes", "Update", "v1", ""]
+    assert bucket.fields == {"f:data": {"f:k0": {}, "f:k1": {}, "f:k2": {}}}
+    assert bucket.time == "2024-01-01T00:00:02Z"
+    assert ("m03", "Update", "v1", "") in capped and ("m00", "Update", "v1", "") not in capped

@@ -275,3 +275,39 @@ async def test_client_side_apply_upgrades_to_server_side_then_two_appliers_share
         ("nginx", "nginx:3", [{"containerPort": 80, "protocol": "TCP"}]), ("side", "busybox", None)]
     assert owners(live)["other", "Apply"]["fieldsV1"]["f:spec"]["f:template"]["f:spec"] == {"f:containers": {
         'k:{"name":"nginx"}': {".": {}, "f:image": {}, "f:name": {}}, 'k:{"name":"side"}': {".": {}, "f:image": {}, "f:name": {}}}}
+
+
+async def test_eleven_updaters_leave_ten_entries(cluster: Any) -> None:
+    """Past ten Update managers the two oldest share an `ancient-changes` entry. (The create
+    sets data: an object created with no fields has no entries, and updates never start them.)"""
+    path = "/api/v1/namespaces/default/configmaps/busy"
+    async with await cluster.client() as kube:
+        await kube.request("POST", "/api/v1/namespaces/default/configmaps",
+                           body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "busy"}, "data": {"init": "v"}},
+                           query={"fieldManager": "m00"})
+        for i in range(11):
+            await kube.request("PATCH", path, body={"data": {f"k{i}": "v"}}, content_type="application/merge-patch+json",
+                               query={"fieldManager": f"m{i:02}"})
+        live = await kube.request("GET", path)
+    entries = owners(live)
+    assert len(entries) == 10
+    assert entries["ancient-changes", "Update"]["fieldsV1"] == {"f:data": {".": {}, "f:init": {}, "f:k0": {}, "f:k1": {}}}
+    assert ("m00", "Update") not in entries and ("m01", "Update") not in entries and ("m10", "Update") in entries
+
+
+async def test_updates_do_not_start_tracking_on_an_object_without_entries(cluster: Any) -> None:
+    path = "/api/v1/namespaces/default/configmaps/bare"
+    async with await cluster.client() as kube:
+        await kube.request("POST", "/api/v1/namespaces/default/configmaps",
+                           body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bare"}}, query={"fieldManager": "c"})
+        patched = await kube.request("PATCH", path, body={"data": {"k": "v"}}, content_type="application/merge-patch+json",
+                                     query={"fieldManager": "u"})
+        assert "managedFields" not in patched["metadata"]
+        applied = await kube.request("PATCH", path, body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bare"},
+                                                          "data": {"a": "1"}},
+                                     content_type="application/apply-patch+yaml", query={"fieldManager": "a"})
+    # the first apply hands what the object had to "before-first-apply"
+    assert owners(applied) == {
+        ("a", "Apply"): {"apiVersion": "v1", "fieldsV1": {"f:data": {"f:a": {}}}},
+        ("before-first-apply", "Update"): {"apiVersion": "v1", "fieldsV1": {"f:data": {".": {}, "f:k": {}}}},
+    }
