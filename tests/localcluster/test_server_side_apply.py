@@ -311,3 +311,25 @@ async def test_updates_do_not_start_tracking_on_an_object_without_entries(cluste
         ("a", "Apply"): {"apiVersion": "v1", "fieldsV1": {"f:data": {"f:a": {}}}},
         ("before-first-apply", "Update"): {"apiVersion": "v1", "fieldsV1": {"f:data": {".": {}, "f:k": {}}}},
     }
+
+
+async def test_apply_to_status_and_status_in_a_main_apply(cluster: Any) -> None:
+    """A main-resource apply neither sets nor owns status; an apply to /status owns only status."""
+    base = "/apis/apps/v1/namespaces/default/deployments/web"
+    apply = "application/apply-patch+yaml"
+    config = deployment(2, {"app": "web"})
+    async with await cluster.client() as kube:
+        created = await kube.request("PATCH", base, body={**config, "status": {"replicas": 7}}, content_type=apply,
+                                     query={"fieldManager": "main"})
+        assert created.get("status", {}).get("replicas") is None
+        assert "f:status" not in owners(created)["main", "Apply"]["fieldsV1"]
+        status = await kube.request("PATCH", base + "/status", content_type=apply, query={"fieldManager": "st"},
+                                    body={"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                                          "spec": {"replicas": 9}, "status": {"replicas": 4}})
+        assert status["status"]["replicas"] == 4 and status["spec"]["replicas"] == 2
+        assert owners(status)["st", "Apply"] == {"apiVersion": "apps/v1", "subresource": "status",
+                                                 "fieldsV1": {"f:status": {"f:replicas": {}}}}
+        dry = await kube.request("PATCH", base, body={**config, "spec": {**config["spec"], "replicas": 5}}, content_type=apply,
+                                 query={"fieldManager": "main", "dryRun": "All"})
+        assert dry["spec"]["replicas"] == 5
+        assert (await kube.request("GET", base))["spec"]["replicas"] == 2
