@@ -384,7 +384,8 @@ class ObjectAPI:
         if owners is None and opts.field_manager is not None:
             start: managed.Managed = {}
             if not managed.is_reset(requested):
-                start = (managed.decode(requested) if requested else None) or managed.decode(live_entries) or {}
+                start = ((managed.decode(requested, stored=requested == live_entries) if requested else None)
+                         or managed.decode(live_entries, stored=True) or {})
             if not start:
                 # `skipNonAppliedManager`: an object without entries (none ever, or cleared by
                 # `managedFields: []`) gains none from an update; only an apply starts tracking
@@ -432,7 +433,7 @@ class ObjectAPI:
             return self.create(rt, namespace, merged, opts=opts, owners=owners), True
         old = entry.load()
         live = entry.load()
-        entries = managed.decode(live["metadata"].pop("managedFields", None)) or {}
+        entries = managed.decode(live["metadata"].pop("managedFields", None), stored=True) or {}
         if not entries:
             # the first apply to an object nobody owns gives what it has to `before-first-apply`
             entries = managed.update({}, live, {}, managed.BEFORE_FIRST_APPLY, rt.api_version, subresource or "", t,

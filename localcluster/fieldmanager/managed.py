@@ -48,6 +48,8 @@ class Entry:
     subresource: str
     fields: Trie
     time: str | None
+    #: False for an entry read back from the stored object: its FieldsV1 is already in order.
+    fresh: bool = True
 
     @property
     def ident(self) -> tuple[str, str, str, str]:
@@ -61,8 +63,9 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def decode(entries: Any) -> Managed | None:
-    """The entries of `metadata.managedFields`; None when they cannot be read."""
+def decode(entries: Any, *, stored: bool = False) -> Managed | None:
+    """The entries of `metadata.managedFields`; None when they cannot be read. `stored`: they
+    come from a stored object (this package wrote them, in order), not from a client."""
     if not isinstance(entries, list):
         return None
     out: Managed = {}
@@ -74,10 +77,11 @@ def decode(entries: Any) -> Managed | None:
         if operation not in (APPLY, UPDATE) or raw.get("fieldsType", "FieldsV1") != "FieldsV1" or not isinstance(fields or {}, dict):
             return None
         entry = Entry(str(raw.get("manager") or ""), operation, str(raw.get("apiVersion") or ""),
-                      str(raw.get("subresource") or ""), fields or {}, raw.get("time"))
+                      str(raw.get("subresource") or ""), fields or {}, raw.get("time"), fresh=not stored)
         previous = out.get(entry.ident)
         if previous is not None:
             entry.fields = fieldpath.union(previous.fields, entry.fields)
+            entry.fresh = True
         out[entry.ident] = entry
     return out
 
@@ -93,7 +97,7 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         if e.time is not None:
             item["time"] = e.time
         item["fieldsType"] = "FieldsV1"
-        item["fieldsV1"] = fieldpath.sort_trie(e.fields)
+        item["fieldsV1"] = fieldpath.sort_trie(e.fields) if e.fresh else e.fields
         if e.subresource:
             item["subresource"] = e.subresource
         out.append(item)
