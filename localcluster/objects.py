@@ -28,6 +28,7 @@ import orjson
 from kubeutil import selectors
 from localcluster import errors, listoptions, patch
 from localcluster.builtin.validation import validate_meta
+from localcluster.fieldmanager import kinds, managed
 from localcluster.registry import FieldError, Obj, Registry, ResourceType
 from localcluster.storage import Compacted, Entry, Storage, decode_continue, encode_continue
 
@@ -89,6 +90,11 @@ class WriteOptions:
     #: (name, uid, creationTimestamp) a create takes instead of drawing its own: those of the dry
     #: run the admission webhooks judged, so the stored object is the one they saw.
     identity: tuple[str, str, str] | None = None
+    #: Who owns the fields this write sets (`metadata.managedFields`). None for in-process actors:
+    #: their bulk writes skip ownership bookkeeping and keep the entries the object has.
+    field_manager: str | None = None
+    #: `force=true` of an apply: take fields other managers own instead of failing with a conflict.
+    force: bool = False
 
 
 _NO_OPTIONS = WriteOptions()
@@ -307,9 +313,15 @@ class ObjectAPI:
         return label_sel, field_reqs
 
     # -- create -------------------------------------------------------------------------
-    def create(self, rt: ResourceType, namespace: str | None, body: Any, *, opts: WriteOptions = _NO_OPTIONS) -> Entry:
+    def create(
+        self, rt: ResourceType, namespace: str | None, body: Any, *, opts: WriteOptions = _NO_OPTIONS,
+        owners: managed.Managed | None = None,
+    ) -> Entry:
+        """POST. `owners` are the managedFields an apply computed; otherwise the creator owns
+        every field it set (an Update entry)."""
         obj = self._check_type(rt, body)
         meta = obj["metadata"]
+        requested = meta.get("managedFields")
         ns = self._namespace_of(rt, namespace or meta.get("namespace"))
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != ns:
@@ -333,6 +345,12 @@ class ObjectAPI:
         meta["creationTimestamp"] = identity[2] if identity is not None else now_rfc3339()
         strategy.prepare_for_create(obj)
         self._validate(rt, obj, None)
+        if owners is None and opts.field_manager is not None:
+            start = None if managed.is_reset(requested) else managed.decode(requested)
+            owners = managed.update({}, obj, start or {}, opts.field_manager, rt.api_version, "",
+                                    kinds.kind_type(rt), kinds.reset_fields(rt, None, obj))
+        if owners:
+            meta["managedFields"] = managed.encode(owners)
         # As kube-apiserver since 1.31 (RetryGenerateName): a generated name that is taken is drawn
         # again, up to 8 attempts in all, before the create fails with AlreadyExists. With 27^5
         # suffixes, one ReplicaSet of 5,000 pods would otherwise almost surely see a collision.
@@ -371,9 +389,11 @@ class ObjectAPI:
         return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts)
 
     def _apply_update(
-        self, rt: ResourceType, obj: Obj, old: Obj, entry: Entry, *, subresource: str | None, opts: WriteOptions = _NO_OPTIONS
+        self, rt: ResourceType, obj: Obj, old: Obj, entry: Entry, *, subresource: str | None, opts: WriteOptions = _NO_OPTIONS,
+        owners: managed.Managed | None = None,
     ) -> Entry:
         meta, old_meta = obj["metadata"], old["metadata"]
+        requested = meta.get("managedFields")
         for key in _IMMUTABLE_META:
             if key in old_meta:
                 meta[key] = old_meta[key]
@@ -393,6 +413,7 @@ class ObjectAPI:
         else:
             strategy.prepare_for_update(obj, old)
         meta["resourceVersion"] = old_meta.get("resourceVersion")
+        self._track_owners(rt, obj, old, subresource, opts, requested, owners)
         if obj == old:
             return entry  # a no-op write: no new RV, no event (as etcd's guaranteed update)
         self._validate(rt, obj, old, status=status)
@@ -402,6 +423,81 @@ class ObjectAPI:
             if not (rt.storage_key == "namespaces" and (obj.get("spec") or {}).get("finalizers")):
                 return self._remove(rt, obj, opts)
         return self._store(rt, obj, new=False, opts=opts)
+
+    def _track_owners(
+        self, rt: ResourceType, obj: Obj, old: Obj, subresource: str | None, opts: WriteOptions,
+        requested: Any, owners: managed.Managed | None,
+    ) -> None:
+        """`metadata.managedFields` of an update: an apply's entries as computed, or the
+        writer's Update entry (`decodeLiveOrNew`: entries the request sends replace the live
+        ones, `[]` or `[{}]` clears them). In-process writes keep the live entries."""
+        meta, old_meta = obj["metadata"], old["metadata"]
+        live_entries = old_meta.get("managedFields")
+        if owners is None and opts.field_manager is not None:
+            start: managed.Managed = {}
+            if not managed.is_reset(requested):
+                start = ((managed.decode(requested, stored=requested == live_entries) if requested else None)
+                         or managed.decode(live_entries, stored=True) or {})
+            if not start:
+                # `skipNonAppliedManager`: an object without entries (none ever, or cleared by
+                # `managedFields: []`) gains none from an update; only an apply starts tracking
+                return
+            old_view = {**old, "metadata": {k: v for k, v in old_meta.items() if k != "managedFields"}}
+            owners = managed.update(old_view, obj, start, opts.field_manager, rt.api_version, subresource or "",
+                                    kinds.kind_type(rt), kinds.reset_fields(rt, subresource, obj))
+        if owners is not None:
+            encoded = managed.encode(owners)
+            if encoded:
+                meta["managedFields"] = encoded
+        elif live_entries is not None:
+            meta["managedFields"] = live_entries
+
+    # -- apply --------------------------------------------------------------------------
+    def apply(
+        self, rt: ResourceType, namespace: str | None, name: str, body: bytes, *,
+        subresource: str | None = None, opts: WriteOptions,
+    ) -> tuple[Entry, bool]:
+        """Server-side apply (`application/apply-patch+yaml`): (the stored entry, created)."""
+        if not opts.field_manager:
+            raise errors.invalid("PatchOptions", "", [FieldError.required("fieldManager", "Required value: is required for apply patch")],
+                                 group="meta.k8s.io")
+        config = patch.decode_body(body, patch.APPLY_PATCH)
+        if not isinstance(config, dict):
+            raise errors.bad_request("the patch must be a JSON object")
+        if config.get("apiVersion") != rt.api_version:
+            raise errors.bad_request(f"Incorrect version specified in apply patch. Specified patch version: "
+                                     f"{config.get('apiVersion') or ''}, expected: {rt.api_version}")
+        if isinstance(config.get("metadata"), dict) and config["metadata"].get("managedFields") is not None:
+            raise errors.bad_request("metadata.managedFields must be nil")
+        config = self._check_type(rt, config)
+        meta = config["metadata"]
+        if meta.get("name", name) != name:
+            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+        ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
+        t = kinds.kind_type(rt)
+        entry = self.storage.get(rt.storage_key, ns, name)
+        if entry is None:
+            if subresource:
+                raise errors.not_found(rt.group_resource, name, group=rt.group, kind=rt.plural)
+            meta["name"] = name
+            merged, owners = managed.apply({}, config, {}, opts.field_manager, "", t, force=opts.force,
+                                           ignored=kinds.reset_fields(rt, None, config))
+            return self.create(rt, namespace, merged, opts=opts, owners=owners), True
+        old = entry.load()
+        live = entry.load()
+        entries = managed.decode(live["metadata"].pop("managedFields", None), stored=True) or {}
+        if not entries:
+            # the first apply to an object nobody owns gives what it has to `before-first-apply`
+            entries = managed.update({}, live, {}, managed.BEFORE_FIRST_APPLY, rt.api_version, subresource or "", t,
+                                     kinds.reset_fields(rt, subresource, live))
+        rv = meta.get("resourceVersion")
+        if rv not in (None, "") and str(rv) != str(entry.rv):
+            raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+        merged, owners = managed.apply(live, config, entries, opts.field_manager, subresource or "", t, force=opts.force,
+                                       ignored=kinds.reset_fields(rt, subresource, config),
+                                       allowed=managed.last_applied_fields(live, rt.api_version, t))
+        obj = self._check_type(rt, merged)
+        return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts, owners=owners), False
 
     def update_status(self, rt: ResourceType, namespace: str | None, name: str, body: Any) -> Entry:
         return self.update(rt, namespace, name, body, subresource="status")
@@ -605,7 +701,7 @@ class ObjectAPI:
             "status": status,
         }
 
-    def update_scale(self, rt: ResourceType, namespace: str | None, name: str, scale: Any) -> Obj:
+    def update_scale(self, rt: ResourceType, namespace: str | None, name: str, scale: Any, *, opts: WriteOptions = _NO_OPTIONS) -> Obj:
         if not isinstance(scale, dict) or not isinstance(scale.get("spec"), dict):
             raise errors.bad_request("scale must be an object with a spec")
         replicas = scale["spec"].get("replicas", 0)
@@ -617,13 +713,15 @@ class ObjectAPI:
             raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
         assert rt.scale is not None
         _write_path(obj, rt.scale.spec_replicas_path, replicas)
-        updated = self.update(rt, namespace, name, obj)
+        updated = self.update(rt, namespace, name, obj, subresource="scale", opts=opts)
         return self._scale_of(rt, updated.load())
 
-    def patch_scale(self, rt: ResourceType, namespace: str | None, name: str, patch_body: bytes, content_type: str) -> Obj:
+    def patch_scale(
+        self, rt: ResourceType, namespace: str | None, name: str, patch_body: bytes, content_type: str, *, opts: WriteOptions = _NO_OPTIONS
+    ) -> Obj:
         current = self.get_scale(rt, namespace, name)
         patched = patch.apply_patch(content_type, current, patch_body, None)
-        return self.update_scale(rt, namespace, name, patched)
+        return self.update_scale(rt, namespace, name, patched, opts=opts)
 
 
 def _read_path(obj: Obj, path: str) -> Any:

@@ -13,9 +13,9 @@ the directive's) order, interleaved with the elements only the server has, which
 relative order and go before a patch element only when the live list already had them in front
 of it; so an element new to the list comes before the untouched ones.
 
-`application/apply-patch+yaml` (server-side apply) is approximated: the applied configuration
-is strategic-merged onto the live object (or creates it). Field ownership and managedFields are
-not tracked, so conflicts between managers are never reported.
+`application/apply-patch+yaml` on an object is server-side apply, with field ownership:
+`localcluster.fieldmanager` (`ObjectAPI.apply`). Only the `/scale` subresource still reads an
+apply body here, strategic-merged onto the Scale.
 """
 
 from __future__ import annotations

@@ -211,11 +211,23 @@ class RestHandlers:
             opts = _write_options(request, "PatchOptions")
             content_type = request.headers.get("Content-Type", "")
             raw = await request.read()
-            if content_type.startswith(patch.APPLY_PATCH) and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None:
-                obj = patch.decode_body(raw, patch.APPLY_PATCH)
-                entry = await self._admitted(request, t, "CREATE", obj, opts, self._create_write(t))
-                return _warned(_json(entry.raw, 201), opts)
             name = t.name
+            if content_type.startswith(patch.APPLY_PATCH):
+                opts.field_manager = request.query.get("fieldManager") or None
+                opts.force = _bool(request.query.get("force"))
+                exists = self.objects.storage.get(t.rt.storage_key, t.namespace or "", name) is not None
+                created: list[bool] = []
+
+                def applied(body: bytes, o: WriteOptions) -> Entry:
+                    entry, made = self.objects.apply(t.rt, t.namespace, name, body, subresource=sub, opts=o)
+                    created.append(made)
+                    return entry
+
+                entry = await self._admitted(request, t, "UPDATE" if exists else "CREATE", raw, opts, applied, reapply=True)
+                return _warned(_json(self._render(t.rt, entry.raw), 201 if created[-1] else 200), opts)
+            if "force" in request.query:
+                raise errors.invalid("PatchOptions", "", [FieldError.forbidden("force", "may not be specified for non-apply patch")],
+                                     group="meta.k8s.io")
 
             def patched(body: bytes, o: WriteOptions) -> Entry:
                 return self.objects.patch(t.rt, t.namespace, name, body, content_type, subresource=sub, opts=o)
@@ -421,14 +433,20 @@ class RestHandlers:
             name=name, dry_run=bool(dry), user=self.user_of(request), options=opts,
         )
 
-    async def _admitted(self, request: web.Request, t: Target, operation: str, body: Any, opts: WriteOptions, write: Write) -> Entry:
+    async def _admitted(
+        self, request: web.Request, t: Target, operation: str, body: Any, opts: WriteOptions, write: Write,
+        *, reapply: bool = False,
+    ) -> Entry:
         """`write(body, opts)`, judged first by the validating webhooks that match it.
 
         With none configured (or none whose rules match) this is the write alone. Otherwise the
         write runs as a dry run to get the object as it would be stored (defaulted, patched,
         validated), the webhooks judge it with the stored object as the old one, and the write
         is made for real only if nothing changed the object meanwhile; else all of it runs again,
-        as kube-apiserver re-runs admission when its guaranteed update meets a newer object."""
+        as kube-apiserver re-runs admission when its guaranteed update meets a newer object.
+        `reapply` (server-side apply): the final write is the request's own write again, so field
+        ownership is recorded as an Apply by its manager; the resourceVersion check above still
+        guarantees it stores what was judged."""
         admission = self.admission
         if admission is None or not admission.active():
             return write(body, opts)
@@ -442,7 +460,8 @@ class RestHandlers:
         namespace = (t.namespace or str(meta.get("namespace") or "")) if t.rt.namespaced else ""
         for _ in range(_ADMISSION_RETRIES):
             current = storage.get(key, namespace, name) if operation == "UPDATE" else None
-            rehearsal = WriteOptions(dry_run=True, field_validation=opts.field_validation, duplicates=opts.duplicates)
+            rehearsal = WriteOptions(dry_run=True, field_validation=opts.field_validation, duplicates=opts.duplicates,
+                                     field_manager=opts.field_manager, force=opts.force)
             would_be = orjson.loads(write(copy.deepcopy(body), rehearsal).raw)
             attrs.obj, attrs.old = would_be, current.load() if current is not None else None
             if not attrs.name:  # a generated name is the request's from here on (`AdmissionToValidateObjectFunc`)
@@ -454,6 +473,8 @@ class RestHandlers:
             # what is stored is what was judged (its name, uid, cluster IP, node ports, patched
             # fields), never a second draw from the request
             opts.warnings[:0] = rehearsal.warnings  # decoding warnings come before the webhooks'
+            if reapply:
+                return write(body, opts)
             opts.field_validation = "Ignore"  # the judged object is already pruned; its warnings are kept above
             if operation == "CREATE":
                 judged = would_be["metadata"]
@@ -483,14 +504,16 @@ class RestHandlers:
         if method == "GET":
             return _json(orjson.dumps(self.objects.get_scale(t.rt, t.namespace, t.name)))
         if method == "PUT":
+            opts = _write_options(request, "UpdateOptions")
             body = await _body(request)
             await self._admit_scale(request, t, lambda old: body)
-            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, body)))
+            return _json(orjson.dumps(self.objects.update_scale(t.rt, t.namespace, t.name, body, opts=opts)))
         if method == "PATCH":
+            opts = _write_options(request, "PatchOptions")
             raw = await request.read()
             content_type = request.headers.get("Content-Type", "")
             await self._admit_scale(request, t, lambda old: patch.apply_patch(content_type, copy.deepcopy(old), raw, None))
-            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, content_type)
+            scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, content_type, opts=opts)
             return _json(orjson.dumps(scale))
         raise _not_allowed(method, t)
 
@@ -564,6 +587,9 @@ def _not_allowed(method: str, t: Target) -> errors.StatusError:
     return errors.method_not_allowed(f"the server does not allow this method on the requested resource ({method} {t.rt.plural})")
 
 
+_FIELD_MANAGER_MAX = 128
+
+
 def _write_options(request: web.Request, kind: str, body_options: dict[str, Any] | None = None) -> WriteOptions:
     """`dryRun` and `fieldValidation` of a write (query, or DeleteOptions body for DELETE).
     Absent `fieldValidation` means Warn, as kube-apiserver >= 1.27 (kubectl 1.32 sends Strict)."""
@@ -577,7 +603,12 @@ def _write_options(request: web.Request, kind: str, body_options: dict[str, Any]
     validation = q.get("fieldValidation") or "Warn"
     if validation not in FIELD_VALIDATION:
         raise errors.invalid(kind, "", [FieldError.not_supported("fieldValidation", validation, FIELD_VALIDATION)], group="meta.k8s.io")
-    return WriteOptions(dry_run=bool(dry), field_validation=validation)
+    # `managerOrUserAgent`: without `fieldManager`, the User-Agent up to its first "/"
+    manager = q.get("fieldManager") or request.headers.get("User-Agent", "").split("/", 1)[0]
+    if len(q.get("fieldManager") or "") > _FIELD_MANAGER_MAX:
+        raise errors.invalid(kind, "", [FieldError("FieldValueTooLong", "fieldManager",
+                                                   f"Too long: must have at most {_FIELD_MANAGER_MAX} bytes")], group="meta.k8s.io")
+    return WriteOptions(dry_run=bool(dry), field_validation=validation, field_manager=manager)
 
 
 def _warned(response: web.Response, opts: WriteOptions) -> web.Response:
