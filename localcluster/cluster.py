@@ -34,17 +34,22 @@ from controller_manager.servingcert import CertKey, generate_self_signed, server
 from localcluster.auth.layer import AuthLayer
 from localcluster.auth.tokens import ADMIN_TOKEN
 from localcluster.builtin import register_builtins
+from localcluster.builtin.scheduling import system_priority_classes
 from localcluster.crd import CRDController
+from localcluster.cronjob import CronJobController
 from localcluster.daemonset import DaemonSetController
+from localcluster.endpoints import EndpointsController
 from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
+from localcluster.job import JobController
 from localcluster.kubelet import KubeletConfig, Kubelets
 from localcluster.namespacedefaults import KubernetesService, NamespaceDefaults
 from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
 from localcluster.podgc import QUARANTINE_SECONDS, PodGC
 from localcluster.podlogs import install as install_logs
+from localcluster.quota import Admission, QuotaController
 from localcluster.registry import Registry
 from localcluster.requestlog import RequestLog
 from localcluster.rest import RestHandlers
@@ -53,6 +58,7 @@ from localcluster.scheduler import Scheduler
 from localcluster.server import build_app
 from localcluster.statefulset import StatefulSetController
 from localcluster.storage import DEFAULT_WINDOW, Storage
+from localcluster.volumebinder import VolumeBinder
 
 
 def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
@@ -94,6 +100,7 @@ class LocalCluster:
         speed: float = 1.0,
         pod_start_delay: float = 1.0,
         termination_cap: float = 2.0,
+        run_seconds: float = 1.0,
         max_pods: int = 110,
         fault_seed: int = 0,
         authz: bool = False,
@@ -128,7 +135,8 @@ class LocalCluster:
         self.logs = install_logs(self.rest, self.objects)
         self.scheduler = Scheduler(self.objects) if scheduler else None
         self.kubelets = Kubelets(self.objects, KubeletConfig(
-            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods))
+            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods,
+            run_seconds=run_seconds))
         self._kubelets_enabled = kubelets
         self.gc = GarbageCollector(self.objects) if gc else None
         self.namespaces = NamespaceController(self.objects)
@@ -138,8 +146,14 @@ class LocalCluster:
         # the CA that verifies this server when it serves TLS, else one made for the cluster
         self.root_ca = self._serving_ca().decode() if self._serving_pair is not None else make_root_ca()
         self.pod_gc = PodGC(self.objects, quarantine=pod_gc_quarantine)
+        # the admission plugins that read other objects (LimitRanger, Priority, ResourceQuota)
+        Admission(self.objects).install()
+        self.jobs = JobController(self.objects)
+        self.cronjobs = CronJobController(self.objects)
         self.controllers = [StatefulSetController(self.objects), DaemonSetController(self.objects),
-                            NamespaceDefaults(self.objects, self.root_ca), self.pod_gc] if controllers else []
+                            NamespaceDefaults(self.objects, self.root_ca), self.pod_gc, self.jobs, self.cronjobs,
+                            EndpointsController(self.objects), QuotaController(self.objects),
+                            VolumeBinder(self.objects)] if controllers else []
         self._runner: web.AppRunner | None = None
         self._tmp: str | None = None
         self._tg: TaskGroup | None = None
@@ -154,6 +168,10 @@ class LocalCluster:
         assert ns_type is not None and node_type is not None
         for name in SYSTEM_NAMESPACES:
             self.objects.create(ns_type, None, {"metadata": {"name": name}})
+        pc_type = self.registry.get("scheduling.k8s.io", "v1", "priorityclasses")
+        assert pc_type is not None
+        for priority_class in system_priority_classes():
+            self.objects.create(pc_type, None, priority_class)
         self.auth.bootstrap()
         for i in range(1, self.nodes + 1):
             if self._kubelets_enabled:

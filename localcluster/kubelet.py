@@ -12,6 +12,12 @@ What a real kubelet does that controllers can observe, and nothing else:
   min(its grace period, `termination_cap`): its containers are reported terminated (exit 0 if
   that was within the grace period, 137 if killed at its end), Ready=False and the pod in a
   terminal phase, then it is deleted with grace 0, as the kubelet does.
+- Containers of a pod whose `restartPolicy` is `Never` or `OnFailure` (Jobs' pods) exit
+  `run_seconds` after they started (the pod annotation `localcluster.aiokcm.io/run-seconds`
+  overrides it) with exit code 0, or the code in `localcluster.aiokcm.io/exit-code`. Exit 0, or
+  any exit under `Never`, ends the pod (Succeeded / Failed, the pod kept as the kubelet keeps
+  it); a failed exit under `OnFailure` restarts the containers (`restartCount` + 1, the exit in
+  `lastState`) to run again. `Always` pods run until deleted.
 
 Why one ticker and not a task per node: 5,000 nodes with a task each cost 5,000 sleeping
 coroutines and timer handles; here every due action (lease, status, pod start, pod finish) sits
@@ -86,7 +92,10 @@ def node_conditions(
 
 
 # heap actions
-_LEASE, _STATUS, _START, _FINISH = "lease", "status", "start", "finish"
+_LEASE, _STATUS, _START, _FINISH, _EXIT = "lease", "status", "start", "finish", "exit"
+#: How a simulated pod asks its containers to exit with a given code, or after a given time.
+EXIT_CODE_ANNOTATION = "localcluster.aiokcm.io/exit-code"
+RUN_SECONDS_ANNOTATION = "localcluster.aiokcm.io/run-seconds"
 
 
 @dataclass(slots=True)
@@ -100,6 +109,8 @@ class KubeletConfig:
     pod_start_delay: float = 1.0
     termination_cap: float = 2.0
     max_pods: int = 110
+    #: How long a run-to-completion pod's containers run before they exit.
+    run_seconds: float = 1.0
 
     def scaled(self, seconds: float) -> float:
         return seconds / self.speed
@@ -373,6 +384,39 @@ class Kubelets(Mapping[str, Kubelet]):
         ready = (ns, name) not in kubelet.failing_readiness
         pod["status"] = running_status(pod, pod_ip=kubelet.pod_ip(), host_ip=kubelet.host_ip, ready=ready)
         self._write_pod_status(pod)
+        self._schedule_exit(kubelet, pod, key)
+
+    def _schedule_exit(self, kubelet: Kubelet, pod: Obj, key: tuple[str, str, str]) -> None:
+        if (pod.get("spec") or {}).get("restartPolicy", "Always") == "Always":
+            return
+        annotations = pod["metadata"].get("annotations") or {}
+        try:
+            run = float(annotations.get(RUN_SECONDS_ANNOTATION, self.config.run_seconds))
+        except ValueError:
+            run = self.config.run_seconds
+        self._push(anyio.current_time() + self.config.scaled(max(run, 0.0)), _EXIT, kubelet.name, key)
+
+    def _exit_pod(self, kubelet: Kubelet, key: tuple[str, str, str]) -> None:
+        """The containers of a run-to-completion pod exit (see the module doc)."""
+        ns, name, uid = key
+        entry = self.objects.storage.get("pods", ns, name)
+        if entry is None:
+            return
+        pod = entry.load()
+        meta = pod["metadata"]
+        if meta["uid"] != uid or meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
+            return
+        try:
+            code = int((meta.get("annotations") or {}).get(EXIT_CODE_ANNOTATION, 0))
+        except ValueError:
+            code = 1
+        if code != 0 and (pod.get("spec") or {}).get("restartPolicy") == "OnFailure":
+            pod["status"] = restarted_status(pod, exit_code=code)
+            self._write_pod_status(pod)
+            self._schedule_exit(kubelet, pod, key)
+            return
+        pod["status"] = terminated_status(pod, exit_code=code)
+        self._write_pod_status(pod)
 
     def _refresh_readiness(self, kubelet: Kubelet, namespace: str, name: str) -> None:
         entry = self.objects.storage.get("pods", namespace, name)
@@ -493,6 +537,8 @@ class Kubelets(Mapping[str, Kubelet]):
             self._start_pod(kubelet, payload)
         elif action == _FINISH:
             self._finish_pod(payload)
+        elif action == _EXIT:
+            self._exit_pod(kubelet, payload)
 
 
 def running_status(pod: Obj, *, pod_ip: str, host_ip: str, ready: bool) -> Obj:
@@ -567,6 +613,21 @@ def terminated_status(pod: Obj, *, exit_code: int) -> Obj:
                     cond["message"] = f"containers with unready status: [{names}]"
         conditions.append(cond)
     status["conditions"] = conditions
+    return status
+
+
+def restarted_status(pod: Obj, *, exit_code: int) -> Obj:
+    """An `OnFailure` pod's containers exited with `exit_code` and were started again."""
+    now = now_rfc3339()
+    status = dict(pod.get("status") or {})
+    statuses = []
+    for cs in status.get("containerStatuses") or []:
+        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt") or now
+        last = {"terminated": {"exitCode": exit_code, "reason": "Error", "startedAt": started, "finishedAt": now,
+                               "containerID": cs.get("containerID", "")}}
+        statuses.append({**cs, "restartCount": int(cs.get("restartCount") or 0) + 1, "lastState": last,
+                         "state": {"running": {"startedAt": now}}})
+    status["containerStatuses"] = statuses
     return status
 
 

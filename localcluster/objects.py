@@ -98,6 +98,11 @@ class ObjectAPI:
         self.storage = storage
         #: Hooks other modules add (e.g. `namespace` -> cascade). Called after an object is removed.
         self.on_removed: list[Callable[[ResourceType, Obj], None]] = []
+        #: Admission plugins run on create, as kube-apiserver orders them: mutating ones after
+        #: decoding and defaulting, validating ones after the kind's validation. Either refuses
+        #: by raising a `StatusError` (LimitRanger, Priority, ResourceQuota: `localcluster.quota`).
+        self.mutating_admission: list[Callable[[ResourceType, Obj], None]] = []
+        self.validating_admission: list[Callable[[ResourceType, Obj], None]] = []
 
     # -- helpers ------------------------------------------------------------------------
     def _namespace_of(self, rt: ResourceType, namespace: str | None) -> str:
@@ -275,12 +280,16 @@ class ObjectAPI:
         strategy.prune(obj)
         self._check_unknown_fields(rt, opts)
         strategy.default(obj)
+        for admit in self.mutating_admission:
+            admit(rt, obj)
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         strategy.prepare_for_create(obj)
         self._validate(rt, obj, None)
+        for admit in self.validating_admission:
+            admit(rt, obj)
         # As kube-apiserver since 1.31 (RetryGenerateName): a generated name that is taken is drawn
         # again, up to 8 attempts in all, before the create fails with AlreadyExists. With 27^5
         # suffixes, one ReplicaSet of 5,000 pods would otherwise almost surely see a collision.
