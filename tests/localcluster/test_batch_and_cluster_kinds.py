@@ -310,3 +310,45 @@ async def test_endpoints_and_slices_follow_ready_pods(local: LocalCluster, local
 async def _all_ready(addresses: Any) -> Any:
     got = await addresses()
     return got if got is not None and len(got[0]) == 2 else None
+
+
+# -- custom resources: selectableFields ------------------------------------------------------------
+
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
+
+
+def widget_crd(selectable: list[dict[str, str]]) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "color": {"type": "string"}, "size": {"type": "integer"}, "shiny": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string"}}}}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
+                                   "selectableFields": selectable}]}}
+
+
+async def test_crd_selectable_fields_work_as_field_selectors(local: LocalCluster, local_kube: KubeClient) -> None:
+    refused = await _kubectl_fails(local, "create", "-f", "-", stdin=json.dumps(widget_crd([{"jsonPath": ".spec.tags"}])))
+    assert "selectable field must have type string, integer or boolean" in refused
+    await local_kube.create(CRDS, widget_crd([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.size"}, {"jsonPath": ".spec.shiny"}]))
+
+    async def served() -> bool:
+        try:
+            await local_kube.list(WIDGETS, namespace=NS)
+        except Exception:
+            return False
+        return True
+
+    await eventually(served, "widgets served")
+    crd = await local_kube.get(CRDS, "widgets.example.com")
+    assert crd["spec"]["versions"][0]["selectableFields"][0] == {"jsonPath": ".spec.color"}
+    for name, color, size, shiny in (("a", "red", 1, True), ("b", "blue", 2, False), ("c", "red", 3, False)):
+        await local_kube.create(WIDGETS, {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
+                                          "spec": {"color": color, "size": size, "shiny": shiny}}, namespace=NS)
+    red = await kubectl(local, "get", "widgets", "--field-selector=spec.color=red", "-o", "name")
+    assert red.split() == ["widget.example.com/a", "widget.example.com/c"]
+    mixed = await local_kube.list(WIDGETS, namespace=NS, field_selector="spec.color=red,spec.size!=1,spec.shiny=false")
+    assert [w["metadata"]["name"] for w in mixed["items"]] == ["c"]
+    assert "field label not supported: spec.tags" in await _kubectl_fails(local, "get", "widgets", "--field-selector=spec.tags=x")
