@@ -43,7 +43,7 @@ from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
 from localcluster.job import JobController
-from localcluster.kubelet import KubeletConfig, Kubelets
+from localcluster.kubelet import KubeletConfig, Kubelets, lift_not_ready_taint
 from localcluster.namespacedefaults import KubernetesService, NamespaceDefaults
 from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
@@ -178,6 +178,7 @@ class LocalCluster:
                 self.kubelets.add_node(f"node-{i}")
             else:
                 self.objects.create(node_type, None, node_object(f"node-{i}"))
+                lift_not_ready_taint(self.objects, f"node-{i}")
 
     def _cascade_namespace(self, rt: Any, obj: dict[str, Any]) -> None:
         """Namespace deletion removes what it contains (the namespace controller's job, done at once)."""

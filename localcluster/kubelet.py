@@ -45,6 +45,7 @@ import anyio
 import anyio.lowlevel
 
 from localcluster import errors
+from localcluster.builtin.core import NOT_READY_TAINT
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.registry import ResourceType
 from localcluster.storage import StoredEvent
@@ -111,6 +112,10 @@ class KubeletConfig:
     max_pods: int = 110
     #: How long a run-to-completion pod's containers run before they exit.
     run_seconds: float = 1.0
+    #: Lift the `not-ready:NoSchedule` taint kube-apiserver puts on a new Node right after
+    #: registering it, standing in for the node lifecycle controller that lifts it once the node
+    #: is Ready (aiokcm replaces that controller, and a test may not run it).
+    untaint_not_ready: bool = True
 
     def scaled(self, seconds: float) -> float:
         return seconds / self.speed
@@ -251,10 +256,16 @@ class Kubelets(Mapping[str, Kubelet]):
             if exc.code != 409:
                 raise
             self._post_status(kubelet)
+        else:
+            self._lift_not_ready(name)
         self._renew_lease(kubelet)
         if self._started:
             self._schedule_heartbeats(kubelet, anyio.current_time())
         return kubelet
+
+    def _lift_not_ready(self, name: str) -> None:
+        if self.config.untaint_not_ready:
+            lift_not_ready_taint(self.objects, name)
 
     def _schedule_heartbeats(self, kubelet: Kubelet, now: float) -> None:
         phase = _spread(kubelet.index)
@@ -341,6 +352,7 @@ class Kubelets(Mapping[str, Kubelet]):
         if self.objects.storage.get("nodes", "", kubelet.name) is None:
             # a restarted kubelet registers its node again if it was deleted meanwhile
             self.objects.create(self._node_rt, None, self._node_object(kubelet, {}))
+            self._lift_not_ready(kubelet.name)
             kubelet.node_uid = None
         self._renew_lease(kubelet)
         self._post_status(kubelet)
@@ -539,6 +551,21 @@ class Kubelets(Mapping[str, Kubelet]):
             self._finish_pod(payload)
         elif action == _EXIT:
             self._exit_pod(kubelet, payload)
+
+
+def lift_not_ready_taint(objects: ObjectAPI, name: str) -> None:
+    """Remove `node.kubernetes.io/not-ready:NoSchedule` from a node, as the node lifecycle
+    controller does once the node is Ready."""
+    node_rt = objects.registry.get("", "v1", "nodes")
+    assert node_rt is not None
+    node = objects.get(node_rt, None, name)
+    taints = (node.get("spec") or {}).get("taints") or []
+    kept = [t for t in taints if not (t.get("key") == NOT_READY_TAINT and t.get("effect") == "NoSchedule")]
+    if len(kept) != len(taints):
+        node["spec"]["taints"] = kept
+        if not kept:
+            del node["spec"]["taints"]
+        objects.update(node_rt, None, name, node)
 
 
 def running_status(pod: Obj, *, pod_ip: str, host_ip: str, ready: bool) -> Obj:

@@ -352,3 +352,32 @@ async def test_crd_selectable_fields_work_as_field_selectors(local: LocalCluster
     mixed = await local_kube.list(WIDGETS, namespace=NS, field_selector="spec.color=red,spec.size!=1,spec.shiny=false")
     assert [w["metadata"]["name"] for w in mixed["items"]] == ["c"]
     assert "field label not supported: spec.tags" in await _kubectl_fails(local, "get", "widgets", "--field-selector=spec.tags=x")
+
+
+# -- smaller shapes, compared with kube-apiserver --------------------------------------------------
+
+NODES_ = Resource("", "v1", "nodes", "Node", False)
+DEPLOYMENTS_ = Resource("apps", "v1", "deployments", "Deployment", True)
+CONFIGMAPS_ = Resource("", "v1", "configmaps", "ConfigMap", True)
+
+
+@pytest.mark.backends("local", "real")
+async def test_created_node_pod_template_and_null_fields_read_back_as_kube_apiserver_writes_them(
+        cluster: Any, kube: KubeClient) -> None:
+    node = await kube.create(NODES_, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"}})
+    assert node["spec"]["taints"] == [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+    assert node["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
+    assert set(node["status"]["nodeInfo"].values()) == {""} and "kubeletVersion" in node["status"]["nodeInfo"]
+
+    template = {"metadata": {"labels": {"app": "sa"}},
+                "spec": {"serviceAccountName": "builder", "containers": [{"name": "c", "image": "busybox:1.36"}]}}
+    deployment = await kube.create(DEPLOYMENTS_, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sa"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "sa"}}, "template": template}}, namespace=NS)
+    assert deployment["spec"]["template"]["spec"]["serviceAccount"] == "builder"
+
+    configmap = await kube.create(CONFIGMAPS_, {"apiVersion": "v1", "kind": "ConfigMap",
+                                                "metadata": {"name": "nulls", "labels": None, "annotations": None},
+                                                "data": None}, namespace=NS)
+    assert "data" not in configmap
+    assert "labels" not in configmap["metadata"] and "annotations" not in configmap["metadata"]
