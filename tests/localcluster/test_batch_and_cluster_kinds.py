@@ -381,3 +381,20 @@ async def test_created_node_pod_template_and_null_fields_read_back_as_kube_apise
                                                 "data": None}, namespace=NS)
     assert "data" not in configmap
     assert "labels" not in configmap["metadata"] and "annotations" not in configmap["metadata"]
+
+
+HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True)
+
+
+@pytest.mark.backends("local", "real")
+async def test_hpa_v2_defaults_validation_and_columns(cluster: Any, kube: KubeClient) -> None:
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 4}}
+    created = await kube.create(HPAS, hpa, namespace=NS)
+    assert created["spec"]["minReplicas"] == 1
+    assert created["spec"]["metrics"] == [{"type": "Resource", "resource": {
+        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+    bad = dict(hpa, metadata={"name": "upside-down"}, spec={**hpa["spec"], "minReplicas": 5})
+    assert "spec.maxReplicas" in await _kubectl_fails(cluster, "create", "-f", "-", stdin=json.dumps(bad))
+    table = await kubectl(cluster, "get", "hpa", "web")
+    assert "REFERENCE" in table and "Deployment/web" in table and "MAXPODS" in table
