@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from apiclient import KubeClient
+from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS, Resource
 from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
@@ -398,3 +398,42 @@ async def test_hpa_v2_defaults_validation_and_columns(cluster: Any, kube: KubeCl
     assert "spec.maxReplicas" in await _kubectl_fails(cluster, "create", "-f", "-", stdin=json.dumps(bad))
     table = await kubectl(cluster, "get", "hpa", "web")
     assert "REFERENCE" in table and "Deployment/web" in table and "MAXPODS" in table
+
+
+@pytest.mark.backends("local", "real")
+async def test_endpoints_and_slice_shapes_match_kcm(cluster: Any, kube: KubeClient) -> None:
+    await kubectl(cluster, "create", "service", "clusterip", "api", "--tcp=80:http")
+    await kube.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "api-0", "labels": {"app": "api"}},
+                             "spec": {"containers": [{"name": "c", "image": "nginx:1.27",
+                                                      "ports": [{"name": "http", "containerPort": 8080}]}]}}, namespace=NS)
+
+    async def published() -> dict[str, Any] | None:
+        try:
+            ep = await kube.get(ENDPOINTS, "api", namespace=NS)
+        except ApiError as exc:
+            if exc.not_found:
+                return None  # not written yet
+            raise
+        return ep if (ep.get("subsets") or [{}])[0].get("addresses") else None
+
+    endpoints = await eventually(published, "the ready pod in the Endpoints", timeout=40)
+    pod_ = await kube.get(PODS, "api-0", namespace=NS)
+    subset = endpoints["subsets"][0]
+    assert subset["ports"] == [{"name": "80-http", "port": 8080, "protocol": "TCP"}]
+    address = subset["addresses"][0]
+    assert address["ip"] == pod_["status"]["podIP"] and address["nodeName"] == pod_["spec"]["nodeName"]
+    assert {k: address["targetRef"][k] for k in ("kind", "name", "namespace", "uid")} == \
+        {"kind": "Pod", "name": "api-0", "namespace": NS, "uid": pod_["metadata"]["uid"]}
+
+    async def sliced() -> dict[str, Any] | None:
+        slices = await kube.list_all(ENDPOINTSLICES, namespace=NS, label_selector="kubernetes.io/service-name=api")
+        return slices[0] if slices and slices[0].get("endpoints") else None
+
+    slice_ = await eventually(sliced, "the EndpointSlice", timeout=40)
+    assert slice_["metadata"]["generateName"] == "api-"
+    assert slice_["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io"
+    assert slice_["addressType"] == "IPv4" and slice_["ports"] == [{"name": "80-http", "protocol": "TCP", "port": 8080}]
+    endpoint = slice_["endpoints"][0]
+    assert endpoint["addresses"] == [pod_["status"]["podIP"]]
+    assert endpoint["conditions"] == {"ready": True, "serving": True, "terminating": False}
+    assert endpoint["nodeName"] == pod_["spec"]["nodeName"]
