@@ -437,3 +437,28 @@ async def test_endpoints_and_slice_shapes_match_kcm(cluster: Any, kube: KubeClie
     assert endpoint["addresses"] == [pod_["status"]["podIP"]]
     assert endpoint["conditions"] == {"ready": True, "serving": True, "terminating": False}
     assert endpoint["nodeName"] == pod_["spec"]["nodeName"]
+
+
+async def test_indexed_job_and_on_failure_restarts(local: LocalCluster, local_kube: KubeClient) -> None:
+    indexed = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "shards"},
+               "spec": {"completions": 3, "parallelism": 3, "completionMode": "Indexed", "template": {"spec": {
+                   "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+    await local_kube.create(JOBS, indexed, namespace=NS)
+    job = await eventually(lambda: _job_finished(local_kube, "shards", "Complete"), "the indexed Job complete")
+    assert job["status"]["completedIndexes"] == "0-2"
+    pods = await local_kube.list_all(PODS, namespace=NS, label_selector="job-name=shards")
+    assert sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] for p in pods) == ["0", "1", "2"]
+
+    crashing = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "crashing"},
+                "spec": {"backoffLimit": 2, "template": {
+                    "metadata": {"annotations": {"localcluster.aiokcm.io/exit-code": "1"}},
+                    "spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+    await local_kube.create(JOBS, crashing, namespace=NS)
+    failed = await eventually(lambda: _job_finished(local_kube, "crashing", "Failed"), "restarts past the backoff limit")
+    assert condition(failed, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
+
+    async def gone() -> bool:
+        left = await local_kube.list_all(PODS, namespace=NS, label_selector="job-name=crashing")
+        return all(p["metadata"].get("deletionTimestamp") for p in left)
+
+    await eventually(gone, "the restarting pod deleted")
