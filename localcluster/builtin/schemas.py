@@ -103,6 +103,12 @@ class _Node:
 _compiled: dict[int, _Node | None] = {}
 
 
+#: Time fields that are pointers in the Go types (`*metav1.Time`): a null there is unset, so
+#: dropped like any other null; the schema alone cannot tell them from the struct-valued ones.
+_POINTER_TIMES = frozenset({"deletionTimestamp", "startTime", "completionTime", "lastScheduleTime", "lastSuccessfulTime",
+                            "lastScaleTime", "acquireTime", "renewTime", "expirationTimestamp"})
+
+
 def _is_time(schema: Schema) -> bool:
     refs = [schema.get("$ref"), *(s.get("$ref") for s in schema.get("allOf") or () if isinstance(s, dict))]
     return any(isinstance(r, str) and r.endswith((".meta.v1.Time", ".meta.v1.MicroTime")) for r in refs)
@@ -122,7 +128,7 @@ def _compile(schema: Schema | None) -> _Node | None:
     items_ = resolved.get("items")
     if props is not None:
         node.props = {k: _compile(v) for k, v in props.items()}
-        node.nullable = frozenset(k for k, v in props.items() if _is_time(v))
+        node.nullable = frozenset(k for k, v in props.items() if _is_time(v) and k not in _POINTER_TIMES)
     elif isinstance(extra, dict):
         node.extra = _compile(extra)
     if isinstance(items_, dict):
