@@ -462,3 +462,19 @@ async def test_indexed_job_and_on_failure_restarts(local: LocalCluster, local_ku
         return all(p["metadata"].get("deletionTimestamp") for p in left)
 
     await eventually(gone, "the restarting pod deleted")
+
+
+@pytest.mark.backends("local", "real")
+async def test_job_from_cronjob_and_object_count_quota(cluster: Any, kube: KubeClient) -> None:
+    await kubectl(cluster, "create", "quota", "one-job", "--hard=count/jobs.batch=1")
+    await eventually(lambda: _quota_synced(kube, "one-job"), "the quota's status")
+    await kubectl(cluster, "create", "cronjob", "nightly", "--image=busybox:1.36", "--schedule=0 3 * * *")
+    await kubectl(cluster, "create", "job", "by-hand", "--from=cronjob/nightly")
+    job = await kube.get(JOBS, "by-hand", namespace=NS)
+    assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+    refusal = await _kubectl_fails(cluster, "create", "job", "second", "--image=busybox:1.36")
+    assert ('jobs.batch "second" is forbidden: exceeded quota: one-job, requested: count/jobs.batch=1, '
+            "used: count/jobs.batch=1, limited: count/jobs.batch=1") in refusal, refusal
+    listed = await kubectl(cluster, "get", "all", "-o", "name")
+    assert "cronjob.batch/nightly" in listed and "job.batch/by-hand" in listed
