@@ -37,18 +37,23 @@ from localcluster.admission.dispatcher import ValidatingAdmission, user_info
 from localcluster.auth.layer import USER_KEY, AuthLayer
 from localcluster.auth.tokens import ADMIN_TOKEN, ANONYMOUS
 from localcluster.builtin import register_builtins
+from localcluster.builtin.scheduling import system_priority_classes
 from localcluster.crd import CRDController
+from localcluster.cronjob import CronJobController
 from localcluster.daemonset import DaemonSetController
 from localcluster.eventttl import EventTTL
+from localcluster.endpoints import EndpointsController
 from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
-from localcluster.kubelet import KubeletConfig, Kubelets
+from localcluster.job import JobController
+from localcluster.kubelet import KubeletConfig, Kubelets, lift_not_ready_taint
 from localcluster.namespacedefaults import KubernetesService, NamespaceDefaults
 from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
 from localcluster.podgc import QUARANTINE_SECONDS, PodGC
 from localcluster.podlogs import install as install_logs
+from localcluster.quota import Admission, QuotaController
 from localcluster.registry import Registry
 from localcluster.requestlog import RequestLog
 from localcluster.rest import RestHandlers
@@ -57,6 +62,7 @@ from localcluster.scheduler import Scheduler
 from localcluster.server import build_app
 from localcluster.statefulset import StatefulSetController
 from localcluster.storage import COMPACTION_INTERVAL, DEFAULT_WINDOW, Storage
+from localcluster.volumebinder import VolumeBinder
 
 
 def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
@@ -98,6 +104,7 @@ class LocalCluster:
         speed: float = 1.0,
         pod_start_delay: float = 1.0,
         termination_cap: float = 2.0,
+        run_seconds: float = 1.0,
         max_pods: int = 110,
         fault_seed: int = 0,
         authz: bool = False,
@@ -144,7 +151,8 @@ class LocalCluster:
         # benchmark worlds of 100,000 pods, where they would be most of the writes
         self.scheduler = Scheduler(self.objects, events=pod_events) if scheduler else None
         self.kubelets = Kubelets(self.objects, KubeletConfig(
-            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods, events=pod_events))
+            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods, events=pod_events,
+            run_seconds=run_seconds))
         self._kubelets_enabled = kubelets
         self.gc = GarbageCollector(self.objects) if gc else None
         self.namespaces = NamespaceController(self.objects)
@@ -154,8 +162,14 @@ class LocalCluster:
         # the CA that verifies this server when it serves TLS, else one made for the cluster
         self.root_ca = self._serving_ca().decode() if self._serving_pair is not None else make_root_ca()
         self.pod_gc = PodGC(self.objects, quarantine=pod_gc_quarantine)
+        # the admission plugins that read other objects (LimitRanger, Priority, ResourceQuota)
+        Admission(self.objects).install()
+        self.jobs = JobController(self.objects)
+        self.cronjobs = CronJobController(self.objects)
         self.controllers = [StatefulSetController(self.objects), DaemonSetController(self.objects),
-                            NamespaceDefaults(self.objects, self.root_ca), self.pod_gc] if controllers else []
+                            NamespaceDefaults(self.objects, self.root_ca), self.pod_gc, self.jobs, self.cronjobs,
+                            EndpointsController(self.objects), QuotaController(self.objects),
+                            VolumeBinder(self.objects)] if controllers else []
         self._runner: web.AppRunner | None = None
         self._tmp: str | None = None
         self._tg: TaskGroup | None = None
@@ -170,12 +184,17 @@ class LocalCluster:
         assert ns_type is not None and node_type is not None
         for name in SYSTEM_NAMESPACES:
             self.objects.create(ns_type, None, {"metadata": {"name": name}})
+        pc_type = self.registry.get("scheduling.k8s.io", "v1", "priorityclasses")
+        assert pc_type is not None
+        for priority_class in system_priority_classes():
+            self.objects.create(pc_type, None, priority_class)
         self.auth.bootstrap()
         for i in range(1, self.nodes + 1):
             if self._kubelets_enabled:
                 self.kubelets.add_node(f"node-{i}")
             else:
                 self.objects.create(node_type, None, node_object(f"node-{i}"))
+                lift_not_ready_taint(self.objects, f"node-{i}")
 
     def _resolve_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
         """Where a webhook's `clientConfig.service` is reached: no pod network here, so the

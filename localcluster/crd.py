@@ -132,6 +132,11 @@ class CustomResourceStrategy(Strategy):
         self.columns: list[dict[str, Any]] = list(version.get("additionalPrinterColumns") or []) or [_DEFAULT_AGE_COLUMN]
         #: Fields dropped by the last `prune` call, for `fieldValidation=Strict` / `Warn`.
         self.last_pruned: list[str] = []
+        # `selectableFields` (apiextensions v1.30+): each declared JSON path is a field label
+        self.selectable_paths: dict[str, str] = {
+            str(f["jsonPath"]).lstrip("."): str(f["jsonPath"]) for f in version.get("selectableFields") or [] if isinstance(f, dict)
+            and f.get("jsonPath")}
+        self.field_labels = frozenset(self.selectable_paths)
 
     def openapi_schema(self) -> dict[str, Any] | None:
         return self.schema
@@ -147,6 +152,16 @@ class CustomResourceStrategy(Strategy):
 
     def validate_status(self, obj: Obj, old: Obj) -> list[FieldError]:
         return crschema.validate(obj, self.schema, old)
+
+    def selectable_fields(self, obj: Obj) -> dict[str, str]:
+        """Declared fields as field-selector values: strings as they are, integers in decimal,
+        booleans `true`/`false`; an absent field selects as the empty string."""
+        out: dict[str, str] = {}
+        for label, path in self.selectable_paths.items():
+            found = _jsonpath(obj, path)
+            value = found[0] if found else None
+            out[label] = ("true" if value else "false") if isinstance(value, bool) else "" if value is None else str(value)
+        return out
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]] | None:
         cols = [
@@ -354,6 +369,44 @@ def _validate_versions(versions: Any) -> list[FieldError]:
             elif column.get("type") not in ("integer", "number", "string", "boolean", "date"):
                 errs.append(FieldError.not_supported(f"{cpath}.type", column.get("type"),
                                                      ("integer", "number", "string", "boolean", "date")))
+        errs.extend(_validate_selectable_fields(version.get("selectableFields"), schema, f"{path}.selectableFields"))
+    return errs
+
+
+_MAX_SELECTABLE_FIELDS = 8
+
+
+def _schema_at(schema: Any, path: str) -> Any:
+    for part in path.lstrip(".").split("."):
+        if not isinstance(schema, dict):
+            return None
+        schema = (schema.get("properties") or {}).get(part)
+    return schema
+
+
+def _validate_selectable_fields(fields: Any, schema: Any, path: str) -> list[FieldError]:
+    """As apiextensions validates `selectableFields`: at most 8, each a unique JSON path to a
+    string, integer or boolean field of the schema."""
+    errs: list[FieldError] = []
+    if not fields:
+        return errs
+    if len(fields) > _MAX_SELECTABLE_FIELDS:
+        errs.append(FieldError("FieldValueTooMany", path, f"Too many: {len(fields)}: must have at most {_MAX_SELECTABLE_FIELDS} items"))
+    seen: set[str] = set()
+    for i, field in enumerate(fields):
+        json_path = field.get("jsonPath") if isinstance(field, dict) else None
+        fpath = f"{path}[{i}].jsonPath"
+        if not json_path:
+            errs.append(FieldError.required(fpath))
+            continue
+        if json_path in seen:
+            errs.append(FieldError.duplicate(fpath, json_path))
+        seen.add(json_path)
+        target = _schema_at(schema, json_path) if str(json_path).startswith(".") else None
+        if target is None:
+            errs.append(FieldError.invalid(fpath, json_path, "is an invalid path: must point to a field of the schema"))
+        elif target.get("type") not in ("string", "integer", "boolean"):
+            errs.append(FieldError.invalid(fpath, json_path, "selectable field must have type string, integer or boolean"))
     return errs
 
 

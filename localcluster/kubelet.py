@@ -15,6 +15,12 @@ What a real kubelet does that controllers can observe, and nothing else:
 - A pod being deleted is finished after min(its grace period, `termination_cap`): its containers
   are reported terminated (exit 0 if that was within the grace period, 137 if killed at its end),
   Ready=False and the pod in a terminal phase, then it is deleted with grace 0, as the kubelet does.
+- Containers of a pod whose `restartPolicy` is `Never` or `OnFailure` (Jobs' pods) exit
+  `run_seconds` after they started (the pod annotation `localcluster.aiokcm.io/run-seconds`
+  overrides it) with exit code 0, or the code in `localcluster.aiokcm.io/exit-code`. Exit 0, or
+  any exit under `Never`, ends the pod (Succeeded / Failed, the pod kept as the kubelet keeps
+  it); a failed exit under `OnFailure` restarts the containers (`restartCount` + 1, the exit in
+  `lastState`) to run again. `Always` pods run until deleted.
 
 Why one ticker and not a task per node: 5,000 nodes with a task each cost 5,000 sleeping
 coroutines and timer handles; here every due action (lease, status, pod start, pod finish) sits
@@ -42,6 +48,7 @@ import anyio
 import anyio.lowlevel
 
 from localcluster import errors
+from localcluster.builtin.core import NOT_READY_TAINT
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.recorder import EventRecorder
 from localcluster.registry import ResourceType
@@ -90,7 +97,10 @@ def node_conditions(
 
 
 # heap actions
-_LEASE, _STATUS, _START, _FINISH = "lease", "status", "start", "finish"
+_LEASE, _STATUS, _START, _FINISH, _EXIT = "lease", "status", "start", "finish", "exit"
+#: How a simulated pod asks its containers to exit with a given code, or after a given time.
+EXIT_CODE_ANNOTATION = "localcluster.aiokcm.io/exit-code"
+RUN_SECONDS_ANNOTATION = "localcluster.aiokcm.io/run-seconds"
 
 
 @dataclass(slots=True)
@@ -106,6 +116,12 @@ class KubeletConfig:
     max_pods: int = 110
     #: Record the kubelet's container events (Pulling, Pulled, Created, Started, Killing).
     events: bool = True
+    #: How long a run-to-completion pod's containers run before they exit.
+    run_seconds: float = 1.0
+    #: Lift the `not-ready:NoSchedule` taint kube-apiserver puts on a new Node right after
+    #: registering it, standing in for the node lifecycle controller that lifts it once the node
+    #: is Ready (aiokcm replaces that controller, and a test may not run it).
+    untaint_not_ready: bool = True
 
     def scaled(self, seconds: float) -> float:
         return seconds / self.speed
@@ -278,10 +294,16 @@ class Kubelets(Mapping[str, Kubelet]):
             if exc.code != 409:
                 raise
             self._post_status(kubelet)
+        else:
+            self._lift_not_ready(name)
         self._renew_lease(kubelet)
         if self._started:
             self._schedule_heartbeats(kubelet, anyio.current_time())
         return kubelet
+
+    def _lift_not_ready(self, name: str) -> None:
+        if self.config.untaint_not_ready:
+            lift_not_ready_taint(self.objects, name)
 
     def _schedule_heartbeats(self, kubelet: Kubelet, now: float) -> None:
         phase = _spread(kubelet.index)
@@ -368,6 +390,7 @@ class Kubelets(Mapping[str, Kubelet]):
         if self.objects.storage.get("nodes", "", kubelet.name) is None:
             # a restarted kubelet registers its node again if it was deleted meanwhile
             self.objects.create(self._node_rt, None, self._node_object(kubelet, {}))
+            self._lift_not_ready(kubelet.name)
             kubelet.node_uid = None
         self._renew_lease(kubelet)
         self._post_status(kubelet)
@@ -414,6 +437,39 @@ class Kubelets(Mapping[str, Kubelet]):
         if self.config.events:
             kubelet.container_events(pod, self.config.scaled(self.config.pod_start_delay))
         pod["status"] = running_status(pod, pod_ip=kubelet.pod_ip(), host_ip=kubelet.host_ip, ready=ready)
+        self._write_pod_status(pod)
+        self._schedule_exit(kubelet, pod, key)
+
+    def _schedule_exit(self, kubelet: Kubelet, pod: Obj, key: tuple[str, str, str]) -> None:
+        if (pod.get("spec") or {}).get("restartPolicy", "Always") == "Always":
+            return
+        annotations = pod["metadata"].get("annotations") or {}
+        try:
+            run = float(annotations.get(RUN_SECONDS_ANNOTATION, self.config.run_seconds))
+        except ValueError:
+            run = self.config.run_seconds
+        self._push(anyio.current_time() + self.config.scaled(max(run, 0.0)), _EXIT, kubelet.name, key)
+
+    def _exit_pod(self, kubelet: Kubelet, key: tuple[str, str, str]) -> None:
+        """The containers of a run-to-completion pod exit (see the module doc)."""
+        ns, name, uid = key
+        entry = self.objects.storage.get("pods", ns, name)
+        if entry is None:
+            return
+        pod = entry.load()
+        meta = pod["metadata"]
+        if meta["uid"] != uid or meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
+            return
+        try:
+            code = int((meta.get("annotations") or {}).get(EXIT_CODE_ANNOTATION, 0))
+        except ValueError:
+            code = 1
+        if code != 0 and (pod.get("spec") or {}).get("restartPolicy") == "OnFailure":
+            pod["status"] = restarted_status(pod, exit_code=code)
+            self._write_pod_status(pod)
+            self._schedule_exit(kubelet, pod, key)
+            return
+        pod["status"] = terminated_status(pod, exit_code=code)
         self._write_pod_status(pod)
 
     def _refresh_readiness(self, kubelet: Kubelet, namespace: str, name: str) -> None:
@@ -535,6 +591,23 @@ class Kubelets(Mapping[str, Kubelet]):
             self._start_pod(kubelet, payload)
         elif action == _FINISH:
             self._finish_pod(payload)
+        elif action == _EXIT:
+            self._exit_pod(kubelet, payload)
+
+
+def lift_not_ready_taint(objects: ObjectAPI, name: str) -> None:
+    """Remove `node.kubernetes.io/not-ready:NoSchedule` from a node, as the node lifecycle
+    controller does once the node is Ready."""
+    node_rt = objects.registry.get("", "v1", "nodes")
+    assert node_rt is not None
+    node = objects.get(node_rt, None, name)
+    taints = (node.get("spec") or {}).get("taints") or []
+    kept = [t for t in taints if not (t.get("key") == NOT_READY_TAINT and t.get("effect") == "NoSchedule")]
+    if len(kept) != len(taints):
+        node["spec"]["taints"] = kept
+        if not kept:
+            del node["spec"]["taints"]
+        objects.update(node_rt, None, name, node)
 
 
 def running_status(pod: Obj, *, pod_ip: str, host_ip: str, ready: bool) -> Obj:
@@ -609,6 +682,21 @@ def terminated_status(pod: Obj, *, exit_code: int) -> Obj:
                     cond["message"] = f"containers with unready status: [{names}]"
         conditions.append(cond)
     status["conditions"] = conditions
+    return status
+
+
+def restarted_status(pod: Obj, *, exit_code: int) -> Obj:
+    """An `OnFailure` pod's containers exited with `exit_code` and were started again."""
+    now = now_rfc3339()
+    status = dict(pod.get("status") or {})
+    statuses = []
+    for cs in status.get("containerStatuses") or []:
+        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt") or now
+        last = {"terminated": {"exitCode": exit_code, "reason": "Error", "startedAt": started, "finishedAt": now,
+                               "containerID": cs.get("containerID", "")}}
+        statuses.append({**cs, "restartCount": int(cs.get("restartCount") or 0) + 1, "lastState": last,
+                         "state": {"running": {"startedAt": now}}})
+    status["containerStatuses"] = statuses
     return status
 
 

@@ -114,6 +114,11 @@ class ObjectAPI:
         self.storage = storage
         #: Hooks other modules add (e.g. `namespace` -> cascade). Called after an object is removed.
         self.on_removed: list[Callable[[ResourceType, Obj], None]] = []
+        #: Admission plugins run on create, as kube-apiserver orders them: mutating ones after
+        #: decoding and defaulting, validating ones after the kind's validation. Either refuses
+        #: by raising a `StatusError` (LimitRanger, Priority, ResourceQuota: `localcluster.quota`).
+        self.mutating_admission: list[Callable[[ResourceType, Obj], None]] = []
+        self.validating_admission: list[Callable[[ResourceType, Obj], None]] = []
 
     # -- helpers ------------------------------------------------------------------------
     def _namespace_of(self, rt: ResourceType, namespace: str | None) -> str:
@@ -339,12 +344,16 @@ class ObjectAPI:
         strategy.prune(obj)
         self._check_unknown_fields(rt, opts)
         strategy.default(obj)
+        for admit in self.mutating_admission:
+            admit(rt, obj)
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
         meta["uid"] = identity[1] if identity is not None else str(uuid.uuid4())
         meta["creationTimestamp"] = identity[2] if identity is not None else now_rfc3339()
         strategy.prepare_for_create(obj)
         self._validate(rt, obj, None)
+        for admit in self.validating_admission:
+            admit(rt, obj)
         if owners is None and opts.field_manager is not None:
             start = None if managed.is_reset(requested) else managed.decode(requested)
             owners = managed.update({}, obj, start or {}, opts.field_manager, rt.api_version, "",

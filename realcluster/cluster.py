@@ -32,6 +32,8 @@ SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-no
 # Namespaced kinds a test may leave behind, cleared in every namespace (system ones included,
 # except for what the control plane itself keeps there).
 _NAMESPACED = (
+    Resource("batch", "v1", "cronjobs", "CronJob", True),
+    Resource("batch", "v1", "jobs", "Job", True),
     Resource("apps", "v1", "deployments", "Deployment", True),
     Resource("apps", "v1", "statefulsets", "StatefulSet", True),
     Resource("apps", "v1", "daemonsets", "DaemonSet", True),
@@ -41,6 +43,15 @@ _NAMESPACED = (
     Resource("", "v1", "configmaps", "ConfigMap", True),
     Resource("", "v1", "events", "Event", True),
     Resource("events.k8s.io", "v1", "events", "Event", True),
+    Resource("", "v1", "resourcequotas", "ResourceQuota", True),
+    Resource("", "v1", "limitranges", "LimitRange", True),
+    Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True),
+)
+#: Cluster-scoped kinds tests create; PriorityClasses named `system-` are the server's own.
+_CLUSTER_SCOPED = (
+    Resource("", "v1", "persistentvolumes", "PersistentVolume", False),
+    Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
 )
 _KEPT_CONFIGMAPS = frozenset({"kube-root-ca.crt", "extension-apiserver-authentication"})
 VALIDATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
@@ -136,6 +147,10 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
         await _clear_pods(client, ns)
     for node in (await client.list(NODES)).get("items") or []:
         await _ignore_missing(client.delete(NODES, node["metadata"]["name"]))
+    for res in _CLUSTER_SCOPED:
+        for obj in (await client.list(res)).get("items") or []:
+            if not obj["metadata"]["name"].startswith("system-"):
+                await _ignore_missing(client.delete(res, obj["metadata"]["name"]))
     crds = [c["metadata"]["name"] for c in (await client.list(CUSTOMRESOURCEDEFINITIONS)).get("items") or []
             if c["metadata"]["name"] not in KEPT_CRDS]
     for crd in crds:

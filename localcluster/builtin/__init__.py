@@ -9,7 +9,9 @@ from localcluster.builtin.apps import (
     ReplicaSetStrategy,
     StatefulSetStrategy,
 )
+from localcluster.builtin.autoscaling import HorizontalPodAutoscalerStrategy
 from localcluster.builtin.base import BuiltinStrategy
+from localcluster.builtin.batch import CronJobStrategy, JobStrategy
 from localcluster.builtin.core import (
     ConfigMapStrategy,
     EventStrategy,
@@ -19,9 +21,13 @@ from localcluster.builtin.core import (
     ServiceAccountStrategy,
     ServiceStrategy,
 )
+from localcluster.builtin.endpoints import EndpointSliceStrategy, EndpointsStrategy
 from localcluster.builtin.others import EventsV1Strategy, LeaseStrategy, PodDisruptionBudgetStrategy
 from localcluster.builtin.pods import PodStrategy
+from localcluster.builtin.quota import LimitRangeStrategy, ResourceQuotaStrategy
 from localcluster.builtin.replicationcontrollers import RC_SCALE, ReplicationControllerStrategy
+from localcluster.builtin.scheduling import PriorityClassStrategy
+from localcluster.builtin.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from localcluster.registry import Registry, ResourceType, ScaleSubresource
 
 _SCALE = ScaleSubresource(".spec.replicas", ".status.replicas", ".spec.selector")
@@ -59,6 +65,22 @@ def builtin_types() -> list[ResourceType]:
                      subresources=frozenset({"status"}), strategy=PodDisruptionBudgetStrategy()),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, strategy=LeaseStrategy()),
         ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), strategy=EventsV1Strategy()),
+        ResourceType("", "v1", "endpoints", "Endpoints", True, singular="endpoints", short_names=("ep",), strategy=EndpointsStrategy()),
+        ResourceType("", "v1", "resourcequotas", "ResourceQuota", True, short_names=("quota",),
+                     subresources=frozenset({"status"}), strategy=ResourceQuotaStrategy()),
+        ResourceType("", "v1", "limitranges", "LimitRange", True, short_names=("limits",), strategy=LimitRangeStrategy()),
+        ResourceType("", "v1", "persistentvolumes", "PersistentVolume", False, short_names=("pv",),
+                     subresources=frozenset({"status"}), strategy=PersistentVolumeStrategy()),
+        ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, short_names=("pvc",),
+                     subresources=frozenset({"status"}), strategy=PersistentVolumeClaimStrategy()),
+        ResourceType("batch", "v1", "jobs", "Job", True, categories=("all",), subresources=frozenset({"status"}), strategy=JobStrategy()),
+        ResourceType("batch", "v1", "cronjobs", "CronJob", True, short_names=("cj",), categories=("all",),
+                     subresources=frozenset({"status"}), strategy=CronJobStrategy()),
+        ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True, strategy=EndpointSliceStrategy()),
+        ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, short_names=("hpa",),
+                     categories=("all",), subresources=frozenset({"status"}), strategy=HorizontalPodAutoscalerStrategy()),
+        ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",),
+                     strategy=PriorityClassStrategy()),
     ]
 
 

@@ -16,6 +16,11 @@ from localcluster.registry import FieldError, Obj, TableColumn
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
+_NODE_INFO_KEYS = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
+                   "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture")
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
 class NodeStrategy(BuiltinStrategy):
     """Nodes keep the status they are created with (the kubelet registers with it)."""
 
@@ -24,8 +29,32 @@ class NodeStrategy(BuiltinStrategy):
     tracks_generation = False
     field_labels = frozenset({"spec.unschedulable"})
 
+    def default(self, obj: Obj) -> None:
+        """`NodeStatus.nodeInfo` and `daemonEndpoints` are structs Go always serializes: a node
+        registered without them reads back with their zero values."""
+        status = obj.setdefault("status", {})
+        if not isinstance(status, dict):
+            return
+        endpoints = status.setdefault("daemonEndpoints", {})
+        if isinstance(endpoints, dict):
+            kubelet = endpoints.setdefault("kubeletEndpoint", {})
+            if isinstance(kubelet, dict):
+                kubelet.setdefault("Port", 0)
+        info = status.setdefault("nodeInfo", {})
+        if isinstance(info, dict):
+            for key in _NODE_INFO_KEYS:
+                info.setdefault(key, "")
+
     def prepare_for_create(self, obj: Obj) -> None:
+        """TaintNodesByCondition admission: a new node is `not-ready:NoSchedule` until the node
+        lifecycle controller sees it Ready (the local kubelets lift it at registration, see
+        `KubeletConfig.untaint_not_ready`)."""
         obj["metadata"].pop("generation", None)
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            taints = spec.get("taints") or []
+            if not any(isinstance(t, dict) and t.get("key") == NOT_READY_TAINT and t.get("effect") == "NoSchedule" for t in taints):
+                spec["taints"] = [*taints, {"key": NOT_READY_TAINT, "effect": "NoSchedule"}]
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []

@@ -39,6 +39,12 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
+    # v1's deprecated `serviceAccount` mirrors `serviceAccountName` (and stands in for it when
+    # only it is sent), as the conversion to and from the internal type does
+    if spec.get("serviceAccountName"):
+        spec["serviceAccount"] = spec["serviceAccountName"]
+    elif spec.get("serviceAccount"):
+        spec["serviceAccountName"] = spec["serviceAccount"]
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if isinstance(container, dict):
             default_container(container)

@@ -88,15 +88,30 @@ class _Node:
     Resolving `$ref`s once per definition instead of once per object is what keeps pruning a
     pod cheap (it runs on every write)."""
 
-    __slots__ = ("extra", "item", "props")
+    __slots__ = ("extra", "item", "nullable", "props")
 
     def __init__(self) -> None:
         self.props: dict[str, _Node | None] | None = None
+        #: Fields whose null survives decoding: `metav1.Time` is a struct Go writes as null
+        #: when zero (`creationTimestamp: null`, `lastProbeTime: null`); every other null is
+        #: decoded as "unset" and dropped, as the real server drops it.
+        self.nullable: frozenset[str] = frozenset()
         self.extra: _Node | None = None
         self.item: _Node | None = None
 
 
 _compiled: dict[int, _Node | None] = {}
+
+
+#: Time fields that are pointers in the Go types (`*metav1.Time`): a null there is unset, so
+#: dropped like any other null; the schema alone cannot tell them from the struct-valued ones.
+_POINTER_TIMES = frozenset({"deletionTimestamp", "startTime", "completionTime", "lastScheduleTime", "lastSuccessfulTime",
+                            "lastScaleTime", "acquireTime", "renewTime", "expirationTimestamp"})
+
+
+def _is_time(schema: Schema) -> bool:
+    refs = [schema.get("$ref"), *(s.get("$ref") for s in schema.get("allOf") or () if isinstance(s, dict))]
+    return any(isinstance(r, str) and r.endswith((".meta.v1.Time", ".meta.v1.MicroTime")) for r in refs)
 
 
 def _compile(schema: Schema | None) -> _Node | None:
@@ -113,6 +128,7 @@ def _compile(schema: Schema | None) -> _Node | None:
     items_ = resolved.get("items")
     if props is not None:
         node.props = {k: _compile(v) for k, v in props.items()}
+        node.nullable = frozenset(k for k, v in props.items() if _is_time(v) and k not in _POINTER_TIMES)
     elif isinstance(extra, dict):
         node.extra = _compile(extra)
     if isinstance(items_, dict):
@@ -134,6 +150,9 @@ def _prune_node(value: Any, node: _Node, path: str, dropped: list[str]) -> None:
                     if key not in ("apiVersion", "kind"):
                         del value[key]
                         dropped.append(f"{path}.{key}" if path else key)
+                    continue
+                if value[key] is None and key not in node.nullable:
+                    del value[key]
                     continue
                 sub = props[key]
                 if sub is not None:

@@ -1,0 +1,107 @@
+"""core/v1 PersistentVolumes and PersistentVolumeClaims: `SetDefaults_PersistentVolume(Claim)`,
+the validation clients hit, and kubectl's columns. Binding is done by `localcluster.volumebinder`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.registry import FieldError, Obj, TableColumn
+
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+_SHORT_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+
+
+def access_modes_text(modes: Any) -> str:
+    return ",".join(_SHORT_MODES.get(m, m) for m in modes or [])
+
+
+def _validate_modes(modes: Any, path: str) -> list[FieldError]:
+    if not modes:
+        return [FieldError.required(path)]
+    return [FieldError.not_supported(path, m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
+
+
+class PersistentVolumeStrategy(BuiltinStrategy):
+    kind = "PersistentVolume"
+    has_status_subresource = True
+    tracks_generation = False
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+            spec.setdefault("volumeMode", "Filesystem")
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"phase": "Pending"}
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [FieldError.required("spec")]
+        errs = _validate_modes(spec.get("accessModes"), "spec.accessModes")
+        if not get_path(spec, "capacity", "storage"):
+            errs.append(FieldError.required("spec.capacity"))
+        policy = spec.get("persistentVolumeReclaimPolicy")
+        if policy not in ("Retain", "Recycle", "Delete"):
+            errs.append(FieldError.not_supported("spec.persistentVolumeReclaimPolicy", policy, ("Delete", "Recycle", "Retain")))
+        sources = [k for k in spec if k in ("hostPath", "local", "nfs", "csi", "iscsi", "fc", "gcePersistentDisk",
+                                             "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "rbd", "flexVolume")]
+        if not sources:
+            errs.append(FieldError.required("spec", "must specify a volume type"))
+        return errs
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        claim = spec.get("claimRef") or {}
+        cols = columns(("Capacity", "string"), ("Access Modes", "string"), ("Reclaim Policy", "string"), ("Status", "string"),
+                       ("Claim", "string"), ("StorageClass", "string"), ("Reason", "string"), ("Age", "string"),
+                       ("VolumeMode", "string", 1))
+        return cols, [str(get_path(spec, "capacity", "storage", default="")), access_modes_text(spec.get("accessModes")),
+                      spec.get("persistentVolumeReclaimPolicy", ""), status.get("phase", ""),
+                      f"{claim['namespace']}/{claim['name']}" if claim.get("name") else "", spec.get("storageClassName", ""),
+                      status.get("reason", ""), None, spec.get("volumeMode", "")]
+
+
+class PersistentVolumeClaimStrategy(BuiltinStrategy):
+    kind = "PersistentVolumeClaim"
+    has_status_subresource = True
+    tracks_generation = False
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec.setdefault("volumeMode", "Filesystem")
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"phase": "Pending"}
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [FieldError.required("spec")]
+        errs = _validate_modes(spec.get("accessModes"), "spec.accessModes")
+        if not get_path(spec, "resources", "requests", "storage"):
+            errs.append(FieldError.required("spec.resources[storage]"))
+        if old is not None:
+            old_spec = old.get("spec") or {}
+            for key in ("accessModes", "selector", "storageClassName", "volumeMode"):
+                if spec.get(key) != old_spec.get(key):
+                    errs.append(FieldError.forbidden("spec", "spec is immutable after creation except resources.requests for bound claims"))
+                    break
+            if spec.get("volumeName") != old_spec.get("volumeName") and old_spec.get("volumeName"):
+                errs.append(FieldError.forbidden("spec", "spec is immutable after creation except resources.requests for bound claims"))
+        return errs
+
+    def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        bound = status.get("phase") == "Bound"
+        cols = columns(("Status", "string"), ("Volume", "string"), ("Capacity", "string"), ("Access Modes", "string"),
+                       ("StorageClass", "string"), ("Age", "string"), ("VolumeMode", "string", 1))
+        return cols, [status.get("phase", ""), spec.get("volumeName", ""),
+                      str(get_path(status, "capacity", "storage", default="")) if bound else "",
+                      access_modes_text(status.get("accessModes")) if bound else "", spec.get("storageClassName", ""), None,
+                      spec.get("volumeMode", "")]

@@ -1,0 +1,262 @@
+"""The Job controller, simulated in-process as KCM runs it (`pkg/controller/job/job_controller.go`).
+
+- Active pods are kept at min(parallelism, completions - succeeded) (with no `completions`: at
+  `parallelism` until a first pod succeeds, then none are added); a suspended Job has none.
+  Pods carry the template's labels (`controller-uid`, `job-name`) and a controller reference;
+  Indexed Jobs' pods get the `batch.kubernetes.io/job-completion-index` annotation and the
+  lowest index neither succeeded nor running.
+- `status.succeeded` / `status.failed` count finished pods (for `restartPolicy: OnFailure`,
+  container restarts count as failures, as the controller's `pastBackoffLimitOnFailure`);
+  `status.active` the running ones; `startTime` is set on the first sync that may run pods.
+- A Job whose failures exceed `backoffLimit` (reason BackoffLimitExceeded) or that ran longer
+  than `activeDeadlineSeconds` (DeadlineExceeded) gets `Failed=True` and its active pods are
+  deleted; one with enough successes gets `Complete=True` and `completionTime`.
+
+Not simulated: the pod-recreation backoff delay (a failed pod is replaced at once, bounded by
+`backoffLimit`), `ttlSecondsAfterFinished` (finished Jobs are kept; KCM's TTL-after-finished
+controller is a separate controller), tracking finalizers and `podFailurePolicy`.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from typing import Any
+
+import anyio
+
+from localcluster import errors, podstate
+from localcluster.builtin.base import get_int, get_path
+from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster.recorder import EventRecorder
+from localcluster.registry import Obj, ResourceType
+from localcluster.revisions import controller_of, controller_ref
+from localcluster.storage import StoredEvent
+
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+Key = tuple[str, str]
+_RETRY_AFTER_REFUSAL = 5.0
+
+
+def finished_condition(job: Obj) -> str | None:
+    """"Complete" or "Failed" when the Job has that condition True, else None."""
+    for cond in get_path(job, "status", "conditions", default=[]):
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return str(cond["type"])
+    return None
+
+
+def _parse(timestamp: Any) -> dt.datetime | None:
+    if not isinstance(timestamp, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _restarts(pod: Obj) -> int:
+    return sum(int(cs.get("restartCount") or 0) for cs in get_path(pod, "status", "containerStatuses", default=[]))
+
+
+def _index_of(pod: Obj) -> int | None:
+    value = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX_ANNOTATION)
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def _compress(indexes: list[int]) -> str:
+    """`completedIndexes`: sorted intervals, "1,3-5"."""
+    out: list[str] = []
+    for i in sorted(set(indexes)):
+        if out and "-" in out[-1] and int(out[-1].split("-")[1]) == i - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        elif out and "-" not in out[-1] and int(out[-1]) == i - 1:
+            out[-1] = f"{out[-1]}-{i}"
+        else:
+            out.append(str(i))
+    return ",".join(out)
+
+
+class JobController:
+    def __init__(self, objects: ObjectAPI) -> None:
+        self.objects = objects
+        job_rt, pod_rt = objects.registry.get("batch", "v1", "jobs"), objects.registry.get("", "v1", "pods")
+        assert job_rt is not None and pod_rt is not None
+        self._job_rt: ResourceType = job_rt
+        self._pod_rt: ResourceType = pod_rt
+        self.events = EventRecorder(objects, "job-controller")
+        self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_storage, self.objects.storage, self._job_rt.storage_key, self._on_job)
+            tg.start_soon(watch_storage, self.objects.storage, "pods", self._on_pod)
+            tg.start_soon(self.loop.run)
+
+    def _on_job(self, ev: StoredEvent) -> None:
+        if ev.type != "DELETED":
+            self.loop.add((ev.namespace, ev.obj["metadata"]["name"]))
+
+    def _on_pod(self, ev: StoredEvent) -> None:
+        if b'"Job"' not in ev.raw:
+            return
+        ref = controller_of(ev.obj)
+        if ref is not None and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
+            self.loop.add((ev.namespace, ref["name"]))
+
+    def sync(self, key: Key) -> float | None:
+        entry = self.objects.storage.get(self._job_rt.storage_key, *key)
+        if entry is None:
+            return None
+        try:
+            return self._sync(entry.load())
+        except errors.StatusError as exc:
+            if exc.code in (404, 409):
+                return 0.05
+            if exc.code == 403:
+                return None
+            return _RETRY_AFTER_REFUSAL
+
+    def _pods(self, job: Obj) -> list[Obj]:
+        uid = job["metadata"]["uid"]
+        out = []
+        for entry in self.objects.storage.iter_entries("pods", job["metadata"]["namespace"]):
+            if uid.encode() in entry.raw:
+                pod = entry.load()
+                ref = controller_of(pod)
+                if ref is not None and ref.get("uid") == uid:
+                    out.append(pod)
+        return out
+
+    def _sync(self, job: Obj) -> float | None:
+        if finished_condition(job) is not None or job["metadata"].get("deletionTimestamp"):
+            return None
+        spec = job.get("spec") or {}
+        status: Obj = copy.deepcopy(job.get("status") or {})
+        pods = self._pods(job)
+        active = [p for p in pods if podstate.phase(p) not in ("Succeeded", "Failed") and not podstate.is_terminating(p)]
+        succeeded_pods = [p for p in pods if podstate.phase(p) == "Succeeded"]
+        failed_pods = [p for p in pods if podstate.phase(p) == "Failed"]
+        on_failure = get_path(spec, "template", "spec", "restartPolicy") == "OnFailure"
+        failed = len(failed_pods) + (sum(_restarts(p) for p in active) if on_failure else 0)
+        indexed = spec.get("completionMode") == "Indexed"
+        completions = spec.get("completions")
+        if indexed:
+            done = sorted({i for p in succeeded_pods if (i := _index_of(p)) is not None and i < int(completions or 0)})
+            succeeded = len(done)
+            if done:
+                status["completedIndexes"] = _compress(done)
+        else:
+            succeeded = len(succeeded_pods)
+        suspended = bool(spec.get("suspend"))
+        now = dt.datetime.now(dt.UTC)
+        wait: float | None = None
+        if not suspended and not status.get("startTime"):
+            status["startTime"] = now_rfc3339()
+        deadline = spec.get("activeDeadlineSeconds")
+        started = _parse(status.get("startTime"))
+        failure: tuple[str, str] | None = None
+        if failed > get_int(spec, "backoffLimit", default=6):
+            failure = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+        elif isinstance(deadline, int) and started is not None and not suspended:
+            left = deadline - (now - started).total_seconds()
+            if left <= 0:
+                failure = ("DeadlineExceeded", "Job was active longer than specified deadline")
+            else:
+                wait = left
+        if failure is not None:
+            for pod in active:
+                self._delete(job, pod)
+            active = []
+            self._condition(status, "Failed", *failure)
+            self.events.event(job, "Warning", failure[0], failure[1])
+        else:
+            complete = succeeded >= completions if completions is not None else succeeded > 0 and not active
+            if complete:
+                self._condition(status, "Complete", None, None)
+                status["completionTime"] = now_rfc3339()
+                self.events.event(job, "Normal", "Completed", "Job completed")
+                for pod in active if completions is not None else []:
+                    self._delete(job, pod)
+                active = []
+            else:
+                active = self._manage(job, active, succeeded_pods, succeeded, suspended)
+        for key, value in (("active", len(active)), ("succeeded", succeeded), ("failed", failed)):
+            if value:
+                status[key] = value
+            else:
+                status.pop(key, None)
+        if status != (job.get("status") or {}):
+            job["status"] = status
+            self.objects.update_status(self._job_rt, job["metadata"]["namespace"], job["metadata"]["name"], job)
+        return wait
+
+    @staticmethod
+    def _condition(status: Obj, type_: str, reason: str | None, message: str | None) -> None:
+        now = now_rfc3339()
+        cond: Obj = {"type": type_, "status": "True", "lastProbeTime": now, "lastTransitionTime": now}
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        status["conditions"] = [*(c for c in status.get("conditions") or [] if c.get("type") != type_), cond]
+
+    def _manage(self, job: Obj, active: list[Obj], succeeded_pods: list[Obj], succeeded: int, suspended: bool) -> list[Obj]:
+        spec = job.get("spec") or {}
+        parallelism = max(get_int(spec, "parallelism", default=1), 0)
+        completions = spec.get("completions")
+        if suspended:
+            want = 0
+        elif completions is None:
+            want = 0 if succeeded > 0 else parallelism
+        else:
+            want = max(min(int(completions) - succeeded, parallelism), 0)
+        if len(active) > want:
+            extra = sorted(active, key=lambda p: (podstate.is_running_and_ready(p), p["metadata"].get("creationTimestamp", "")))
+            for pod in extra[: len(active) - want]:
+                self._delete(job, pod)
+            return extra[len(active) - want:]
+        indexes: list[int | None] = [None] * (want - len(active))
+        if spec.get("completionMode") == "Indexed":
+            taken = {_index_of(p) for p in [*active, *succeeded_pods]}
+            free = (i for i in range(int(completions or 0)) if i not in taken)
+            indexes = [next(free, None) for _ in indexes]
+            indexes = [i for i in indexes if i is not None]
+        for index in indexes:
+            active.append(self._create(job, index))
+        return active
+
+    def _create(self, job: Obj, index: int | None) -> Obj:
+        meta = job["metadata"]
+        template = copy.deepcopy(get_path(job, "spec", "template", default={}))
+        tmeta = template.get("metadata") or {}
+        pod_meta: Obj = {"generateName": f"{meta['name']}-" if index is None else f"{meta['name']}-{index}-",
+                         "namespace": meta["namespace"], "labels": dict(tmeta.get("labels") or {}),
+                         "ownerReferences": [controller_ref(job)]}
+        annotations = dict(tmeta.get("annotations") or {})
+        if index is not None:
+            annotations[COMPLETION_INDEX_ANNOTATION] = str(index)
+        if annotations:
+            pod_meta["annotations"] = annotations
+        pod_spec = template.get("spec") or {}
+        if index is not None:
+            pod_spec.setdefault("hostname", f"{meta['name']}-{index}")
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
+        try:
+            created = self.objects.create(self._pod_rt, meta["namespace"], pod).load()
+        except errors.StatusError as exc:
+            self.events.event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
+            raise
+        self.events.event(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+        return created
+
+    def _delete(self, job: Obj, pod: Obj) -> None:
+        meta = pod["metadata"]
+        try:
+            self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]})
+        except errors.StatusError as exc:
+            if exc.code not in (404, 409):
+                raise
+            return
+        self.events.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
