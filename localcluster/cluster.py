@@ -41,8 +41,8 @@ from localcluster.builtin.scheduling import system_priority_classes
 from localcluster.crd import CRDController
 from localcluster.cronjob import CronJobController
 from localcluster.daemonset import DaemonSetController
-from localcluster.eventttl import EventTTL
 from localcluster.endpoints import EndpointsController
+from localcluster.eventttl import EventTTL
 from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
