@@ -18,6 +18,8 @@ The rules, as the proposal states them:
   0", but the Lease API rejects 0 ("must be greater than 0"), so release removes the duration (read
   as 0) and the holder, and stamps `renewTime` with the release moment: the lease is then free at
   once and a monitor does not mistake a released lease for an abandoned one.
+- **Made when first taken**: a node without a lease is free; `acquire` creates it, owned by the
+  node, so no lease exists for a node nobody ever held.
 - **Every write is guarded by resourceVersion**: a PUT of the object as read. A 409 means someone
   wrote in between; we read again and decide again, so of two holders racing for a free lease exactly
   one wins and the other sees the winner.
@@ -279,8 +281,9 @@ async def acquire(
 ) -> LeaseState:
     """Take the node's lease for `holder` (or renew it if `holder` has it); raise `LeaseHeldError` if taken.
 
-    Creates the lease (owned by the node) when the lease controller has not yet. Never waits for
-    another holder: callers decide whether to poll.
+    Leases are made when first taken: a node without one is free, and this creates it (owned by
+    the node, so it goes with the node) together with its namespace. Never waits for another
+    holder: callers decide whether to poll.
     """
     check_client_holder(holder)
     check_duration(duration_seconds)
