@@ -483,6 +483,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         lat["nodemaintenance"] = await maintenance_samples(kube, log, node_names, args.spacing)
         for kind, values in lat.items():
             f[f"{kind}_samples"] = len(values)
+            f[f"{kind}_ms"] = [round(v * 1000, 1) for v in values]  # in sample order: a slow first one shows
             for q, label in ((0.5, "p50"), (0.99, "p99")):
                 v = pct(values, q)
                 f[f"{kind}_{label}_ms"] = round(v * 1000, 1) if v is not None else None
