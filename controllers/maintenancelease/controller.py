@@ -4,7 +4,8 @@ The Node Maintenance Lease proposal: one Lease per node, named after it, in name
 `kube-node-maintenance`, owned by the node (so the garbage collector removes it with the node).
 Leases are made when first needed, not in advance: `lease.acquire` (every holder: the library,
 `aiokcm lease acquire`, the NodeMaintenance controller's gate) creates the node's lease, owned by
-the node, together with the namespace when either is missing. A node without a lease is free.
+the node, together with the namespace when either is missing (the controller makes the namespace
+at start on a fresh cluster; a restart only reads it). A node without a lease is free.
 Creating 5,000 empty leases at start would cost 5,000 writes (four minutes of a qps-20 budget)
 for leases most nodes never need, and a start that writes is not a quiet one.
 
@@ -28,7 +29,8 @@ from apiclient.resources import LEASES, NODES
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.maintenancelease import metrics
-from controllers.maintenancelease.lease import NAMESPACE
+from controllers.maintenancelease.lease import NAMESPACE, ensure_namespace, namespace_exists
+from controllers.worker import is_expected_failure
 from informers import ResourceEventHandler
 
 Obj = Mapping[str, Any]
@@ -71,6 +73,18 @@ class MaintenanceLeaseController(Controller):
         name = _name(obj)
         if name:
             self.enqueue(name)
+
+    async def prepare(self) -> None:
+        """The namespace, made on a fresh cluster so the first holder does not wait for it; a read
+        otherwise (a restart writes nothing)."""
+        try:
+            if not await namespace_exists(self.client):
+                await ensure_namespace(self.client)
+        except Exception as exc:
+            if not is_expected_failure(exc):
+                raise
+            # Not fatal: a create that finds the namespace missing ensures it again.
+            self.log.warning("ensuring the lease namespace failed", error=str(exc), namespace=NAMESPACE)
 
     def _node_added(self, node: Obj) -> None:
         name = _name(node)

@@ -224,6 +224,16 @@ def lease_body(node: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -
     }
 
 
+async def namespace_exists(client: KubeClient) -> bool:
+    try:
+        await client.get(NAMESPACES, NAMESPACE)
+    except ApiError as exc:
+        if exc.not_found:
+            return False
+        raise
+    return True
+
+
 async def ensure_namespace(client: KubeClient) -> None:
     """Create `kube-node-maintenance` unless it exists (as kube-node-lease is created)."""
     try:
