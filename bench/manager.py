@@ -218,7 +218,9 @@ class ManagerProcess:
         self.proc = await anyio.open_process(
             [sys.executable, "-m", "controller_manager", "run", "--kubeconfig", self.kubeconfig,
              "--leader-elect=false", "--secure-port", str(self.port), "--bind-address", "127.0.0.1",
-             "--feature-gates", GATES, "--kube-api-qps", str(self.qps), "--kube-api-burst", str(self.burst)],
+             "--feature-gates", GATES,
+             # the driver reads /metrics without credentials (the manager's own self-signed port)
+             "--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics", "--kube-api-qps", str(self.qps), "--kube-api-burst", str(self.burst)],
             stdout=log, stderr=subprocess.STDOUT, cwd=self.root, env=env)
 
     @property
@@ -228,7 +230,7 @@ class ManagerProcess:
 
     async def wait_ready(self, timeout: float) -> float:
         """Seconds from exec to `/readyz` answering 200."""
-        url = f"http://127.0.0.1:{self.port}/readyz"
+        url = f"https://127.0.0.1:{self.port}/readyz"  # its own self-signed certificate
         deadline = time.monotonic() + timeout
         async with aiohttp.ClientSession() as http:
             while time.monotonic() < deadline:
@@ -236,7 +238,7 @@ class ManagerProcess:
                 if self.proc.returncode is not None:
                     raise RuntimeError(f"manager exited with {self.proc.returncode}; see {self.workdir}")
                 try:
-                    async with http.get(url) as resp:
+                    async with http.get(url, ssl=False) as resp:
                         if resp.status == 200:
                             return time.monotonic() - self.started
                 except aiohttp.ClientError:
@@ -272,7 +274,7 @@ async def settled_rss(pid: int, *, quiet: float = 3.0, timeout: float = 120.0) -
 
 async def queues_empty(port: int) -> bool:
     """Whether every work queue of the manager is empty and no worker is busy (from `/metrics`)."""
-    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as resp:
+    async with aiohttp.ClientSession() as http, http.get(f"https://127.0.0.1:{port}/metrics", ssl=False) as resp:
         text = await resp.text()
     busy = 0.0
     for line in text.splitlines():
@@ -283,7 +285,7 @@ async def queues_empty(port: int) -> bool:
 
 async def loop_lag_buckets(port: int) -> dict[str, float]:
     """The manager's event-loop lag histogram (`aiokcm_event_loop_lag_seconds`): le -> count."""
-    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as resp:
+    async with aiohttp.ClientSession() as http, http.get(f"https://127.0.0.1:{port}/metrics", ssl=False) as resp:
         text = await resp.text()
     out: dict[str, float] = {}
     for line in text.splitlines():
@@ -481,6 +483,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         lat["nodemaintenance"] = await maintenance_samples(kube, log, node_names, args.spacing)
         for kind, values in lat.items():
             f[f"{kind}_samples"] = len(values)
+            f[f"{kind}_ms"] = [round(v * 1000, 1) for v in values]  # in sample order: a slow first one shows
             for q, label in ((0.5, "p50"), (0.99, "p99")):
                 v = pct(values, q)
                 f[f"{kind}_{label}_ms"] = round(v * 1000, 1) if v is not None else None

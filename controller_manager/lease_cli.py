@@ -12,7 +12,8 @@ name a `kubeadm...` holder: giving a claim back takes nothing.
 
 `status` prints one row per lease: holder, age (since acquired), expires in (`never` for an
 administrator's claim, negative once expired) and whether the lease is abandoned (expired, holder
-still set). A script can rely on the exit codes: 0 done, 1 refused (held by someone else, not ours
+still set). A lease is created when first acquired, so `status` lists the nodes ever leased; a
+node named on the command line that has none is shown free. A script can rely on the exit codes: 0 done, 1 refused (held by someone else, not ours
 to renew) or failed, 2 bad usage (including a reserved holder or a duration over 1 h).
 """
 
@@ -27,7 +28,7 @@ from typing import TextIO
 import anyio
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import LEASES
+from apiclient.resources import LEASES, NODES
 from controller_manager.clientcli import run_with_client
 from controller_manager.options import OneLineParser, UsageError, parse_duration
 from controllers.maintenancelease import lease
@@ -171,8 +172,9 @@ async def _status(args: argparse.Namespace, client: KubeClient, *, out: TextIO, 
         for node in args.nodes:
             state = await lease.status(client, node)
             if state is None:
-                print(f"error: node {node}: no maintenance lease (is the maintenance-lease controller running?)",
-                      file=err)
+                state = await _never_leased(client, node)
+            if state is None:
+                print(f"error: node {node} not found", file=err)
                 code = EXIT_FAILED
             else:
                 states.append(state)
@@ -187,6 +189,18 @@ async def _status(args: argparse.Namespace, client: KubeClient, *, out: TextIO, 
     if states or not args.nodes:
         out.write(format_table([status_row(s, now) for s in states]))
     return code
+
+
+async def _never_leased(client: KubeClient, node: str) -> lease.LeaseState | None:
+    """A node nobody took yet has no lease (the first holder creates it): free. None if no such node."""
+    try:
+        await client.get(NODES, node)
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+    return lease.LeaseState(node=node, holder=None, duration_seconds=None, acquire_time=None, renew_time=None,
+                            transitions=0, resource_version="")
 
 
 async def main(argv: list[str]) -> int:

@@ -100,7 +100,7 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
     "maintenance-lease": (
         Rule("coordination.k8s.io", "leases", (*READ, "create", "update", "patch"), MAINTENANCE_LEASES),
         Rule("", "nodes", READ),
-        Rule("", "namespaces", ("create",)),  # creates its lease namespace when missing
+        Rule("", "namespaces", ("get", "create")),  # creates its lease namespace when missing
     ),
 }
 

@@ -280,12 +280,13 @@ class SharedInformer:
                 reg._push(_DELETE, obj, None)
         else:
             old = store.update(key, obj)
-            if old is None:
-                for reg in self._listeners:
-                    reg._push(_ADD, obj, None)
-            else:
+            if old is not None:
                 for reg in self._listeners:
                     reg._push(_UPDATE, old, obj)
+                self._freezer.note_event()
+                return  # the size is unchanged (most events: renewals, status posts)
+            for reg in self._listeners:
+                reg._push(_ADD, obj, None)
         self._store_gauge.set(len(store))
         self._freezer.note_event()
 

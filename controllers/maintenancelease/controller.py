@@ -1,16 +1,22 @@
-"""MaintenanceLeaseController: the namespace and one unheld Lease per node, never the holder fields.
+"""MaintenanceLeaseController: each node's maintenance Lease owned by its node, never the holder fields.
 
-The Node Maintenance Lease proposal asks the control plane to create, for every node, a Lease named after it in namespace
-`kube-node-maintenance`, owned by the node (so the garbage collector removes it with the node), and
-to recreate it when someone deletes it. Holding the lease is the holders' business (see `lease.py`):
-this controller creates leases with an empty spec and otherwise only repairs the owner reference,
-through a JSON patch of `metadata.ownerReferences` guarded by resourceVersion, so it can never
-undo a holder's write.
+The Node Maintenance Lease proposal: one Lease per node, named after it, in namespace
+`kube-node-maintenance`, owned by the node (so the garbage collector removes it with the node).
+Leases are made when first needed, not in advance: `lease.acquire` (every holder: the library,
+`aiokcm lease acquire`, the NodeMaintenance controller's gate) creates the node's lease, owned by
+the node, together with the namespace when either is missing (the controller makes the namespace
+at start on a fresh cluster; a restart only reads it). A node without a lease is free.
+Creating 5,000 empty leases at start would cost 5,000 writes (four minutes of a qps-20 budget)
+for leases most nodes never need, and a start that writes is not a quiet one.
 
-Keys are node names. Node adds and deletes, and every Lease event in the namespace, enqueue the
-node; the sync compares the two caches. A Lease whose node is gone is left to the garbage collector
-(its owner reference says so). The namespace is ensured once before the workers start and again
-whenever a create finds it missing.
+This controller repairs what others made: a lease created by hand (kubectl, a client-go
+LeaseLock) without the owner reference, or one that outlived its node's recreation under the
+same name. The repair is a merge patch of `metadata.ownerReferences` guarded by resourceVersion,
+so it can never undo a holder's write.
+
+Keys are node names. Lease adds and updates enqueue the node; a node added or recreated enqueues
+itself only when its lease is cached (a node without one has nothing to repair, so a start over
+5,000 nodes queues nothing). A lease whose node is gone is left to the garbage collector.
 """
 
 from __future__ import annotations
@@ -23,17 +29,16 @@ from apiclient.resources import LEASES, NODES
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.maintenancelease import metrics
-from controllers.maintenancelease.lease import NAMESPACE, create_lease, ensure_namespace
+from controllers.maintenancelease.lease import NAMESPACE, ensure_namespace, namespace_exists
 from controllers.worker import is_expected_failure
-from informers import DeletedFinalStateUnknown, ResourceEventHandler
+from informers import ResourceEventHandler
 
 Obj = Mapping[str, Any]
 GATE = "NodeMaintenanceLease"
 
 
-def _name(obj: Obj | DeletedFinalStateUnknown) -> str:
-    inner = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-    return str((inner.get("metadata") or {}).get("name", ""))
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
 
 
 def _node_ref(lease: Obj, node: Obj) -> tuple[int, Mapping[str, Any]] | None:
@@ -46,7 +51,7 @@ def _node_ref(lease: Obj, node: Obj) -> tuple[int, Mapping[str, Any]] | None:
 
 
 class MaintenanceLeaseController(Controller):
-    """One maintenance Lease per node, owned by the node."""
+    """Every node's maintenance Lease, once someone made it, owned by the node."""
 
     name: ClassVar[str] = "maintenance-lease"
     required_gates: ClassVar[tuple[str, ...]] = (GATE,)
@@ -58,32 +63,38 @@ class MaintenanceLeaseController(Controller):
         lease_inf = ctx.informers.informer(LEASES, namespace=NAMESPACE)
         self.node_lister = node_inf.lister
         self.lease_lister = lease_inf.lister
-        node_inf.add_event_handler(ResourceEventHandler(
-            on_add=self._enqueue, on_update=self._node_updated, on_delete=self._enqueue,
-        ))
+        node_inf.add_event_handler(ResourceEventHandler(on_add=self._node_added, on_update=self._node_updated))
         lease_inf.add_event_handler(ResourceEventHandler(
-            on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new), on_delete=self._enqueue,
+            on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new),
         ))
         metrics.COLLECTOR.watch(self, lambda c: c.lease_lister.list(NAMESPACE))
 
-    def _enqueue(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+    def _enqueue(self, obj: Obj) -> None:
         name = _name(obj)
         if name:
             self.enqueue(name)
 
-    def _node_updated(self, old: Obj, new: Obj) -> None:
-        # Only a node recreated under the same name (new uid) changes what its lease should say.
-        if (old.get("metadata") or {}).get("uid") != (new.get("metadata") or {}).get("uid"):
-            self._enqueue(new)
-
     async def prepare(self) -> None:
+        """The namespace, made on a fresh cluster so the first holder does not wait for it; a read
+        otherwise (a restart writes nothing)."""
         try:
-            await ensure_namespace(self.client)
+            if not await namespace_exists(self.client):
+                await ensure_namespace(self.client)
         except Exception as exc:
             if not is_expected_failure(exc):
                 raise
             # Not fatal: a create that finds the namespace missing ensures it again.
             self.log.warning("ensuring the lease namespace failed", error=str(exc), namespace=NAMESPACE)
+
+    def _node_added(self, node: Obj) -> None:
+        name = _name(node)
+        if name and self.lease_lister.get(name, NAMESPACE) is not None:
+            self.enqueue(name)
+
+    def _node_updated(self, old: Obj, new: Obj) -> None:
+        # Only a node recreated under the same name (new uid) changes what its lease should say.
+        if (old.get("metadata") or {}).get("uid") != (new.get("metadata") or {}).get("uid"):
+            self._node_added(new)
 
     async def sync(self, key: str) -> None:
         node = self.node_lister.get(key)
@@ -91,11 +102,7 @@ class MaintenanceLeaseController(Controller):
             return  # the garbage collector removes the lease with its owner
         lease = self.lease_lister.get(key, NAMESPACE)
         if lease is None:
-            created = await create_lease(self.client, node)
-            if created is not None:
-                self.recorder.event(node, "Normal", "MaintenanceLeaseCreated",
-                                    f"created Lease {NAMESPACE}/{key}")
-            return
+            return  # not needed yet: the first holder creates it (`lease.acquire`)
         await self._own(lease, node)
 
     async def _own(self, lease: Obj, node: Obj) -> None:

@@ -18,6 +18,8 @@ The rules, as the proposal states them:
   0", but the Lease API rejects 0 ("must be greater than 0"), so release removes the duration (read
   as 0) and the holder, and stamps `renewTime` with the release moment: the lease is then free at
   once and a monitor does not mistake a released lease for an abandoned one.
+- **Made when first taken**: a node without a lease is free; `acquire` creates it, owned by the
+  node, so no lease exists for a node nobody ever held.
 - **Every write is guarded by resourceVersion**: a PUT of the object as read. A 409 means someone
   wrote in between; we read again and decide again, so of two holders racing for a free lease exactly
   one wins and the other sees the winner.
@@ -204,8 +206,9 @@ async def _read(client: KubeClient, node: str) -> Obj | None:
         raise
 
 
-def lease_body(node: Mapping[str, Any]) -> Obj:
-    """A fresh, unheld Lease for `node`, owned by it so the garbage collector removes it with the node."""
+def lease_body(node: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -> Obj:
+    """A fresh Lease for `node` (unheld unless `spec` says), owned by it so the garbage collector
+    removes it with the node."""
     meta = node.get("metadata") or {}
     return {
         "apiVersion": "coordination.k8s.io/v1",
@@ -217,8 +220,18 @@ def lease_body(node: Mapping[str, Any]) -> Obj:
                 {"apiVersion": "v1", "kind": "Node", "name": str(meta["name"]), "uid": str(meta["uid"])}
             ],
         },
-        "spec": {},
+        "spec": dict(spec or {}),
     }
+
+
+async def namespace_exists(client: KubeClient) -> bool:
+    try:
+        await client.get(NAMESPACES, NAMESPACE)
+    except ApiError as exc:
+        if exc.not_found:
+            return False
+        raise
+    return True
 
 
 async def ensure_namespace(client: KubeClient) -> None:
@@ -230,9 +243,9 @@ async def ensure_namespace(client: KubeClient) -> None:
             raise
 
 
-async def create_lease(client: KubeClient, node: Mapping[str, Any]) -> Obj | None:
-    """Create the node's unheld lease (and the namespace if missing); None when it already exists."""
-    body = lease_body(node)
+async def create_lease(client: KubeClient, node: Mapping[str, Any], *, spec: Mapping[str, Any] | None = None) -> Obj | None:
+    """Create the node's lease (and the namespace if missing); None when it already exists."""
+    body = lease_body(node, spec)
     for _ in range(2):
         try:
             return await client.create(LEASES, body, namespace=NAMESPACE)
@@ -245,23 +258,16 @@ async def create_lease(client: KubeClient, node: Mapping[str, Any]) -> Obj | Non
     return await client.create(LEASES, body, namespace=NAMESPACE)
 
 
-async def _read_or_create(client: KubeClient, node: str) -> Obj:
-    obj = await _read(client, node)
-    if obj is not None:
-        return obj
+async def _create_held(client: KubeClient, node: str, spec: Obj) -> Obj | None:
+    """Create the node's lease already held (`spec`): one write, as client-go's LeaseLock creates
+    its record. None when someone created it first (read it again and decide)."""
     try:
         node_obj = await client.get(NODES, node)
     except ApiError as exc:
         if exc.not_found:
             raise LeaseError(f"node {node!r} not found") from exc
         raise
-    created = await create_lease(client, node_obj)
-    if created is not None:
-        return created
-    obj = await _read(client, node)
-    if obj is None:
-        raise LeaseError(f"node {node}: the lease vanished while being created")
-    return obj
+    return await create_lease(client, node_obj, spec=spec)
 
 
 async def status(client: KubeClient, node: str) -> LeaseState | None:
@@ -279,15 +285,25 @@ async def acquire(
 ) -> LeaseState:
     """Take the node's lease for `holder` (or renew it if `holder` has it); raise `LeaseHeldError` if taken.
 
-    Creates the lease (owned by the node) when the lease controller has not yet. Never waits for
-    another holder: callers decide whether to poll.
+    Leases are made when first taken: a node without one is free, and this creates it (owned by
+    the node, so it goes with the node) together with its namespace. Never waits for another
+    holder: callers decide whether to poll.
     """
     check_client_holder(holder)
     check_duration(duration_seconds)
     for _ in range(_WRITE_ATTEMPTS):
-        obj = await _read_or_create(client, node)
-        state = LeaseState.from_obj(obj)
+        obj = await _read(client, node)
         now = clock()
+        if obj is None:
+            stamp = format_microtime(now)
+            created = await _create_held(client, node, {
+                "holderIdentity": holder, "leaseDurationSeconds": duration_seconds,
+                "acquireTime": stamp, "renewTime": stamp, "leaseTransitions": 0,
+            })
+            if created is None:
+                continue  # another holder created it first: read it and see who holds it
+            return LeaseState.from_obj(created)
+        state = LeaseState.from_obj(obj)
         if state.held_by_other(holder, now):
             raise LeaseHeldError(state)
         body = copy.deepcopy(obj)

@@ -41,75 +41,81 @@ async def node_names(kube: KubeClient) -> list[str]:
     return sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
 
 
-async def all_leases(kube: KubeClient) -> bool:
-    for name in await node_names(kube):
-        if await get_lease(kube, name) is None:
-            return False
-    return True
+async def delete_lease(kube: KubeClient, node: str) -> None:
+    try:
+        await kube.delete(LEASES, node, namespace=lease.NAMESPACE)
+    except ApiError as exc:
+        if not exc.not_found:
+            raise
 
 
-async def test_controller_creates_namespace_and_one_owned_lease_per_node(kube: KubeClient) -> None:
+async def hand_made_lease(kube: KubeClient, node: str) -> dict[str, Any]:
+    """A lease made with kubectl by a holder: no owner reference (the namespace is deploy/namespace.yaml's)."""
+    await lease.ensure_namespace(kube)
+    await delete_lease(kube, node)
+    spec = {"holderIdentity": "hand-made", "leaseDurationSeconds": 600,
+            "renewTime": lease.format_microtime(lease.utcnow())}
+    return await kube.create(LEASES, {"metadata": {"name": node}, "spec": spec}, namespace=lease.NAMESPACE)
+
+
+async def owned_lease(kube: KubeClient, node: str) -> dict[str, Any] | None:
+    obj = await get_lease(kube, node)
+    return obj if obj and obj["metadata"].get("ownerReferences") else None
+
+
+async def test_no_lease_until_a_holder_needs_one_then_owned_by_its_node(kube: KubeClient) -> None:
+    *names, marker = await node_names(kube)
+    for name in names:  # what earlier tests left: the controller must not bring it back
+        await delete_lease(kube, name)
+    await hand_made_lease(kube, marker)
     async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES) as h:
-        await eventually(lambda: all_leases(kube), "a lease for every node")
+        # Once the controller has owned the hand-made lease it has seen every node: it made none.
+        await eventually(lambda: owned_lease(kube, marker), "the owner reference on a hand-made lease")
+        assert [n for n in names if await get_lease(kube, n) is not None] == []
+        assert h.events.reasons() == []
+
+        state = await lease.acquire(kube, names[0], holder="ops/alice", duration_seconds=60)
+        assert state.holder == "ops/alice"
+        obj = await get_lease(kube, names[0])
+        assert obj is not None
+        node = await kube.get(NODES, names[0])
+        assert obj["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": names[0], "uid": node["metadata"]["uid"]}
+        ]
         await kube.get(NAMESPACES, lease.NAMESPACE)
-        for name in await node_names(kube):
-            obj = await get_lease(kube, name)
-            assert obj is not None
-            node = await kube.get(NODES, name)
-            assert obj["metadata"]["ownerReferences"] == [
-                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}
-            ]
-            assert not (obj.get("spec") or {}).get("holderIdentity")
-        assert "MaintenanceLeaseCreated" in h.events.reasons()
+        assert [n for n in names[1:] if await get_lease(kube, n) is not None] == []
+        assert h.events.reasons() == []
 
 
-async def test_deleted_lease_is_recreated_and_holder_fields_are_left_alone(kube: KubeClient) -> None:
+async def test_deleted_lease_stays_deleted_and_a_hand_made_lease_gets_its_owner(kube: KubeClient) -> None:
+    first, second, marker = (await node_names(kube))[:3]
+    await lease.acquire(kube, first, holder="ops/alice", duration_seconds=60)
     async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
-        await eventually(lambda: all_leases(kube), "a lease for every node")
-        first, second = (await node_names(kube))[:2]
-        old = await get_lease(kube, first)
-        assert old is not None
         await kube.delete(LEASES, first, namespace=lease.NAMESPACE)
+        await hand_made_lease(kube, marker)  # after the delete: owned once the delete was seen
+        await eventually(lambda: owned_lease(kube, marker), "the owner reference on a hand-made lease")
+        assert await get_lease(kube, first) is None  # the next holder makes it again
+        assert (await lease.acquire(kube, first, holder="ops/bob", duration_seconds=60)).holder == "ops/bob"
 
-        async def recreated() -> bool:
-            obj = await get_lease(kube, first)
-            return obj is not None and obj["metadata"]["uid"] != old["metadata"]["uid"]
-
-        await eventually(recreated, "the deleted lease to come back")
-
-        # A lease a holder made by hand without an owner: the controller adds the owner, keeps the claim.
-        await kube.delete(LEASES, second, namespace=lease.NAMESPACE)
-        spec = {"holderIdentity": "hand-made", "leaseDurationSeconds": 600,
-                "renewTime": lease.format_microtime(lease.utcnow())}
-        try:
-            await kube.create(LEASES, {"metadata": {"name": second}, "spec": spec}, namespace=lease.NAMESPACE)
-        except ApiError as exc:
-            if not exc.already_exists:  # the controller may have been first: then claim it with a PUT
-                raise
-            current = await get_lease(kube, second)
-            assert current is not None
-            current["spec"] = spec
-            await kube.replace(LEASES, current, namespace=lease.NAMESPACE)
-
-        async def owned() -> dict[str, Any] | None:
-            obj = await get_lease(kube, second)
-            return obj if obj and obj["metadata"].get("ownerReferences") else None
-
-        obj = await eventually(owned, "the owner reference on a hand-made lease")
-        assert obj["spec"]["holderIdentity"] == "hand-made"
-        assert obj["spec"]["renewTime"] == spec["renewTime"]
+        # The owner is added, the claim kept.
+        made = await hand_made_lease(kube, second)
+        obj = await eventually(lambda: owned_lease(kube, second), "the owner reference on a hand-made lease")
+        node = await kube.get(NODES, second)
+        assert obj["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": second, "uid": node["metadata"]["uid"]}
+        ]
+        assert obj["spec"] == {**made["spec"]}
 
 
 async def test_lease_goes_with_its_node(kube: KubeClient) -> None:
-    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
-        await eventually(lambda: all_leases(kube), "a lease for every node")
-        victim = (await node_names(kube))[-1]
-        await kube.delete(NODES, victim)
+    victim = (await node_names(kube))[-1]
+    await lease.acquire(kube, victim, holder="ops/alice", duration_seconds=60)
+    await kube.delete(NODES, victim)
 
-        async def collected() -> bool:
-            return await get_lease(kube, victim) is None
+    async def collected() -> bool:
+        return await get_lease(kube, victim) is None
 
-        await eventually(collected, "the garbage collector to remove the node's lease")
+    await eventually(collected, "the garbage collector to remove the node's lease")
 
 
 async def test_two_competing_holders_exactly_one_wins(kube: KubeClient) -> None:
@@ -211,6 +217,17 @@ async def test_cli_acquire_status_renew_release(kube: KubeClient) -> None:
     assert code == 0
 
 
+async def test_cli_status_shows_a_never_leased_node_free_and_an_unknown_node_missing(kube: KubeClient) -> None:
+    node = (await node_names(kube))[-1]
+    await delete_lease(kube, node)
+    out, err = io.StringIO(), io.StringIO()
+    code = await run(build_parser().parse_args(["lease", "status", node, "no-such-node"]), kube, out=out, err=err)
+    assert code == 1
+    assert out.getvalue().splitlines()[1].split() == [node, "<none>", "-", "-", "no"]
+    assert "no-such-node not found" in err.getvalue()
+    assert await get_lease(kube, node) is None  # looking creates nothing
+
+
 async def test_context_manager_renews_in_the_background_and_releases(kube: KubeClient) -> None:
     node = (await node_names(kube))[0]
     async with lease.maintenance_lease(kube, node, holder="reboot/node", duration_seconds=30,
@@ -255,7 +272,6 @@ async def test_context_manager_body_errors_pass_through_unwrapped(kube: KubeClie
 async def test_metrics_count_leases_from_the_controller_cache(kube: KubeClient) -> None:
     names = await node_names(kube)
     async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
-        await eventually(lambda: all_leases(kube), "a lease for every node")
         await lease.acquire(kube, names[0], holder="aiokcm/nodemaintenance/m1", duration_seconds=600)
         await lease.acquire(kube, names[1], holder="ops/bob", duration_seconds=1,
                             clock=lambda: lease.utcnow() - timedelta(hours=1))

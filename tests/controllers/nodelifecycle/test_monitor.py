@@ -162,3 +162,21 @@ async def test_a_health_pass_over_thousands_of_nodes_lets_the_event_loop_run() -
         during = len(ticks) - before
         done.set()
     assert during >= 5  # 2,000 nodes in slices of 200
+
+
+async def test_a_lease_renewal_queues_nothing_and_is_noted_by_the_next_pass() -> None:
+    """KCM reads Leases from the lister in its monitor pass: a renewal wakes no handler or queue."""
+    world = World([node("n1", "a"), node("n2", "a")])
+    await world.controller.monitor_node_health()
+    probe = world.controller.health["n1"].probe
+    world.clock[0] = 30.0
+    lease = {"metadata": {"name": "n1", "namespace": "kube-node-lease", "resourceVersion": "7"},
+             "spec": {"renewTime": "2026-01-01T00:00:30.000000Z"}}
+    world.controller.lease_informer.apply("ADDED", lease)
+    world.controller.lease_informer.apply("MODIFIED", {**lease, "spec": {"renewTime": "2026-01-01T00:00:40.000000Z"}})
+    assert world.controller.lease_informer._listeners == []  # nothing woken: the cache update is the whole cost
+    assert len(world.controller.queue) == 0 and len(world.controller.pod_queue) == 0
+    await world.controller.monitor_node_health()
+    assert world.controller.health["n1"].probe == 30.0 > probe
+    assert world.controller.health["n2"].probe == probe
+    assert len(world.controller.queue) == 0 and len(world.controller.pod_queue) == 0

@@ -106,3 +106,45 @@ def test_evacuation_requested_pods_are_deleted_first_only_with_the_gate() -> Non
     assert [p["metadata"]["name"] for p in with_gate] == ["leaving", "pending"]
     without = choose_pods_to_delete(pods, pods, 1, NOW, evacuation_first=False)
     assert [p["metadata"]["name"] for p in without] == ["pending"]
+
+
+async def test_related_pods_match_every_siblings_selector_and_the_scan_lets_the_loop_run() -> None:
+    """`getIndirectlyRelatedPods` scans the namespace: over 20,000 pods the event loop keeps running."""
+    import anyio
+    import anyio.lowlevel
+
+    from controllers.common.expectations import UIDTrackingControllerExpectations
+    from controllers.context import StaticGates
+    from controllers.replicaset.sync import ReplicaSetSync
+    from informers import Lister
+    from informers.indexers import default_indexers
+    from informers.store import Store
+
+    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-uid", "controller": True}
+    rs_store, pod_store = Store(default_indexers(pods=False)), Store(default_indexers(pods=True))
+    for name, hash_ in (("web-a", "a"), ("web-b", "b")):
+        rs_store.update(f"ns/{name}", {"metadata": {"name": name, "namespace": "ns", "uid": name, "ownerReferences": [owner]},
+                                       "spec": {"selector": {"matchLabels": {"app": "web", "hash": hash_}}}})
+    for i in range(20_000):
+        labels = {"app": "web" if i % 1000 == 0 else "other", "hash": "ab"[i % 2]}
+        pod_store.update(f"ns/p{i}", {"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"p{i}", "labels": labels}})
+    sync = ReplicaSetSync(client=None, rs_lister=Lister(rs_store), pod_lister=Lister(pod_store),  # type: ignore[arg-type]
+                          expectations=UIDTrackingControllerExpectations(), recorder=None,  # type: ignore[arg-type]
+                          gates=StaticGates({}))
+    ticks: list[int] = []
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            ticks.append(1)
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        await anyio.lowlevel.checkpoint()
+        before = len(ticks)
+        related = await sync.related_pods(rs_store.get("ns/web-a") or {})
+        during = len(ticks) - before
+        done.set()
+    assert sorted(p["metadata"]["name"] for p in related) == sorted(f"p{i}" for i in range(0, 20_000, 1000))
+    assert during >= 4  # two siblings, 20,000 pods each, in slices
