@@ -99,6 +99,8 @@ class Run:
     moved_apps: list[str] = field(default_factory=list)  # apps with a pod on a drained node
     #: actor -> (requests, of which 409 Conflicts) while draining (local cluster only)
     by_actor: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: "actor METHOD resource" -> writes while draining (local cluster only; printed with --breakdown)
+    writes: dict[str, int] = field(default_factory=dict)
 
     @property
     def requests_per_pod(self) -> float | None:
@@ -331,6 +333,9 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
         wall_end = time.time()
         if requests is not None:
             run.by_actor = count_local(requests, start, reads_before)
+            run.writes = dict(sorted(Counter(
+                f"{_actor(w.user_agent)} {w.method} {w.resource}{' 409' if w.status == 409 else ''}"
+                for w in requests.since(start) if _actor(w.user_agent)).items()))
             run.requests = sum(n for n, _ in run.by_actor.values())
         await anyio.sleep(1.0)  # see the apps settle after the drain
         tg.cancel_scope.cancel()
@@ -507,6 +512,9 @@ def report_scale(pairs: list[tuple[int, dict[str, Run]]], args: argparse.Namespa
                   f"{len(run.moved_apps):>10} {f['apps_at_zero']:>9} {shown:>6}" + (f"   ({run.note})" if run.note else ""))
             if run.by_actor:
                 print(_actors_line(run))
+            if args.breakdown:
+                for what, n in run.writes.items():
+                    print(f"      {what}: {n} ({n / max(run.pods_moved, 1):.2f}/pod)")
         drains.append(row)
     return {"backend": backend, "nodes": args.nodes, "apps": len(APPS), "pods": sum(APPS.values()),
             "qps": args.qps, "burst": args.burst, "drains": drains}
@@ -526,6 +534,7 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--scale", action="store_true",
                         help="apps spread over 30 nodes; drain 1, 3 and 10 of them (see --drains), both tools each time")
     parser.add_argument("--drains", default="1,3,10", help="with --scale: how many nodes each drain takes")
+    parser.add_argument("--breakdown", action="store_true", help="with --scale: writes per actor, verb and resource")
     args = parser.parse_args(argv)
     if args.nodes is None:
         args.nodes = SCALE_NODES if args.scale else 3

@@ -9,9 +9,10 @@ One sync, from the caches only (never from the event that queued the key):
    batches 1, 2, 4, ... that stop at the first failing batch, at most `burst_replicas` per sync;
    deletes ranked by `ActivePodsWithRanks`, evacuation-requested pods first when the
    `DeclarativeNodeMaintenance` gate is on;
-3. with the gate on, publish how many pods are asked to evacuate and, if the Deployment marked
-   this ReplicaSet `evacuation-ready`, answer each request with `EvacuationInitiated=True`;
-4. write the status through the status subresource, only when it changed;
+3. with the gate on, if the Deployment marked this ReplicaSet `evacuation-ready`, answer each
+   request with `EvacuationInitiated=True` (all at once);
+4. write the status through the status subresource, only when it changed, in the same write as
+   the count of pods asked to evacuate (gate on);
 5. requeue after `minReadySeconds` while ready pods wait to become available.
 """
 
@@ -166,6 +167,15 @@ def status_patch(rs: Mapping[str, Any], new_status: Mapping[str, Any]) -> Obj | 
     return {"status": body}
 
 
+def with_evacuation_count(patch: Obj | None, rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Obj | None:
+    """`patch` plus the published count of pods asked to evacuate, when that count changed."""
+    requested = sum(1 for p in pods if has_evacuation_request(p))
+    count = count_annotation_patch(rs, REPLICAS_TO_EVACUATE_ANNOTATION, requested)
+    if count is None:
+        return patch
+    return {**(patch or {}), "metadata": count["metadata"]}
+
+
 def desired_replicas(rs: Mapping[str, Any]) -> int:
     replicas = (rs.get("spec") or {}).get("replicas")
     return 1 if replicas is None else int(replicas)
@@ -250,7 +260,11 @@ class ReplicaSetSync:
         now = self.clock()
         new_status = calculate_status(rs, pods, manage_error, now)
         patch = status_patch(rs, new_status)
+        if self.evacuation_enabled:
+            patch = with_evacuation_count(patch, rs, pods)
         if patch is not None:
+            # One write per sync: the status and the evacuation count (an annotation, which a
+            # ReplicaSet's /status accepts) together.
             await self.client.patch(REPLICASETS, name, patch, namespace=namespace, subresource="status")
         if manage_error is not None:
             raise manage_error
@@ -366,35 +380,33 @@ class ReplicaSetSync:
         return related
 
     async def handle_evacuation(self, rs: Obj, pods: Sequence[Obj]) -> BaseException | None:
-        """Publish the evacuation count; answer requests when the Deployment made this RS ready for it.
+        """Answer requests when the Deployment made this RS ready for it (the count of requested
+        pods is published with the status: `with_evacuation_count`).
 
         Returns (rather than raises) the first failure so the status is still written.
         """
         requested = [p for p in pods if has_evacuation_request(p)]
-        meta = rs["metadata"]
-        first_error: BaseException | None = None
-        patch = count_annotation_patch(rs, REPLICAS_TO_EVACUATE_ANNOTATION, len(requested))
-        if patch is not None:
-            try:
-                await self.client.patch(REPLICASETS, meta["name"], patch, namespace=meta["namespace"])
-            except ApiError as exc:
-                first_error = exc
         if not requested or not is_evacuation_ready(rs):
-            return first_error
-        for pod in requested:
-            answer = evacuation_initiated_patch(pod, message=EVACUATION_MESSAGE, now=self.clock())
-            if answer is None:
-                continue
+            return None
+        errors: list[BaseException] = []
+
+        async def answer(pod: Obj, patch: Obj) -> None:
             try:
                 await self.client.patch(
                     PODS,
                     pod["metadata"]["name"],
-                    answer,
+                    patch,
                     namespace=pod["metadata"]["namespace"],
                     subresource="status",
                     patch_type="strategic",
                 )
             except ApiError as exc:
-                if not exc.not_found and first_error is None:
-                    first_error = exc
-        return first_error
+                if not exc.not_found:
+                    errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for pod in requested:
+                patch = evacuation_initiated_patch(pod, message=EVACUATION_MESSAGE, now=self.clock())
+                if patch is not None:
+                    tg.start_soon(answer, pod, patch)
+        return errors[0] if errors else None
