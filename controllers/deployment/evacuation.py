@@ -22,7 +22,8 @@ The steps, each a pure function of the Deployment, the ReplicaSet and its pods (
 only in a steady state (one active ReplicaSet) and only when the ReplicaSet has *settled* (its
 status has observed its spec, and the pod cache agrees on the pod count), so a step never
 acts on a scale-down the ReplicaSet controller has not carried out yet:
-1. surge: spec = replicas + min(requested, maxSurge);
+1. surge: spec = replicas + min(requested, maxSurge): every requested pod the budget allows is
+   replaced in one step, and a surge under way is topped up when more pods are asked to leave;
 2. wait until the surge is available: a requested pod is released only while the available
    pods stay at or above `spec.replicas` (an unavailable requested pod can go at any time);
 3. release: scale down by as many as that allows; the ReplicaSet controller deletes requested
@@ -146,6 +147,9 @@ def plan(d: Obj, rs: Obj, pods: Sequence[Obj], *, now: datetime) -> EvacuationPl
     if surge > budget:
         # spec.replicas or maxSurge went down mid-surge: stay within the new budget.
         return EvacuationPlan(base + budget, r, "release")
+    if surge < min(r, budget):
+        # More pods were asked to leave since the surge started: replace them too, now.
+        return EvacuationPlan(base + min(r, budget), r, "surge")
     return EvacuationPlan(spec, r, "wait")
 
 
