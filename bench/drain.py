@@ -278,6 +278,15 @@ def count_local(requests: RequestLog, start: float, reads_before: Counter[str]) 
     return {a: (n, c) for a, (n, c) in sorted(counts.items())}
 
 
+async def _quiet(requests: RequestLog, seconds: float = 1.0) -> None:
+    """Until no actor of the drain has written for `seconds`."""
+    while True:
+        last = max((w.at for w in requests.writes[-200:] if _actor(w.user_agent)), default=0.0)
+        if time.monotonic() - last >= seconds:
+            return
+        await anyio.sleep(0.2)
+
+
 def _node_order(name: str) -> tuple[int, str]:
     digits = "".join(ch for ch in name if ch.isdigit())
     return (int(digits) if digits else 0, name)
@@ -319,6 +328,11 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
         else:
             await set_layout(setup, targets[0], nodes[1:])
         await watcher.wait_for_cache_sync()
+        # The roll-out's trailing work (status writes, buffered events) is not the drain's.
+        with anyio.move_on_after(60):
+            await broadcaster.flush()
+            if requests is not None:
+                await _quiet(requests)
         run.pods_moved = await _pods_on(setup, targets)
         run.moved_apps = sorted({(p["metadata"].get("labels") or {}).get("app", "") for p in pods.list(NS)
                                  if (p.get("spec") or {}).get("nodeName") in targets} & set(APPS))

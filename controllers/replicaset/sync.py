@@ -12,7 +12,9 @@ One sync, from the caches only (never from the event that queued the key):
 3. with the gate on, if the Deployment marked this ReplicaSet `evacuation-ready`, answer each
    request with `EvacuationInitiated=True` (all at once);
 4. write the status through the status subresource, only when it changed, in the same write as
-   the count of pods asked to evacuate (gate on);
+   the count of pods asked to evacuate (gate on); a count grown by new requests on an
+   evacuation-ready ReplicaSet waits up to `COUNT_HOLD_SECONDS` for the status write the
+   Deployment's surge brings, so it costs no write of its own;
 5. requeue after `minReadySeconds` while ready pods wait to become available.
 """
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -44,6 +46,7 @@ from controllers.common.evacuation import (
     evacuation_initiated_patch,
     has_evacuation_request,
     is_evacuation_ready,
+    replicas_to_evacuate,
 )
 from controllers.common.expectations import UIDTrackingControllerExpectations
 from controllers.common.pods import filter_active_pods, is_pod_available, is_pod_ready, pod_key
@@ -65,6 +68,8 @@ RS_API_VERSION = "apps/v1"
 RS_KIND = "ReplicaSet"
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 EVACUATION_MESSAGE = "ReplicaSet controller is replacing the pod"
+# How long a grown evacuation count alone may wait for the status write its surge brings.
+COUNT_HOLD_SECONDS = 1.0
 
 
 async def _call_collecting(fn: Callable[[], Awaitable[None]], errors: list[BaseException]) -> None:
@@ -232,6 +237,8 @@ class ReplicaSetSync:
         self.gates = gates
         self.burst_replicas = burst_replicas
         self.clock = clock
+        # key -> until when a grown evacuation count may wait for the status write the surge brings
+        self._count_held: dict[str, datetime] = {}
 
     @property
     def evacuation_enabled(self) -> bool:
@@ -242,6 +249,7 @@ class ReplicaSetSync:
         rs = self.rs_lister.get(name, namespace)
         if rs is None:
             self.expectations.delete_expectations(key)
+            self._count_held.pop(key, None)
             return
         needs_sync = self.expectations.satisfied_expectations(key)
         try:
@@ -260,8 +268,12 @@ class ReplicaSetSync:
         now = self.clock()
         new_status = calculate_status(rs, pods, manage_error, now)
         patch = status_patch(rs, new_status)
+        held = False
         if self.evacuation_enabled:
-            patch = with_evacuation_count(patch, rs, pods)
+            held = patch is None and self._hold_count(key, rs, pods, now)
+            if not held:
+                self._count_held.pop(key, None)
+                patch = with_evacuation_count(patch, rs, pods)
         if patch is not None:
             # One write per sync: the status and the evacuation count (an annotation, which a
             # ReplicaSet's /status accepts) together.
@@ -270,10 +282,25 @@ class ReplicaSetSync:
             raise manage_error
         if evacuation_error is not None:
             raise evacuation_error
+        if held:
+            raise RequeueAfter(COUNT_HOLD_SECONDS)
         min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
         desired = desired_replicas(rs)
         if min_ready > 0 and new_status["readyReplicas"] == desired and new_status["availableReplicas"] != desired:
             raise RequeueAfter(float(min_ready))
+
+    def _hold_count(self, key: str, rs: Obj, pods: Sequence[Obj], now: datetime) -> bool:
+        """Whether a grown evacuation count, alone in this sync's status, may wait a little.
+
+        New requests on an evacuation-ready ReplicaSet make its Deployment surge, and the status
+        write that follows (one more replica) carries the count: one write instead of two. It
+        waits `COUNT_HOLD_SECONDS` at most; a count that shrinks, or whose ReplicaSet nobody will
+        surge, is written at once."""
+        requested = sum(1 for p in pods if has_evacuation_request(p))
+        if not is_evacuation_ready(rs) or requested <= replicas_to_evacuate(rs):
+            return False
+        until = self._count_held.setdefault(key, now + timedelta(seconds=COUNT_HOLD_SECONDS))
+        return now < until
 
     def candidate_pods(self, rs: Mapping[str, Any]) -> list[Obj]:
         """Active pods this ReplicaSet owns plus the orphans in its namespace (what a claim can touch)."""
