@@ -199,6 +199,12 @@ def _summarise_blocking(entries: Sequence[Mapping[str, Any]], note: str = "") ->
     return f"{first.get('namespace')}/{first.get('name')}: {first.get('reason')}{why}{more}"
 
 
+def _may_have_departures(before: Row | None, now: Row) -> bool:
+    """Whether pods may have left since `before`: fewer pending, or another phase (one LIST each,
+    not one per change of the evacuating count or of a blocker's message)."""
+    return before is None or now.pending < before.pending or now.phase != before.phase
+
+
 def node_status(nm: Mapping[str, Any] | None, node: str) -> Mapping[str, Any]:
     return ((nm or {}).get("status") or {}).get("nodes", {}).get(node) or {}
 
@@ -367,7 +373,7 @@ class Maintenance:
             rows = [row_for(n, objs[n]) for n in nodes]
             table.show(rows)
             for row in rows:
-                if leaving and leaving.get(row.node) and last.get(row.node) != row:
+                if leaving and leaving.get(row.node) and _may_have_departures(last.get(row.node), row):
                     await self.report_departures(row.node, leaving[row.node])
                 last[row.node] = row
             if all(is_current_and_true(objs[n], until) for n in nodes):
@@ -410,7 +416,7 @@ class Maintenance:
             await anyio.sleep(self.args.poll_interval)
 
     async def report_departures(self, node: str, expected: set[str]) -> None:
-        """Print the pods of `expected` that are no longer on `node` (one LIST, only when its row changed)."""
+        """Print the pods of `expected` that are no longer on `node` (one LIST, only when pods may have left)."""
         pods = await self.client.list_all(PODS, field_selector=f"spec.nodeName={node}")
         present = {_key(p) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")}
         for key in sorted(expected - present):

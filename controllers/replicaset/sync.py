@@ -11,7 +11,9 @@ One sync, from the caches only (never from the event that queued the key):
    `DeclarativeNodeMaintenance` gate is on;
 3. with the gate on, if the Deployment marked this ReplicaSet `evacuation-ready`, answer each
    request with `EvacuationInitiated=True` (all at once);
-4. write the status through the status subresource, only when it changed, in the same write as
+4. write the status (counting the pods this sync created and deleted, so a scale costs one status
+   write, not a second one when the cache catches up) through the status subresource, only
+   when it changed, in the same write as
    the count of pods asked to evacuate (gate on); a count grown by new requests on an
    evacuation-ready ReplicaSet waits up to `COUNT_HOLD_SECONDS` for the status write the
    Deployment's surge brings, so it costs no write of its own;
@@ -21,7 +23,7 @@ One sync, from the caches only (never from the event that queued the key):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -214,6 +216,19 @@ def _namespace_terminating(exc: BaseException) -> bool:
     return any(isinstance(c, dict) and c.get("reason") == NAMESPACE_TERMINATING_CAUSE for c in causes)
 
 
+@dataclass
+class _PodChanges:
+    """The pods one sync created and deleted."""
+
+    created: list[Obj] = field(default_factory=list)
+    deleted: set[str] = field(default_factory=set)
+
+    def applied_to(self, pods: list[Obj]) -> list[Obj]:
+        if not self.created and not self.deleted:
+            return pods
+        return [p for p in pods if pod_key(p) not in self.deleted] + self.created
+
+
 class ReplicaSetSync:
     """Everything one sync needs, held once per controller; `sync(key)` is the reconcile."""
 
@@ -260,10 +275,14 @@ class ReplicaSetSync:
         pods = await self.claim_pods(rs, selector, self.candidate_pods(rs))
         manage_error: BaseException | None = None
         if needs_sync and not (rs.get("metadata") or {}).get("deletionTimestamp"):
+            changes = _PodChanges()
             try:
-                await self.manage_replicas(key, rs, pods)
+                await self.manage_replicas(key, rs, pods, changes)
             except Exception as exc:  # recorded in the status, raised after it is written
                 manage_error = exc
+            # The status counts what this sync did (created pods in, deleted ones out), so a
+            # scale is one status write rather than one now and another when the cache catches up.
+            pods = changes.applied_to(pods)
         evacuation_error = await self.handle_evacuation(rs, pods) if self.evacuation_enabled else None
         now = self.clock()
         new_status = calculate_status(rs, pods, manage_error, now)
@@ -316,14 +335,15 @@ class ReplicaSetSync:
         )
         return await manager.claim(pods)
 
-    async def manage_replicas(self, key: str, rs: Obj, pods: list[Obj]) -> None:
+    async def manage_replicas(self, key: str, rs: Obj, pods: list[Obj], changes: _PodChanges | None = None) -> None:
+        changes = changes if changes is not None else _PodChanges()
         diff = len(pods) - desired_replicas(rs)
         if diff < 0:
-            await self.create_pods(key, rs, min(-diff, self.burst_replicas))
+            await self.create_pods(key, rs, min(-diff, self.burst_replicas), changes)
         elif diff > 0:
-            await self.delete_pods(key, rs, pods, min(diff, self.burst_replicas))
+            await self.delete_pods(key, rs, pods, min(diff, self.burst_replicas), changes)
 
-    async def create_pods(self, key: str, rs: Obj, count: int) -> None:
+    async def create_pods(self, key: str, rs: Obj, count: int, changes: _PodChanges | None = None) -> None:
         self.expectations.expect_creations(key, count)
         meta = rs["metadata"]
         ref = {
@@ -345,6 +365,8 @@ class ReplicaSetSync:
                     return
                 self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {exc}")
                 raise
+            if changes is not None:
+                changes.created.append(created)
             self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
 
         successes, error = await slow_start_batch(count, SLOW_START_INITIAL_BATCH_SIZE, create)
@@ -356,7 +378,9 @@ class ReplicaSetSync:
         if error is not None:
             raise error
 
-    async def delete_pods(self, key: str, rs: Obj, pods: list[Obj], count: int) -> None:
+    async def delete_pods(
+        self, key: str, rs: Obj, pods: list[Obj], count: int, changes: _PodChanges | None = None
+    ) -> None:
         victims = choose_pods_to_delete(
             pods, self.related_pods(rs), count, self.clock(), evacuation_first=self.evacuation_enabled
         )
@@ -375,7 +399,11 @@ class ReplicaSetSync:
                 if not (isinstance(exc, ApiError) and exc.not_found):
                     self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {exc}")
                     errors.append(exc)
+                elif changes is not None:
+                    changes.deleted.add(pod_key(pod))
                 return
+            if changes is not None:
+                changes.deleted.add(pod_key(pod))
             self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pmeta['name']}")
 
         async with anyio.create_task_group() as tg:
