@@ -13,6 +13,20 @@ table, then as its LAST line one JSON object with the figures.
 
     python -m bench.drain [--timeout 120] [--sample 0.1] [--evacuation-timeout 60] [--apps N --nodes N]
     python -m bench.drain --real [...]     # on a real control plane ($KUBEBUILDER_ASSETS)
+    python -m bench.drain --scale [--drains 1,3,10] [--apps 340] [--breakdown]
+
+`--scale`: 340 apps of 1, 3, 1, 2 replicas (595 pods) spread by the scheduler over 30 nodes; for
+each drain size (1, 3 and 10 nodes), a fresh cluster per tool, both tools in the same run. One
+row per drain and tool: time to drained, pods moved, requests per evacuated pod (every request of
+the drain's actors while it runs: the controllers, their event broadcaster and informers, and
+`aiokcm drain` or `kubectl`; from the local cluster's request log, by User-Agent), 409s, and the
+apps with a pod on the drained nodes that ever had no available replica. `--breakdown` adds the
+writes per actor, verb and resource. The JSON line has, per drain and tool,
+`seconds_to_drained`, `requests_per_evacuated_pod` and each moved app's `min_available` and
+`seconds_at_zero`.
+
+Controllers are wired as `aiokcm run` wires them: a client (so a token bucket) per controller,
+one for events and one for the informers, each at `--qps`/`--burst` (KCM's defaults 20/30).
 
 With `--real` each mode gets a fresh real control plane (etcd, kube-apiserver, kube-scheduler and
 kube-controller-manager, simulated kubelets over the API): the aiokcm mode runs KCM without the
