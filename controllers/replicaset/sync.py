@@ -16,7 +16,8 @@ One sync, from the caches only (never from the event that queued the key):
    when it changed, in the same write as
    the count of pods asked to evacuate (gate on); a count grown by new requests on an
    evacuation-ready ReplicaSet waits up to `COUNT_HOLD_SECONDS` for the status write the
-   Deployment's surge brings, so it costs no write of its own;
+   Deployment's surge brings, so it costs no write of its own; likewise, a status that only
+   gained available replicas during an evacuation waits as long for the scale-down they allow;
 5. requeue after `minReadySeconds` while ready pods wait to become available.
 """
 
@@ -70,7 +71,8 @@ RS_API_VERSION = "apps/v1"
 RS_KIND = "ReplicaSet"
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 EVACUATION_MESSAGE = "ReplicaSet controller is replacing the pod"
-# How long a grown evacuation count alone may wait for the status write its surge brings.
+# How long a grown evacuation count, or readiness gained during an evacuation, may wait for the
+# status write the Deployment's next scale brings.
 COUNT_HOLD_SECONDS = 1.0
 
 
@@ -253,7 +255,7 @@ class ReplicaSetSync:
         self.burst_replicas = burst_replicas
         self.clock = clock
         # key -> until when a grown evacuation count may wait for the status write the surge brings
-        self._count_held: dict[str, datetime] = {}
+        self._held: dict[str, datetime] = {}
 
     @property
     def evacuation_enabled(self) -> bool:
@@ -264,7 +266,7 @@ class ReplicaSetSync:
         rs = self.rs_lister.get(name, namespace)
         if rs is None:
             self.expectations.delete_expectations(key)
-            self._count_held.pop(key, None)
+            self._held.pop(key, None)
             return
         needs_sync = self.expectations.satisfied_expectations(key)
         try:
@@ -289,9 +291,14 @@ class ReplicaSetSync:
         patch = status_patch(rs, new_status)
         held = False
         if self.evacuation_enabled:
-            held = patch is None and self._hold_count(key, rs, pods, now)
-            if not held:
-                self._count_held.pop(key, None)
+            if patch is None:
+                held = self._hold_count(key, rs, pods, now)
+            else:
+                held = manage_error is None and self._hold_readiness(key, rs, pods, patch, now)
+            if held:
+                patch = None
+            else:
+                self._held.pop(key, None)
                 patch = with_evacuation_count(patch, rs, pods)
         if patch is not None:
             # One write per sync: the status and the evacuation count (an annotation, which a
@@ -318,7 +325,32 @@ class ReplicaSetSync:
         requested = sum(1 for p in pods if has_evacuation_request(p))
         if not is_evacuation_ready(rs) or requested <= replicas_to_evacuate(rs):
             return False
-        until = self._count_held.setdefault(key, now + timedelta(seconds=COUNT_HOLD_SECONDS))
+        until = self._held.setdefault(key, now + timedelta(seconds=COUNT_HOLD_SECONDS))
+        return now < until
+
+    def _hold_readiness(self, key: str, rs: Obj, pods: Sequence[Obj], patch: Obj, now: datetime) -> bool:
+        """Whether a status that only gained ready replicas may wait a little during an evacuation.
+
+        A replacement becoming available is what the Deployment waits for (it reads the pods, not
+        this status) to scale the ReplicaSet down; the sync that carries out that scale-down then
+        writes the readiness, the smaller size and the count in one write instead of two. Waits
+        `COUNT_HOLD_SECONDS` at most, only on an evacuation-ready ReplicaSet with requested pods
+        and no `minReadySeconds`."""
+        if int((rs.get("spec") or {}).get("minReadySeconds") or 0) > 0 or not is_evacuation_ready(rs):
+            return False
+        if not any(has_evacuation_request(p) for p in pods):
+            return False
+        old, new = rs.get("status") or {}, patch.get("status") or {}
+        unchanged = ("replicas", "fullyLabeledReplicas", "observedGeneration")
+        if any(int(new.get(k) or 0) != int(old.get(k) or 0) for k in unchanged):
+            return False
+        if (new.get("conditions") or []) != (old.get("conditions") or []):
+            return False
+        if int(new.get("readyReplicas") or 0) < int(old.get("readyReplicas") or 0):
+            return False
+        if int(new.get("availableReplicas") or 0) <= int(old.get("availableReplicas") or 0):
+            return False
+        until = self._held.setdefault(key, now + timedelta(seconds=COUNT_HOLD_SECONDS))
         return now < until
 
     def candidate_pods(self, rs: Mapping[str, Any]) -> list[Obj]:
