@@ -13,6 +13,20 @@ table, then as its LAST line one JSON object with the figures.
 
     python -m bench.drain [--timeout 120] [--sample 0.1] [--evacuation-timeout 60] [--apps N --nodes N]
     python -m bench.drain --real [...]     # on a real control plane ($KUBEBUILDER_ASSETS)
+    python -m bench.drain --scale [--drains 1,3,10] [--apps 340] [--breakdown]
+
+`--scale`: 340 apps of 1, 3, 1, 2 replicas (595 pods) spread by the scheduler over 30 nodes; for
+each drain size (1, 3 and 10 nodes), a fresh cluster per tool, both tools in the same run. One
+row per drain and tool: time to drained, pods moved, requests per evacuated pod (every request of
+the drain's actors while it runs: the controllers, their event broadcaster and informers, and
+`aiokcm drain` or `kubectl`; from the local cluster's request log, by User-Agent), 409s, and the
+apps with a pod on the drained nodes that ever had no available replica. `--breakdown` adds the
+writes per actor, verb and resource. The JSON line has, per drain and tool,
+`seconds_to_drained`, `requests_per_evacuated_pod` and each moved app's `min_available` and
+`seconds_at_zero`.
+
+Controllers are wired as `aiokcm run` wires them: a client (so a token bucket) per controller,
+one for events and one for the informers, each at `--qps`/`--burst` (KCM's defaults 20/30).
 
 With `--real` each mode gets a fresh real control plane (etcd, kube-apiserver, kube-scheduler and
 kube-controller-manager, simulated kubelets over the API): the aiokcm mode runs KCM without the
@@ -26,11 +40,13 @@ reported per evacuated pod.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +57,7 @@ import yaml
 
 from apiclient import ApiError, KubeClient
 from apiclient.config import build_api_client
+from apiclient.events import EventBroadcaster
 from apiclient.resources import (
     CUSTOMRESOURCEDEFINITIONS,
     DEPLOYMENTS,
@@ -49,15 +66,19 @@ from apiclient.resources import (
     PODDISRUPTIONBUDGETS,
     PODS,
 )
+from apiclient.throttle import TokenBucket
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
 from controller_manager.registry import import_controller_class
 from controllers.base import Controller
 from controllers.context import ControllerContext, StaticGates
-from informers import SharedInformerFactory
+from informers import Lister, SharedInformerFactory
 from localcluster.cluster import LocalCluster
+from localcluster.requestlog import RequestLog
 
 NS = "default"
+AGENT = "aiokcm-bench"  # the User-Agent base of every client the bench builds (then "/<component>")
+SETUP_COMPONENT = "bench"  # the set-up and sampling client: not an actor of the drain
 APPS = {"single": 1, "triple": 3, "guarded": 1}
 # The actors whose requests a real-plane run counts: users of the audit log.
 DRAIN_ACTORS = frozenset({
@@ -66,6 +87,8 @@ DRAIN_ACTORS = frozenset({
     "system:serviceaccount:kube-system:deployment-controller",
     "system:serviceaccount:kube-system:disruption-controller",
 })
+SCALE_NODES = 30
+SCALE_APPS = 340  # 1, 3, 1, 2 replicas in turn: 595 pods, about 20 a node as in the issue's figures
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "deploy" / "crds" / "nodemaintenance.yaml"
 OUT = ROOT / "bench" / "out"
@@ -85,7 +108,13 @@ class Run:
     samples: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     note: str = ""
     pods_moved: int = 0
-    requests: int | None = None  # requests of the drain's actors while draining (real plane only)
+    requests: int | None = None  # requests of the drain's actors while draining
+    drained_nodes: int = 1
+    moved_apps: list[str] = field(default_factory=list)  # apps with a pod on a drained node
+    #: actor -> (requests, of which 409 Conflicts) while draining (local cluster only)
+    by_actor: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: "actor METHOD resource" -> writes while draining (local cluster only; printed with --breakdown)
+    writes: dict[str, int] = field(default_factory=dict)
 
     @property
     def requests_per_pod(self) -> float | None:
@@ -129,7 +158,7 @@ def deployment(name: str, replicas: int) -> dict[str, Any]:
     }
 
 
-def _ready(pod: dict[str, Any]) -> bool:
+def _ready(pod: Mapping[str, Any]) -> bool:
     if pod["metadata"].get("deletionTimestamp"):
         return False
     return any(c.get("type") == "Ready" and c.get("status") == "True"
@@ -137,21 +166,15 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 async def available(client: KubeClient) -> dict[str, int]:
-    pods = await client.list_all(PODS, namespace=NS)
-    counts = dict.fromkeys(APPS, 0)
-    for pod in pods:
-        app = (pod["metadata"].get("labels") or {}).get("app")
-        if app in counts and _ready(pod):
-            counts[app] += 1
-    return counts
+    return _count(await client.list_all(PODS, namespace=NS))
 
 
-async def wait_for(check: Callable[[], Any], what: str, timeout: float = 60.0) -> None:
+async def wait_for(check: Callable[[], Any], what: str, timeout: float = 60.0, every: float = 0.1) -> None:
     with anyio.move_on_after(timeout):
         while True:
             if await check():
                 return
-            await anyio.sleep(0.1)
+            await anyio.sleep(every)
     raise RuntimeError(f"bench set-up: timed out waiting for {what}")
 
 
@@ -175,6 +198,17 @@ async def set_layout(client: KubeClient, target: str, others: list[str]) -> None
         await client.patch(NODES, n, {"spec": {"unschedulable": None}})
 
 
+async def spread_layout(client: KubeClient) -> None:
+    """The apps wherever the scheduler puts them (it spreads by pod count)."""
+    for name, replicas in APPS.items():
+        await client.create(DEPLOYMENTS, deployment(name, replicas), namespace=NS)
+
+    async def all_up() -> bool:
+        return await available(client) == APPS
+
+    await wait_for(all_up, "every app available", timeout=600.0, every=1.0)
+
+
 async def install_crd(client: KubeClient) -> None:
     await client.create(CUSTOMRESOURCEDEFINITIONS, yaml.safe_load(CRD.read_text()))
 
@@ -188,22 +222,34 @@ async def install_crd(client: KubeClient) -> None:
     await wait_for(served, "the NodeMaintenance API")
 
 
-async def sample(client: KubeClient, run: Run, start: float, every: float) -> None:
+def _count(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    counts = dict.fromkeys(APPS, 0)
+    for pod in pods:
+        app = (pod["metadata"].get("labels") or {}).get("app")
+        if app in counts and _ready(pod):
+            counts[app] += 1
+    return counts
+
+
+async def sample(pods: Lister, run: Run, start: float, every: float) -> None:
+    """Available replicas per app from a watch-fed cache: a LIST of every pod ten times a second
+    would load the cluster both tools share more than the drain itself."""
     while True:
-        run.samples.append((time.monotonic() - start, await available(client)))
+        run.samples.append((time.monotonic() - start, _count(pods.list(NS))))
         await anyio.sleep(every)
 
 
-async def _drain(mode: str, target: str, kubeconfig: str, client: KubeClient, run: Run, args: argparse.Namespace) -> int:
-    """Drain `target` the mode's way: `aiokcm drain` (a NodeMaintenance) or the real `kubectl drain`."""
+async def _drain(mode: str, targets: list[str], kubeconfig: str, client: KubeClient, run: Run,
+                 args: argparse.Namespace) -> int:
+    """Drain `targets` the mode's way: `aiokcm drain` (a NodeMaintenance each) or the real `kubectl drain`."""
     if mode == "aiokcm":
         cli_args = build_parser().parse_args([
-            "drain", target, "--timeout", f"{args.timeout}s",
+            "drain", *targets, "--timeout", f"{args.timeout}s",
             "--evacuation-timeout", f"{args.evacuation_timeout}s", "--poll-interval", "0.2",
         ])
         return await run_cli(cli_args, client, out=io.StringIO(), err=io.StringIO())
     result = await anyio.run_process(
-        ["kubectl", "--kubeconfig", kubeconfig, "drain", target,
+        ["kubectl", "--kubeconfig", kubeconfig, "drain", *targets,
          "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(args.timeout)}s"],
         check=False,
     )
@@ -213,44 +259,127 @@ async def _drain(mode: str, target: str, kubeconfig: str, client: KubeClient, ru
     return result.returncode
 
 
-async def _pods_on(client: KubeClient, node: str) -> int:
-    return len(await client.list_all(PODS, namespace=NS, field_selector=f"spec.nodeName={node}"))
+async def _pods_on(client: KubeClient, nodes: list[str]) -> int:
+    total = 0
+    for node in nodes:
+        total += len(await client.list_all(PODS, namespace=NS, field_selector=f"spec.nodeName={node}"))
+    return total
 
 
-async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: KubeClient, controllers_client: KubeClient,
-                     drain_client: KubeClient, drain_kubeconfig: str, controller_paths: list[str]) -> tuple[float, float]:
-    """Lay the apps out, drain the first node; returns the drain's start and end on the wall clock."""
-    nodes = sorted(n["metadata"]["name"] for n in await setup.list_all(NODES))
-    target, others = nodes[0], nodes[1:]
+def _actor(user_agent: str) -> str | None:
+    """Whose request this is: `kubectl`, or the component of one of the bench's aiokcm clients."""
+    if user_agent.startswith("kubectl"):
+        return "kubectl"
+    base, _, component = user_agent.rpartition("/")
+    if not base.startswith(AGENT) or component in ("", SETUP_COMPONENT):
+        return None
+    return component
+
+
+def count_local(requests: RequestLog, start: float, reads_before: Counter[str]) -> dict[str, tuple[int, int]]:
+    """Requests per actor since `start` (monotonic): writes from the log, reads from its counter."""
+    counts: dict[str, list[int]] = {}
+    for w in requests.since(start):
+        actor = _actor(w.user_agent)
+        if actor is not None:
+            row = counts.setdefault(actor, [0, 0])
+            row[0] += 1
+            row[1] += int(w.status == 409)
+    for agent, n in (requests.reads_by_agent - reads_before).items():
+        actor = _actor(agent)
+        if actor is not None:
+            counts.setdefault(actor, [0, 0])[0] += n
+    return {a: (n, c) for a, (n, c) in sorted(counts.items())}
+
+
+async def _quiet(requests: RequestLog, seconds: float = 1.0) -> None:
+    """Until no actor of the drain has written for `seconds`."""
+    while True:
+        last = max((w.at for w in requests.writes[-200:] if _actor(w.user_agent)), default=0.0)
+        if time.monotonic() - last >= seconds:
+            return
+        await anyio.sleep(0.2)
+
+
+def _node_order(name: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return (int(digits) if digits else 0, name)
+
+
+async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: KubeClient, base: KubeClient,
+                     drain_kubeconfig: str, controller_paths: list[str],
+                     requests: RequestLog | None = None) -> tuple[float, float]:
+    """Lay the apps out, drain the first `run.drained_nodes` nodes; returns the drain's start and end
+    on the wall clock.
+
+    Controllers are wired as `aiokcm run` wires them: a client (so a rate limiter) per controller,
+    one for the event broadcaster and one for the informers, all at `--qps`/`--burst` while the drain
+    runs (unthrottled while the apps roll out, which only shortens the set-up)."""
+    nodes = sorted((n["metadata"]["name"] for n in await setup.list_all(NODES)), key=_node_order)
+    targets = nodes[:run.drained_nodes]
     if mode == "aiokcm":
         await install_crd(setup)
-    factory = SharedInformerFactory(controllers_client, gc_freeze=True)  # as the manager runs (--gc-freeze)
-    ctx = ControllerContext(client=controllers_client, informers=factory, gates=StaticGates(GATES))
-    controllers: list[Controller] = [import_controller_class(p)(ctx) for p in controller_paths]
+    clients = [base.derive("shared-informers", qps=0), base.derive("events", qps=0)]
+    factory = SharedInformerFactory(clients[0], gc_freeze=True)  # as the manager runs (--gc-freeze)
+    broadcaster = EventBroadcaster(clients[1])
+    ctx = ControllerContext(client=base, informers=factory, events=broadcaster, gates=StaticGates(GATES))
+    controllers: list[Controller] = []
+    for path in controller_paths:
+        cls = import_controller_class(path)
+        client = base.derive(cls.name, qps=0)
+        clients.append(client)
+        controllers.append(cls(dataclasses.replace(ctx, client=client)))
+    watcher = SharedInformerFactory(setup)
+    pods = watcher.informer(PODS).lister
     async with anyio.create_task_group() as tg:
         factory.start(tg)
+        watcher.start(tg)
+        tg.start_soon(broadcaster.run)
         for c in controllers:
             tg.start_soon(c.run, None)
-        await set_layout(setup, target, others)
-        run.pods_moved = await _pods_on(setup, target)
+        if args.scale:
+            await spread_layout(setup)
+        else:
+            await set_layout(setup, targets[0], nodes[1:])
+        await watcher.wait_for_cache_sync()
+        # The roll-out's trailing work (status writes, buffered events) is not the drain's.
+        with anyio.move_on_after(60):
+            await broadcaster.flush()
+            if requests is not None:
+                await _quiet(requests)
+        run.pods_moved = await _pods_on(setup, targets)
+        run.moved_apps = sorted({(p["metadata"].get("labels") or {}).get("app", "") for p in pods.list(NS)
+                                 if (p.get("spec") or {}).get("nodeName") in targets} & set(APPS))
+        for throttled in clients:
+            throttled.bucket = TokenBucket(args.qps, args.burst)
+        drain_client = base.derive("drain", qps=args.qps, burst=args.burst)
+        reads_before = Counter(requests.reads_by_agent) if requests is not None else Counter()
         start, wall_start = time.monotonic(), time.time()
-        tg.start_soon(sample, setup, run, start, args.sample)
-        code = await _drain(mode, target, drain_kubeconfig, drain_client, run, args)
+        tg.start_soon(sample, pods, run, start, args.sample)
+        code = await _drain(mode, targets, drain_kubeconfig, drain_client, run, args)
         run.seconds = time.monotonic() - start if code == 0 else None
         wall_end = time.time()
+        if requests is not None:
+            run.by_actor = count_local(requests, start, reads_before)
+            run.writes = dict(sorted(Counter(
+                f"{_actor(w.user_agent)} {w.method} {w.resource}{' 409' if w.status == 409 else ''}"
+                for w in requests.since(start) if _actor(w.user_agent)).items()))
+            run.requests = sum(n for n, _ in run.by_actor.values())
         await anyio.sleep(1.0)  # see the apps settle after the drain
         tg.cancel_scope.cancel()
     return wall_start, wall_end
 
 
-async def one_mode(mode: str, args: argparse.Namespace) -> Run:
-    run = Run(mode)
+async def one_mode(mode: str, args: argparse.Namespace, drained: int = 1) -> Run:
+    run = Run(mode, drained_nodes=drained)
     async with LocalCluster(nodes=args.nodes) as cluster:
-        client = await cluster.client(qps=100, burst=200)
+        client = await cluster.client(qps=1000, burst=2000)
+        client.api_client.user_agent = AGENT
         try:
+            setup = client.derive(SETUP_COMPONENT)
             paths = [*KCM_CONTROLLERS, *([NM_CONTROLLER] if mode == "aiokcm" else [])]
-            await _run_drain(mode, args, run, setup=client, controllers_client=client, drain_client=client,
-                             drain_kubeconfig=str(cluster.kubeconfig_path), controller_paths=paths)
+            await _run_drain(mode, args, run, setup=setup, base=client, drain_kubeconfig=str(cluster.kubeconfig_path),
+                             controller_paths=paths, requests=cluster.requests)
         finally:
             await client.close()
     return run
@@ -271,14 +400,14 @@ def count_requests(audit_log: Path, users: frozenset[str], start: float, end: fl
     return count
 
 
-async def one_mode_real(mode: str, args: argparse.Namespace) -> Run:
+async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -> Run:
     """One mode on a fresh real control plane; see the module docstring."""
     from realcluster import KCM_BESIDE_AIOKCM, ApiKubelets, ControlPlane, assets_from_env
 
     assets = assets_from_env()
     if assets is None:
         raise SystemExit("bench.drain --real: set KUBEBUILDER_ASSETS (e.g. $(../shared/realk8s/assets.sh))")
-    run = Run(mode)
+    run = Run(mode, drained_nodes=drained)
     plane = ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM if mode == "aiokcm" else "*",
                          extra_users={"aiokcm": "system:masters", "drainer": "system:masters", "bench": "system:masters"},
                          audit=True)
@@ -289,8 +418,7 @@ async def one_mode_real(mode: str, args: argparse.Namespace) -> Run:
 
         setup = await client_of("bench", 1000, 2000)
         kubelet_client = await client_of("kubelet", 1000, 2000)
-        controllers_client = await client_of("aiokcm", 20, 30)
-        drain_client = await client_of("drainer", 20, 30)
+        controllers_client = await client_of("aiokcm", args.qps, args.burst)
         try:
             kubelets = ApiKubelets(kubelet_client)
             for i in range(1, args.nodes + 1):
@@ -300,14 +428,13 @@ async def one_mode_real(mode: str, args: argparse.Namespace) -> Run:
                 await kubelets.registered.wait()
                 await _wait_service_account(setup)
                 paths = [*KCM_CONTROLLERS, NM_CONTROLLER] if mode == "aiokcm" else []
-                start, end = await _run_drain(mode, args, run, setup=setup, controllers_client=controllers_client,
-                                              drain_client=drain_client, drain_kubeconfig=str(plane.kubeconfig("drainer")),
-                                              controller_paths=paths)
+                start, end = await _run_drain(mode, args, run, setup=setup, base=controllers_client,
+                                              drain_kubeconfig=str(plane.kubeconfig("drainer")), controller_paths=paths)
                 tg.cancel_scope.cancel()
             await anyio.sleep(2.5)  # the audit log is written in batches of at most a second
             run.requests = count_requests(plane.audit_log, DRAIN_ACTORS, start, end)
         finally:
-            for c in (setup, kubelet_client, controllers_client, drain_client):
+            for c in (setup, kubelet_client, controllers_client):
                 await c.close()
     finally:
         await anyio.to_thread.run_sync(plane.stop)
@@ -353,6 +480,26 @@ def chart(runs: list[Run]) -> list[str]:
     return [str(p.relative_to(ROOT)) for p in paths]
 
 
+def _figures(run: Run) -> dict[str, Any]:
+    return {
+        "seconds_to_drained": None if run.seconds is None else round(run.seconds, 2),
+        "pods_moved": run.pods_moved,
+        "requests": run.requests,
+        "requests_per_evacuated_pod": None if run.requests_per_pod is None else round(run.requests_per_pod, 2),
+        "conflicts": sum(c for _, c in run.by_actor.values()) if run.by_actor else None,
+        "requests_per_pod_by_actor": {a: round(n / max(run.pods_moved, 1), 2) for a, (n, _) in run.by_actor.items()},
+        "apps_at_zero": sum(1 for a in run.moved_apps if run.min_available(a) == 0),
+        "apps": {a: {"min_available": run.min_available(a), "seconds_at_zero": round(run.seconds_at_zero(a), 2)}
+                 for a in run.moved_apps},
+    }
+
+
+def _actors_line(run: Run) -> str:
+    per_pod = max(run.pods_moved, 1)
+    return "    requests/pod by actor: " + ", ".join(
+        f"{a} {n / per_pod:.1f}" + (f" ({c} x 409)" if c else "") for a, (n, c) in run.by_actor.items())
+
+
 def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, Any]:
     wide = len(APPS) <= 3
     apps_header = "  ".join(f"{app + ' min/zero s':>20}" for app in APPS) if wide else f"{'apps at 0':>10}"
@@ -366,16 +513,39 @@ def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, A
         cells = ("  ".join(f"{run.min_available(a):>12} / {run.seconds_at_zero(a):5.1f}" for a in APPS)
                  if wide else f"{at_zero:>10}")
         print(f"{run.mode:8} {done:>12} {run.pods_moved:>10} {per_pod:>8}  {cells}" + (f"   ({run.note})" if run.note else ""))
-        figures[run.mode] = {
-            "seconds_to_drained": None if run.seconds is None else round(run.seconds, 2),
-            "pods_moved": run.pods_moved,
-            "requests": run.requests,
-            "requests_per_evacuated_pod": None if run.requests_per_pod is None else round(run.requests_per_pod, 2),
-            "apps_at_zero": at_zero,
-            "apps": {a: {"min_available": run.min_available(a), "seconds_at_zero": round(run.seconds_at_zero(a), 2)}
-                     for a in APPS},
-        }
+        if run.by_actor:
+            print(_actors_line(run))
+        figures[run.mode] = _figures(run)
     return figures
+
+
+def report_scale(pairs: list[tuple[int, dict[str, Run]]], args: argparse.Namespace, *, backend: str) -> dict[str, Any]:
+    """One row per drain and tool; the ratio is aiokcm's time to drained over kubectl drain's."""
+    print(f"backend: {backend}; {args.nodes} nodes, {len(APPS)} apps, {sum(APPS.values())} pods; "
+          f"qps {args.qps:g} / burst {args.burst}")
+    print(f"{'drain':>6} {'mode':8} {'drained in':>11} {'pods moved':>10} {'req/pod':>8} {'409s':>5} "
+          f"{'apps moved':>10} {'apps at 0':>9} {'ratio':>6}")
+    drains: list[dict[str, Any]] = []
+    for count, runs in pairs:
+        row: dict[str, Any] = {"nodes_drained": count}
+        mine, theirs = runs.get("aiokcm"), runs.get("kubectl")
+        ratio = (mine.seconds / theirs.seconds if mine and theirs and mine.seconds and theirs.seconds else None)
+        row["ratio"] = None if ratio is None else round(ratio, 2)
+        for mode, run in runs.items():
+            f = row[mode] = _figures(run)
+            done = f"{run.seconds:.1f}s" if run.seconds is not None else "timeout"
+            per_pod = f"{run.requests_per_pod:.1f}" if run.requests_per_pod is not None else "-"
+            shown = f"{ratio:.2f}x" if ratio is not None and mode == "aiokcm" else ""
+            print(f"{count:>6} {mode:8} {done:>11} {run.pods_moved:>10} {per_pod:>8} {f['conflicts'] or 0:>5} "
+                  f"{len(run.moved_apps):>10} {f['apps_at_zero']:>9} {shown:>6}" + (f"   ({run.note})" if run.note else ""))
+            if run.by_actor:
+                print(_actors_line(run))
+            if args.breakdown:
+                for what, n in run.writes.items():
+                    print(f"      {what}: {n} ({n / max(run.pods_moved, 1):.2f}/pod)")
+        drains.append(row)
+    return {"backend": backend, "nodes": args.nodes, "apps": len(APPS), "pods": sum(APPS.values()),
+            "qps": args.qps, "burst": args.burst, "drains": drains}
 
 
 async def main(argv: list[str]) -> int:
@@ -385,15 +555,35 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--evacuation-timeout", type=float, default=60.0)
     parser.add_argument("--skip-kubectl", action="store_true")
     parser.add_argument("--real", action="store_true", help="on a real control plane from $KUBEBUILDER_ASSETS")
-    parser.add_argument("--apps", type=int, default=3, help="more than 3: that many apps of 1-3 replicas")
-    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--apps", type=int, default=None, help="more than 3: that many apps of 1-3 replicas")
+    parser.add_argument("--nodes", type=int, default=None)
+    parser.add_argument("--qps", type=float, default=20.0, help="each controller's --kube-api-qps (KCM's default)")
+    parser.add_argument("--burst", type=int, default=30, help="each controller's --kube-api-burst (KCM's default)")
+    parser.add_argument("--scale", action="store_true",
+                        help="apps spread over 30 nodes; drain 1, 3 and 10 of them (see --drains), both tools each time")
+    parser.add_argument("--drains", default="1,3,10", help="with --scale: how many nodes each drain takes")
+    parser.add_argument("--breakdown", action="store_true", help="with --scale: writes per actor, verb and resource")
     args = parser.parse_args(argv)
+    if args.nodes is None:
+        args.nodes = SCALE_NODES if args.scale else 3
+    if args.apps is None:
+        args.apps = SCALE_APPS if args.scale else 3
+    if args.scale and args.timeout == 120.0:
+        args.timeout = 600.0
     apps = layout(args.apps)
     APPS.clear()
     APPS.update(apps)
     modes = ["aiokcm"] + ([] if args.skip_kubectl or not shutil.which("kubectl") else ["kubectl"])
-    runs = [await (one_mode_real if args.real else one_mode)(mode, args) for mode in modes]
-    figures = report(runs, chart(runs) if len(APPS) <= 3 else [], backend="real" if args.real else "local")
+    one = one_mode_real if args.real else one_mode
+    backend = "real" if args.real else "local"
+    if args.scale:
+        pairs = []
+        for count in (int(c) for c in args.drains.split(",")):
+            pairs.append((count, {mode: await one(mode, args, count) for mode in modes}))
+        figures = report_scale(pairs, args, backend=backend)
+    else:
+        runs = [await one(mode, args) for mode in modes]
+        figures = report(runs, chart(runs) if len(APPS) <= 3 else [], backend=backend)
     print(orjson.dumps(figures).decode())
     return 0
 

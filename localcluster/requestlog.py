@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -63,6 +64,8 @@ class RequestLog:
     def __init__(self) -> None:
         self.writes: list[Write] = []
         self.reads = 0
+        #: reads (GET, LIST, WATCH) per User-Agent, so a benchmark can count one actor's requests
+        self.reads_by_agent: Counter[str] = Counter()
 
     def since(self, start: float) -> list[Write]:
         return [w for w in self.writes if w.at >= start]
@@ -77,6 +80,7 @@ class RequestLog:
         if not request.path.startswith(_API_PREFIXES) or request.method not in WRITE_METHODS:
             if request.path.startswith(_API_PREFIXES):
                 self.reads += 1
+                self.reads_by_agent[request.headers.get("User-Agent", "")] += 1
             return await handler(request)
         at = time.monotonic()
         status = 0

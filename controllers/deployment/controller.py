@@ -8,10 +8,13 @@ Informers on Deployments, ReplicaSets and Pods; handlers only enqueue Deployment
   that), and pod changes on an evacuation-ready ReplicaSet with an evacuation under way wake
   its Deployment (evacuation steps wait on pods becoming available or going away).
 
-`sync(key)` follows `syncDeployment`: claim ReplicaSets (adopt and release as the selector says),
+`sync(key)` follows `syncDeployment`, unless the cache has not yet delivered this controller's
+last write to the Deployment or one of its ReplicaSets (the informer wakes it again when it has):
+claim ReplicaSets (adopt and release as the selector says),
 then, in order: status only while being deleted; evacuation marks and totals (gate
 `NodeMaintenanceDeployment`); pause conditions; an evacuation step in a steady state; paused ->
-scale only; a rollback request; a scaling event; otherwise one step of the strategy.
+scale only; a rollback request; a scaling event; otherwise one step of the strategy. Annotation changes made along the way go out with the
+sync's status write (one `/status` write per sync).
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ from controllers.deployment.util import (
     RECREATE,
     is_paused,
     meta,
-    name_of,
     strategy_type,
     uid_of,
 )
@@ -101,6 +103,7 @@ class DeploymentController(Controller):
     def _delete_deployment(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         d = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if d is not None:
+            self.syncer.forget(d, replica_set=False)
             self._enqueue_obj(d)
 
     def _resolve_controller_ref(self, namespace: str, ref: Mapping[str, Any] | None) -> Obj | None:
@@ -162,6 +165,7 @@ class DeploymentController(Controller):
         rs = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if rs is None:
             return
+        self.syncer.forget(rs, replica_set=True)
         d = self._resolve_controller_ref(str(meta(rs).get("namespace", "")), get_controller_of(rs))
         if d is not None:
             self._enqueue_obj(d)
@@ -250,7 +254,16 @@ class DeploymentController(Controller):
         cached = self.d_informer.lister.get(name, namespace or None)
         if cached is None:
             return
+        owned = self.rs_informer.lister.by_index(CONTROLLER_UID_INDEX, uid_of(cached))
+        if self.syncer.is_behind_our_writes(cached, owned):
+            # Our last write is on its way through the informer, which wakes this key again.
+            self.log.debug("cache behind our last write, waiting for it")
+            return
         d: RS = copy.deepcopy(dict(cached))
+        await self._reconcile(d)
+        await self.syncer.flush_annotations(d)
+
+    async def _reconcile(self, d: RS) -> None:
         s = self.syncer
         if (d.get("spec") or {}).get("selector") == {}:
             self.recorder.event(d, "Warning", "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required.")
@@ -294,8 +307,7 @@ class DeploymentController(Controller):
         pods = pod_map.get(uid_of(steady), [])
         if not evacuation.requested_pods(pods):
             return False
-        step = await evacuation.reconcile(s, d, steady, pods, now=utcnow())
-        self.log.debug("evacuation step", step=step.step, requested=step.requested, replicaset=name_of(steady))
+        await evacuation.reconcile(s, d, steady, pods, now=utcnow())
         all_rss: list[RS | None] = [*old_rss, new_rs]
         if is_paused(d):
             await s.sync_deployment_status(all_rss, new_rs, d)

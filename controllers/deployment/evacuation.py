@@ -11,7 +11,8 @@ Who does what:
   `deployment.kubernetes.io/evacuation-ready` and removes the mark when it no longer can. The
   ReplicaSet controller answers requests (`EvacuationInitiated=True`) only on marked ReplicaSets,
   and publishes how many of its pods are asked to leave as `maintenance.aiokcm.io/replicas-to-evacuate`.
-- This controller sums those counts into the same annotation on the Deployment (absent means 0).
+- This controller sums those counts into the same annotation on the Deployment (absent means 0),
+  written in the same `/status` write as the rest of the sync's status.
 
 Who can answer: a RollingUpdate Deployment whose `maxSurge` resolves above 0. `Recreate` and
 `maxSurge: 0` Deployments are never marked, so their pods are not answered and the drain falls
@@ -21,7 +22,8 @@ The steps, each a pure function of the Deployment, the ReplicaSet and its pods (
 only in a steady state (one active ReplicaSet) and only when the ReplicaSet has *settled* (its
 status has observed its spec, and the pod cache agrees on the pod count), so a step never
 acts on a scale-down the ReplicaSet controller has not carried out yet:
-1. surge: spec = replicas + min(requested, maxSurge);
+1. surge: spec = replicas + min(requested, maxSurge): every requested pod the budget allows is
+   replaced in one step, and a surge under way is topped up when more pods are asked to leave;
 2. wait until the surge is available: a requested pod is released only while the available
    pods stay at or above `spec.replicas` (an unavailable requested pod can go at any time);
 3. release: scale down by as many as that allows; the ReplicaSet controller deletes requested
@@ -54,6 +56,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import structlog
+
 from controllers.common.evacuation import (
     EVACUATION_READY_ANNOTATION,
     REPLICAS_TO_EVACUATE_ANNOTATION,
@@ -78,9 +82,7 @@ from controllers.deployment.util import (
 )
 
 Obj = Mapping[str, Any]
-
-EVENT_SURGE = "EvacuationSurge"
-EVENT_RELEASE = "EvacuationScaleDown"
+log = structlog.get_logger()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,22 +147,24 @@ def plan(d: Obj, rs: Obj, pods: Sequence[Obj], *, now: datetime) -> EvacuationPl
     if surge > budget:
         # spec.replicas or maxSurge went down mid-surge: stay within the new budget.
         return EvacuationPlan(base + budget, r, "release")
+    if surge < min(r, budget):
+        # More pods were asked to leave since the surge started: replace them too, now.
+        return EvacuationPlan(base + min(r, budget), r, "surge")
     return EvacuationPlan(spec, r, "wait")
 
 
 async def reconcile(s: DeploymentSync, d: RS, rs: RS, pods: Sequence[Obj], *, now: datetime) -> EvacuationPlan:
-    """Carry out `plan` on the ReplicaSet; the caller syncs the Deployment's status afterwards."""
+    """Carry out `plan` on the ReplicaSet; the caller syncs the Deployment's status afterwards.
+
+    A step is one scale of the ReplicaSet, announced as KCM announces any scale (one
+    `ScalingReplicaSet` event, "Scaled up/down replica set ..."), whatever the number of pods
+    it moves."""
     step = plan(d, rs, pods, now=now)
     if step.replicas is None or step.replicas == replicas(rs):
         return step
-    if step.step == "surge":
-        op, reason = "up", EVENT_SURGE
-        msg = f"Surging replica set {name_of(rs)} to {step.replicas} to evacuate {step.requested} pod(s)"
-    else:
-        op, reason = "down", EVENT_RELEASE
-        msg = f"Scaling replica set {name_of(rs)} down to {step.replicas}: replacements for evacuated pods are available"
+    op = "up" if step.step == "surge" else "down"
     await s.scale_replica_set(rs, step.replicas, d, op)
-    s.recorder.event(d, "Normal", reason, msg)
+    log.info("evacuation step", step=step.step, replicaset=name_of(rs), replicas=step.replicas, requested=step.requested)
     return step
 
 
@@ -178,5 +182,5 @@ async def sync_marks(s: DeploymentSync, d: RS, rs_list: Sequence[RS], *, enabled
     total = sum(replicas_to_evacuate(rs) for rs in rs_list) if enabled else 0
     patch = count_annotation_patch(d, REPLICAS_TO_EVACUATE_ANNOTATION, total)
     if patch is not None:
-        await s.update_annotations(d, patch["metadata"]["annotations"])
+        s.defer_annotations(d, patch["metadata"]["annotations"])  # written with this sync's status
     return out

@@ -31,6 +31,7 @@ from apiclient.resources import DEPLOYMENTS, REPLICASETS
 from controllers.common.conditions import get_condition, set_condition
 from controllers.common.controller_ref import is_controlled_by, new_controller_ref
 from controllers.common.timeutil import utcnow
+from controllers.common.written import WrittenVersions
 from controllers.context import EventRecorder
 from controllers.deployment import progress
 from controllers.deployment.util import (
@@ -61,15 +62,32 @@ from controllers.deployment.util import (
     set_replicas_annotations,
     template_of,
 )
+from informers import meta_key
 
 log = structlog.get_logger()
+
+# Where a sync's deferred annotation changes wait for its status write (a key of the sync's own
+# copy of the Deployment, never sent: every write builds its own body).
+PENDING_ANNOTATIONS = "__pendingAnnotations"
 
 Obj = Mapping[str, Any]
 RS = dict[str, Any]
 
 
+def _d_key(d: Obj) -> str:
+    return f"deployments/{meta_key(d)}"
+
+
+def _rs_key(rs: Obj) -> str:
+    return f"replicasets/{meta_key(rs)}"
+
+
 class DeploymentSync:
-    """Shared reconcile steps; `requeue_after(d, seconds)` schedules a later look at `d`."""
+    """Shared reconcile steps; `requeue_after(d, seconds)` schedules a later look at `d`.
+
+    `written` remembers the versions of Deployments and ReplicaSets this controller has written
+    over, so a sync started before the informer delivered our last write waits for it instead of
+    writing with a resourceVersion that is certain to conflict (`is_behind_our_writes`)."""
 
     def __init__(
         self, client: KubeClient, recorder: EventRecorder, *, requeue_after: Callable[[Obj, float], None]
@@ -77,6 +95,7 @@ class DeploymentSync:
         self.client = client
         self.recorder = recorder
         self.requeue_after = requeue_after
+        self.written = WrittenVersions()
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -85,15 +104,24 @@ class DeploymentSync:
     ) -> None:
         """Write through `/status`, annotations included, as KCM's `UpdateStatus`: kube-apiserver
         bumps a Deployment's generation on any annotation change through the main resource, but
-        not through `/status`, so revision bookkeeping never looks like a new spec."""
+        not through `/status`, so revision bookkeeping never looks like a new spec. Annotations
+        deferred earlier in the sync (`defer_annotations`) go in the same write."""
+        pending = d.pop(PENDING_ANNOTATIONS, None) or {}
+        annotations = {**pending, **(annotations or {})}
         body: dict[str, Any] = {"metadata": {"resourceVersion": meta(d).get("resourceVersion")}}
         if annotations:
             body["metadata"]["annotations"] = dict(annotations)
         if status is not None:
             body["status"] = status
-        updated = await self.client.patch(
-            DEPLOYMENTS, name_of(d), body, namespace=meta(d).get("namespace"), subresource="status"
-        )
+        try:
+            updated = await self.client.patch(
+                DEPLOYMENTS, name_of(d), body, namespace=meta(d).get("namespace"), subresource="status"
+            )
+        except BaseException:
+            if pending:
+                d[PENDING_ANNOTATIONS] = pending
+            raise
+        self.written.wrote(_d_key(d), d, updated)
         if status is not None:
             d["status"] = status
         written = updated.get("metadata") or {}
@@ -102,13 +130,35 @@ class DeploymentSync:
         if annotations:
             d_meta["annotations"] = dict(written.get("annotations") or {})
 
+    def defer_annotations(self, d: RS, changes: Mapping[str, str | None]) -> None:
+        """Annotation changes (None removes one) for the sync's status write, or for
+        `flush_annotations` at its end when the sync writes no status: one write, not two."""
+        d.setdefault(PENDING_ANNOTATIONS, {}).update(changes)
+
+    async def flush_annotations(self, d: RS) -> None:
+        """Write the annotations still deferred (through `/status`, alone)."""
+        if d.get(PENDING_ANNOTATIONS):
+            await self.update_status(d, None)
+
     async def update_annotations(self, d: RS, changes: Mapping[str, str | None]) -> None:
         """Merge the Deployment's annotations (None removes one) through `/status`; mirror them in `d`."""
         await self.update_status(d, None, annotations=changes)
 
     async def patch_replica_set(self, rs: Obj, body: dict[str, Any]) -> RS:
         body.setdefault("metadata", {})["resourceVersion"] = meta(rs).get("resourceVersion")
-        return await self.client.patch(REPLICASETS, name_of(rs), body, namespace=meta(rs).get("namespace"))
+        updated = await self.client.patch(REPLICASETS, name_of(rs), body, namespace=meta(rs).get("namespace"))
+        self.written.wrote(_rs_key(rs), rs, updated)
+        return updated
+
+    def forget(self, obj: Obj, *, replica_set: bool) -> None:
+        """The object is gone: nothing of it to wait for."""
+        self.written.forget(_rs_key(obj) if replica_set else _d_key(obj))
+
+    def is_behind_our_writes(self, d: Obj, rs_list: Sequence[Obj]) -> bool:
+        """The cache still holds a version of `d` or of one of its ReplicaSets that this
+        controller has already written over: the informer will deliver the write and wake the
+        Deployment again, so this sync would only act on what it has already changed."""
+        return self.written.superseded(_d_key(d), d) or any(self.written.superseded(_rs_key(rs), rs) for rs in rs_list)
 
     # -- new and old ReplicaSets ------------------------------------------------------------
 

@@ -9,6 +9,9 @@ Two kinds of work, two queues, chosen for what each write touches:
   evictions are refused (a PDB) waits in its shard's delay queue, not in a worker.
 - **Maintenance keys on the base class's `RateLimitingQueue`**: status and finalizer only; cheap
   reads of the listers and at most one status patch, so any worker may take any maintenance.
+  While pods are still leaving a node, its sync wakes the maintenances after `STATUS_BATCH_SECONDS`
+  (a delaying queue keeps the earliest wake-up, so that is at most one status write a second);
+  the node sync that finds the node empty wakes them at once, so `Drained` is never late.
 
 Handlers enqueue keys and nothing else. A maintenance's spec change fans out to the nodes it
 selects or is applied to; a node or pod change enqueues the node (when it is under maintenance)
@@ -39,6 +42,9 @@ DEFAULT_NODE_SHARDS = 4
 LEASE_GATE_OPTION = "nodemaintenance.lease_gate"
 SHARDS_OPTION = "nodemaintenance.node_shards"
 LEASE_FEATURE_GATE = "NodeMaintenanceLease"
+# Status writes while pods leave a node are batched this far apart, as KCM's Job controller
+# batches its pod-driven syncs (`syncJobBatchPeriod`): one write for several pods' departures.
+STATUS_BATCH_SECONDS = 1.0
 
 
 def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
@@ -91,7 +97,8 @@ class NodeMaintenanceController(Controller):
         self.state = DrainState()
         self.node_sync = NodeSync(
             client=self.client, listers=self.listers, state=self.state, gate=gate,
-            recorder=self.recorder, enqueue_maintenance=self.enqueue, clock=clock,
+            recorder=self.recorder, enqueue_maintenance=self.enqueue,
+            batch_maintenance=lambda name: self.queue.add_after(name, STATUS_BATCH_SECONDS), clock=clock,
         )
         self.maintenance_sync = MaintenanceSync(
             client=self.client, listers=self.listers, state=self.state,

@@ -116,6 +116,7 @@ class NodeSync:
         gate: LeaseGate,
         recorder: EventRecorder,
         enqueue_maintenance: Callable[[str], None],
+        batch_maintenance: Callable[[str], None] | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.client = client
@@ -124,6 +125,7 @@ class NodeSync:
         self.gate = gate
         self.recorder = recorder
         self.enqueue_maintenance = enqueue_maintenance
+        self.batch_maintenance = batch_maintenance or enqueue_maintenance
         self.clock = clock
 
     async def sync(self, node_name: str) -> None:
@@ -141,14 +143,18 @@ class NodeSync:
         granted, waiting = await self._leases(node_name, selecting)
         wanted_names = sorted(m.name for m in selecting)
         now = self.clock()
+        pending: int | None = None
         try:
             node = await self._cordon_first(node, granted, applied)
             released = ",".join(sorted(set(applied) - {m.name for m in granted if m.drain}))
             retry = await self._pods(node_name, granted, now, released=released)
-            await self._commit(node, granted, selecting, wanted_names, waiting, now)
+            pending = await self._commit(node, granted, selecting, wanted_names, waiting, now)
         finally:
+            # While pods are still leaving, the statuses follow in batches (each pod's departure
+            # is several pod changes); the change that drains the node is reported at once.
+            enqueue = self.batch_maintenance if pending else self.enqueue_maintenance
             for name in {*applied, *wanted_names}:
-                self.enqueue_maintenance(name)
+                enqueue(name)
         for name in applied:
             if name not in wanted_names:
                 await self.gate.release(node=node_name, holder=f"aiokcm/nodemaintenance/{name}")
@@ -323,8 +329,9 @@ class NodeSync:
         wanted_names: list[str],
         waiting: set[str],
         now: datetime,
-    ) -> None:
-        """Uncordon if no one cordons any more, then record phase and the applied maintenances."""
+    ) -> int:
+        """Uncordon if no one cordons any more, then record phase and the applied maintenances;
+        returns how many pods are still to leave the node."""
         want_cordon = any(m.cordon for m in granted)
         spec, notes = cordon.plan_cordon(node, want_cordon=want_cordon)
         node_name = str(node["metadata"]["name"])
@@ -350,7 +357,7 @@ class NodeSync:
                 blocked.setdefault(f"{b.namespace}/{b.name}", b.reason)
         self.state.gauges.set(node_name, phase=phase, pending=pending, blocked=blocked)
         if not spec and not notes:
-            return
+            return pending
         patch: dict[str, Any] = {"metadata": {"annotations": notes}}
         if spec:
             patch["spec"] = spec
@@ -358,6 +365,7 @@ class NodeSync:
         if "unschedulable" in spec and spec["unschedulable"] is None:
             log.info("uncordoned node", node=node_name, maintenance=",".join(api.applied_maintenances(node)))
             self.recorder.event(updated, "Normal", "Uncordoned", "no NodeMaintenance cordons the node any more")
+        return pending
 
 
 @dataclass(frozen=True, slots=True)

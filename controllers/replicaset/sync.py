@@ -9,17 +9,23 @@ One sync, from the caches only (never from the event that queued the key):
    batches 1, 2, 4, ... that stop at the first failing batch, at most `burst_replicas` per sync;
    deletes ranked by `ActivePodsWithRanks`, evacuation-requested pods first when the
    `DeclarativeNodeMaintenance` gate is on;
-3. with the gate on, publish how many pods are asked to evacuate and, if the Deployment marked
-   this ReplicaSet `evacuation-ready`, answer each request with `EvacuationInitiated=True`;
-4. write the status through the status subresource, only when it changed;
+3. with the gate on, if the Deployment marked this ReplicaSet `evacuation-ready`, answer each
+   request with `EvacuationInitiated=True` (all at once);
+4. write the status (counting the pods this sync created and deleted, so a scale costs one status
+   write, not a second one when the cache catches up) through the status subresource, only
+   when it changed, in the same write as
+   the count of pods asked to evacuate (gate on); a count grown by new requests on an
+   evacuation-ready ReplicaSet waits up to `COUNT_HOLD_SECONDS` for the status write the
+   Deployment's surge brings, so it costs no write of its own; likewise, a status that only
+   gained available replicas during an evacuation waits as long for the scale-down they allow;
 5. requeue after `minReadySeconds` while ready pods wait to become available.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -44,6 +50,7 @@ from controllers.common.evacuation import (
     evacuation_initiated_patch,
     has_evacuation_request,
     is_evacuation_ready,
+    replicas_to_evacuate,
 )
 from controllers.common.expectations import UIDTrackingControllerExpectations
 from controllers.common.pods import filter_active_pods, is_pod_available, is_pod_ready, pod_key
@@ -67,6 +74,9 @@ RS_API_VERSION = "apps/v1"
 RS_KIND = "ReplicaSet"
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 EVACUATION_MESSAGE = "ReplicaSet controller is replacing the pod"
+# How long a grown evacuation count, or readiness gained during an evacuation, may wait for the
+# status write the Deployment's next scale brings.
+COUNT_HOLD_SECONDS = 1.0
 
 
 async def _call_collecting(fn: Callable[[], Awaitable[None]], errors: list[BaseException]) -> None:
@@ -169,6 +179,15 @@ def status_patch(rs: Mapping[str, Any], new_status: Mapping[str, Any]) -> Obj | 
     return {"status": body}
 
 
+def with_evacuation_count(patch: Obj | None, rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Obj | None:
+    """`patch` plus the published count of pods asked to evacuate, when that count changed."""
+    requested = sum(1 for p in pods if has_evacuation_request(p))
+    count = count_annotation_patch(rs, REPLICAS_TO_EVACUATE_ANNOTATION, requested)
+    if count is None:
+        return patch
+    return {**(patch or {}), "metadata": count["metadata"]}
+
+
 def desired_replicas(rs: Mapping[str, Any]) -> int:
     replicas = (rs.get("spec") or {}).get("replicas")
     return 1 if replicas is None else int(replicas)
@@ -202,6 +221,19 @@ def _namespace_terminating(exc: BaseException) -> bool:
     return any(isinstance(c, dict) and c.get("reason") == NAMESPACE_TERMINATING_CAUSE for c in causes)
 
 
+@dataclass
+class _PodChanges:
+    """The pods one sync created and deleted."""
+
+    created: list[Obj] = field(default_factory=list)
+    deleted: set[str] = field(default_factory=set)
+
+    def applied_to(self, pods: list[Obj]) -> list[Obj]:
+        if not self.created and not self.deleted:
+            return pods
+        return [p for p in pods if pod_key(p) not in self.deleted] + self.created
+
+
 class ReplicaSetSync:
     """Everything one sync needs, held once per controller; `sync(key)` is the reconcile."""
 
@@ -225,6 +257,8 @@ class ReplicaSetSync:
         self.gates = gates
         self.burst_replicas = burst_replicas
         self.clock = clock
+        # key -> until when a grown evacuation count may wait for the status write the surge brings
+        self._held: dict[str, datetime] = {}
 
     @property
     def evacuation_enabled(self) -> bool:
@@ -235,6 +269,7 @@ class ReplicaSetSync:
         rs = self.rs_lister.get(name, namespace)
         if rs is None:
             self.expectations.delete_expectations(key)
+            self._held.pop(key, None)
             return
         needs_sync = self.expectations.satisfied_expectations(key)
         try:
@@ -245,24 +280,81 @@ class ReplicaSetSync:
         pods = await self.claim_pods(rs, selector, self.candidate_pods(rs))
         manage_error: BaseException | None = None
         if needs_sync and not (rs.get("metadata") or {}).get("deletionTimestamp"):
+            changes = _PodChanges()
             try:
-                await self.manage_replicas(key, rs, pods)
+                await self.manage_replicas(key, rs, pods, changes)
             except Exception as exc:  # recorded in the status, raised after it is written
                 manage_error = exc
+            # The status counts what this sync did (created pods in, deleted ones out), so a
+            # scale is one status write rather than one now and another when the cache catches up.
+            pods = changes.applied_to(pods)
         evacuation_error = await self.handle_evacuation(rs, pods) if self.evacuation_enabled else None
         now = self.clock()
         new_status = calculate_status(rs, pods, manage_error, now)
         patch = status_patch(rs, new_status)
+        held = False
+        if self.evacuation_enabled:
+            if patch is None:
+                held = self._hold_count(key, rs, pods, now)
+            else:
+                held = manage_error is None and self._hold_readiness(key, rs, pods, patch, now)
+            if held:
+                patch = None
+            else:
+                self._held.pop(key, None)
+                patch = with_evacuation_count(patch, rs, pods)
         if patch is not None:
+            # One write per sync: the status and the evacuation count (an annotation, which a
+            # ReplicaSet's /status accepts) together.
             await self.client.patch(REPLICASETS, name, patch, namespace=namespace, subresource="status")
         if manage_error is not None:
             raise manage_error
         if evacuation_error is not None:
             raise evacuation_error
+        if held:
+            raise RequeueAfter(COUNT_HOLD_SECONDS)
         min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
         desired = desired_replicas(rs)
         if min_ready > 0 and new_status["readyReplicas"] == desired and new_status["availableReplicas"] != desired:
             raise RequeueAfter(float(min_ready))
+
+    def _hold_count(self, key: str, rs: Obj, pods: Sequence[Obj], now: datetime) -> bool:
+        """Whether a grown evacuation count, alone in this sync's status, may wait a little.
+
+        New requests on an evacuation-ready ReplicaSet make its Deployment surge, and the status
+        write that follows (one more replica) carries the count: one write instead of two. It
+        waits `COUNT_HOLD_SECONDS` at most; a count that shrinks, or whose ReplicaSet nobody will
+        surge, is written at once."""
+        requested = sum(1 for p in pods if has_evacuation_request(p))
+        if not is_evacuation_ready(rs) or requested <= replicas_to_evacuate(rs):
+            return False
+        until = self._held.setdefault(key, now + timedelta(seconds=COUNT_HOLD_SECONDS))
+        return now < until
+
+    def _hold_readiness(self, key: str, rs: Obj, pods: Sequence[Obj], patch: Obj, now: datetime) -> bool:
+        """Whether a status that only gained ready replicas may wait a little during an evacuation.
+
+        A replacement becoming available is what the Deployment waits for (it reads the pods, not
+        this status) to scale the ReplicaSet down; the sync that carries out that scale-down then
+        writes the readiness, the smaller size and the count in one write instead of two. Waits
+        `COUNT_HOLD_SECONDS` at most, only on an evacuation-ready ReplicaSet with requested pods
+        and no `minReadySeconds`."""
+        if int((rs.get("spec") or {}).get("minReadySeconds") or 0) > 0 or not is_evacuation_ready(rs):
+            return False
+        if not any(has_evacuation_request(p) for p in pods):
+            return False
+        old, new = rs.get("status") or {}, patch.get("status") or {}
+        unchanged = ("replicas", "fullyLabeledReplicas", "observedGeneration")
+        if any(int(new.get(k) or 0) != int(old.get(k) or 0) for k in unchanged):
+            return False
+        if (new.get("conditions") or []) != (old.get("conditions") or []):
+            return False
+        if int(new.get("readyReplicas") or 0) < int(old.get("readyReplicas") or 0):
+            return False
+        if int(new.get("availableReplicas") or 0) <= int(old.get("availableReplicas") or 0):
+            return False
+        until = self._held.setdefault(key, now + timedelta(seconds=COUNT_HOLD_SECONDS))
+        return now < until
 
     def candidate_pods(self, rs: Mapping[str, Any]) -> list[Obj]:
         """Active pods this ReplicaSet owns plus the orphans in its namespace (what a claim can touch)."""
@@ -278,14 +370,15 @@ class ReplicaSetSync:
         )
         return await manager.claim(pods)
 
-    async def manage_replicas(self, key: str, rs: Obj, pods: list[Obj]) -> None:
+    async def manage_replicas(self, key: str, rs: Obj, pods: list[Obj], changes: _PodChanges | None = None) -> None:
+        changes = changes if changes is not None else _PodChanges()
         diff = len(pods) - desired_replicas(rs)
         if diff < 0:
-            await self.create_pods(key, rs, min(-diff, self.burst_replicas))
+            await self.create_pods(key, rs, min(-diff, self.burst_replicas), changes)
         elif diff > 0:
-            await self.delete_pods(key, rs, pods, min(diff, self.burst_replicas))
+            await self.delete_pods(key, rs, pods, min(diff, self.burst_replicas), changes)
 
-    async def create_pods(self, key: str, rs: Obj, count: int) -> None:
+    async def create_pods(self, key: str, rs: Obj, count: int, changes: _PodChanges | None = None) -> None:
         self.expectations.expect_creations(key, count)
         meta = rs["metadata"]
         ref = {
@@ -307,6 +400,8 @@ class ReplicaSetSync:
                     return
                 self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {exc}")
                 raise
+            if changes is not None:
+                changes.created.append(created)
             self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
 
         successes, error = await slow_start_batch(count, SLOW_START_INITIAL_BATCH_SIZE, create)
@@ -318,7 +413,9 @@ class ReplicaSetSync:
         if error is not None:
             raise error
 
-    async def delete_pods(self, key: str, rs: Obj, pods: list[Obj], count: int) -> None:
+    async def delete_pods(
+        self, key: str, rs: Obj, pods: list[Obj], count: int, changes: _PodChanges | None = None
+    ) -> None:
         victims = choose_pods_to_delete(
             pods, await self.related_pods(rs), count, self.clock(), evacuation_first=self.evacuation_enabled
         )
@@ -337,7 +434,11 @@ class ReplicaSetSync:
                 if not (isinstance(exc, ApiError) and exc.not_found):
                     self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {exc}")
                     errors.append(exc)
+                elif changes is not None:
+                    changes.deleted.add(pod_key(pod))
                 return
+            if changes is not None:
+                changes.deleted.add(pod_key(pod))
             self.recorder.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pmeta['name']}")
 
         async with anyio.create_task_group() as tg:
@@ -379,35 +480,33 @@ class ReplicaSetSync:
         return related
 
     async def handle_evacuation(self, rs: Obj, pods: Sequence[Obj]) -> BaseException | None:
-        """Publish the evacuation count; answer requests when the Deployment made this RS ready for it.
+        """Answer requests when the Deployment made this RS ready for it (the count of requested
+        pods is published with the status: `with_evacuation_count`).
 
         Returns (rather than raises) the first failure so the status is still written.
         """
         requested = [p for p in pods if has_evacuation_request(p)]
-        meta = rs["metadata"]
-        first_error: BaseException | None = None
-        patch = count_annotation_patch(rs, REPLICAS_TO_EVACUATE_ANNOTATION, len(requested))
-        if patch is not None:
-            try:
-                await self.client.patch(REPLICASETS, meta["name"], patch, namespace=meta["namespace"])
-            except ApiError as exc:
-                first_error = exc
         if not requested or not is_evacuation_ready(rs):
-            return first_error
-        for pod in requested:
-            answer = evacuation_initiated_patch(pod, message=EVACUATION_MESSAGE, now=self.clock())
-            if answer is None:
-                continue
+            return None
+        errors: list[BaseException] = []
+
+        async def answer(pod: Obj, patch: Obj) -> None:
             try:
                 await self.client.patch(
                     PODS,
                     pod["metadata"]["name"],
-                    answer,
+                    patch,
                     namespace=pod["metadata"]["namespace"],
                     subresource="status",
                     patch_type="strategic",
                 )
             except ApiError as exc:
-                if not exc.not_found and first_error is None:
-                    first_error = exc
-        return first_error
+                if not exc.not_found:
+                    errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for pod in requested:
+                patch = evacuation_initiated_patch(pod, message=EVACUATION_MESSAGE, now=self.clock())
+                if patch is not None:
+                    tg.start_soon(answer, pod, patch)
+        return errors[0] if errors else None

@@ -130,3 +130,16 @@ def test_rolling_cleanup_never_counts_a_ready_requested_pod_as_unhealthy() -> No
     pods = [pod("a", requested=True, ready=False), pod("b"), pod("s", ready=False, node="node-2")]
     assert unhealthy_deletions_first(pods, 0, NOW) == 2
     assert unhealthy_deletions_first([pod("b"), pod("s", ready=False)], 0, NOW) == 1
+
+
+def test_requests_arriving_mid_surge_top_the_surge_up_to_the_budget() -> None:
+    # The drain asks its pods one by one: a Deployment that saw one request and surged by one
+    # replaces the next two as soon as it sees them, not after the first replacement is ready.
+    d = deployment(3, max_surge=3)
+    pods = [pod(n, requested=True) for n in "abc"] + [pod("s1", ready=False, node="node-2")]
+    p = evacuation.plan(d, replica_set("r", 4, available=3), pods, now=NOW)
+    assert (p.step, p.replicas) == ("surge", 6)
+    # Within a budget of 1 the surge stays at one replacement at a time.
+    d = deployment(3, max_surge=1)
+    p = evacuation.plan(d, replica_set("r", 4, available=3), pods, now=NOW)
+    assert (p.step, p.replicas) == ("wait", 4)

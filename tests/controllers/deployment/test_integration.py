@@ -19,11 +19,12 @@ from apiclient.resources import DEPLOYMENTS, NODES, PODS, REPLICASETS
 from controllers.common.conditions import get_condition
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import is_pod_ready, is_terminating
+from controllers.context import ControllerContext, StaticGates
 from controllers.deployment import DeploymentController
 from controllers.deployment.util import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION, compute_hash
 from controllers.replicaset import ReplicaSetController
 from tests.controllers.deployment.fakekubelet import AvailabilitySampler, FakeKubelet
-from tests.controllers.harness import Harness, eventually, running_controllers
+from tests.controllers.harness import Harness, RecordingEvents, eventually, make_factory, running_controllers
 
 NS = "default"
 GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}
@@ -317,15 +318,108 @@ async def test_evacuation_moves_pods_off_the_node_without_losing_availability(ku
 
             await eventually(evacuated, f"no pod left on {node}", timeout=40)
             tg.cancel_scope.cancel()
-        # Moved by surging and releasing, once per requested pod (surge budget 1), not by a rollout.
-        reasons = h.events.reasons("evac")
-        assert reasons.count("EvacuationSurge") == len(requested)
-        assert reasons.count("EvacuationScaleDown") == len(requested)
+        # Moved by surging and releasing, once per requested pod (surge budget 1), not by a rollout:
+        # each step is one scale of the one ReplicaSet, announced as KCM announces a scale.
+        scaled = [e.message for e in h.events.events if e.object_name == "evac" and e.reason == "ScalingReplicaSet"]
+        ups = [m for m in scaled if m.startswith("Scaled up") and not m.endswith(f"from 0 to {replicas}")]
+        downs = [m for m in scaled if m.startswith("Scaled down")]
+        assert len(ups) == len(requested) and len(downs) == len(requested), scaled
+        assert len({m.split()[4] for m in scaled}) == 1  # one ReplicaSet throughout: no rollout
+        assert not [r for r in h.events.reasons("evac") if r.startswith("Evacuation")]  # no events KCM lacks
         assert sampler.minimum is not None and sampler.minimum >= replicas  # replicas - maxUnavailable(0)
         assert sampler.minimum > 0
         assert len(await live_pods(kube, "evac")) == replicas
         d = await get_d(kube, "evac")
         assert "maintenance.aiokcm.io/replicas-to-evacuate" not in d["metadata"].get("annotations", {})
+
+
+async def test_all_requested_pods_of_an_app_are_replaced_in_one_step_within_max_surge(kube: KubeClient) -> None:
+    # Three pods asked to leave and a surge budget of three: one scale of the ReplicaSet from 3 to
+    # 6 creates the three replacements together, instead of one replacement at a time.
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0}}
+    async with running(kube):
+        await kube.create(DEPLOYMENTS, deployment_body("all3", 3, strategy=strategy), namespace=NS)
+        await eventually(lambda: rollout_complete(kube, "all3"), "rollout")
+        await eventually(lambda: rs_marked(kube, "all3"), "evacuation-ready mark")
+    # The controllers are stopped while the drain asks, so they find all three requests at once.
+    requested = [p["metadata"]["name"] for p in await live_pods(kube, "all3")]
+    for name in requested:
+        await request_evacuation(kube, name)
+    sampler = AvailabilitySampler(kube, NS, "all3")
+    async with running(kube) as (h, _kubelet):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sampler.run)
+            await eventually(lambda: sampler.samples > 0, "first sample")
+
+            async def moved() -> bool:
+                names = {p["metadata"]["name"] for p in await live_pods(kube, "all3")}
+                return len(names) == 3 and not names & set(requested)
+
+            await eventually(moved, "three replacements, no requested pod left", timeout=40)
+            tg.cancel_scope.cancel()
+        scaled = [e.message for e in h.events.events if e.object_name == "all3" and e.reason == "ScalingReplicaSet"]
+        assert [m for m in scaled if m.startswith("Scaled up")] == [scaled[0]]
+        assert scaled[0].endswith("from 3 to 6"), scaled
+        creates = [e for e in h.events.events if e.reason == "SuccessfulCreate"]
+        assert len(creates) == 3
+    assert sampler.minimum is not None and sampler.minimum >= 3
+
+
+async def test_requests_arriving_mid_surge_are_replaced_without_waiting_for_the_first(kube: KubeClient) -> None:
+    # A drain asks pod by pod: the surge for the first request is topped up for the next ones at
+    # once, not after the first replacement became available.
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0}}
+    async with running(kube) as (_h, kubelet):
+        await kube.create(DEPLOYMENTS, deployment_body("topup", 3, strategy=strategy), namespace=NS)
+        await eventually(lambda: rollout_complete(kube, "topup"), "rollout")
+        await eventually(lambda: rs_marked(kube, "topup"), "evacuation-ready mark")
+        requested = [p["metadata"]["name"] for p in await live_pods(kube, "topup")]
+        kubelet.hold_readiness = True  # no replacement becomes available yet
+        await request_evacuation(kube, requested[0])
+
+        async def spec_is(n: int) -> bool:
+            return (await replica_sets(kube, "topup"))[-1]["spec"]["replicas"] == n
+
+        await eventually(lambda: spec_is(4), "surge for the first request")
+        for name in requested[1:]:
+            await request_evacuation(kube, name)
+        await eventually(lambda: spec_is(6), "surge topped up while the first replacement is not ready")
+        assert len(await live_pods(kube, "topup")) <= 6  # within maxSurge
+        kubelet.hold_readiness = False
+
+        async def moved() -> bool:
+            names = {p["metadata"]["name"] for p in await live_pods(kube, "topup")}
+            return len(names) == 3 and not names & set(requested)
+
+        await eventually(moved, "requested pods replaced", timeout=40)
+
+
+async def test_one_sync_writes_the_status_and_the_evacuation_count_together(kube: KubeClient, cluster: Any) -> None:
+    # A sync that finds both its status and its evacuation count out of date writes them in one
+    # `/status` write, not one write for the count and another for the status.
+    async with running(kube):
+        await kube.create(DEPLOYMENTS, deployment_body("once", 1), namespace=NS)
+        await eventually(lambda: rollout_complete(kube, "once"), "rollout")
+        await eventually(lambda: rs_marked(kube, "once"), "evacuation-ready mark")
+    rs = (await replica_sets(kube, "once"))[-1]
+    count = {"metadata": {"annotations": {"maintenance.aiokcm.io/replicas-to-evacuate": "1"}}}
+    await kube.patch(REPLICASETS, rs["metadata"]["name"], count, namespace=NS)
+    stale = {"status": {"availableReplicas": 0, "readyReplicas": 0, "unavailableReplicas": 1}}
+    await kube.patch(DEPLOYMENTS, "once", stale, namespace=NS, subresource="status")
+    factory = make_factory(kube)
+    ctx = ControllerContext(client=kube, informers=factory, events=RecordingEvents(), gates=StaticGates(GATES))
+    controller = DeploymentController(ctx)
+    async with anyio.create_task_group() as tg:
+        factory.start(tg)
+        assert await factory.wait_for_cache_sync()
+        start = anyio.current_time()
+        await controller.sync(f"{NS}/once")
+        tg.cancel_scope.cancel()
+    writes = [w for w in cluster.requests.since(start) if w.resource == "deployments/status"]
+    assert len(writes) == 1, writes
+    d = await get_d(kube, "once")
+    assert d["metadata"]["annotations"]["maintenance.aiokcm.io/replicas-to-evacuate"] == "1"
+    assert d["status"]["availableReplicas"] == 1
 
 
 async def test_withdrawing_the_request_mid_surge_scales_back(kube: KubeClient) -> None:

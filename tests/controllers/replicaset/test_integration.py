@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from apiclient import KubeClient
@@ -15,8 +16,9 @@ from apiclient.resources import PODS, REPLICASETS
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import get_pod_condition
 from controllers.common.timeutil import format_time, utcnow
+from controllers.context import ControllerContext
 from controllers.replicaset import ReplicaSetController
-from tests.controllers.harness import HeldWatches, eventually, running_controllers
+from tests.controllers.harness import HeldWatches, eventually, make_factory, running_controllers
 
 NS = "default"
 GATES = {"DeclarativeNodeMaintenance": True}
@@ -245,3 +247,23 @@ async def test_without_the_gate_requests_are_ignored(kube: KubeClient) -> None:
 
 
 pytestmark = [pytest.mark.usefixtures("cluster"), pytest.mark.backends("local", "real")]
+
+
+async def test_a_scale_is_one_status_write_that_counts_the_pods_it_created(kube: KubeClient) -> None:
+    # One sync creates the pods and writes a status that already counts them: no second write
+    # is needed when the informer later delivers the new pods.
+    async with running_controllers(kube, ReplicaSetController):
+        await kube.create(REPLICASETS, rs_body("once", 1), namespace=NS)
+        await eventually(lambda: _status_field(kube, "once", "replicas", 1), "one pod")
+    await scale(kube, "once", 3)
+    factory = make_factory(kube)
+    controller = ReplicaSetController(ControllerContext(client=kube, informers=factory))
+    async with anyio.create_task_group() as tg:
+        factory.start(tg)
+        assert await factory.wait_for_cache_sync()
+        await eventually(lambda: controller.rs_lister.get("once", NS)["spec"]["replicas"] == 3, "scale seen")  # type: ignore[index]
+        await controller.sync(f"{NS}/once")
+        tg.cancel_scope.cancel()
+    rs = await kube.get(REPLICASETS, "once", namespace=NS)
+    assert len(await active_pods(kube, "once")) == 3
+    assert rs["status"]["replicas"] == 3 and rs["status"]["observedGeneration"] == rs["metadata"]["generation"]
