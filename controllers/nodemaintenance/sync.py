@@ -34,7 +34,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES
 from controllers.base import RequeueAfter
 from controllers.context import EventRecorder
-from controllers.nodemaintenance import api, cordon, drain, metrics
+from controllers.nodemaintenance import api, cordon, drain, metrics, rollout
 from controllers.nodemaintenance.leasegate import LeaseGate
 from controllers.nodemaintenance.nodeselector import selector_matches
 from controllers.nodemaintenance.status import (
@@ -72,6 +72,10 @@ class DrainState:
     # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
     # object when the next sync runs, and must not make us write (or announce) the same thing twice.
     written: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    #: maintenance name -> the nodes it has started (rollout.py); absent: read from its status
+    working: dict[str, rollout.Working] = field(default_factory=dict)
+    #: maintenances the cluster-wide guard holds back: looked at again when a node's cordon changes
+    held_by_cluster: set[str] = field(default_factory=set)
 
     def forget_node(self, node: str) -> None:
         self.blocks.pop(node, None)
@@ -81,6 +85,24 @@ class DrainState:
 
     def waiting_for_lease(self, node: str, maintenance: str) -> str | None:
         return self.lease_waiting.get(node, {}).get(maintenance)
+
+    def forget_maintenance(self, name: str) -> None:
+        self.written.pop(name, None)
+        self.working.pop(name, None)
+        self.held_by_cluster.discard(name)
+
+    def working_on(self, m: api.Maintenance, obj: Obj | None) -> rollout.Working:
+        """The nodes `m` has started: what its last sync decided, else what its status says."""
+        known = self.working.get(m.name)
+        if known is not None and known.uid == m.uid:
+            return known
+        written = self.written.get(m.name)
+        status = written[1] if written is not None and written[0] == m.uid else (obj or {}).get("status")
+        return rollout.from_status(m.uid, status)
+
+    def cordoning_elsewhere(self, name: str) -> set[str]:
+        """Nodes other maintenances have started to cordon (their cordon may not be in the cache yet)."""
+        return {n for other, w in self.working.items() if other != name for n in w.cordoning}
 
 
 @dataclass
@@ -136,7 +158,8 @@ class NodeSync:
         node: Obj = cached
         applied = api.applied_maintenances(node)
         selecting = api.oldest_first(
-            [m for m in self.listers.all_maintenances() if m.active and selector_matches(m.selector, node)]
+            [w for m in self.listers.all_maintenances() if m.active and selector_matches(m.selector, node)
+             if (w := self._as_started(m, node_name)) is not None]
         )
         granted, waiting = await self._leases(node_name, selecting)
         wanted_names = sorted(m.name for m in selecting)
@@ -156,6 +179,17 @@ class NodeSync:
             retry = min(retry or LEASE_RETRY_SECONDS, LEASE_RETRY_SECONDS)
         if retry is not None:
             raise RequeueAfter(retry)
+
+    def _as_started(self, m: api.Maintenance, node: str) -> api.Maintenance | None:
+        """`m` as far as it has started on `node`: not at all (None), cordon only, or all of it."""
+        if not m.paced:
+            return m
+        working = self.state.working_on(m, self.listers.maintenances.get(m.name))
+        if node not in working.cordoning:
+            return None
+        if m.drain and node not in working.draining:
+            return replace(m, drain=False)
+        return m
 
     async def _leases(
         self, node: str, selecting: list[api.Maintenance]
@@ -390,6 +424,7 @@ class MaintenanceSync:
         recorder: EventRecorder,
         enqueue_node: Callable[[str], None],
         clock: Callable[[], datetime] = utcnow,
+        max_unschedulable: int | str = rollout.DEFAULT_MAX_UNSCHEDULABLE,
     ) -> None:
         self.client = client
         self.listers = listers
@@ -397,15 +432,17 @@ class MaintenanceSync:
         self.recorder = recorder
         self.enqueue_node = enqueue_node
         self.clock = clock
+        rollout.scaled(max_unschedulable, 100, field_name="--node-maintenance-max-unschedulable", minimum=0)
+        self.max_unschedulable = max_unschedulable
 
     async def sync(self, name: str) -> None:
         obj = self.listers.maintenances.get(name)
         if obj is None:
-            self.state.written.pop(name, None)
+            self.state.forget_maintenance(name)
             return
         m = api.Maintenance.from_obj(obj)
         if m.deleting:
-            self.state.written.pop(name, None)
+            self.state.forget_maintenance(name)
             await self._finalize(obj, m)
             return
         if not m.has_finalizer:
@@ -445,26 +482,93 @@ class MaintenanceSync:
                 raise
         self.recorder.event(obj, "Normal", "MaintenanceReleased", "nodes uncordoned and evacuation requests withdrawn")
 
+    def _progress(self, m: api.Maintenance, node: Obj, now: datetime) -> NodeProgress:
+        node_name = str(node["metadata"]["name"])
+        return node_progress(
+            node=node,
+            pods=self.listers.node_pods(node_name),
+            cordon=m.cordon,
+            drain=m.drain,
+            timeout=m.evacuation_timeout,
+            now=now,
+            eviction_blocks=self.state.blocks.get(node_name),
+            lease_holder=self.state.waiting_for_lease(node_name, m.name),
+            options=m.options,
+            workload=self.listers.workload,
+            invalid=m.invalid,
+        )
+
+    def _targeted(self, m: api.Maintenance, node: str) -> int:
+        if not m.drain:
+            return 0
+        return sum(1 for p in self.listers.node_pods(node) if drain.is_targeted(p) and m.options.selects(p))
+
+    def _cluster(self, name: str, cordoning: frozenset[str]) -> rollout.Cluster:
+        nodes = self.listers.nodes.list()
+        names = {str(n["metadata"]["name"]) for n in nodes}
+        cordoned = {str(n["metadata"]["name"]) for n in nodes if cordon.is_unschedulable(n)}
+        cordoned |= (self.state.cordoning_elsewhere(name) | cordoning) & names
+        cap = rollout.scaled(self.max_unschedulable, len(nodes), field_name="--node-maintenance-max-unschedulable",
+                             minimum=0)
+        return rollout.Cluster(len(nodes), len(cordoned), cap)
+
+    def _plan_nodes(self, obj: Obj, m: api.Maintenance, now: datetime) -> tuple[dict[str, NodeProgress], str]:
+        """Every selected node's progress, starting the next ones the limits allow (rollout.py).
+
+        Decided without a suspension point, so two maintenances never both take the last room the
+        cluster-wide guard leaves. Returns the progress and why the guard holds this maintenance back.
+        """
+        selected = {str(n["metadata"]["name"]): n for n in self.listers.nodes.list() if selector_matches(m.selector, n)}
+        if not m.paced:
+            self.state.working.pop(m.name, None)
+            self.state.held_by_cluster.discard(m.name)
+            return {name: self._progress(m, node, now) for name, node in selected.items()}, ""
+        before = self.state.working_on(m, obj)
+        cordoning = before.cordoning & selected.keys()
+        draining = before.draining & selected.keys()
+        stage = draining if m.drain else cordoning
+        progress = {n: self._progress(m if n in stage else replace(m, drain=False), selected[n], now)
+                    for n in sorted(cordoning | stage)}
+        elsewhere = self.state.cordoning_elsewhere(m.name)
+        candidates = [
+            rollout.Candidate(
+                name, started=name in stage,
+                done=(name in stage and progress[name].phase == api.PHASE_DRAINED) if m.drain
+                else cordon.is_unschedulable(node),
+                unschedulable=cordon.is_unschedulable(node) or name in cordoning or name in elsewhere,
+            )
+            for name, node in selected.items()
+        ]
+        limit = m.concurrent_nodes(len(selected))
+        admission = rollout.admit(candidates, limit=limit, cluster=self._cluster(m.name, cordoning),
+                                  override=m.override_max_unschedulable, frozen=bool(m.invalid))
+        new = frozenset(admission.new)
+        self.state.working[m.name] = rollout.Working(
+            m.uid, cordoning | new, (draining | new) if m.drain else draining)
+        if admission.held_by_cluster:
+            self.state.held_by_cluster.add(m.name)
+        else:
+            self.state.held_by_cluster.discard(m.name)
+        for name in admission.new:
+            progress[name] = self._progress(m, selected[name], now)
+            log.info("started maintenance on node", maintenance=m.name, node=name,
+                     in_progress=admission.in_progress, limit=limit)
+            self.recorder.event(obj, "Normal", "NodeStarted",
+                                f"node {name}: {admission.in_progress} of at most {limit} nodes in progress")
+            self.enqueue_node(name)
+        for name, why in admission.waiting.items():
+            node = selected[name]
+            if name in cordoning:  # cordoned, its drain waits for its turn
+                progress[name] = NodeProgress(api.PHASE_CORDONED, self._targeted(m, name),
+                                              unschedulable=cordon.is_unschedulable(node), message=why)
+            else:
+                progress[name] = NodeProgress(api.PHASE_WAITING, self._targeted(m, name),
+                                              unschedulable=cordon.is_unschedulable(node), message=why)
+        return dict(sorted(progress.items())), admission.held_by_cluster
+
     async def _status(self, obj: Obj, m: api.Maintenance) -> None:
         now = self.clock()
-        progress: dict[str, NodeProgress] = {}
-        for node in self.listers.nodes.list():
-            if not selector_matches(m.selector, node):
-                continue
-            node_name = str(node["metadata"]["name"])
-            progress[node_name] = node_progress(
-                node=node,
-                pods=self.listers.node_pods(node_name),
-                cordon=m.cordon,
-                drain=m.drain,
-                timeout=m.evacuation_timeout,
-                now=now,
-                eviction_blocks=self.state.blocks.get(node_name),
-                lease_holder=self.state.waiting_for_lease(node_name, m.name),
-                options=m.options,
-                workload=self.listers.workload,
-                invalid=m.invalid,
-            )
+        progress, held = self._plan_nodes(obj, m, now)
         previous: Mapping[str, Any] = obj.get("status") or {}
         written = self.state.written.get(m.name)
         if written is not None and written[0] == m.uid:
@@ -472,7 +576,7 @@ class MaintenanceSync:
             # the cache still holds an older copy of the object.
             previous = written[1]
         missing = missing_nodes(previous, lambda n: self.listers.nodes.get(n) is not None)
-        status = build_status(m, previous, progress, now=now, missing=missing)
+        status = build_status(m, previous, progress, now=now, missing=missing, held_by_cluster=held)
         if _same_status(previous, status):
             return
         body: dict[str, Any] = dict(status)
@@ -506,6 +610,15 @@ class MaintenanceSync:
             msg = next((c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "Blocked"), "")
             log.info("drain blocked", maintenance=m.name, message=str(msg))
             self.recorder.event(obj, "Warning", "DrainBlocked", str(msg))
+        if _cond_status(status, "ClusterLimitReached") == "True" \
+                and _cond_status(previous, "ClusterLimitReached") != "True":
+            msg = next((c.get("message", "") for c in status.get("conditions") or []
+                        if c.get("type") == "ClusterLimitReached"), "")
+            log.info("maintenance held back by the cluster's unschedulable limit", maintenance=m.name, message=str(msg))
+            self.recorder.event(obj, "Warning", "MaxUnschedulableReached", str(msg))
+        if _cond_status(status, "SpecValid") == "False" and _cond_status(previous, "SpecValid") != "False":
+            log.info("invalid maintenance spec", maintenance=m.name, message=m.invalid)
+            self.recorder.event(obj, "Warning", "InvalidSpec", m.invalid)
         if _cond_reason(status, "NodesSelected") == "NoNodesSelected" \
                 and _cond_reason(previous, "NodesSelected") != "NoNodesSelected":
             log.info("no node selected", maintenance=m.name)
