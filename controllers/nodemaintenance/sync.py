@@ -247,7 +247,7 @@ class NodeSync:
         """Requests, withdrawals and evictions for every pod on the node; the soonest recheck."""
         drainers = [m for m in granted if m.drain and not m.invalid]
         retry: float | None = None
-        first_error: Exception | None = None
+        first_error: ApiError | None = None
         blocks: dict[str, BlockingPod] = {}
         evicting_owners: set[str] = set()
         for pod in self.listers.node_pods(node):
@@ -263,7 +263,8 @@ class NodeSync:
             except ApiError as exc:
                 if exc.not_found:
                     continue
-                first_error = first_error or exc
+                if first_error is None or (first_error.conflict and not exc.conflict):
+                    first_error = exc  # an error outranks a lost race in what the worker counts
                 continue
             if wait is not None:
                 retry = wait if retry is None else min(retry, wait)
@@ -325,6 +326,10 @@ class NodeSync:
             return drain.EVICTION_RETRY_SECONDS
         options = drain.combine([m.options for m in step.drainers])
         outcome = await drain.evict(self.client, pod, grace_period_seconds=options.grace_period_seconds)
+        if outcome.conflict:
+            metrics.EVICTIONS.labels("conflict").inc()
+            log.info("eviction conflicted, looking again", **fields, message=outcome.message)
+            return outcome.retry_after
         metrics.EVICTIONS.labels(outcome.blocked_reason or "evicted").inc()
         failures = self.state.eviction_failures.setdefault(step.node, {})
         if outcome.blocked_reason == drain.BLOCK_EVICTION_FAILED:
@@ -457,7 +462,7 @@ class MaintenanceSync:
             ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": api.FINALIZER})
         else:
             ops.append({"op": "add", "path": "/metadata/finalizers", "value": [api.FINALIZER]})
-        await self.client.patch(NODEMAINTENANCES, str(obj["metadata"]["name"]), ops, patch_type="json")
+        await drain.guarded_patch(self.client, NODEMAINTENANCES, str(obj["metadata"]["name"]), ops)
 
     async def _finalize(self, obj: Obj, m: api.Maintenance) -> None:
         """Remove the finalizer once no node lists us: cordons and requests are then undone."""
@@ -476,7 +481,7 @@ class MaintenanceSync:
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]
         try:
-            await self.client.patch(NODEMAINTENANCES, m.name, ops, patch_type="json")
+            await drain.guarded_patch(self.client, NODEMAINTENANCES, m.name, ops)
         except ApiError as exc:
             if not exc.not_found:
                 raise
