@@ -19,7 +19,12 @@ from localcluster.builtin.core import (
     ServiceAccountStrategy,
     ServiceStrategy,
 )
-from localcluster.builtin.others import EventsV1Strategy, LeaseStrategy, PodDisruptionBudgetStrategy
+from localcluster.builtin.others import (
+    EventsV1Strategy,
+    LeaseStrategy,
+    NetworkPolicyStrategy,
+    PodDisruptionBudgetStrategy,
+)
 from localcluster.builtin.pods import PodStrategy
 from localcluster.builtin.replicationcontrollers import RC_SCALE, ReplicationControllerStrategy
 from localcluster.registry import Registry, ResourceType, ScaleSubresource
@@ -59,6 +64,8 @@ def builtin_types() -> list[ResourceType]:
                      subresources=frozenset({"status"}), strategy=PodDisruptionBudgetStrategy()),
         ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, strategy=LeaseStrategy()),
         ResourceType("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",), strategy=EventsV1Strategy()),
+        ResourceType("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, short_names=("netpol",),
+                     strategy=NetworkPolicyStrategy()),
     ]
 
 
