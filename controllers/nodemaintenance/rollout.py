@@ -91,6 +91,8 @@ class Admission:
     in_progress: int = 0
     #: why the cluster guard held back a node the maintenance's own limit would have started
     held_by_cluster: str = ""
+    #: the waiting nodes the cluster guard holds back (the others wait for their turn)
+    held: frozenset[str] = frozenset()
 
 
 def admit(
@@ -113,6 +115,7 @@ def admit(
     new: list[str] = []
     waiting: dict[str, str] = {}
     held = ""
+    held_nodes: set[str] = set()
     for c in ordered:
         if c.started:
             continue
@@ -120,8 +123,9 @@ def admit(
             waiting[c.name] = "not started: the spec is invalid"
             continue
         if slots <= 0:
+            ahead = f", {len(held_nodes)} ahead of it held back by the cluster limit" if held_nodes else ""
             waiting[c.name] = (f"waiting for its turn: {in_progress + len(new)} of at most {limit} "
-                               "nodes in progress (spec.maxConcurrentNodes)")
+                               f"nodes in progress (spec.maxConcurrentNodes){ahead}")
             continue
         if not c.unschedulable and not override and unschedulable + 1 > cluster.max_unschedulable:
             reason = (f"cordoning {c.name} would make {unschedulable + 1} of {cluster.nodes} nodes unschedulable; "
@@ -129,12 +133,15 @@ def admit(
                       "spec.overrideMaxUnschedulable: true to go beyond)")
             waiting[c.name] = reason
             held = held or reason
+            held_nodes.add(c.name)
+            slots -= 1  # it keeps its place in line: the next nodes wait behind it, not around it
             continue
         new.append(c.name)
         slots -= 1
         if not c.unschedulable:
             unschedulable += 1
-    return Admission(frozenset(working | set(new)), tuple(new), waiting, in_progress + len(new), held)
+    return Admission(frozenset(working | set(new)), tuple(new), waiting, in_progress + len(new), held,
+                     frozenset(held_nodes))
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,7 @@ class DrainState:
     #: node -> pod key -> evictions of that pod that failed in a row (not 429s: those are "not now")
     eviction_failures: dict[str, dict[str, int]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
+    waiting: metrics.WaitingGauges = field(default_factory=metrics.WaitingGauges)
     # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
     # object when the next sync runs, and must not make us write (or announce) the same thing twice.
     written: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
@@ -87,6 +88,7 @@ class DrainState:
         return self.lease_waiting.get(node, {}).get(maintenance)
 
     def forget_maintenance(self, name: str) -> None:
+        self.waiting.set(name, own=0, cluster=0)
         self.written.pop(name, None)
         self.working.pop(name, None)
         self.held_by_cluster.discard(name)
@@ -527,6 +529,7 @@ class MaintenanceSync:
         if not m.paced:
             self.state.working.pop(m.name, None)
             self.state.held_by_cluster.discard(m.name)
+            self.state.waiting.set(m.name, own=0, cluster=0)
             return {name: self._progress(m, node, now) for name, node in selected.items()}, ""
         before = self.state.working_on(m, obj)
         cordoning = before.cordoning & selected.keys()
@@ -550,6 +553,7 @@ class MaintenanceSync:
         new = frozenset(admission.new)
         self.state.working[m.name] = rollout.Working(
             m.uid, cordoning | new, (draining | new) if m.drain else draining)
+        self.state.waiting.set(m.name, own=len(admission.waiting) - len(admission.held), cluster=len(admission.held))
         if admission.held_by_cluster:
             self.state.held_by_cluster.add(m.name)
         else:

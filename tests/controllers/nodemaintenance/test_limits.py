@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from prometheus_client import REGISTRY
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES
@@ -80,6 +81,7 @@ async def test_the_cluster_guard_holds_back_then_override_or_release_lets_go(
         assert condition(obj, "Cordoned")["status"] == "False"  # type: ignore[index]
         assert not (await node(kube, second))["spec"].get("unschedulable")  # no action
         assert h.events.reasons("wide").count("MaxUnschedulableReached") == 1
+        assert REGISTRY.get_sample_value("aiokcm_nodemaintenance_nodes_waiting", {"limit": "cluster"}) == 1
 
         # a second maintenance waits too, and starts by itself once the first lets its node go
         await kube.create(NODEMAINTENANCES, nm_body("other", [third]))

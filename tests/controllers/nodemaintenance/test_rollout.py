@@ -66,6 +66,7 @@ def test_the_guard_says_why_and_only_when_it_is_what_holds_back() -> None:
     held = admit([c("n1"), c("n2")], limit=1, cluster=Cluster(6, 3, 3))
     assert "would make 4 of 6 nodes unschedulable; the cluster allows 3" in held.held_by_cluster
     assert held.waiting["n1"] == held.held_by_cluster
+    assert held.held == {"n1"}  # n2 waits for its turn behind n1, not for the cluster
     # waiting for its own turn is not the cluster's doing
     turn = admit([c("n1", "started"), c("n2")], limit=1, cluster=Cluster(6, 3, 3))
     assert turn.held_by_cluster == ""
