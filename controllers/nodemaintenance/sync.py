@@ -68,6 +68,8 @@ class DrainState:
     lease_waiting: dict[str, dict[str, str]] = field(default_factory=dict)
     #: node -> pod key -> evictions of that pod that failed in a row (not 429s: those are "not now")
     eviction_failures: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: node -> uids of pods evicted there that the cache still shows running: never evicted twice
+    evicted: dict[str, set[str]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
     waiting: metrics.WaitingGauges = field(default_factory=metrics.WaitingGauges)
     # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
@@ -82,6 +84,7 @@ class DrainState:
         self.blocks.pop(node, None)
         self.lease_waiting.pop(node, None)
         self.eviction_failures.pop(node, None)
+        self.evicted.pop(node, None)
         self.gauges.set(node, phase=None, pending=0)
 
     def waiting_for_lease(self, node: str, maintenance: str) -> str | None:
@@ -274,6 +277,12 @@ class NodeSync:
             self.state.blocks[node] = blocks
         else:
             self.state.blocks.pop(node, None)
+        evicted = self.state.evicted.get(node)
+        if evicted:  # forget what the cache now shows going or gone
+            evicted &= {_uid(p) for p in self.listers.node_pods(node) if not (p.get("metadata") or {}).get(
+                "deletionTimestamp")}
+            if not evicted:
+                self.state.evicted.pop(node, None)
         if first_error is not None:
             raise first_error
         return retry
@@ -285,9 +294,11 @@ class NodeSync:
             return None
         if uid in evicting_owners:
             return "another of its pods"
+        evicted = self.state.evicted.get(step.node, set())
         for other in self.listers.pods.by_index(CONTROLLER_UID_INDEX, uid):
-            if drain.pod_key(other) != step.key and (other.get("metadata") or {}).get("deletionTimestamp") \
-                    and not drain.is_finished(other):
+            if drain.pod_key(other) == step.key or drain.is_finished(other):
+                continue
+            if (other.get("metadata") or {}).get("deletionTimestamp") or _uid(other) in evicted:
                 return drain.pod_key(other)
         return None
 
@@ -321,6 +332,8 @@ class NodeSync:
             return None
         if action is not drain.Action.EVICT:
             return None
+        if _uid(pod) in self.state.evicted.get(step.node, set()):
+            return None  # evicted already; the cache has not caught up (its update re-enqueues the node)
         sibling = self._sibling_leaving(step, evicting_owners)
         if sibling is not None:
             blocks[step.key] = BlockingPod(ns, name, drain.BLOCK_ONE_AT_A_TIME,
@@ -344,6 +357,8 @@ class NodeSync:
         if outcome.blocked_reason is None:
             if step.workload.owner_uid:
                 evicting_owners.add(step.workload.owner_uid)
+            if _uid(pod):
+                self.state.evicted.setdefault(step.node, set()).add(_uid(pod))
             log.info("evicted pod", **fields, why=plan.message)
             if target is not None:
                 self.recorder.event(target, "Normal", "EvictedPod", f"evicted {step.key}: {plan.message}")
@@ -541,8 +556,8 @@ class MaintenanceSync:
         candidates = [
             rollout.Candidate(
                 name, started=name in stage,
-                done=(name in stage and progress[name].phase == api.PHASE_DRAINED) if m.drain
-                else cordon.is_unschedulable(node),
+                done=(name in stage and progress[name].phase == api.PHASE_DRAINED and _advertised(node) ==
+                      api.PHASE_DRAINED) if m.drain else cordon.is_unschedulable(node),
                 unschedulable=cordon.is_unschedulable(node) or name in cordoning or name in elsewhere,
             )
             for name, node in selected.items()
@@ -632,6 +647,15 @@ class MaintenanceSync:
                 and _cond_reason(previous, "NodesSelected") != "NoNodesSelected":
             log.info("no node selected", maintenance=m.name)
             self.recorder.event(obj, "Warning", "NoNodesSelected", "spec.nodeSelector matches no node")
+
+
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _advertised(node: Obj) -> str | None:
+    """The phase the node's own sync last wrote on it: a node is done once it says so itself."""
+    return ((node.get("metadata") or {}).get("annotations") or {}).get(api.PHASE_ANNOTATION)
 
 
 def _cond_reason(status: Obj, type_: str) -> str | None:
