@@ -9,10 +9,11 @@ PodDisruptionBudget that allows no disruption (blocked, the budget named), a Dae
 fate up front, each blocker as it appears and each pod as it leaves (surged or evicted); it times
 out saying what blocks. With the budget gone and kubectl's opt-ins it finishes.
 
-Then one NodeMaintenance over node-1..node-6 with the default limits: one node drains at a time,
-in name order (watched event by event on the nodes and on the maintenance's status); the cluster
-guard stops it at half the nodes unschedulable (condition, no action) until it is overridden,
-and the Deployments keep serving throughout.
+Then one NodeMaintenance over node-1..node-6 with the default limits and
+`evacuationTimeoutSeconds: 0`: one node drains at a time, in name order (watched event by event
+on the nodes and on the maintenance's status); the cluster guard stops it at half the nodes
+unschedulable (condition, no action) until it is overridden; what cannot surge is evicted at once
+and what surges never is, so the Deployments keep serving throughout.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
     await ensure_crd(kube)
     others = [f"node-{i}" for i in range(2, 9)]
     async with running_controllers(kube, ReplicaSetController, DeploymentController, DisruptionController,
-                                   NodeMaintenanceController, gates=GATES):
+                                   NodeMaintenanceController, gates=GATES) as h:
         for n in others:  # everything lands on the target first
             await kube.patch(NODES, n, {"spec": {"unschedulable": True}})
         for res, body in _apps():
@@ -186,7 +187,9 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
                 "apiVersion": "maintenance.aiokcm.io/v1alpha1", "kind": "NodeMaintenance",
                 "metadata": {"name": "rolling"},
                 "spec": {"nodeSelector": names_selector(NODES_UNDER_MAINTENANCE), "cordon": True, "drain": True,
-                         "reason": "kernel upgrade", "force": True, "deleteEmptyDirData": True}})
+                         "reason": "kernel upgrade", "force": True, "deleteEmptyDirData": True,
+                         # no deadline: what cannot answer goes at once, what surges is never evicted
+                         "evacuationTimeoutSeconds": 0}})
             await eventually(lambda: _cond(kube, "rolling", "ClusterLimitReached"), "the guard checked", timeout=60)
 
             async def held() -> bool:
@@ -210,6 +213,9 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
         assert watch.most_cordoned_not_drained == 1, watch
         assert watch.cordon_order[1:] == NODES_UNDER_MAINTENANCE[1:], watch
         assert lowest["solo"] >= 1 and lowest["web"] >= 3, lowest  # zero downtime for what surges
+        evicted = [e.message for e in h.events.events if e.reason == "EvictedPod"]
+        assert any(f"{NS}/recreate-" in m for m in evicted) and any(f"{NS}/db-0" in m for m in evicted)
+        assert not [m for m in evicted if f"{NS}/web-" in m or f"{NS}/solo-" in m], evicted
         for n in NODES_UNDER_MAINTENANCE:
             assert (await kube.get(NODES, n))["spec"]["unschedulable"] is True
         try:
