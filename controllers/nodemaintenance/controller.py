@@ -12,7 +12,9 @@ Two kinds of work, two queues, chosen for what each write touches:
 
 Handlers enqueue keys and nothing else. A maintenance's spec change fans out to the nodes it
 selects or is applied to; a node or pod change enqueues the node (when it is under maintenance)
-and each node sync enqueues the maintenances involved so their status follows.
+and each node sync enqueues the maintenances involved so their status follows (and the next node
+starts when one is done). A change of any node's cordon re-enqueues the maintenances the
+cluster-wide guard holds back.
 """
 
 from __future__ import annotations

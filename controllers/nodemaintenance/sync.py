@@ -15,6 +15,12 @@ next one back, so a StatefulSet loses one replica at a time even without a budge
 logged at info with maintenance, node and pod; an eviction refusal is an event once per new refusal
 and a log line on every attempt.
 
+Which of its selected nodes a maintenance acts on is decided in the maintenance sync (`rollout.py`:
+its `maxConcurrentNodes` and the cluster-wide guard), without a suspension point so two syncs never
+both take the last room; the node sync acts only for maintenances started on its node (cordon
+only while the node waits for its turn to drain). What started is kept in memory and, across
+restarts, read back from the status the maintenance sync wrote.
+
 Maintenance sync: status from the listers (per node counts, blocking pods, conditions), written
 only when it changed; the finalizer added on sight and removed once no node lists the maintenance.
 Only this controller writes the status, so the status it wrote last stands in for the cached copy:
