@@ -102,6 +102,10 @@ class DrainState:
         self.working.pop(name, None)
         self.held_by_cluster.discard(name)
 
+    def knows(self, m: api.Maintenance) -> bool:
+        known = self.working.get(m.name)
+        return known is not None and known.uid == m.uid
+
     def working_on(self, m: api.Maintenance, obj: Obj | None) -> rollout.Working:
         """The nodes `m` has started: what its last sync decided, else what its status says."""
         known = self.working.get(m.name)
@@ -170,7 +174,7 @@ class NodeSync:
         applied = api.applied_maintenances(node)
         selecting = api.oldest_first(
             [w for m in self.listers.all_maintenances() if m.active and selector_matches(m.selector, node)
-             if (w := self._as_started(m, node_name)) is not None]
+             if (w := self._as_started(m, node_name, node)) is not None]
         )
         granted, waiting = await self._leases(node_name, selecting)
         wanted_names = sorted(m.name for m in selecting)
@@ -191,12 +195,16 @@ class NodeSync:
         if retry is not None:
             raise RequeueAfter(retry)
 
-    def _as_started(self, m: api.Maintenance, node: str) -> api.Maintenance | None:
-        """`m` as far as it has started on `node`: not at all (None), cordon only, or all of it."""
+    def _as_started(self, m: api.Maintenance, node: str, cached: Obj) -> api.Maintenance | None:
+        """`m` as far as it has started on `node`: not at all (None), cordon only, or all of it.
+
+        Before its maintenance sync has run (a restart) a cordon `m` holds on the node counts as
+        started even if the status written before the restart does not show it yet: never undone.
+        """
         if not m.paced:
             return m
         working = self.state.working_on(m, self.listers.maintenances.get(m.name))
-        if node not in working.cordoning:
+        if node not in working.cordoning and not (not self.state.knows(m) and _holds(m, cached)):
             return None
         if m.drain and node not in working.draining:
             return replace(m, drain=False)
@@ -553,6 +561,8 @@ class MaintenanceSync:
             self.state.waiting.set(m.name, own=0, cluster=0)
             return {name: self._progress(m, node, now) for name, node in selected.items()}, ""
         before = self.state.working_on(m, obj)
+        if not self.state.knows(m):  # first look since a start: cordons it holds count as started
+            before = replace(before, cordoning=before.cordoning | {n for n, node in selected.items() if _holds(m, node)})
         cordoning = before.cordoning & selected.keys()
         draining = before.draining & selected.keys()
         stage = draining if m.drain else cordoning
@@ -653,6 +663,11 @@ class MaintenanceSync:
                 and _cond_reason(previous, "NodesSelected") != "NoNodesSelected":
             log.info("no node selected", maintenance=m.name)
             self.recorder.event(obj, "Warning", "NoNodesSelected", "spec.nodeSelector matches no node")
+
+
+def _holds(m: api.Maintenance, node: Obj) -> bool:
+    """`m` is applied on the node and a maintenance holds its cordon (it had started there)."""
+    return m.name in api.applied_maintenances(node) and cordon.cordoned_by_us(node)
 
 
 def _uid(obj: Obj) -> str:

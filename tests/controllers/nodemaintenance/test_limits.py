@@ -15,12 +15,14 @@ import pytest
 from prometheus_client import REGISTRY
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import NODEMAINTENANCES
+from apiclient.resources import NODEMAINTENANCES, NODES, PODS
 from controllers.nodemaintenance import NodeMaintenanceController
+from controllers.nodemaintenance.api import MAINTENANCES_ANNOTATION, ORIGINAL_UNSCHEDULABLE_ANNOTATION
 from tests.controllers.harness import eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
+    NS,
     RolloutWatch,
     condition,
     make_owner,
@@ -28,6 +30,7 @@ from tests.controllers.nodemaintenance.helpers import (
     nm_body,
     nm_gone,
     node,
+    pod,
 )
 
 pytestmark = pytest.mark.usefixtures("cluster", "crd", "eviction")
@@ -118,3 +121,42 @@ async def test_the_crd_defaults_the_limit_to_one_node(kube: KubeClient, node_nam
     body = nm_body("half", node_names)
     body["spec"]["maxConcurrentNodes"] = "50%"
     assert (await kube.create(NODEMAINTENANCES, body))["spec"]["maxConcurrentNodes"] == "50%"
+
+
+async def test_a_restart_between_cordon_and_status_never_undoes_the_cordon(
+    kube: KubeClient, node_names: list[str]
+) -> None:
+    """Killed after cordoning its next node but before writing the status that says so."""
+    first, second = node_names[0], node_names[1]
+    await kube.create(NODEMAINTENANCES, nm_body("m", [first, second], drain=True))
+    await kube.patch(NODEMAINTENANCES, "m", {"status": {"nodes": {
+        first: {"phase": "Drained", "podsPendingEvacuation": 0, "podsEvacuating": 0, "blockingPods": []},
+        second: {"phase": "Waiting", "podsPendingEvacuation": 0, "podsEvacuating": 0, "blockingPods": []},
+    }}}, subresource="status")
+    for n in (first, second):
+        await kube.patch(NODES, n, {"spec": {"unschedulable": True}, "metadata": {"annotations": {
+            MAINTENANCES_ANNOTATION: "m", ORIGINAL_UNSCHEDULABLE_ANNOTATION: "false"}}})
+    await make_pod(kube, "web", second)  # something to drain, so the node is in progress a while
+    uncordoned: list[str] = []
+
+    async def watch_second() -> None:
+        listed = await kube.list(NODES)
+        async with kube.watch(NODES, resource_version=listed["metadata"]["resourceVersion"]) as events:
+            async for ev in events:
+                if ev.type == "BOOKMARK" or (ev.object.get("metadata") or {}).get("name") != second:
+                    continue
+                if not (ev.object.get("spec") or {}).get("unschedulable"):
+                    uncordoned.append(ev.type)
+
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT), \
+            anyio.create_task_group() as tg:
+        tg.start_soon(watch_second)
+
+        async def requested() -> bool:
+            return condition(await pod(kube, "web"), "EvacuationRequest") is not None
+
+        await eventually(requested, "the drain of the node it had started going on")
+        await kube.delete(PODS, "web", namespace=NS)
+        await eventually(lambda: _condition_is(kube, "m", "Drained", "True"), "both nodes drained")
+        tg.cancel_scope.cancel()
+    assert uncordoned == []
