@@ -28,13 +28,14 @@ never withdrawn; they still count as a request for the timeout.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import PODS, Resource
+from apiclient.resources import PODS
 from controllers.common.evacuation import (
     EVACUATION_INITIATED,
     EVACUATION_REQUEST,
@@ -234,17 +235,15 @@ def _evict(pod: Mapping[str, Any], opts: DrainOptions, why: str) -> PodPlan:
 PATCH_NOT_APPLICABLE = "the server rejected our request due to an error in our request"
 
 
-async def guarded_patch(
-    client: KubeClient, res: Resource, name: str, ops: list[dict[str, Any]], *,
-    namespace: str | None = None, subresource: str | None = None,
-) -> dict[str, Any]:
-    """A JSON patch whose `test` operations guard a plan; a stale plan is a conflict, as a 409 is.
+@contextmanager
+def stale_plan_is_conflict() -> Iterator[None]:
+    """Around a JSON patch whose `test` operations guard a plan: a stale plan is a conflict, as a 409 is.
 
     The server refuses a failed `test` with a bare 422; to the worker engine that is losing an
     optimistic-concurrency race (requeued, counted `result="conflict"`), not an error.
     """
     try:
-        return await client.patch(res, name, ops, namespace=namespace, subresource=subresource, patch_type="json")
+        yield
     except ApiError as exc:
         if exc.invalid and exc.message.startswith(PATCH_NOT_APPLICABLE):
             raise ApiError(409, {"reason": "Conflict", "message": f"stale plan, the object changed: {exc.message}"},
@@ -279,7 +278,8 @@ async def request_evacuation(client: KubeClient, pod: Mapping[str, Any], *, mess
         ops.append({"op": "add", "path": "/status/conditions/-", "value": condition})
     else:
         ops.append({"op": "add", "path": "/status/conditions", "value": [condition]})
-    await guarded_patch(client, PODS, name, ops, namespace=namespace, subresource="status")
+    with stale_plan_is_conflict():
+        await client.patch(PODS, name, ops, namespace=namespace, subresource="status", patch_type="json")
 
 
 async def withdraw_evacuation(client: KubeClient, pod: Mapping[str, Any]) -> None:
@@ -296,7 +296,8 @@ async def withdraw_evacuation(client: KubeClient, pod: Mapping[str, Any]) -> Non
         {"op": "remove", "path": base},
     ]
     try:
-        await guarded_patch(client, PODS, name, ops, namespace=namespace, subresource="status")
+        with stale_plan_is_conflict():
+            await client.patch(PODS, name, ops, namespace=namespace, subresource="status", patch_type="json")
     except ApiError as exc:
         if not exc.not_found:
             raise

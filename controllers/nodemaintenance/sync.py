@@ -493,7 +493,8 @@ class MaintenanceSync:
             ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": api.FINALIZER})
         else:
             ops.append({"op": "add", "path": "/metadata/finalizers", "value": [api.FINALIZER]})
-        await drain.guarded_patch(self.client, NODEMAINTENANCES, str(obj["metadata"]["name"]), ops)
+        with drain.stale_plan_is_conflict():
+            await self.client.patch(NODEMAINTENANCES, str(obj["metadata"]["name"]), ops, patch_type="json")
 
     async def _finalize(self, obj: Obj, m: api.Maintenance) -> None:
         """Remove the finalizer once no node lists us: cordons and requests are then undone."""
@@ -512,7 +513,8 @@ class MaintenanceSync:
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]
         try:
-            await drain.guarded_patch(self.client, NODEMAINTENANCES, m.name, ops)
+            with drain.stale_plan_is_conflict():
+                await self.client.patch(NODEMAINTENANCES, m.name, ops, patch_type="json")
         except ApiError as exc:
             if not exc.not_found:
                 raise

@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, PODS
 from controllers.nodemaintenance import NodeMaintenanceController
-from controllers.nodemaintenance.drain import guarded_patch
+from controllers.nodemaintenance.drain import stale_plan_is_conflict
 from tests.controllers.harness import HeldWatches, eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import GATES, NS, condition, make_pod, nm_body, pod
 
@@ -54,13 +54,13 @@ async def test_only_an_inapplicable_patch_is_a_conflict(kube: KubeClient, node_n
     created = await make_pod(kube, "p", node_names[0])
     stale = [{"op": "test", "path": "/metadata/resourceVersion", "value": "1"},
              {"op": "add", "path": "/metadata/labels/x", "value": "y"}]
-    with pytest.raises(ApiError) as err:
-        await guarded_patch(kube, PODS, "p", stale, namespace=NS)
+    with pytest.raises(ApiError) as err, stale_plan_is_conflict():
+        await kube.patch(PODS, "p", stale, namespace=NS, patch_type="json")
     assert err.value.conflict
     # a value the schema refuses is an error, whatever guards the patch
     rv = created["metadata"]["resourceVersion"]
     invalid = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
                {"op": "add", "path": "/metadata/labels/x", "value": "not a valid label value!"}]
-    with pytest.raises(ApiError) as err:
-        await guarded_patch(kube, PODS, "p", invalid, namespace=NS)
+    with pytest.raises(ApiError) as err, stale_plan_is_conflict():
+        await kube.patch(PODS, "p", invalid, namespace=NS, patch_type="json")
     assert err.value.invalid and not err.value.conflict
