@@ -148,7 +148,7 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
         base = ["--kubeconfig", cluster.kubeconfig_path, "--poll-interval", "0.1"]
 
         # 1. Without opt-ins and under the budget: what moves moves, the rest is named.
-        code = await maintenance_cli.main(["drain", TARGET, "--timeout", "15s", *base])
+        code = await maintenance_cli.main(["drain", TARGET, "--timeout", "8s", *base])
         captured = capsys.readouterr()
         lines = _lines(captured.out)
         assert code == 1, captured
