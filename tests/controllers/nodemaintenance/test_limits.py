@@ -1,7 +1,9 @@
 """How much a maintenance disrupts at once, on the 3-node local cluster through real informers.
 
 - A maintenance over every node drains them one at a time, in name order, each staying cordoned
-  once drained (watched event by event on the nodes and on the maintenance's status).
+  once drained (watched event by event on the nodes and on the maintenance's status); so does one
+  that cordoned every node first and is told to drain afterwards.
+- A restart between a cordon and the status that records it never uncordons the node.
 - The cluster-wide guard (default: half the nodes unschedulable) holds the next cordon back with a
   condition and an event and touches nothing; an override lets it go on; a maintenance held back
   starts on its own once another one lets its nodes go.
@@ -9,6 +11,8 @@
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import anyio
 import pytest
@@ -160,3 +164,29 @@ async def test_a_restart_between_cordon_and_status_never_undoes_the_cordon(
         await eventually(lambda: _condition_is(kube, "m", "Drained", "True"), "both nodes drained")
         tg.cancel_scope.cancel()
     assert uncordoned == []
+
+
+async def test_cordoned_first_then_drained_still_one_node_at_a_time(kube: KubeClient, node_names: list[str]) -> None:
+    owner = await make_owner(kube, "StatefulSet", "db")
+    for i, n in enumerate(node_names):
+        await make_pod(kube, f"db-{i}", n, owner="StatefulSet", owner_obj=owner)
+    watch = RolloutWatch()
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT), \
+            anyio.create_task_group() as tg:
+        await kube.create(NODEMAINTENANCES, nm_body("two-step", node_names))
+        await eventually(lambda: _condition_is(kube, "two-step", "Cordoned", "True"), "every node cordoned")
+        tg.start_soon(watch.maintenance, kube, "two-step")
+        await kube.patch(NODEMAINTENANCES, "two-step", {"spec": {"drain": True}})
+
+        async def one_draining_others_wait() -> dict[str, Any] | None:
+            obj = await kube.get(NODEMAINTENANCES, "two-step")
+            nodes = (obj.get("status") or {}).get("nodes") or {}
+            waiting = [e for e in nodes.values() if e.get("phase") == "Cordoned" and "its turn" in e.get("message", "")]
+            return obj if len(waiting) == len(node_names) - 1 else None
+
+        await eventually(one_draining_others_wait, "the drain started on one cordoned node, the others waiting")
+        await eventually(lambda: _condition_is(kube, "two-step", "Drained", "True"), "every node drained", timeout=60)
+        tg.cancel_scope.cancel()
+    assert watch.most_in_progress == 1
+    for n in node_names:  # cordoned all along
+        assert (await node(kube, n))["spec"]["unschedulable"] is True
