@@ -1,8 +1,8 @@
 """Benchmark: how long a StatefulSet's pod waits before a NodeMaintenance evicts it.
 
 Nobody answers an EvacuationRequest for a StatefulSet pod, so waiting for an answer only delays the
-drain. Two modes on the same layout (three nodes; StatefulSet `db` with its pod `db-0` on the node
-to drain; the NodeMaintenance controller running, with `evacuationTimeoutSeconds` from the flag):
+drain. Two modes on the same layout (three nodes; StatefulSet `db` with its pod `db-0`, made by the
+local cluster's StatefulSet controller, on the node to drain; the NodeMaintenance controller running, with `evacuationTimeoutSeconds` from the flag):
 
 - `wait`: the StatefulSet is annotated `maintenance.aiokcm.io/wait-for-evacuation: "true"`, which
   is what every pod whose owner cannot answer used to get: the full timeout, then eviction;
@@ -27,7 +27,7 @@ import anyio
 import orjson
 import structlog
 
-from apiclient import KubeClient
+from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, PODS, STATEFULSETS
 from controllers.context import ControllerContext, StaticGates
 from controllers.nodemaintenance import NodeMaintenanceController
@@ -38,7 +38,6 @@ from localcluster.cluster import LocalCluster
 from localcluster.demo import ensure_crd
 
 NS = "default"
-TARGET = "node-1"
 GATES = {"DeclarativeNodeMaintenance": True}
 
 
@@ -53,12 +52,19 @@ def statefulset(*, wait: bool) -> dict[str, Any]:
     }
 
 
-def pod(owner: dict[str, Any]) -> dict[str, Any]:
-    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": owner["metadata"]["uid"],
-           "controller": True}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "db-0", "namespace": NS, "labels": {"app": "db"}, "ownerReferences": [ref]},
-            "spec": {"nodeName": TARGET, "containers": [{"name": "db", "image": "pause"}]}}
+async def placed(client: KubeClient) -> dict[str, Any]:
+    """`db-0` once the cluster's StatefulSet controller made it and the scheduler bound it."""
+    with anyio.fail_after(60):
+        while True:
+            try:
+                got = await client.get(PODS, "db-0", namespace=NS)
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+            else:
+                if got["spec"].get("nodeName"):
+                    return got
+            await anyio.sleep(0.05)
 
 
 async def evicted(client: KubeClient, resource_version: str) -> None:
@@ -76,8 +82,9 @@ async def one_run(*, wait: bool, timeout: int) -> float:
         client = await cluster.client(qps=100, burst=200)
         try:
             await ensure_crd(client)
-            owner = await client.create(STATEFULSETS, statefulset(wait=wait), namespace=NS)
-            created = await client.create(PODS, pod(owner), namespace=NS)
+            await client.create(STATEFULSETS, statefulset(wait=wait), namespace=NS)
+            created = await placed(client)
+            target = created["spec"]["nodeName"]
             factory = SharedInformerFactory(client)
             ctx = ControllerContext(client=client, informers=factory, gates=StaticGates(GATES))
             controller = NodeMaintenanceController(ctx)
@@ -89,7 +96,7 @@ async def one_run(*, wait: bool, timeout: int) -> float:
                 await client.create(NODEMAINTENANCES, {
                     "apiVersion": NODEMAINTENANCES.api_version, "kind": NODEMAINTENANCES.kind,
                     "metadata": {"name": "bench"},
-                    "spec": {"nodeSelector": names_selector([TARGET]), "cordon": True, "drain": True,
+                    "spec": {"nodeSelector": names_selector([target]), "cordon": True, "drain": True,
                              "evacuationTimeoutSeconds": timeout},
                 })
                 with anyio.fail_after(timeout + 60):

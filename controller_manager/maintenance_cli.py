@@ -48,6 +48,9 @@ from controller_manager.options import OneLineParser, UsageError
 from controller_manager.options import parse_duration as go_duration
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.drain import (
+    BLOCK_AWAITING_OWNER,
+    BLOCK_ONE_AT_A_TIME,
+    BLOCK_TERMINATING,
     EVICTION_RETRY_SECONDS,
     DrainOptions,
     evict,
@@ -284,6 +287,9 @@ class Maintenance:
         self.args = args
         self.out = out
         self.err = err
+        self._last_seen: dict[str, Mapping[str, Any]] = {}  # pods expected to leave, as last listed
+        self._blockers: dict[str, tuple[str, str]] = {}  # pod -> the blocking reason last printed
+        self._departed: set[str] = set()
 
     def warn(self, message: str) -> None:
         print(f"warning: {message}", file=self.err, flush=True)
@@ -373,8 +379,10 @@ class Maintenance:
             rows = [row_for(n, objs[n]) for n in nodes]
             table.show(rows)
             for row in rows:
-                if leaving and leaving.get(row.node) and _may_have_departures(last.get(row.node), row):
-                    await self.report_departures(row.node, leaving[row.node])
+                if leaving is not None and last.get(row.node) != row:
+                    if leaving.get(row.node) and _may_have_departures(last.get(row.node), row):
+                        await self.report_departures(row.node, leaving[row.node])
+                    self.report_blockers(row.node, objs[row.node])
                 last[row.node] = row
             if all(is_current_and_true(objs[n], until) for n in nodes):
                 return 0
@@ -416,12 +424,32 @@ class Maintenance:
             await anyio.sleep(self.args.poll_interval)
 
     async def report_departures(self, node: str, expected: set[str]) -> None:
-        """Print the pods of `expected` that are no longer on `node` (one LIST, only when pods may have left)."""
+        """Print how each pod of `expected` left `node` (one LIST, only when its row changed)."""
         pods = await self.client.list_all(PODS, field_selector=f"spec.nodeName={node}")
-        present = {_key(p) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")}
+        listed = {_key(p): p for p in pods}
+        present = {k for k, p in listed.items() if not (p.get("metadata") or {}).get("deletionTimestamp")}
         for key in sorted(expected - present):
-            print(f"  {node}  {key}  left the node", file=self.out, flush=True)
+            last = listed.get(key) or self._last_seen.get(key) or {}
+            print(f"  {node}  {key}  {how_it_left(last)}", file=self.out, flush=True)
+            self._last_seen.pop(key, None)
+            self._departed.add(key)
         expected &= present
+        self._last_seen.update((k, listed[k]) for k in expected)
+
+    def report_blockers(self, node: str, nm: Mapping[str, Any] | None) -> None:
+        """Each pod that blocks the drain, once per new reason: which budget, which opt-in it needs."""
+        if not is_current(nm):
+            return  # a status written for the spec before ours
+        for b in node_status(nm, node).get("blockingPods") or []:
+            key = f"{b.get('namespace')}/{b.get('name')}"
+            if b.get("reason") in MOVING or key in self._departed:
+                continue
+            said = (str(b.get("reason")), str(b.get("message") or ""))
+            if self._blockers.get(key) == said:
+                continue
+            self._blockers[key] = said
+            why = f": {said[1]}" if said[1] else ""
+            print(f"  {node}  {key}  blocked: {said[0]}{why}", file=self.out, flush=True)
 
     def _stopped(self, nodes: Sequence[str], objs: Mapping[str, Mapping[str, Any] | None]) -> str | None:
         for n in nodes:
@@ -649,6 +677,30 @@ class Maintenance:
                       file=self.err, flush=True)
                 return 1
             await anyio.sleep(self.args.poll_interval)
+
+
+# Listed in blockingPods but on their way out by themselves: not worth a line of their own.
+MOVING = frozenset({BLOCK_AWAITING_OWNER, BLOCK_TERMINATING, BLOCK_ONE_AT_A_TIME})
+
+
+def _true(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_ and cond.get("status") == "True":
+            return dict(cond)
+    return None
+
+
+def how_it_left(pod: Mapping[str, Any]) -> str:
+    """A departed pod's outcome from its last known state: surged by its owner, or evicted."""
+    if _true(pod, api.EVACUATION_INITIATED):
+        return "surged: its owner answered the EvacuationRequest and removed it once a replacement was ready"
+    target = _true(pod, "DisruptionTarget")
+    if target is not None and target.get("reason") == "EvictionByEvictionAPI":
+        return "evicted: through the eviction API, under its PodDisruptionBudget"
+    request = _true(pod, api.EVACUATION_REQUEST)
+    if request is not None and request.get("reason") == api.REASON_NODE_MAINTENANCE:
+        return "evicted: nobody moved it, so the drain evicted it under its PodDisruptionBudget"
+    return "left the node"
 
 
 def _key(pod: Mapping[str, Any]) -> str:

@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 
 from controller_manager import features
 from controller_manager.registry import ControllerRegistry
+from controllers.nodemaintenance.controller import MAX_UNSCHEDULABLE_OPTION
+from controllers.nodemaintenance.rollout import DEFAULT_MAX_UNSCHEDULABLE, LimitError, scaled
 
 JITTER_FACTOR = 1.2  # client-go leaderelection.JitterFactor
 
@@ -65,6 +67,17 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _int_or_percent(text: str) -> int | str:
+    """A count (`3`) or a percentage (`50%`), as an `IntOrString` flag takes it."""
+    raw = text.strip()
+    value: int | str = int(raw) if raw.isdigit() else raw
+    try:
+        scaled(value, 100, field_name="value", minimum=0)
+    except LimitError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("value: ")) from None
     return value
 
 
@@ -229,6 +242,13 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
                                                                  else _non_negative_float)
         metavar = "DURATION" if isinstance(default, str) else ("INT" if isinstance(default, int) else "FLOAT")
         node.add_argument(flag, type=kind, default=default, dest=f"extra__{dest}", metavar=metavar, help=text)
+
+    nm = parser.add_argument_group("node maintenance")
+    nm.add_argument("--node-maintenance-max-unschedulable", type=_int_or_percent, default=DEFAULT_MAX_UNSCHEDULABLE,
+                    dest=f"extra__{MAX_UNSCHEDULABLE_OPTION}", metavar="INT|PERCENT",
+                    help="Most nodes (a count, or a percentage of all nodes) that NodeMaintenances may leave "
+                         "unschedulable at once, counting nodes cordoned by anyone; a maintenance that would go "
+                         "beyond waits (condition ClusterLimitReached) unless spec.overrideMaxUnschedulable.")
 
     le = parser.add_argument_group("leader election")
     le.add_argument("--leader-elect", type=_bool_flag, nargs="?", const=True, default=True,

@@ -17,6 +17,7 @@ from controllers.common.evacuation import (
     REASON_NODE_MAINTENANCE,
 )
 from controllers.nodemaintenance.drain import DrainOptions
+from controllers.nodemaintenance.rollout import DEFAULT_MAX_CONCURRENT_NODES, LimitError, scaled
 from kubeutil.selectors import SelectorError, parse
 
 GROUP = "maintenance.aiokcm.io"
@@ -42,6 +43,8 @@ PHASE_CORDONED = "Cordoned"
 PHASE_DRAINING = "Draining"
 PHASE_DRAINED = "Drained"
 PHASE_ORDER = (PHASE_PLANNING, PHASE_WAITING_FOR_LEASE, PHASE_CORDONED, PHASE_DRAINING, PHASE_DRAINED)
+# In status only: a selected node the maintenance has not started on (its limit, or the cluster's).
+PHASE_WAITING = "Waiting"
 # In status only: a selected node that was deleted before it drained (its pods went with it, unasked).
 PHASE_NODE_NOT_FOUND = "NodeNotFound"
 
@@ -63,6 +66,8 @@ class Maintenance:
     has_finalizer: bool
     options: DrainOptions = field(default_factory=DrainOptions)
     invalid: str = ""  # why the spec cannot be acted on (the drain then touches no pod)
+    max_concurrent_nodes: int | str = DEFAULT_MAX_CONCURRENT_NODES  # an integer or "N%" of the selected nodes
+    override_max_unschedulable: bool = False
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> Maintenance:
@@ -71,6 +76,7 @@ class Maintenance:
         timeout = spec.get("evacuationTimeoutSeconds")
         drain = bool(spec.get("drain", False))
         options, invalid = _drain_options(spec)
+        limit, limit_invalid = _max_concurrent(spec)
         return cls(
             name=str(meta.get("name", "")),
             uid=str(meta.get("uid", "")),
@@ -88,13 +94,27 @@ class Maintenance:
             deleting=bool(meta.get("deletionTimestamp")),
             has_finalizer=FINALIZER in (meta.get("finalizers") or []),
             options=options,
-            invalid=invalid,
+            invalid="; ".join(filter(None, (invalid, limit_invalid))),
+            max_concurrent_nodes=limit,
+            override_max_unschedulable=spec.get("overrideMaxUnschedulable") is True,
         )
 
     @property
     def active(self) -> bool:
         """Still wanted: a maintenance being deleted is undone, whatever its spec says."""
         return not self.deleting
+
+    @property
+    def paced(self) -> bool:
+        """Whether the limits apply: only a maintenance that cordons or drains disrupts anything."""
+        return self.cordon or self.drain
+
+    def concurrent_nodes(self, selected: int) -> int:
+        """`spec.maxConcurrentNodes` for `selected` nodes (an invalid value is reported; 1 meanwhile)."""
+        try:
+            return scaled(self.max_concurrent_nodes, selected, field_name="spec.maxConcurrentNodes")
+        except LimitError:
+            return DEFAULT_MAX_CONCURRENT_NODES
 
     @property
     def holder(self) -> str:
@@ -120,6 +140,19 @@ def _drain_options(spec: Mapping[str, Any]) -> tuple[DrainOptions, str]:
         grace_period_seconds=int(grace) if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0 else None,
     )
     return options, invalid
+
+
+def _max_concurrent(spec: Mapping[str, Any]) -> tuple[int | str, str]:
+    """`spec.maxConcurrentNodes` as given, or why it is not a limit (the CRD rejects it; a server without
+    the schema does not)."""
+    raw = spec.get("maxConcurrentNodes")
+    if raw is None:
+        return DEFAULT_MAX_CONCURRENT_NODES, ""
+    try:
+        scaled(raw, 100, field_name="spec.maxConcurrentNodes")
+    except LimitError as exc:
+        return DEFAULT_MAX_CONCURRENT_NODES, str(exc)
+    return raw, ""
 
 
 def applied_maintenances(node: Mapping[str, Any]) -> list[str]:

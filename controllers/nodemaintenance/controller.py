@@ -15,7 +15,9 @@ Two kinds of work, two queues, chosen for what each write touches:
 
 Handlers enqueue keys and nothing else. A maintenance's spec change fans out to the nodes it
 selects or is applied to; a node or pod change enqueues the node (when it is under maintenance)
-and each node sync enqueues the maintenances involved so their status follows.
+and each node sync enqueues the maintenances involved so their status follows (and the next node
+starts when one is done). A change of any node's cordon re-enqueues the maintenances the
+cluster-wide guard holds back.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.leasegate import LeaseGate, NoLeaseGate
 from controllers.nodemaintenance.nodeselector import selector_matches
+from controllers.nodemaintenance.rollout import DEFAULT_MAX_UNSCHEDULABLE
 from controllers.nodemaintenance.sync import DrainState, Listers, MaintenanceSync, NodeSync, utcnow
 from controllers.worker import Outcome
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
@@ -41,6 +44,8 @@ Obj = Mapping[str, Any]
 DEFAULT_NODE_SHARDS = 4
 LEASE_GATE_OPTION = "nodemaintenance.lease_gate"
 SHARDS_OPTION = "nodemaintenance.node_shards"
+# `--node-maintenance-max-unschedulable`: the cluster-wide guard (rollout.py).
+MAX_UNSCHEDULABLE_OPTION = "node_maintenance_max_unschedulable"
 LEASE_FEATURE_GATE = "NodeMaintenanceLease"
 # Status writes while pods leave a node are batched this far apart, as KCM's Job controller
 # batches its pod-driven syncs (`syncJobBatchPeriod`): one write for several pods' departures.
@@ -103,6 +108,7 @@ class NodeMaintenanceController(Controller):
         self.maintenance_sync = MaintenanceSync(
             client=self.client, listers=self.listers, state=self.state,
             recorder=self.recorder, enqueue_node=self.node_queue.add, clock=clock,
+            max_unschedulable=ctx.options.get(MAX_UNSCHEDULABLE_OPTION, DEFAULT_MAX_UNSCHEDULABLE),
         )
         nm_inf.add_event_handler(ResourceEventHandler(
             on_add=self._maintenance_added, on_update=self._maintenance_updated, on_delete=self._maintenance_deleted,
@@ -156,7 +162,13 @@ class NodeMaintenanceController(Controller):
         for name in names:
             self.enqueue(name)
 
+    def _recheck_held(self) -> None:
+        """A node's cordon changed (or a node came or went): the cluster-wide guard may have room now."""
+        for name in sorted(self.state.held_by_cluster):
+            self.enqueue(name)
+
     def _node_added(self, node: Obj) -> None:
+        self._recheck_held()
         if self._under_maintenance(node):
             self.node_queue.add(_name(node))
             self._enqueue_related_maintenances(node)
@@ -169,6 +181,8 @@ class NodeMaintenanceController(Controller):
             and (old.get("spec") or {}).get("unschedulable") == (new.get("spec") or {}).get("unschedulable")
         ):
             return  # a heartbeat or a status change: nothing a maintenance reads
+        if (old.get("spec") or {}).get("unschedulable") != (new.get("spec") or {}).get("unschedulable"):
+            self._recheck_held()
         if self._under_maintenance(old) or self._under_maintenance(new):
             self.node_queue.add(_name(new))
             self._enqueue_related_maintenances(old)
@@ -176,6 +190,7 @@ class NodeMaintenanceController(Controller):
 
     def _node_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         node = _unwrap(obj)
+        self._recheck_held()
         self.node_queue.add(_name(node))  # the sync finds it gone and forgets its state
         self._enqueue_related_maintenances(node)
 

@@ -28,7 +28,8 @@ never withdrawn; they still count as a request for the timeout.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -229,6 +230,26 @@ def _evict(pod: Mapping[str, Any], opts: DrainOptions, why: str) -> PodPlan:
 
 # -- writes ---------------------------------------------------------------------------------------
 
+# What the API server answers (422, no details) when a JSON patch cannot be applied to the object as
+# it is now, a failed `test` above all; a schema violation is worded `<kind> "<name>" is invalid: ...`.
+PATCH_NOT_APPLICABLE = "the server rejected our request due to an error in our request"
+
+
+@contextmanager
+def stale_plan_is_conflict() -> Iterator[None]:
+    """Around a JSON patch whose `test` operations guard a plan: a stale plan is a conflict, as a 409 is.
+
+    The server refuses a failed `test` with a bare 422; to the worker engine that is losing an
+    optimistic-concurrency race (requeued, counted `result="conflict"`), not an error.
+    """
+    try:
+        yield
+    except ApiError as exc:
+        if exc.invalid and exc.message.startswith(PATCH_NOT_APPLICABLE):
+            raise ApiError(409, {"reason": "Conflict", "message": f"stale plan, the object changed: {exc.message}"},
+                           method=exc.method, path=exc.path) from exc
+        raise
+
 
 def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str]:
     meta = pod.get("metadata") or {}
@@ -257,7 +278,8 @@ async def request_evacuation(client: KubeClient, pod: Mapping[str, Any], *, mess
         ops.append({"op": "add", "path": "/status/conditions/-", "value": condition})
     else:
         ops.append({"op": "add", "path": "/status/conditions", "value": [condition]})
-    await client.patch(PODS, name, ops, namespace=namespace, subresource="status", patch_type="json")
+    with stale_plan_is_conflict():
+        await client.patch(PODS, name, ops, namespace=namespace, subresource="status", patch_type="json")
 
 
 async def withdraw_evacuation(client: KubeClient, pod: Mapping[str, Any]) -> None:
@@ -274,19 +296,25 @@ async def withdraw_evacuation(client: KubeClient, pod: Mapping[str, Any]) -> Non
         {"op": "remove", "path": base},
     ]
     try:
-        await client.patch(PODS, name, ops, namespace=namespace, subresource="status", patch_type="json")
+        with stale_plan_is_conflict():
+            await client.patch(PODS, name, ops, namespace=namespace, subresource="status", patch_type="json")
     except ApiError as exc:
         if not exc.not_found:
             raise
 
 
+# A 409 from the eviction API (its PodDisruptionBudget changed under it, or the pod did): look again soon.
+EVICTION_CONFLICT_RETRY_SECONDS = 1.0
+
+
 @dataclass(frozen=True, slots=True)
 class EvictionOutcome:
-    """`blocked_reason` is None when the pod is gone or going; else retry after `retry_after`."""
+    """`blocked_reason` is None when the pod is gone or going (or `conflict`); else retry after `retry_after`."""
 
     blocked_reason: str | None = None
     message: str = ""
     retry_after: float = 0.0
+    conflict: bool = False
 
 
 def failure_backoff(failures: int) -> float:
@@ -312,8 +340,12 @@ async def evict(client: KubeClient, pod: Mapping[str, Any], *, grace_period_seco
     try:
         await client.evict(namespace, name, delete_options=options)
     except ApiError as exc:
-        if exc.not_found or (exc.conflict and uid):
+        if exc.not_found:
             return EvictionOutcome()
+        if exc.conflict:
+            # A precondition on the uid (a new pod took the name) or a budget updated concurrently:
+            # neither is an error nor a refusal; the next look sees which.
+            return EvictionOutcome(message=exc.message, retry_after=EVICTION_CONFLICT_RETRY_SECONDS, conflict=True)
         if exc.too_many_requests:
             wait = exc.retry_after_seconds or EVICTION_RETRY_SECONDS
             return EvictionOutcome(BLOCK_EVICTION_REFUSED, refusal_message(exc), max(wait, 1.0))

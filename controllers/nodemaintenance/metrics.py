@@ -9,6 +9,10 @@
   not gone yet, by why (`EvictionRefused` for a PDB, `LocalStorage` and `NoController` for the
   opt-ins, `AwaitingEvacuation` while the owner has time to answer, `Terminating`, ...): the alert
   "drain blocked for N minutes" is `aiokcm_nodemaintenance_blocked_pods{reason=~"EvictionRefused|..."} > 0`.
+- `aiokcm_nodemaintenance_nodes_waiting` (gauge, by `limit`): selected nodes not started yet, held
+  back by the maintenance's own `maxConcurrentNodes` (`limit="maintenance"`) or by the cluster-wide
+  `--node-maintenance-max-unschedulable` (`limit="cluster"`): the alert "maintenance held by the
+  cluster limit" is `aiokcm_nodemaintenance_nodes_waiting{limit="cluster"} > 0` for a while.
 
 The gauges are kept per node in `NodeGauges` and summed, so a node that leaves maintenance (or
 disappears) stops counting instead of leaving a stale value behind.
@@ -34,6 +38,8 @@ DRAIN_DURATION = Histogram(
 )
 BLOCKED_PODS = Gauge("aiokcm_nodemaintenance_blocked_pods", "Pods not yet gone from nodes being drained, by reason",
                      ["reason"])
+NODES_WAITING = Gauge("aiokcm_nodemaintenance_nodes_waiting",
+                      "Selected nodes a maintenance has not started, by the limit that holds them back", ["limit"])
 EVICTIONS = Counter("aiokcm_nodemaintenance_evictions_total", "Eviction fallback attempts", ["result"])
 
 
@@ -74,3 +80,18 @@ class NodeGauges:
 
     def nodes_in(self, phase: str) -> int:
         return sum(1 for p in self._phase.values() if p == phase)
+
+
+class WaitingGauges:
+    """Per maintenance, its waiting nodes by limit, summed so a finished maintenance stops counting."""
+
+    def __init__(self) -> None:
+        self._by_maintenance: dict[str, tuple[int, int]] = {}
+
+    def set(self, maintenance: str, *, own: int, cluster: int) -> None:
+        if own or cluster:
+            self._by_maintenance[maintenance] = (own, cluster)
+        else:
+            self._by_maintenance.pop(maintenance, None)
+        NODES_WAITING.labels("maintenance").set(sum(o for o, _ in self._by_maintenance.values()))
+        NODES_WAITING.labels("cluster").set(sum(c for _, c in self._by_maintenance.values()))

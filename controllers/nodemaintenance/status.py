@@ -11,6 +11,9 @@ Conditions, never True on an empty promise:
 - `Drained`: drain is requested and no targeted pod is left on any selected node (the KEP's
   condition); False (`NodeNotFound`) when a selected node was deleted before it drained (its pods
   went with it, never asked), and False (`InvalidSpec`) when the spec cannot be acted on.
+- `ClusterLimitReached`: True while the cluster-wide guard keeps this maintenance from starting a
+  node its own limit allows (`--node-maintenance-max-unschedulable`); nothing is done meanwhile.
+- `SpecValid`: False (`InvalidSpec`) when a field cannot be acted on; no node is started then.
 - `Blocked`: some pods will not move on their own: an eviction refused (the message names the
   budget), failing, or not allowed without an opt-in (`force`, `deleteEmptyDirData`). Pods that
   are waiting for their owner or already terminating are listed but do not block.
@@ -44,6 +47,8 @@ COND_CORDONED = "Cordoned"
 COND_DRAINED = "Drained"
 COND_BLOCKED = "Blocked"
 COND_NODES_SELECTED = "NodesSelected"
+COND_CLUSTER_LIMIT = "ClusterLimitReached"
+COND_SPEC_VALID = "SpecValid"
 # Listed in blockingPods, but moving (or about to) on their own: not a reason for `Blocked`.
 NOT_BLOCKING = frozenset({BLOCK_AWAITING_OWNER, BLOCK_TERMINATING, BLOCK_ONE_AT_A_TIME})
 
@@ -212,10 +217,12 @@ def build_status(
     *,
     now: datetime,
     missing: Sequence[str] = (),
+    held_by_cluster: str = "",
 ) -> dict[str, Any]:
     """The whole status of one maintenance from the progress of each selected node.
 
-    `missing` are nodes this maintenance was working on that no longer exist and had not drained.
+    `missing` are nodes this maintenance was working on that no longer exist and had not drained;
+    `held_by_cluster` why the cluster-wide guard keeps it from starting its next node.
     """
     conds: list[dict[str, Any]] = [dict(c) for c in previous.get("conditions") or []]
     pending = sum(p.pending for p in nodes.values())
@@ -258,10 +265,14 @@ def build_status(
     elif unselected:
         put(COND_DRAINED, False, unselected, "spec.nodeSelector matches no node")
     else:
-        drained = pending == 0 and not waiting
+        drained = all(p.phase == api.PHASE_DRAINED for p in nodes.values())
+        left = sum(1 for p in nodes.values() if p.phase != api.PHASE_DRAINED)
         msg = f"{len(nodes)} nodes drained" if drained else (
-            f"{pending} pods pending evacuation on {sum(1 for p in nodes.values() if p.pending)} nodes")
+            f"{pending} pods pending evacuation; {left} of {len(nodes)} nodes not drained yet")
         put(COND_DRAINED, drained, "Drained" if drained else "Draining", msg)
+    put(COND_SPEC_VALID, not m.invalid, "InvalidSpec" if m.invalid else "Valid", m.invalid)
+    put(COND_CLUSTER_LIMIT, bool(held_by_cluster), "MaxUnschedulable" if held_by_cluster else "WithinLimit",
+        held_by_cluster)
     count, names = _blocking_summary(nodes)
     stuck = [b for p in nodes.values() for b in p.blocking if b.reason not in NOT_BLOCKING]
     put(COND_BLOCKED, bool(stuck), "PodsBlocking" if stuck else ("WaitingForOwners" if count else "NotBlocked"),
@@ -287,7 +298,7 @@ def missing_nodes(previous: Mapping[str, Any], exists: Callable[[str], bool]) ->
     out = []
     for name, entry in (previous.get("nodes") or {}).items():
         phase = (entry or {}).get("phase")
-        if phase != api.PHASE_DRAINED and phase != api.PHASE_PLANNING and not exists(name):
+        if phase not in (api.PHASE_DRAINED, api.PHASE_PLANNING, api.PHASE_WAITING) and not exists(name):
             out.append(name)
     return sorted(out)
 

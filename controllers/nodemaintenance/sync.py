@@ -15,6 +15,12 @@ next one back, so a StatefulSet loses one replica at a time even without a budge
 logged at info with maintenance, node and pod; an eviction refusal is an event once per new refusal
 and a log line on every attempt.
 
+Which of its selected nodes a maintenance acts on is decided in the maintenance sync (`rollout.py`:
+its `maxConcurrentNodes` and the cluster-wide guard), without a suspension point so two syncs never
+both take the last room; the node sync acts only for maintenances started on its node (cordon
+only while the node waits for its turn to drain). What started is kept in memory and, across
+restarts, read back from the status the maintenance sync wrote.
+
 Maintenance sync: status from the listers (per node counts, blocking pods, conditions), written
 only when it changed; the finalizer added on sight and removed once no node lists the maintenance.
 Only this controller writes the status, so the status it wrote last stands in for the cached copy:
@@ -34,7 +40,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES
 from controllers.base import RequeueAfter
 from controllers.context import EventRecorder
-from controllers.nodemaintenance import api, cordon, drain, metrics
+from controllers.nodemaintenance import api, cordon, drain, metrics, rollout
 from controllers.nodemaintenance.leasegate import LeaseGate
 from controllers.nodemaintenance.nodeselector import selector_matches
 from controllers.nodemaintenance.status import (
@@ -68,19 +74,50 @@ class DrainState:
     lease_waiting: dict[str, dict[str, str]] = field(default_factory=dict)
     #: node -> pod key -> evictions of that pod that failed in a row (not 429s: those are "not now")
     eviction_failures: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: node -> uids of pods evicted there that the cache still shows running: never evicted twice
+    evicted: dict[str, set[str]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
+    waiting: metrics.WaitingGauges = field(default_factory=metrics.WaitingGauges)
     # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
     # object when the next sync runs, and must not make us write (or announce) the same thing twice.
     written: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    #: maintenance name -> the nodes it has started (rollout.py); absent: read from its status
+    working: dict[str, rollout.Working] = field(default_factory=dict)
+    #: maintenances the cluster-wide guard holds back: looked at again when a node's cordon changes
+    held_by_cluster: set[str] = field(default_factory=set)
 
     def forget_node(self, node: str) -> None:
         self.blocks.pop(node, None)
         self.lease_waiting.pop(node, None)
         self.eviction_failures.pop(node, None)
+        self.evicted.pop(node, None)
         self.gauges.set(node, phase=None, pending=0)
 
     def waiting_for_lease(self, node: str, maintenance: str) -> str | None:
         return self.lease_waiting.get(node, {}).get(maintenance)
+
+    def forget_maintenance(self, name: str) -> None:
+        self.waiting.set(name, own=0, cluster=0)
+        self.written.pop(name, None)
+        self.working.pop(name, None)
+        self.held_by_cluster.discard(name)
+
+    def knows(self, m: api.Maintenance) -> bool:
+        known = self.working.get(m.name)
+        return known is not None and known.uid == m.uid
+
+    def working_on(self, m: api.Maintenance, obj: Obj | None) -> rollout.Working:
+        """The nodes `m` has started: what its last sync decided, else what its status says."""
+        known = self.working.get(m.name)
+        if known is not None and known.uid == m.uid:
+            return known
+        written = self.written.get(m.name)
+        status = written[1] if written is not None and written[0] == m.uid else (obj or {}).get("status")
+        return rollout.from_status(m.uid, status)
+
+    def cordoning_elsewhere(self, name: str) -> set[str]:
+        """Nodes other maintenances have started to cordon (their cordon may not be in the cache yet)."""
+        return {n for other, w in self.working.items() if other != name for n in w.cordoning}
 
 
 @dataclass
@@ -138,7 +175,8 @@ class NodeSync:
         node: Obj = cached
         applied = api.applied_maintenances(node)
         selecting = api.oldest_first(
-            [m for m in self.listers.all_maintenances() if m.active and selector_matches(m.selector, node)]
+            [w for m in self.listers.all_maintenances() if m.active and selector_matches(m.selector, node)
+             if (w := self._as_started(m, node_name, node)) is not None]
         )
         granted, waiting = await self._leases(node_name, selecting)
         wanted_names = sorted(m.name for m in selecting)
@@ -162,6 +200,21 @@ class NodeSync:
             retry = min(retry or LEASE_RETRY_SECONDS, LEASE_RETRY_SECONDS)
         if retry is not None:
             raise RequeueAfter(retry)
+
+    def _as_started(self, m: api.Maintenance, node: str, cached: Obj) -> api.Maintenance | None:
+        """`m` as far as it has started on `node`: not at all (None), cordon only, or all of it.
+
+        Before its maintenance sync has run (a restart) a cordon `m` holds on the node counts as
+        started even if the status written before the restart does not show it yet: never undone.
+        """
+        if not m.paced:
+            return m
+        working = self.state.working_on(m, self.listers.maintenances.get(m.name))
+        if node not in working.cordoning and not (not self.state.knows(m) and _holds(m, cached)):
+            return None
+        if m.drain and node not in working.draining:
+            return replace(m, drain=False)
+        return m
 
     async def _leases(
         self, node: str, selecting: list[api.Maintenance]
@@ -219,7 +272,7 @@ class NodeSync:
         """Requests, withdrawals and evictions for every pod on the node; the soonest recheck."""
         drainers = [m for m in granted if m.drain and not m.invalid]
         retry: float | None = None
-        first_error: Exception | None = None
+        first_error: ApiError | None = None
         blocks: dict[str, BlockingPod] = {}
         evicting_owners: set[str] = set()
         for pod in self.listers.node_pods(node):
@@ -235,7 +288,8 @@ class NodeSync:
             except ApiError as exc:
                 if exc.not_found:
                     continue
-                first_error = first_error or exc
+                if first_error is None or (first_error.conflict and not exc.conflict):
+                    first_error = exc  # an error outranks a lost race in what the worker counts
                 continue
             if wait is not None:
                 retry = wait if retry is None else min(retry, wait)
@@ -243,6 +297,12 @@ class NodeSync:
             self.state.blocks[node] = blocks
         else:
             self.state.blocks.pop(node, None)
+        evicted = self.state.evicted.get(node)
+        if evicted:  # forget what the cache now shows going or gone
+            evicted &= {_uid(p) for p in self.listers.node_pods(node) if not (p.get("metadata") or {}).get(
+                "deletionTimestamp")}
+            if not evicted:
+                self.state.evicted.pop(node, None)
         if first_error is not None:
             raise first_error
         return retry
@@ -254,9 +314,11 @@ class NodeSync:
             return None
         if uid in evicting_owners:
             return "another of its pods"
+        evicted = self.state.evicted.get(step.node, set())
         for other in self.listers.pods.by_index(CONTROLLER_UID_INDEX, uid):
-            if drain.pod_key(other) != step.key and (other.get("metadata") or {}).get("deletionTimestamp") \
-                    and not drain.is_finished(other):
+            if drain.pod_key(other) == step.key or drain.is_finished(other):
+                continue
+            if (other.get("metadata") or {}).get("deletionTimestamp") or _uid(other) in evicted:
                 return drain.pod_key(other)
         return None
 
@@ -290,6 +352,8 @@ class NodeSync:
             return None
         if action is not drain.Action.EVICT:
             return None
+        if _uid(pod) in self.state.evicted.get(step.node, set()):
+            return None  # evicted already; the cache has not caught up (its update re-enqueues the node)
         sibling = self._sibling_leaving(step, evicting_owners)
         if sibling is not None:
             blocks[step.key] = BlockingPod(ns, name, drain.BLOCK_ONE_AT_A_TIME,
@@ -297,6 +361,10 @@ class NodeSync:
             return drain.EVICTION_RETRY_SECONDS
         options = drain.combine([m.options for m in step.drainers])
         outcome = await drain.evict(self.client, pod, grace_period_seconds=options.grace_period_seconds)
+        if outcome.conflict:
+            metrics.EVICTIONS.labels("conflict").inc()
+            log.info("eviction conflicted, looking again", **fields, message=outcome.message)
+            return outcome.retry_after
         metrics.EVICTIONS.labels(outcome.blocked_reason or "evicted").inc()
         failures = self.state.eviction_failures.setdefault(step.node, {})
         if outcome.blocked_reason == drain.BLOCK_EVICTION_FAILED:
@@ -309,6 +377,8 @@ class NodeSync:
         if outcome.blocked_reason is None:
             if step.workload.owner_uid:
                 evicting_owners.add(step.workload.owner_uid)
+            if _uid(pod):
+                self.state.evicted.setdefault(step.node, set()).add(_uid(pod))
             log.info("evicted pod", **fields, why=plan.message)
             if target is not None:
                 self.recorder.event(target, "Normal", "EvictedPod", f"evicted {step.key}: {plan.message}")
@@ -398,6 +468,7 @@ class MaintenanceSync:
         recorder: EventRecorder,
         enqueue_node: Callable[[str], None],
         clock: Callable[[], datetime] = utcnow,
+        max_unschedulable: int | str = rollout.DEFAULT_MAX_UNSCHEDULABLE,
     ) -> None:
         self.client = client
         self.listers = listers
@@ -405,15 +476,17 @@ class MaintenanceSync:
         self.recorder = recorder
         self.enqueue_node = enqueue_node
         self.clock = clock
+        rollout.scaled(max_unschedulable, 100, field_name="--node-maintenance-max-unschedulable", minimum=0)
+        self.max_unschedulable = max_unschedulable
 
     async def sync(self, name: str) -> None:
         obj = self.listers.maintenances.get(name)
         if obj is None:
-            self.state.written.pop(name, None)
+            self.state.forget_maintenance(name)
             return
         m = api.Maintenance.from_obj(obj)
         if m.deleting:
-            self.state.written.pop(name, None)
+            self.state.forget_maintenance(name)
             await self._finalize(obj, m)
             return
         if not m.has_finalizer:
@@ -428,7 +501,8 @@ class MaintenanceSync:
             ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": api.FINALIZER})
         else:
             ops.append({"op": "add", "path": "/metadata/finalizers", "value": [api.FINALIZER]})
-        await self.client.patch(NODEMAINTENANCES, str(obj["metadata"]["name"]), ops, patch_type="json")
+        with drain.stale_plan_is_conflict():
+            await self.client.patch(NODEMAINTENANCES, str(obj["metadata"]["name"]), ops, patch_type="json")
 
     async def _finalize(self, obj: Obj, m: api.Maintenance) -> None:
         """Remove the finalizer once no node lists us: cordons and requests are then undone."""
@@ -447,32 +521,104 @@ class MaintenanceSync:
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]
         try:
-            await self.client.patch(NODEMAINTENANCES, m.name, ops, patch_type="json")
+            with drain.stale_plan_is_conflict():
+                await self.client.patch(NODEMAINTENANCES, m.name, ops, patch_type="json")
         except ApiError as exc:
             if not exc.not_found:
                 raise
         self.recorder.event(obj, "Normal", "MaintenanceReleased", "nodes uncordoned and evacuation requests withdrawn")
 
+    def _progress(self, m: api.Maintenance, node: Obj, now: datetime) -> NodeProgress:
+        node_name = str(node["metadata"]["name"])
+        return node_progress(
+            node=node,
+            pods=self.listers.node_pods(node_name),
+            cordon=m.cordon,
+            drain=m.drain,
+            timeout=m.evacuation_timeout,
+            now=now,
+            eviction_blocks=self.state.blocks.get(node_name),
+            lease_holder=self.state.waiting_for_lease(node_name, m.name),
+            options=m.options,
+            workload=self.listers.workload,
+            invalid=m.invalid,
+        )
+
+    def _targeted(self, m: api.Maintenance, node: str) -> int:
+        if not m.drain:
+            return 0
+        return sum(1 for p in self.listers.node_pods(node) if drain.is_targeted(p) and m.options.selects(p))
+
+    def _cluster(self, name: str, cordoning: frozenset[str]) -> rollout.Cluster:
+        nodes = self.listers.nodes.list()
+        names = {str(n["metadata"]["name"]) for n in nodes}
+        cordoned = {str(n["metadata"]["name"]) for n in nodes if cordon.is_unschedulable(n)}
+        cordoned |= (self.state.cordoning_elsewhere(name) | cordoning) & names
+        cap = rollout.scaled(self.max_unschedulable, len(nodes), field_name="--node-maintenance-max-unschedulable",
+                             minimum=0)
+        return rollout.Cluster(len(nodes), len(cordoned), cap)
+
+    def _plan_nodes(self, obj: Obj, m: api.Maintenance, now: datetime) -> tuple[dict[str, NodeProgress], str]:
+        """Every selected node's progress, starting the next ones the limits allow (rollout.py).
+
+        Decided without a suspension point, so two maintenances never both take the last room the
+        cluster-wide guard leaves. Returns the progress and why the guard holds this maintenance back.
+        """
+        selected = {str(n["metadata"]["name"]): n for n in self.listers.nodes.list() if selector_matches(m.selector, n)}
+        if not m.paced:
+            self.state.working.pop(m.name, None)
+            self.state.held_by_cluster.discard(m.name)
+            self.state.waiting.set(m.name, own=0, cluster=0)
+            return {name: self._progress(m, node, now) for name, node in selected.items()}, ""
+        before = self.state.working_on(m, obj)
+        if not self.state.knows(m):  # first look since a start: cordons it holds count as started
+            before = replace(before, cordoning=before.cordoning | {n for n, node in selected.items() if _holds(m, node)})
+        cordoning = before.cordoning & selected.keys()
+        draining = before.draining & selected.keys()
+        stage = draining if m.drain else cordoning
+        progress = {n: self._progress(m if n in stage else replace(m, drain=False), selected[n], now)
+                    for n in sorted(cordoning | stage)}
+        elsewhere = self.state.cordoning_elsewhere(m.name)
+        candidates = [
+            rollout.Candidate(
+                name, started=name in stage,
+                done=(name in stage and progress[name].phase == api.PHASE_DRAINED and _advertised(node) ==
+                      api.PHASE_DRAINED) if m.drain else cordon.is_unschedulable(node),
+                unschedulable=cordon.is_unschedulable(node) or name in cordoning or name in elsewhere,
+            )
+            for name, node in selected.items()
+        ]
+        limit = m.concurrent_nodes(len(selected))
+        admission = rollout.admit(candidates, limit=limit, cluster=self._cluster(m.name, cordoning),
+                                  override=m.override_max_unschedulable, frozen=bool(m.invalid))
+        new = frozenset(admission.new)
+        self.state.working[m.name] = rollout.Working(
+            m.uid, cordoning | new, (draining | new) if m.drain else draining)
+        self.state.waiting.set(m.name, own=len(admission.waiting) - len(admission.held), cluster=len(admission.held))
+        if admission.held_by_cluster:
+            self.state.held_by_cluster.add(m.name)
+        else:
+            self.state.held_by_cluster.discard(m.name)
+        for name in admission.new:
+            progress[name] = self._progress(m, selected[name], now)
+            log.info("started maintenance on node", maintenance=m.name, node=name,
+                     in_progress=admission.in_progress, limit=limit)
+            self.recorder.event(obj, "Normal", "NodeStarted",
+                                f"node {name}: {admission.in_progress} of at most {limit} nodes in progress")
+            self.enqueue_node(name)
+        for name, why in admission.waiting.items():
+            node = selected[name]
+            if name in cordoning:  # cordoned, its drain waits for its turn
+                progress[name] = NodeProgress(api.PHASE_CORDONED, self._targeted(m, name),
+                                              unschedulable=cordon.is_unschedulable(node), message=why)
+            else:
+                progress[name] = NodeProgress(api.PHASE_WAITING, self._targeted(m, name),
+                                              unschedulable=cordon.is_unschedulable(node), message=why)
+        return dict(sorted(progress.items())), admission.held_by_cluster
+
     async def _status(self, obj: Obj, m: api.Maintenance) -> None:
         now = self.clock()
-        progress: dict[str, NodeProgress] = {}
-        for node in self.listers.nodes.list():
-            if not selector_matches(m.selector, node):
-                continue
-            node_name = str(node["metadata"]["name"])
-            progress[node_name] = node_progress(
-                node=node,
-                pods=self.listers.node_pods(node_name),
-                cordon=m.cordon,
-                drain=m.drain,
-                timeout=m.evacuation_timeout,
-                now=now,
-                eviction_blocks=self.state.blocks.get(node_name),
-                lease_holder=self.state.waiting_for_lease(node_name, m.name),
-                options=m.options,
-                workload=self.listers.workload,
-                invalid=m.invalid,
-            )
+        progress, held = self._plan_nodes(obj, m, now)
         previous: Mapping[str, Any] = obj.get("status") or {}
         written = self.state.written.get(m.name)
         if written is not None and written[0] == m.uid:
@@ -480,7 +626,7 @@ class MaintenanceSync:
             # the cache still holds an older copy of the object.
             previous = written[1]
         missing = missing_nodes(previous, lambda n: self.listers.nodes.get(n) is not None)
-        status = build_status(m, previous, progress, now=now, missing=missing)
+        status = build_status(m, previous, progress, now=now, missing=missing, held_by_cluster=held)
         if _same_status(previous, status):
             return
         body: dict[str, Any] = dict(status)
@@ -514,10 +660,33 @@ class MaintenanceSync:
             msg = next((c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "Blocked"), "")
             log.info("drain blocked", maintenance=m.name, message=str(msg))
             self.recorder.event(obj, "Warning", "DrainBlocked", str(msg))
+        if _cond_status(status, "ClusterLimitReached") == "True" \
+                and _cond_status(previous, "ClusterLimitReached") != "True":
+            msg = next((c.get("message", "") for c in status.get("conditions") or []
+                        if c.get("type") == "ClusterLimitReached"), "")
+            log.info("maintenance held back by the cluster's unschedulable limit", maintenance=m.name, message=str(msg))
+            self.recorder.event(obj, "Warning", "MaxUnschedulableReached", str(msg))
+        if _cond_status(status, "SpecValid") == "False" and _cond_status(previous, "SpecValid") != "False":
+            log.info("invalid maintenance spec", maintenance=m.name, message=m.invalid)
+            self.recorder.event(obj, "Warning", "InvalidSpec", m.invalid)
         if _cond_reason(status, "NodesSelected") == "NoNodesSelected" \
                 and _cond_reason(previous, "NodesSelected") != "NoNodesSelected":
             log.info("no node selected", maintenance=m.name)
             self.recorder.event(obj, "Warning", "NoNodesSelected", "spec.nodeSelector matches no node")
+
+
+def _holds(m: api.Maintenance, node: Obj) -> bool:
+    """`m` is applied on the node and a maintenance holds its cordon (it had started there)."""
+    return m.name in api.applied_maintenances(node) and cordon.cordoned_by_us(node)
+
+
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _advertised(node: Obj) -> str | None:
+    """The phase the node's own sync last wrote on it: a node is done once it says so itself."""
+    return ((node.get("metadata") or {}).get("annotations") or {}).get(api.PHASE_ANNOTATION)
 
 
 def _cond_reason(status: Obj, type_: str) -> str | None:

@@ -22,7 +22,12 @@ from localcluster.builtin.core import (
     ServiceStrategy,
 )
 from localcluster.builtin.endpoints import EndpointSliceStrategy, EndpointsStrategy
-from localcluster.builtin.others import EventsV1Strategy, LeaseStrategy, PodDisruptionBudgetStrategy
+from localcluster.builtin.others import (
+    EventsV1Strategy,
+    LeaseStrategy,
+    NetworkPolicyStrategy,
+    PodDisruptionBudgetStrategy,
+)
 from localcluster.builtin.pods import PodStrategy
 from localcluster.builtin.quota import LimitRangeStrategy, ResourceQuotaStrategy
 from localcluster.builtin.replicationcontrollers import RC_SCALE, ReplicationControllerStrategy
@@ -81,6 +86,8 @@ def builtin_types() -> list[ResourceType]:
                      categories=("all",), subresources=frozenset({"status"}), strategy=HorizontalPodAutoscalerStrategy()),
         ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",),
                      strategy=PriorityClassStrategy()),
+        ResourceType("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, short_names=("netpol",),
+                     strategy=NetworkPolicyStrategy()),
     ]
 
 

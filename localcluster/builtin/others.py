@@ -1,4 +1,5 @@
-"""policy/v1 PodDisruptionBudgets, coordination.k8s.io/v1 Leases, events.k8s.io/v1 Events."""
+"""policy/v1 PodDisruptionBudgets, coordination.k8s.io/v1 Leases, events.k8s.io/v1 Events,
+networking.k8s.io/v1 NetworkPolicies."""
 
 from __future__ import annotations
 
@@ -99,3 +100,18 @@ class EventsV1Strategy(BuiltinStrategy):
             "regarding.name": str(regarding.get("name") or ""),
             "regarding.namespace": str(regarding.get("namespace") or ""),
         }
+
+
+class NetworkPolicyStrategy(BuiltinStrategy):
+    """Stored and served (nothing here enforces them): what `kubectl apply` of a manifest set needs."""
+
+    group = "networking.k8s.io"
+    kind = "NetworkPolicy"
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = obj.get("spec") or {}
+        errs = list(validate_label_selector(spec.get("podSelector"), "spec.podSelector"))
+        for i, kind in enumerate(spec.get("policyTypes") or []):
+            if kind not in ("Ingress", "Egress"):
+                errs.append(FieldError.not_supported(f"spec.policyTypes[{i}]", kind, ("Egress", "Ingress")))
+        return errs

@@ -98,6 +98,8 @@ async def test_drain_keeps_unowned_and_local_data_pods_until_told(
         captured = capsys.readouterr()
         assert code == 1
         assert f"{NS}/bare  NoController" in captured.err and f"{NS}/scratch  LocalStorage" in captured.err
+        # each blocker also as it appears, with kubectl's words
+        assert f"{NS}/bare  blocked: NoController: cannot delete Pods that declare no controller" in captured.out
         assert "is still active" in captured.err and f"aiokcm uncordon {TARGET}" in captured.err
         assert await exists(kube, "bare") and await exists(kube, "scratch")
         await eventually(lambda: web_available_off_target(kube), "web moved off the node by surging", timeout=120)
@@ -109,5 +111,5 @@ async def test_drain_keeps_unowned_and_local_data_pods_until_told(
         assert f"drained: {TARGET}" in out
         # Each pod's fate up front, and each departure as it happens.
         assert f"{NS}/bare  evict: no controller" in out and f"{NS}/scratch  evict: no controller" in out
-        assert f"{NS}/bare  left the node" in out and f"{NS}/scratch  left the node" in out
+        assert f"{NS}/bare  evicted: " in out and f"{NS}/scratch  evicted: " in out
         assert not await exists(kube, "bare") and not await exists(kube, "scratch")

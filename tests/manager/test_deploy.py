@@ -42,7 +42,7 @@ def test_service_and_monitor_select_the_pods_and_scrape_metrics() -> None:
     labels = _doc("deployment.yaml")["spec"]["template"]["metadata"]["labels"]
     service = _doc("service.yaml")
     assert service["spec"]["selector"].items() <= labels.items()
-    monitor = _doc("servicemonitor.yaml")
+    monitor = _doc("monitoring/servicemonitor.yaml")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["port"] == service["spec"]["ports"][0]["name"] and endpoint["path"] == "/metrics"

@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -41,12 +42,15 @@ def _free_port() -> int:
 
 
 def manager_args(port: int, kubeconfig: Path) -> list[str]:
-    """The container's arguments from deploy/deployment.yaml, served on loopback for the test.
+    """The container's arguments as overlays/replace-kcm renders deploy/deployment.yaml (every
+    controller, so every grant is exercised), served on loopback for the test.
 
     In a pod the secure port reviews callers through the in-cluster ServiceAccount; here the same
     ServiceAccount's kubeconfig is named explicitly, so deploy/rbac.yaml's delegation grants are
     what lets a scrape through."""
-    docs = list(yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text()))
+    rendered = subprocess.run(["kubectl", "kustomize", str(ROOT / "overlays" / "replace-kcm")],
+                              capture_output=True, check=True, text=True).stdout
+    docs = list(yaml.safe_load_all(rendered))
     deployment = next(d for d in docs if d and d.get("kind") == "Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     args = [a for a in container["args"] if not a.startswith(("--bind-address", "--secure-port"))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from apiclient import ApiError, KubeClient
@@ -14,10 +15,16 @@ from apiclient.resources import (
     REPLICASETS,
     STATEFULSETS,
 )
+from controllers.context import ControllerOptions
+from controllers.nodemaintenance.api import PHASE_ANNOTATION
+from controllers.nodemaintenance.controller import MAX_UNSCHEDULABLE_OPTION
 from controllers.nodemaintenance.nodeselector import names_selector
 
 NS = "default"
 GATES = {"DeclarativeNodeMaintenance": True}
+# For tests of overlapping maintenances on the 3-node cluster, where the default cluster-wide guard
+# (50% of the nodes unschedulable) would hold the second cordon back.
+NO_CLUSTER_LIMIT = ControllerOptions(extra={MAX_UNSCHEDULABLE_OPTION: "100%"})
 
 
 def nm_body(name: str, nodes: list[str], *, cordon: bool = True, drain: bool = False, timeout: int = 180,
@@ -111,3 +118,54 @@ async def nm_gone(kube: KubeClient, name: str) -> bool:
     except ApiError as exc:
         return exc.not_found
     return False
+
+
+IN_PROGRESS_PHASES = frozenset({"WaitingForLease", "Draining"})
+
+
+@dataclass
+class RolloutWatch:
+    """What a watch on nodes and one maintenance saw, event by event, while a drain ran.
+
+    `most_in_progress`: the most nodes at once that the maintenance's status showed draining (or
+    waiting for their lease); `most_cordoned_not_drained`: the most nodes at once that were
+    unschedulable without being drained (the node annotation); `cordon_order`: the order nodes
+    became unschedulable.
+    """
+
+    most_in_progress: int = 0
+    most_cordoned_not_drained: int = 0
+    status_events: int = 0
+    cordon_order: list[str] = field(default_factory=list)
+
+    async def nodes(self, kube: KubeClient, *, ignore: frozenset[str] = frozenset()) -> None:
+        listed = await kube.list(NODES)
+        state = {n["metadata"]["name"]: n for n in listed["items"]}
+        self._nodes_seen(state, ignore)
+        async with kube.watch(NODES, resource_version=listed["metadata"]["resourceVersion"]) as events:
+            async for ev in events:
+                if ev.type in ("ADDED", "MODIFIED"):
+                    state[ev.object["metadata"]["name"]] = ev.object
+                elif ev.type == "DELETED":
+                    state.pop(ev.object["metadata"]["name"], None)
+                self._nodes_seen(state, ignore)
+
+    def _nodes_seen(self, state: dict[str, dict[str, Any]], ignore: frozenset[str]) -> None:
+        busy = 0
+        for name, n in sorted(state.items()):
+            if name in ignore or not (n.get("spec") or {}).get("unschedulable"):
+                continue
+            if name not in self.cordon_order:
+                self.cordon_order.append(name)
+            if ((n["metadata"].get("annotations") or {}).get(PHASE_ANNOTATION)) != "Drained":
+                busy += 1
+        self.most_cordoned_not_drained = max(self.most_cordoned_not_drained, busy)
+
+    async def maintenance(self, kube: KubeClient, name: str) -> None:
+        async with kube.watch(NODEMAINTENANCES, resource_version="0",
+                              field_selector=f"metadata.name={name}") as events:
+            async for ev in events:
+                nodes = ((ev.object.get("status") or {}).get("nodes") or {}).values()
+                self.status_events += 1
+                busy = sum(1 for e in nodes if (e or {}).get("phase") in IN_PROGRESS_PHASES)
+                self.most_in_progress = max(self.most_in_progress, busy)

@@ -28,6 +28,7 @@ from controllers.nodemaintenance.sync import utcnow
 from tests.controllers.harness import eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
+    NO_CLUSTER_LIMIT,
     NS,
     condition,
     gone_or_terminating,
@@ -80,7 +81,7 @@ async def test_cordon_and_release_on_delete(kube: KubeClient, node_names: list[s
 async def test_never_uncordons_a_node_cordoned_before_or_still_held(kube: KubeClient, node_names: list[str]) -> None:
     pre, shared = node_names[0], node_names[1]
     await kube.patch(NODES, pre, {"spec": {"unschedulable": True}})
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT):
         await kube.create(NODEMAINTENANCES, nm_body("a", [pre, shared]))
         await kube.create(NODEMAINTENANCES, nm_body("b", [shared]))
 

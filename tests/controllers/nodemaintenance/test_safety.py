@@ -25,6 +25,7 @@ from controllers.nodemaintenance.workload import WAIT_ANNOTATION
 from tests.controllers.harness import eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
+    NO_CLUSTER_LIMIT,
     NS,
     condition,
     gone_or_terminating,
@@ -237,7 +238,7 @@ async def test_cli_stops_when_the_maintenance_or_the_node_goes(kube: KubeClient,
     first, second = node_names[0], node_names[1]
     await make_pod(kube, "stuck-1", first, owner=None)
     await make_pod(kube, "stuck-2", second, owner=None)
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT):
         results: dict[str, tuple[int, str]] = {}
 
         async def drain(n: str) -> None:
