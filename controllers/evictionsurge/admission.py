@@ -1,10 +1,17 @@
 """AdmissionReview (admission.k8s.io/v1) for `pods/eviction` CREATE: read the request, write the answer.
 
 The API server posts the Eviction it is about to carry out; the answer echoes the request's uid.
-A denial carries a `metav1.Status`: the API server returns its code, reason, message and details
-to the client as they are (prefixed "admission webhook ... denied the request: "), and a
-`details.retryAfterSeconds` becomes the response's Retry-After header. Anything the webhook does
-not understand is allowed: it must never be the reason an eviction fails.
+A denial carries a `metav1.Status`: the API server returns its code, reason and message to the
+client as they are (the message prefixed "admission webhook ... denied the request: "), exactly
+as the PodDisruptionBudget's own 429 reaches it. Anything the webhook does not understand is
+allowed: it must never be the reason an eviction fails.
+
+No `details.retryAfterSeconds`, though the API server would turn it into a Retry-After header:
+client-go answers a 429 carrying Retry-After by resending the request itself, silently, up to ten
+times, so `kubectl drain` would sit quiet for up to a minute instead of printing its
+"error when evicting pods/... (will retry after 5s): ... a replacement ... is being started" line
+on each attempt. Every drainer retries a bare 429 on its own schedule (kubectl every 5 s,
+cluster-autoscaler and Karpenter with their own backoff), as they retry the budget's.
 """
 
 from __future__ import annotations
@@ -70,8 +77,6 @@ def response(uid: str, decision: Decision) -> dict[str, Any]:
         "reason": "TooManyRequests",
         "message": decision.message,
     }
-    if decision.retry_after > 0:
-        status["details"] = {"retryAfterSeconds": decision.retry_after}
     return {
         "apiVersion": API_VERSION,
         "kind": "AdmissionReview",

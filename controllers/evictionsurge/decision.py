@@ -48,8 +48,6 @@ Obj = Mapping[str, Any]
 
 GATE_EVICTION_SURGE = "EvictionSurge"
 REASON_EVICTION_SURGE = "EvictionSurge"
-# kubectl drain sleeps 5 s after a 429 whatever the server says; others read Retry-After.
-RETRY_AFTER_SECONDS = 5
 
 
 class Why(enum.Enum):
@@ -82,7 +80,6 @@ class Decision:
     why: Why
     message: str = ""
     request: bool = False  # ask for an evacuation of the pod (none under way yet)
-    retry_after: int = 0
 
     @property
     def holds_back(self) -> bool:
@@ -173,4 +170,4 @@ def decide(facts: Facts, *, now: datetime, surge_timeout: float) -> Decision:
         f"a replacement for pod {pod_key(pod)} is being started on another node "
         f"(Deployment {name}: {others} of {desired} replicas available without it); retry the eviction"
     )
-    return Decision(False, Why.SURGING, message, request=requested_at is None, retry_after=RETRY_AFTER_SECONDS)
+    return Decision(False, Why.SURGING, message, request=requested_at is None)
