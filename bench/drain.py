@@ -6,6 +6,10 @@ with `maxSurge: 1, maxUnavailable: 0`; `guarded`, a single-replica Deployment wi
 apps roll out, then uncordoned). aiokcm's ReplicaSet, Deployment and disruption controllers run in
 both modes (KCM's job); the NodeMaintenance controller and its CRD only in the aiokcm mode.
 
+A third mode, `kubectl_surge`, runs the same real `kubectl drain` with aiokcm's eviction webhook
+on (bench/surge_webhook.py; the eviction-surge controller beside the three): a held-back eviction
+surges a replacement first. `--skip-surge` leaves it out.
+
 Figures per mode: time to drained (or "timeout"), and per app the least number of available
 replicas seen and the seconds spent at zero (sampled every `--sample` seconds). A chart of available
 replicas over time for both modes goes to `bench/out/drain.png` and `.svg` (for the README). Prints a
@@ -49,6 +53,7 @@ from apiclient.resources import (
     PODDISRUPTIONBUDGETS,
     PODS,
 )
+from bench import surge_webhook
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
 from controller_manager.registry import import_controller_class
@@ -76,6 +81,9 @@ KCM_CONTROLLERS = (
     "controllers.disruption:DisruptionController",
 )
 NM_CONTROLLER = "controllers.nodemaintenance:NodeMaintenanceController"
+# The third mode, `kubectl_surge`: the real `kubectl drain` with aiokcm's eviction webhook on.
+SURGE_CONTROLLER = "controllers.evictionsurge:EvictionSurgeController"
+SURGE_GATES = {**GATES, "EvictionSurge": True}
 
 
 @dataclass
@@ -225,13 +233,19 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
     if mode == "aiokcm":
         await install_crd(setup)
     factory = SharedInformerFactory(controllers_client, gc_freeze=True)  # as the manager runs (--gc-freeze)
-    ctx = ControllerContext(client=controllers_client, informers=factory, gates=StaticGates(GATES))
+    gates = SURGE_GATES if mode == "kubectl_surge" else GATES
+    ctx = ControllerContext(client=controllers_client, informers=factory, gates=StaticGates(gates))
     controllers: list[Controller] = [import_controller_class(p)(ctx) for p in controller_paths]
     async with anyio.create_task_group() as tg:
         factory.start(tg)
         for c in controllers:
             tg.start_soon(c.run, None)
+        webhook: surge_webhook.CountingWebhook | None = None
+        if mode == "kubectl_surge":
+            webhook = await tg.start(surge_webhook.serve, setup, controllers)
         await set_layout(setup, target, others)
+        if webhook is not None and not await surge_webhook.called(setup, webhook):
+            run.note = "this cluster does not call admission webhooks: the webhook is off"
         run.pods_moved = await _pods_on(setup, target)
         start, wall_start = time.monotonic(), time.time()
         tg.start_soon(sample, setup, run, start, args.sample)
@@ -248,7 +262,8 @@ async def one_mode(mode: str, args: argparse.Namespace) -> Run:
     async with LocalCluster(nodes=args.nodes) as cluster:
         client = await cluster.client(qps=100, burst=200)
         try:
-            paths = [*KCM_CONTROLLERS, *([NM_CONTROLLER] if mode == "aiokcm" else [])]
+            paths = [*KCM_CONTROLLERS, *([NM_CONTROLLER] if mode == "aiokcm" else []),
+                     *([SURGE_CONTROLLER] if mode == "kubectl_surge" else [])]
             await _run_drain(mode, args, run, setup=client, controllers_client=client, drain_client=client,
                              drain_kubeconfig=str(cluster.kubeconfig_path), controller_paths=paths)
         finally:
@@ -279,7 +294,7 @@ async def one_mode_real(mode: str, args: argparse.Namespace) -> Run:
     if assets is None:
         raise SystemExit("bench.drain --real: set KUBEBUILDER_ASSETS (e.g. $(../shared/realk8s/assets.sh))")
     run = Run(mode)
-    plane = ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM if mode == "aiokcm" else "*",
+    plane = ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM if mode in ("aiokcm", "kubectl_surge") else "*",
                          extra_users={"aiokcm": "system:masters", "drainer": "system:masters", "bench": "system:masters"},
                          audit=True)
     await anyio.to_thread.run_sync(plane.start)
@@ -299,7 +314,8 @@ async def one_mode_real(mode: str, args: argparse.Namespace) -> Run:
                 tg.start_soon(kubelets.run)
                 await kubelets.registered.wait()
                 await _wait_service_account(setup)
-                paths = [*KCM_CONTROLLERS, NM_CONTROLLER] if mode == "aiokcm" else []
+                paths = ([*KCM_CONTROLLERS, NM_CONTROLLER] if mode == "aiokcm"
+                         else [*KCM_CONTROLLERS, SURGE_CONTROLLER] if mode == "kubectl_surge" else [])
                 start, end = await _run_drain(mode, args, run, setup=setup, controllers_client=controllers_client,
                                               drain_client=drain_client, drain_kubeconfig=str(plane.kubeconfig("drainer")),
                                               controller_paths=paths)
@@ -357,7 +373,7 @@ def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, A
     wide = len(APPS) <= 3
     apps_header = "  ".join(f"{app + ' min/zero s':>20}" for app in APPS) if wide else f"{'apps at 0':>10}"
     print(f"backend: {backend}; {len(APPS)} apps")
-    print(f"{'mode':8} {'drained in':>12} {'pods moved':>10} {'req/pod':>8}  " + apps_header)
+    print(f"{'mode':13} {'drained in':>12} {'pods moved':>10} {'req/pod':>8}  " + apps_header)
     figures: dict[str, Any] = {"backend": backend, "pictures": pictures}
     for run in runs:
         done = f"{run.seconds:.1f}s" if run.seconds is not None else "timeout"
@@ -365,7 +381,7 @@ def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, A
         at_zero = sum(1 for a in APPS if run.min_available(a) == 0)
         cells = ("  ".join(f"{run.min_available(a):>12} / {run.seconds_at_zero(a):5.1f}" for a in APPS)
                  if wide else f"{at_zero:>10}")
-        print(f"{run.mode:8} {done:>12} {run.pods_moved:>10} {per_pod:>8}  {cells}" + (f"   ({run.note})" if run.note else ""))
+        print(f"{run.mode:13} {done:>12} {run.pods_moved:>10} {per_pod:>8}  {cells}" + (f"   ({run.note})" if run.note else ""))
         figures[run.mode] = {
             "seconds_to_drained": None if run.seconds is None else round(run.seconds, 2),
             "pods_moved": run.pods_moved,
@@ -384,6 +400,7 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--sample", type=float, default=0.1, help="seconds between availability samples")
     parser.add_argument("--evacuation-timeout", type=float, default=60.0)
     parser.add_argument("--skip-kubectl", action="store_true")
+    parser.add_argument("--skip-surge", action="store_true", help="leave out kubectl drain with the eviction webhook")
     parser.add_argument("--real", action="store_true", help="on a real control plane from $KUBEBUILDER_ASSETS")
     parser.add_argument("--apps", type=int, default=3, help="more than 3: that many apps of 1-3 replicas")
     parser.add_argument("--nodes", type=int, default=3)
@@ -392,6 +409,8 @@ async def main(argv: list[str]) -> int:
     APPS.clear()
     APPS.update(apps)
     modes = ["aiokcm"] + ([] if args.skip_kubectl or not shutil.which("kubectl") else ["kubectl"])
+    if shutil.which("kubectl") and not args.skip_surge:
+        modes.append("kubectl_surge")
     runs = [await (one_mode_real if args.real else one_mode)(mode, args) for mode in modes]
     figures = report(runs, chart(runs) if len(APPS) <= 3 else [], backend="real" if args.real else "local")
     print(orjson.dumps(figures).decode())
