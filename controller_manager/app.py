@@ -27,7 +27,7 @@ from anyio.abc import TaskGroup
 from apiclient import KubeClient
 from apiclient.config import build_api_client, describe_config_error
 from apiclient.events import EventBroadcaster
-from controller_manager import secureserving, webhookcert, webhookserver
+from controller_manager import secureserving, webhookcert, webhookendpoints, webhookserver
 from controller_manager.embedded import load_plugin
 from controller_manager.leaderelection import LeaderElector, LeadershipLost
 from controller_manager.loopmonitor import LoopMonitor
@@ -35,6 +35,7 @@ from controller_manager.options import ManagerOptions, UsageError
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
 from controller_manager.server import HealthState, serve
 from controllers.context import ControllerContext, ControllerOptions
+from controllers.worker import is_expected_failure
 
 if TYPE_CHECKING:
     from controllers.base import Controller
@@ -266,6 +267,27 @@ class Manager:
                 log.error("cannot serve the admission webhooks: evictions pass unreviewed", address=host,
                           port=hook.port, error=os.strerror(exc.errno).lower() if exc.errno else str(exc))
                 tg.cancel_scope.cancel()
+                return
+            if hook.advertise_address:
+                tg.start_soon(self._advertise_webhook, self.client.derive("webhook-endpoints"))
+
+    async def _advertise_webhook(self, client: KubeClient) -> None:
+        """Keep the webhook Service's Endpoints on this leader (retried: a failure only means the
+        Service points elsewhere, and evictions there pass unreviewed meanwhile)."""
+        hook = self.opts.webhook
+        assert self.webhook_port is not None
+        port = self.webhook_port
+        while True:
+            try:
+                await webhookendpoints.advertise(client, namespace=hook.namespace, service=hook.service,
+                                                 address=hook.advertise_address, port=port)
+            except Exception as exc:
+                if not is_expected_failure(exc):
+                    raise
+                log.warning("cannot point the webhook service at this leader", error=str(exc))
+                await anyio.sleep(webhookcert.RETRY_PERIOD)
+                continue
+            await anyio.sleep(webhookcert.CHECK_PERIOD)
 
     async def _run_controller(self, controller: Controller) -> None:
         await controller.run(self.opts.concurrent_syncs.get(controller.name))

@@ -143,6 +143,7 @@ class WebhookOptions:
     secret: str = "aiokcm-webhook-cert"
     configuration: str = "aiokcm-eviction-surge"
     hosts: tuple[str, ...] = ()
+    advertise_address: str = ""  # the leader writes the Service's Endpoints with it; empty: not
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,10 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     hook.add_argument("--webhook-hosts", default="",
                       help="Comma-separated extra DNS names or IPs for the generated certificate "
                            "(for a clientConfig.url).")
+    hook.add_argument("--webhook-advertise-address", type=_ip_address, default=None,
+                      help="This replica's address (the pod IP): the leader writes it into the Endpoints of "
+                           "--webhook-service (a Service without selector), so the API server reaches the "
+                           "leader only. Empty: the Service's own selector decides.")
     hook.add_argument("--eviction-surge-timeout", type=parse_duration, default="5m",
                       dest="extra__eviction_surge_timeout", metavar="DURATION",
                       help="How long an eviction is held back waiting for a replacement; after it, the "
@@ -464,6 +469,7 @@ def _webhook_options(prog: str, ns: argparse.Namespace) -> WebhookOptions:
         secret=ns.webhook_cert_secret.strip(),
         configuration=ns.webhook_configuration.strip(),
         hosts=tuple(h.strip() for h in ns.webhook_hosts.split(",") if h.strip()),
+        advertise_address=ns.webhook_advertise_address or "",
     )
 
 

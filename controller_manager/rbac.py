@@ -136,12 +136,16 @@ NAMESPACE = "aiokcm-system"
 
 # The admission webhook's self-managed certificate (controller_manager/webhookcert.py): its Secret in
 # aiokcm's namespace (create cannot be limited by name), and the caBundle of its own
-# ValidatingWebhookConfiguration, by name: aiokcm may not touch any other webhook.
+# ValidatingWebhookConfiguration, by name: aiokcm may not touch any other webhook. The leader points
+# the webhook Service's Endpoints at itself (controller_manager/webhookendpoints.py).
 WEBHOOK_SECRET = "aiokcm-webhook-cert"
+WEBHOOK_SERVICE = "aiokcm-webhook"
 WEBHOOK_CONFIGURATION = "aiokcm-eviction-surge"
 WEBHOOK_RULES: tuple[Rule, ...] = (
     Rule("", "secrets", ("create",), NAMESPACE),
     Rule("", "secrets", ("get", "update"), NAMESPACE, names=(WEBHOOK_SECRET,)),
+    Rule("", "endpoints", ("create",), NAMESPACE),
+    Rule("", "endpoints", ("get", "update"), NAMESPACE, names=(WEBHOOK_SERVICE,)),
     Rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", ("get", "patch"),
          names=(WEBHOOK_CONFIGURATION,)),
 )

@@ -26,6 +26,7 @@ import yaml
 from apiclient import ApiError, KubeClient
 from apiclient.resources import (
     DEPLOYMENTS,
+    ENDPOINTS,
     NODES,
     PODDISRUPTIONBUDGETS,
     VALIDATINGWEBHOOKCONFIGURATIONS,
@@ -89,7 +90,7 @@ async def test_kubectl_drain_surges_through_the_webhook_and_fails_open_without_a
         "--controllers=replicaset,deployment,disruption,eviction-surge",
         "--feature-gates=DeclarativeNodeMaintenance=true,NodeMaintenanceDeployment=true,EvictionSurge=true",
         f"--webhook-port={port}", "--webhook-bind-address=127.0.0.1", "--webhook-hosts=127.0.0.1",
-        "--webhook-namespace=kube-system",
+        "--webhook-namespace=kube-system", "--webhook-advertise-address=10.255.0.1",
     ], default_registry())
     try:
         async with anyio.create_task_group() as tg:
@@ -108,6 +109,16 @@ async def test_kubectl_drain_surges_through_the_webhook_and_fails_open_without_a
                 return all(h["clientConfig"].get("caBundle") for h in config["webhooks"])
 
             await eventually(ca_bundle_installed, "aiokcm patched its CA into the webhook configuration", timeout=30)
+
+            async def service_points_at_the_leader() -> bool:
+                try:
+                    endpoints = await kube.get(ENDPOINTS, opts.webhook.service, namespace="kube-system")
+                except ApiError:
+                    return False
+                return bool(endpoints.get("subsets") == [{"addresses": [{"ip": "10.255.0.1"}], "ports": [
+                    {"name": "webhook", "port": manager.webhook_port, "protocol": "TCP"}]}])
+
+            await eventually(service_points_at_the_leader, "the leader's address in the webhook Endpoints", timeout=30)
 
             (single,) = (await _app_pods(kube))["single"]
             name = single["metadata"]["name"]
@@ -145,3 +156,8 @@ async def test_kubectl_drain_surges_through_the_webhook_and_fails_open_without_a
         assert f'pod/{single["metadata"]["name"]} evicted' in out and "will retry" not in out, out
     finally:
         await kube.delete(VALIDATINGWEBHOOKCONFIGURATIONS, opts.webhook.configuration)
+        try:
+            await kube.delete(ENDPOINTS, opts.webhook.service, namespace="kube-system")
+        except ApiError as exc:
+            if not exc.not_found:
+                raise

@@ -28,7 +28,11 @@ def test_deployment_runs_two_leader_electing_replicas_with_valid_flags() -> None
     assert pod["securityContext"]["runAsNonRoot"] is True
     (container,) = pod["containers"]
     assert container["args"][0] == "run"
-    opts = parse_run_args(container["args"][1:], default_registry())  # raises on a stale flag
+    # The kubelet expands $(POD_IP) from the downward API.
+    assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in container["env"]
+    args = [a.replace("$(POD_IP)", "10.244.1.7") for a in container["args"][1:]]
+    opts = parse_run_args(args, default_registry())  # raises on a stale flag
+    assert opts.webhook.advertise_address == "10.244.1.7"
     assert opts.leader_election.enabled
     assert [p["containerPort"] for p in container["ports"]] == [opts.secure_port, opts.webhook.port]
     routes = {r.resource.canonical for r in build_app(HealthState()).router.routes() if r.resource is not None}
@@ -80,7 +84,10 @@ def test_eviction_webhook_reaches_the_served_path_and_can_never_block() -> None:
     defaults = WebhookOptions()
     service = docs["Service"]
     assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (defaults.service, defaults.namespace)
-    assert ports[service["spec"]["ports"][0]["targetPort"]] == defaults.port
+    # No selector: the leader writes the Endpoints (only it has caches to answer from).
+    assert "selector" not in service["spec"] and service["spec"]["ports"][0]["targetPort"] == defaults.port
+    assert ports[service["spec"]["ports"][0]["name"]] == defaults.port
+    assert service["metadata"]["name"] == rbac.WEBHOOK_SERVICE
     config = docs["ValidatingWebhookConfiguration"]
     assert config["metadata"]["name"] == defaults.configuration == rbac.WEBHOOK_CONFIGURATION
     (hook,) = config["webhooks"]

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from apiclient import ApiError, KubeClient
 from apiclient.resources import SECRETS, VALIDATINGWEBHOOKCONFIGURATIONS
 from controller_manager import servingcert, webhookcert, webhookserver
+from tests.controllers.harness import eventually
 
 NAMES = webhookcert.Names.for_service("aiokcm-webhook", "kube-system", ("127.0.0.1",))
 HOST = "aiokcm-webhook.kube-system.svc"
@@ -158,6 +159,43 @@ async def test_pair_kept_in_a_secret_and_its_ca_in_the_configuration(cluster: An
         await kube.delete(VALIDATINGWEBHOOKCONFIGURATIONS, name)
         try:
             await kube.delete(SECRETS, secret, namespace="kube-system")
+        except ApiError as exc:
+            if not exc.not_found:
+                raise
+
+
+@pytest.mark.backends("real")
+async def test_the_leader_points_the_selectorless_service_at_itself(cluster: Any, kube: KubeClient) -> None:
+    """Only the leader answers: it writes the Service's Endpoints, a new leader takes them over, and
+    KCM mirrors them into the EndpointSlice kube-proxy routes by."""
+    from apiclient.resources import ENDPOINTS, SERVICES, Resource
+    from controller_manager import webhookendpoints
+
+    slices = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
+    docs = [d for d in yaml.safe_load_all(WEBHOOK.read_text()) if d]
+    service = copy.deepcopy(next(d for d in docs if d["kind"] == "Service"))
+    service["metadata"]["namespace"] = "kube-system"
+    name = service["metadata"]["name"]
+    await kube.create(SERVICES, service, namespace="kube-system")
+    try:
+        await webhookendpoints.advertise(kube, namespace="kube-system", service=name, address="10.244.1.7", port=9443)
+        first = await kube.get(ENDPOINTS, name, namespace="kube-system")
+        await webhookendpoints.advertise(kube, namespace="kube-system", service=name, address="10.244.1.7", port=9443)
+        again = await kube.get(ENDPOINTS, name, namespace="kube-system")
+        assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]  # no write
+        await webhookendpoints.advertise(kube, namespace="kube-system", service=name, address="10.244.2.9", port=9443)
+
+        async def mirrored() -> bool:
+            found = await kube.list_all(slices, namespace="kube-system",
+                                        label_selector=f"kubernetes.io/service-name={name}")
+            return [a for s in found for e in s.get("endpoints") or [] for a in e["addresses"]] == ["10.244.2.9"] \
+                and [p["port"] for s in found for p in s.get("ports") or []] == [9443]
+
+        await eventually(mirrored, "the Endpoints mirrored into an EndpointSlice", timeout=30)
+    finally:
+        await kube.delete(SERVICES, name, namespace="kube-system")
+        try:
+            await kube.delete(ENDPOINTS, name, namespace="kube-system")
         except ApiError as exc:
             if not exc.not_found:
                 raise
