@@ -244,12 +244,13 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
         if mode == "kubectl_surge":
             webhook = await tg.start(surge_webhook.serve, setup, controllers)
         await set_layout(setup, target, others)
-        if webhook is not None and not await surge_webhook.called(setup, webhook):
-            run.note = "this cluster does not call admission webhooks: the webhook is off"
+        unreviewed = webhook is not None and not await surge_webhook.called(setup, webhook)
         run.pods_moved = await _pods_on(setup, target)
         start, wall_start = time.monotonic(), time.time()
         tg.start_soon(sample, setup, run, start, args.sample)
         code = await _drain(mode, target, drain_kubeconfig, drain_client, run, args)
+        if unreviewed:
+            run.note = "; ".join(filter(None, ["this cluster does not call admission webhooks", run.note]))
         run.seconds = time.monotonic() - start if code == 0 else None
         wall_end = time.time()
         await anyio.sleep(1.0)  # see the apps settle after the drain
@@ -391,6 +392,8 @@ def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, A
             "apps": {a: {"min_available": run.min_available(a), "seconds_at_zero": round(run.seconds_at_zero(a), 2)}
                      for a in APPS},
         }
+        if run.note:
+            figures[run.mode]["note"] = run.note
     return figures
 
 
