@@ -199,3 +199,23 @@ async def test_the_leader_points_the_selectorless_service_at_itself(cluster: Any
         except ApiError as exc:
             if not exc.not_found:
                 raise
+
+
+def test_given_files_are_served_and_reloaded_when_they_change(tmp_path: Path) -> None:
+    """cert-manager renews the mounted Secret in place: the new pair is served without a restart."""
+    import os
+
+    crt, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    first = servingcert.generate_self_signed(HOST, ips=NAMES.ips, dns=NAMES.dns)
+    crt.write_bytes(first.cert_pem)
+    key.write_bytes(first.key_pem)
+    given = webhookcert.FileCertificate(str(crt), str(key))
+    given.reload()
+    assert given.tls.loaded == first.cert_pem and given.tls.ready.is_set()
+    renewed = servingcert.generate_self_signed(HOST, ips=NAMES.ips, dns=NAMES.dns)
+    crt.write_bytes(renewed.cert_pem)
+    key.write_bytes(renewed.key_pem)
+    later = os.stat(crt).st_mtime + 60
+    os.utime(crt, (later, later))
+    given.reload()
+    assert given.tls.loaded == renewed.cert_pem
