@@ -153,3 +153,34 @@ async def test_pods_nobody_answers_for_are_never_held(kube: KubeClient) -> None:
         assert surge.review(review("bare"))["response"]["allowed"] is True
         assert surge.review(review("no-such-pod"))["response"]["allowed"] is True
         assert our_request(await kube.get(PODS, "bare", namespace=NS)) is None
+
+
+async def test_a_request_found_at_start_is_withdrawn_when_no_eviction_comes(kube: KubeClient) -> None:
+    """After a restart nothing remembers the drainer: a request left behind gets a fresh window."""
+    from datetime import UTC, datetime
+
+    from controllers.evictionsurge.requests import request_evacuation
+
+    async with running_controllers(kube, ReplicaSetController, DeploymentController, gates=GATES):
+        await kube.create(DEPLOYMENTS, deployment(App("web", 1)), namespace=NS)
+
+        async def ready() -> dict[str, Any] | None:
+            pods = await app_pods(kube)
+            return pods[0] if len(pods) == 1 and pod_available(pods[0]) else None
+
+        pod = await eventually(ready, "web's pod available", timeout=30)
+        await request_evacuation(kube, pod, message="left by a manager that stopped", now=datetime.now(UTC))
+
+    def build(ctx: ControllerContext) -> EvictionSurgeController:
+        return EvictionSurgeController(ControllerContext(
+            client=ctx.client, informers=ctx.informers, events=ctx.events, gates=ctx.gates,
+            options=options(eviction_surge_retry_window=1.0)))
+
+    async with running_controllers(kube, build, gates=GATES) as h:
+        name = pod["metadata"]["name"]
+
+        async def withdrawn() -> bool:
+            return our_request(await kube.get(PODS, name, namespace=NS)) is None
+
+        await eventually(withdrawn, "the leftover request withdrawn after a window", timeout=10)
+        assert h.events.reasons(name) == [EVENT_WITHDRAWN]
