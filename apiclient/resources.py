@@ -47,6 +47,8 @@ NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 EVENTS = Resource("", "v1", "events", "Event", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SERVICES = Resource("", "v1", "services", "Service", True)
+SECRETS = Resource("", "v1", "secrets", "Secret", True)
+ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints", True)
 REPLICATIONCONTROLLERS = Resource("", "v1", "replicationcontrollers", "ReplicationController", True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
@@ -61,6 +63,9 @@ CUSTOMRESOURCEDEFINITIONS = Resource(
 # The delegated authentication and authorization of the secure port.
 TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
 SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False)
+VALIDATINGWEBHOOKCONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False
+)
 NODEMAINTENANCES = Resource("maintenance.aiokcm.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", False)
 
 BUILTIN: tuple[Resource, ...] = (

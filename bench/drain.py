@@ -6,6 +6,10 @@ with `maxSurge: 1, maxUnavailable: 0`; `guarded`, a single-replica Deployment wi
 apps roll out, then uncordoned). aiokcm's ReplicaSet, Deployment and disruption controllers run in
 both modes (KCM's job); the NodeMaintenance controller and its CRD only in the aiokcm mode.
 
+A third mode, `kubectl_surge`, runs the same real `kubectl drain` with aiokcm's eviction webhook
+on (bench/surge_webhook.py; the eviction-surge controller beside the three): a held-back eviction
+surges a replacement first. `--skip-surge` leaves it out.
+
 Figures per mode: time to drained (or "timeout"), and per app the least number of available
 replicas seen and the seconds spent at zero (sampled every `--sample` seconds). A chart of available
 replicas over time for both modes goes to `bench/out/drain.png` and `.svg` (for the README). Prints a
@@ -99,6 +103,9 @@ KCM_CONTROLLERS = (
     "controllers.disruption:DisruptionController",
 )
 NM_CONTROLLER = "controllers.nodemaintenance:NodeMaintenanceController"
+# The third mode, `kubectl_surge`: the real `kubectl drain` with aiokcm's eviction webhook on.
+SURGE_CONTROLLER = "controllers.evictionsurge:EvictionSurgeController"
+SURGE_GATES = {**GATES, "EvictionSurge": True}
 
 
 @dataclass
@@ -504,7 +511,7 @@ def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, A
     wide = len(APPS) <= 3
     apps_header = "  ".join(f"{app + ' min/zero s':>20}" for app in APPS) if wide else f"{'apps at 0':>10}"
     print(f"backend: {backend}; {len(APPS)} apps")
-    print(f"{'mode':8} {'drained in':>12} {'pods moved':>10} {'req/pod':>8}  " + apps_header)
+    print(f"{'mode':13} {'drained in':>12} {'pods moved':>10} {'req/pod':>8}  " + apps_header)
     figures: dict[str, Any] = {"backend": backend, "pictures": pictures}
     for run in runs:
         done = f"{run.seconds:.1f}s" if run.seconds is not None else "timeout"
@@ -554,6 +561,7 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--sample", type=float, default=0.1, help="seconds between availability samples")
     parser.add_argument("--evacuation-timeout", type=float, default=60.0)
     parser.add_argument("--skip-kubectl", action="store_true")
+    parser.add_argument("--skip-surge", action="store_true", help="leave out kubectl drain with the eviction webhook")
     parser.add_argument("--real", action="store_true", help="on a real control plane from $KUBEBUILDER_ASSETS")
     parser.add_argument("--apps", type=int, default=None, help="more than 3: that many apps of 1-3 replicas")
     parser.add_argument("--nodes", type=int, default=None)

@@ -27,7 +27,7 @@ from anyio.abc import TaskGroup
 from apiclient import KubeClient
 from apiclient.config import build_api_client, describe_config_error
 from apiclient.events import EventBroadcaster
-from controller_manager import secureserving
+from controller_manager import secureserving, webhookcert, webhookendpoints, webhookserver
 from controller_manager.embedded import load_plugin
 from controller_manager.leaderelection import LeaderElector, LeadershipLost
 from controller_manager.loopmonitor import LoopMonitor
@@ -35,6 +35,7 @@ from controller_manager.options import ManagerOptions, UsageError
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
 from controller_manager.server import HealthState, serve
 from controllers.context import ControllerContext, ControllerOptions
+from controllers.worker import is_expected_failure
 
 if TYPE_CHECKING:
     from controllers.base import Controller
@@ -85,6 +86,7 @@ class Manager:
         self.health.add_check("event-loop", self.loop_monitor.healthy)
         self.stopping = anyio.Event()
         self.bound_port: int | None = None
+        self.webhook_port: int | None = None
         self.controllers: list[Controller] = []
         self._leading = False
         self._election_scope: anyio.CancelScope | None = None
@@ -223,6 +225,10 @@ class Manager:
             tg.start_soon(broadcaster.run)
             informers.start(tg)
             tg.start_soon(self._mark_ready, informers)
+            webhooks: list[webhookserver.AdmissionWebhook] = [
+                c for c in self.controllers if isinstance(c, webhookserver.AdmissionWebhook)]
+            if webhooks and opts.webhook.port:
+                tg.start_soon(self._serve_webhooks, webhooks)
             async with anyio.create_task_group() as workers:
                 for controller in self.controllers:
                     workers.start_soon(self._run_controller, controller)
@@ -239,6 +245,49 @@ class Manager:
                 await broadcaster.flush()
             tg.cancel_scope.cancel()
         log.info("controllers stopped")
+
+    async def _serve_webhooks(self, webhooks: list[webhookserver.AdmissionWebhook]) -> None:
+        """The webhook port: its certificate first (an eviction is never held up by its absence:
+        the configuration's failurePolicy is Ignore), then the routes."""
+        hook = self.opts.webhook
+        keeper: webhookcert.ManagedCertificate | webhookcert.FileCertificate
+        if hook.tls_cert_file:
+            keeper = webhookcert.FileCertificate(hook.tls_cert_file, hook.tls_private_key_file)
+        else:
+            names = webhookcert.Names.for_service(hook.service, hook.namespace, hook.hosts)
+            keeper = webhookcert.ManagedCertificate(self.client.derive("webhook-certificate"), namespace=hook.namespace,
+                                                    secret=hook.secret, configuration=hook.configuration, names=names)
+        host = hook.bind_address or self.opts.bind_address
+        async with anyio.create_task_group() as tg:
+            await tg.start(keeper.run)
+            try:
+                self.webhook_port = await tg.start(functools.partial(
+                    webhookserver.serve, webhooks, host=host, port=hook.port, tls=keeper.tls.context))
+            except OSError as exc:
+                log.error("cannot serve the admission webhooks: evictions pass unreviewed", address=host,
+                          port=hook.port, error=os.strerror(exc.errno).lower() if exc.errno else str(exc))
+                tg.cancel_scope.cancel()
+                return
+            if hook.advertise_address:
+                tg.start_soon(self._advertise_webhook, self.client.derive("webhook-endpoints"))
+
+    async def _advertise_webhook(self, client: KubeClient) -> None:
+        """Keep the webhook Service's Endpoints on this leader (retried: a failure only means the
+        Service points elsewhere, and evictions there pass unreviewed meanwhile)."""
+        hook = self.opts.webhook
+        assert self.webhook_port is not None
+        port = self.webhook_port
+        while True:
+            try:
+                await webhookendpoints.advertise(client, namespace=hook.namespace, service=hook.service,
+                                                 address=hook.advertise_address, port=port)
+            except Exception as exc:
+                if not is_expected_failure(exc):
+                    raise
+                log.warning("cannot point the webhook service at this leader", error=str(exc))
+                await anyio.sleep(webhookcert.RETRY_PERIOD)
+                continue
+            await anyio.sleep(webhookcert.CHECK_PERIOD)
 
     async def _run_controller(self, controller: Controller) -> None:
         await controller.run(self.opts.concurrent_syncs.get(controller.name))

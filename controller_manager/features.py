@@ -38,6 +38,7 @@ DECLARATIVE_NODE_MAINTENANCE = "DeclarativeNodeMaintenance"
 NODE_MAINTENANCE_DEPLOYMENT = "NodeMaintenanceDeployment"
 NODE_MAINTENANCE_LEASE = "NodeMaintenanceLease"
 SEPARATE_TAINT_EVICTION_CONTROLLER = "SeparateTaintEvictionController"
+EVICTION_SURGE = "EvictionSurge"
 
 # Stages and defaults follow KEP-4212 (alpha) and Kubernetes 1.29+ for the taint-eviction split (beta).
 DEFAULT_FEATURES: Mapping[str, FeatureSpec] = {
@@ -45,6 +46,8 @@ DEFAULT_FEATURES: Mapping[str, FeatureSpec] = {
     NODE_MAINTENANCE_DEPLOYMENT: FeatureSpec(default=False, stage=Stage.ALPHA),
     NODE_MAINTENANCE_LEASE: FeatureSpec(default=False, stage=Stage.ALPHA),
     SEPARATE_TAINT_EVICTION_CONTROLLER: FeatureSpec(default=True, stage=Stage.BETA),
+    # Surge at eviction time (the admission webhook on pods/eviction): aiokcm's own, alpha.
+    EVICTION_SURGE: FeatureSpec(default=False, stage=Stage.ALPHA),
 }
 
 _TRUE = {"true", "1", "t", "yes", "on"}

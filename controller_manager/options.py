@@ -144,6 +144,22 @@ class ServingOptions:
 
 
 @dataclass(frozen=True)
+class WebhookOptions:
+    """The admission webhook port (served when a controller offering a webhook is enabled)."""
+
+    port: int = 9443
+    bind_address: str = ""  # empty: --bind-address
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    namespace: str = "aiokcm-system"
+    service: str = "aiokcm-webhook"
+    secret: str = "aiokcm-webhook-cert"
+    configuration: str = "aiokcm-eviction-surge"
+    hosts: tuple[str, ...] = ()
+    advertise_address: str = ""  # the leader writes the Service's Endpoints with it; empty: not
+
+
+@dataclass(frozen=True)
 class ManagerOptions:
     kubeconfig: str | None = None
     master: str | None = None
@@ -156,6 +172,7 @@ class ManagerOptions:
     bind_address: str = "0.0.0.0"
     secure_port: int = 10257
     serving: ServingOptions = field(default_factory=ServingOptions)
+    webhook: WebhookOptions = field(default_factory=WebhookOptions)
     log_format: str = "text"
     verbosity: int = 0
     embedded: bool = False
@@ -280,6 +297,43 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     srv.add_argument("--tls-private-key-file", default="",
                      help="File containing the default x509 private key matching --tls-cert-file.")
 
+    hook = parser.add_argument_group("admission webhook (eviction-surge)")
+    hook.add_argument("--webhook-port", type=_port, default=9443,
+                      help="HTTPS port of the admission webhooks the API server calls (the eviction-surge "
+                           "controller's); 0 disables it.")
+    hook.add_argument("--webhook-bind-address", type=_ip_address, default=None,
+                      help="Address to serve the admission webhooks on (default: --bind-address).")
+    hook.add_argument("--webhook-tls-cert-file", default="",
+                      help="Serving certificate of the webhooks (e.g. a cert-manager Certificate's Secret, "
+                           "mounted), reloaded when it changes; the caBundle is then not managed by aiokcm. "
+                           "Empty: aiokcm generates the pair, keeps it in --webhook-cert-secret, rotates it "
+                           "before expiry and patches the caBundle into --webhook-configuration.")
+    hook.add_argument("--webhook-tls-private-key-file", default="",
+                      help="Private key matching --webhook-tls-cert-file.")
+    hook.add_argument("--webhook-namespace", default="aiokcm-system",
+                      help="Namespace of the webhook's Service and certificate Secret.")
+    hook.add_argument("--webhook-service", default="aiokcm-webhook",
+                      help="Service the API server reaches the webhooks through (names in the certificate).")
+    hook.add_argument("--webhook-cert-secret", default="aiokcm-webhook-cert",
+                      help="Secret holding the generated webhook certificate.")
+    hook.add_argument("--webhook-configuration", default="aiokcm-eviction-surge",
+                      help="ValidatingWebhookConfiguration whose caBundle aiokcm keeps current.")
+    hook.add_argument("--webhook-hosts", default="",
+                      help="Comma-separated extra DNS names or IPs for the generated certificate "
+                           "(for a clientConfig.url).")
+    hook.add_argument("--webhook-advertise-address", type=_ip_address, default=None,
+                      help="This replica's address (the pod IP): the leader writes it into the Endpoints of "
+                           "--webhook-service (a Service without selector), so the API server reaches the "
+                           "leader only. Empty: the Service's own selector decides.")
+    hook.add_argument("--eviction-surge-timeout", type=parse_duration, default="5m",
+                      dest="extra__eviction_surge_timeout", metavar="DURATION",
+                      help="How long an eviction is held back waiting for a replacement; after it, the "
+                           "PodDisruptionBudget decides alone.")
+    hook.add_argument("--eviction-surge-retry-window", type=parse_duration, default="1m",
+                      dest="extra__eviction_surge_retry_window", metavar="DURATION",
+                      help="An evacuation asked for by the webhook is withdrawn when no eviction of the "
+                           "pod is retried within this window.")
+
     authn = parser.add_argument_group("authentication")
     authn.add_argument("--authentication-kubeconfig", default="",
                        help="kubeconfig file pointing at the 'core' kubernetes server with enough rights to "
@@ -337,7 +391,7 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         # The embedded cluster exists to show declarative node maintenance: its gates default on
         # there (an explicit --feature-gates value still wins).
         gates.set_from_map({features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True,
-                            features.NODE_MAINTENANCE_LEASE: True})
+                            features.NODE_MAINTENANCE_LEASE: True, features.EVICTION_SURGE: True})
     try:
         gates.set_from_string(ns.feature_gates)
     except ValueError as exc:
@@ -374,6 +428,7 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         bind_address=ns.bind_address,
         secure_port=ns.secure_port,
         serving=_serving_options(parser.prog, ns),
+        webhook=_webhook_options(parser.prog, ns),
         log_format=ns.log_format,
         verbosity=ns.verbosity,
         embedded=ns.embedded,
@@ -412,6 +467,29 @@ def _serving_options(prog: str, ns: argparse.Namespace) -> ServingOptions:
         authorization_always_allow_paths=paths,
         authorization_webhook_cache_authorized_ttl=ns.authorization_webhook_cache_authorized_ttl,
         authorization_webhook_cache_unauthorized_ttl=ns.authorization_webhook_cache_unauthorized_ttl,
+    )
+
+
+def _webhook_options(prog: str, ns: argparse.Namespace) -> WebhookOptions:
+    if bool(ns.webhook_tls_cert_file) != bool(ns.webhook_tls_private_key_file):
+        raise UsageError(f"{prog}: --webhook-tls-cert-file and --webhook-tls-private-key-file must be given together")
+    for flag in ("webhook_namespace", "webhook_service", "webhook_cert_secret", "webhook_configuration"):
+        if not getattr(ns, flag).strip():
+            raise UsageError(f"{prog}: --{flag.replace('_', '-')} must not be empty")
+    for flag in ("extra__eviction_surge_timeout", "extra__eviction_surge_retry_window"):
+        if getattr(ns, flag) <= 0:
+            raise UsageError(f"{prog}: --{flag.removeprefix('extra__').replace('_', '-')} must be positive")
+    return WebhookOptions(
+        port=ns.webhook_port,
+        bind_address=ns.webhook_bind_address or "",
+        tls_cert_file=ns.webhook_tls_cert_file,
+        tls_private_key_file=ns.webhook_tls_private_key_file,
+        namespace=ns.webhook_namespace.strip(),
+        service=ns.webhook_service.strip(),
+        secret=ns.webhook_cert_secret.strip(),
+        configuration=ns.webhook_configuration.strip(),
+        hosts=tuple(h.strip() for h in ns.webhook_hosts.split(",") if h.strip()),
+        advertise_address=ns.webhook_advertise_address or "",
     )
 
 

@@ -36,6 +36,7 @@ class Rule:
     resource: str  # "pods" or "pods/status"
     verbs: tuple[str, ...]
     namespace: str = ""  # granted by a Role in this namespace only; "" is cluster-wide
+    names: tuple[str, ...] = ()  # resourceNames: these objects only; () is any
 
     def grants(self) -> set[tuple[str, str, str]]:
         return {(self.group, self.resource, verb) for verb in self.verbs}
@@ -102,6 +103,12 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("", "nodes", READ),
         Rule("", "namespaces", ("get", "create")),  # creates its lease namespace when missing
     ),
+    "eviction-surge": (
+        Rule("", "pods", ("list", "watch")),
+        Rule("", "pods/status", ("patch",)),  # its EvacuationRequest (reason EvictionSurge), set and withdrawn
+        Rule("apps", "replicasets", ("list", "watch")),
+        Rule("apps", "deployments", ("list", "watch")),
+    ),
 }
 
 # The manager itself: the events recorder, cluster-wide.
@@ -129,6 +136,22 @@ LEADER_ELECTION_RULES: tuple[Rule, ...] = (Rule("coordination.k8s.io", "leases",
 NAME = "aiokcm"
 NAMESPACE = "aiokcm-system"
 
+# The admission webhook's self-managed certificate (controller_manager/webhookcert.py): its Secret in
+# aiokcm's namespace (create cannot be limited by name), and the caBundle of its own
+# ValidatingWebhookConfiguration, by name: aiokcm may not touch any other webhook. The leader points
+# the webhook Service's Endpoints at itself (controller_manager/webhookendpoints.py).
+WEBHOOK_SECRET = "aiokcm-webhook-cert"
+WEBHOOK_SERVICE = "aiokcm-webhook"
+WEBHOOK_CONFIGURATION = "aiokcm-eviction-surge"
+WEBHOOK_RULES: tuple[Rule, ...] = (
+    Rule("", "secrets", ("create",), NAMESPACE),
+    Rule("", "secrets", ("get", "update"), NAMESPACE, names=(WEBHOOK_SECRET,)),
+    Rule("", "endpoints", ("create",), NAMESPACE),
+    Rule("", "endpoints", ("get", "update"), NAMESPACE, names=(WEBHOOK_SERVICE,)),
+    Rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", ("get", "patch"),
+         names=(WEBHOOK_CONFIGURATION,)),
+)
+
 
 def union(rules: Iterable[Rule]) -> set[tuple[str, str, str]]:
     out: set[tuple[str, str, str]] = set()
@@ -138,22 +161,27 @@ def union(rules: Iterable[Rule]) -> set[tuple[str, str, str]]:
 
 
 def _merged(rules: Iterable[Rule]) -> list[dict[str, object]]:
-    """Group grants into PolicyRules, one per (group, verb set), sorted for a stable manifest."""
-    by_resource: dict[tuple[str, str], set[str]] = {}
-    for group, resource, verb in union(rules):
-        by_resource.setdefault((group, resource), set()).add(verb)
-    by_verbs: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for (group, resource), verbs in sorted(by_resource.items()):
-        by_verbs.setdefault((group, tuple(sorted(verbs))), []).append(resource)
+    """Group grants into PolicyRules, one per (group, verb set, resourceNames), sorted for a stable manifest."""
+    rules = list(rules)
+    by_resource: dict[tuple[str, str, tuple[str, ...]], set[str]] = {}
+    for rule in rules:
+        for group, resource, verb in rule.grants():
+            by_resource.setdefault((group, resource, rule.names), set()).add(verb)
+    by_verbs: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for (group, resource, names), verbs in sorted(by_resource.items()):
+        by_verbs.setdefault((group, tuple(sorted(verbs)), names), []).append(resource)
     return [
-        {"apiGroups": [group], "resources": resources, "verbs": list(verbs)}
-        for (group, verbs), resources in sorted(by_verbs.items())
+        {"apiGroups": [group], "resources": resources, **({"resourceNames": list(names)} if names else {}),
+         "verbs": list(verbs)}
+        for (group, verbs, names), resources in sorted(by_verbs.items())
     ]
 
 
 def manifests(controllers: Iterable[str] | None = None, *, lease_namespace: str = "kube-system") -> list[dict[str, object]]:
     names = list(CONTROLLER_RULES) if controllers is None else list(controllers)
     rules = [r for n in names for r in CONTROLLER_RULES[n]] + list(MANAGER_RULES) + list(SERVING_RULES)
+    if "eviction-surge" in names:
+        rules += WEBHOOK_RULES
     cluster_rules = [r for r in rules if not r.namespace]
     subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
     namespaced: list[dict[str, object]] = []

@@ -95,6 +95,8 @@ _TABLE: tuple[_Row, ...] = (
     _Row("maintenance-lease", "controllers.maintenancelease:MaintenanceLeaseController",
          gates=(features.NODE_MAINTENANCE_LEASE,), workers=2,
          syncs_flag="--concurrent-maintenance-lease-syncs"),
+    _Row("eviction-surge", "controllers.evictionsurge:EvictionSurgeController",
+         gates=(features.EVICTION_SURGE,), workers=2, syncs_flag="--concurrent-eviction-surge-syncs"),
 )  # fmt: skip
 
 

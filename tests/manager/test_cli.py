@@ -127,6 +127,10 @@ def test_bad_kubeconfigs_exit_2_with_one_line(tmp_path: Path, content: str, need
     (["run", "--leader-elect=false", "--master=ftp://example.com"], "must be a URL or a host:port pair"),
     (["run", "--leader-elect=false", "--master=http://127.0.0.1:99999"], "must be a URL or a host:port pair"),
     (["drain", "node-1", "--server=http://"], "must be a URL or a host:port pair"),
+    (["run", "--webhook-tls-cert-file=/x.crt"], "--webhook-tls-cert-file and --webhook-tls-private-key-file"),
+    (["run", "--eviction-surge-timeout=0s"], "--eviction-surge-timeout must be positive"),
+    (["run", "--webhook-port=70000"], "70000 must be between 0 and 65535"),
+    (["run", "--webhook-advertise-address=my-pod"], "failed to parse IP: 'my-pod'"),
 ])
 def test_more_bad_flags_exit_2_with_one_line(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(args) == 2
@@ -210,6 +214,11 @@ def test_parsed_options_carry_kcm_defaults() -> None:
     off = parse_run_args(["--leader-elect=false", "--controllers=*,-replicaset-controller"], default_registry())
     assert not off.leader_election.enabled
     assert off.controllers == ("*", "-replicaset")
+    # The eviction webhook: on port 9443 once its gate is on (with --embedded it is), 5m bound, 1m window.
+    assert (opts.webhook.port, opts.webhook.service, opts.webhook.namespace) == (9443, "aiokcm-webhook", "aiokcm-system")
+    assert (opts.extra["eviction_surge_timeout"], opts.extra["eviction_surge_retry_window"]) == (300.0, 60.0)
+    assert not opts.gates.enabled("EvictionSurge")
+    assert parse_run_args(["--embedded"], default_registry()).gates.enabled("EvictionSurge")
 
 
 def test_missing_embedded_plugin_is_one_clear_line(monkeypatch: pytest.MonkeyPatch,

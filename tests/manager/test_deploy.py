@@ -28,9 +28,13 @@ def test_deployment_runs_two_leader_electing_replicas_with_valid_flags() -> None
     assert pod["securityContext"]["runAsNonRoot"] is True
     (container,) = pod["containers"]
     assert container["args"][0] == "run"
-    opts = parse_run_args(container["args"][1:], default_registry())  # raises on a stale flag
+    # The kubelet expands $(POD_IP) from the downward API.
+    assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in container["env"]
+    args = [a.replace("$(POD_IP)", "10.244.1.7") for a in container["args"][1:]]
+    opts = parse_run_args(args, default_registry())  # raises on a stale flag
+    assert opts.webhook.advertise_address == "10.244.1.7"
     assert opts.leader_election.enabled
-    assert [p["containerPort"] for p in container["ports"]] == [opts.secure_port]
+    assert [p["containerPort"] for p in container["ports"]] == [opts.secure_port, opts.webhook.port]
     routes = {r.resource.canonical for r in build_app(HealthState()).router.routes() if r.resource is not None}
     for probe in (container["livenessProbe"]["httpGet"], container["readinessProbe"]["httpGet"]):
         assert probe["path"] in routes
@@ -65,3 +69,34 @@ def test_network_policy_admits_only_the_scraper_to_the_secure_port() -> None:
     (rule,) = policy["spec"]["ingress"]
     assert [p["port"] for p in rule["ports"]] == [container["ports"][0]["name"]]
     assert rule["from"] and all(peer.get("podSelector") for peer in rule["from"])  # not the whole cluster
+
+
+def test_eviction_webhook_reaches_the_served_path_and_can_never_block() -> None:
+    """deploy/webhook.yaml: the Service reaches the container's webhook port, the configuration names
+    the path the controller serves and the certificate's names, and fails open, fast."""
+    from controller_manager import rbac
+    from controller_manager.options import WebhookOptions
+    from controllers.evictionsurge.controller import WEBHOOK_PATH
+
+    docs = {d["kind"]: d for d in yaml.safe_load_all((DEPLOY / "webhook.yaml").read_text()) if d}
+    (container,) = _doc("deployment.yaml")["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    defaults = WebhookOptions()
+    service = docs["Service"]
+    assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (defaults.service, defaults.namespace)
+    # No selector: the leader writes the Endpoints (only it has caches to answer from).
+    assert "selector" not in service["spec"] and service["spec"]["ports"][0]["targetPort"] == defaults.port
+    assert ports[service["spec"]["ports"][0]["name"]] == defaults.port
+    assert service["metadata"]["name"] == rbac.WEBHOOK_SERVICE
+    config = docs["ValidatingWebhookConfiguration"]
+    assert config["metadata"]["name"] == defaults.configuration == rbac.WEBHOOK_CONFIGURATION
+    (hook,) = config["webhooks"]
+    ref = hook["clientConfig"]["service"]
+    assert (ref["name"], ref["namespace"], ref["path"]) == (defaults.service, defaults.namespace, WEBHOOK_PATH)
+    assert ref["port"] == service["spec"]["ports"][0]["port"]
+    assert hook["failurePolicy"] == "Ignore" and hook["timeoutSeconds"] <= 5
+    assert hook["sideEffects"] == "NoneOnDryRun" and hook["admissionReviewVersions"] == ["v1"]
+    assert hook["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                              "resources": ["pods/eviction"], "scope": "Namespaced"}]
+    policy = docs["NetworkPolicy"]
+    assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == ["webhook"]

@@ -27,6 +27,7 @@ PACKAGES = {
     "replicaset": "replicaset", "deployment": "deployment", "disruption": "disruption",
     "nodemaintenance": "nodemaintenance", "tainteviction": "taint-eviction-controller",
     "nodelifecycle": "node-lifecycle-controller", "maintenancelease": "maintenance-lease",
+    "evictionsurge": "eviction-surge",
 }  # fmt: skip
 CONSTANTS = {name: value for name, value in vars(resources).items() if isinstance(value, resources.Resource)}
 
@@ -75,7 +76,7 @@ def _docs() -> list[dict[str, object]]:
 def test_manifest_grants_exactly_the_declared_rules() -> None:
     declared = rbac.union(r for rules in rbac.CONTROLLER_RULES.values() for r in rules)
     declared |= rbac.union(rbac.MANAGER_RULES) | rbac.union(rbac.LEADER_ELECTION_RULES)
-    declared |= rbac.union(rbac.SERVING_RULES)
+    declared |= rbac.union(rbac.SERVING_RULES) | rbac.union(rbac.WEBHOOK_RULES)
     assert _granted_by_manifest() == declared
     assert (ROOT / "deploy" / "rbac.yaml").read_text() == rbac.render(), "regenerate: python -m controller_manager.rbac"
 
@@ -130,7 +131,7 @@ def test_every_granted_verb_has_a_call_site() -> None:
     seen = {g for p in paths for _, g in calls_in(p)}
     declared = rbac.union(r for rules in rbac.CONTROLLER_RULES.values() for r in rules)
     declared |= rbac.union(rbac.MANAGER_RULES) | rbac.union(rbac.LEADER_ELECTION_RULES)
-    declared |= rbac.union(rbac.SERVING_RULES)
+    declared |= rbac.union(rbac.SERVING_RULES) | rbac.union(rbac.WEBHOOK_RULES)
     assert declared - seen == set(THROUGH_SHARED_HELPERS)
 
 
@@ -153,7 +154,7 @@ def test_controller_calls_are_covered_by_its_rules(package: str, controller: str
 def test_shared_and_manager_code_is_covered() -> None:
     everything = rbac.union(r for rules in rbac.CONTROLLER_RULES.values() for r in rules)
     everything |= rbac.union(rbac.MANAGER_RULES) | rbac.union(rbac.LEADER_ELECTION_RULES)
-    everything |= rbac.union(rbac.SERVING_RULES) | rbac.union(rbac.AUTH_READER_RULES)
+    everything |= rbac.union(rbac.SERVING_RULES) | rbac.union(rbac.AUTH_READER_RULES) | rbac.union(rbac.WEBHOOK_RULES)
     paths = [*sorted((ROOT / "controllers" / "common").rglob("*.py")), ROOT / "controllers" / "base.py",
              *[p for p in sorted((ROOT / "controller_manager").glob("*.py"))
                if p.name not in {"maintenance_cli.py", "lease_cli.py"}],  # user tools, the user's credentials

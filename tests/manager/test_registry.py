@@ -88,11 +88,12 @@ def test_default_table_is_valid_and_builds_without_importing_controllers() -> No
     reg = default_registry()
     assert set(reg.names()) == {
         "replicaset", "deployment", "disruption", "nodemaintenance",
-        "taint-eviction-controller", "node-lifecycle-controller", "maintenance-lease",
+        "taint-eviction-controller", "node-lifecycle-controller", "maintenance-lease", "eviction-surge",
     }
     assert reg.canonical("replicaset-controller") == "replicaset"
     assert reg.get("nodemaintenance").required_gates == ("DeclarativeNodeMaintenance",)
     assert reg.get("maintenance-lease").required_gates == ("NodeMaintenanceLease",)
+    assert reg.get("eviction-surge").required_gates == ("EvictionSurge",)
 
 
 def test_lazy_constructor_fails_only_when_the_controller_is_built() -> None:

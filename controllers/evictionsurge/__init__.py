@@ -1,0 +1,11 @@
+"""Surge at eviction time: an admission webhook on `pods/eviction` that holds an eviction back
+with 429 until the pod's Deployment has surged a replacement.
+
+`decision.py` is the verdict (pure), `admission.py` the AdmissionReview format, `requests.py` the
+`EvacuationRequest` writes, `controller.py` the caches, the queue and the wiring. The manager
+serves `EvictionSurgeController.review` over HTTPS (controller_manager/webhookserver.py).
+"""
+
+from controllers.evictionsurge.controller import EvictionSurgeController
+
+__all__ = ["EvictionSurgeController"]
