@@ -19,6 +19,7 @@ from apiclient.resources import DEPLOYMENTS
 from controller_manager.options import parse_run_args
 from controller_manager.registry import default_registry
 from localcluster.cluster import LocalCluster
+from tests.podargs import expanded_args
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -35,7 +36,7 @@ async def _kustomize(path: Path) -> list[dict[str, Any]]:
 def _controllers(docs: list[dict[str, Any]]) -> set[str]:
     (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    opts = parse_run_args(container["args"][1:], default_registry())
+    opts = parse_run_args(expanded_args(container)[1:], default_registry())
     return {d.name for d in default_registry().enabled(opts.controllers, opts.gates)}
 
 

@@ -29,6 +29,7 @@ from apiclient import KubeClient
 from localcluster.demo import APPS, run_demo
 from realcluster import ControlPlane, RealCluster
 from tests.backends import real_assets_or_skip
+from tests.podargs import expanded_args
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -53,7 +54,7 @@ def manager_args(port: int, kubeconfig: Path) -> list[str]:
     docs = list(yaml.safe_load_all(rendered))
     deployment = next(d for d in docs if d and d.get("kind") == "Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    args = [a for a in container["args"] if not a.startswith(("--bind-address", "--secure-port"))]
+    args = [a for a in expanded_args(container) if not a.startswith(("--bind-address", "--secure-port"))]
     return [*args, "--bind-address=127.0.0.1", f"--secure-port={port}", "--kubeconfig", str(kubeconfig),
             "--authentication-kubeconfig", str(kubeconfig), "--authorization-kubeconfig", str(kubeconfig)]
 
