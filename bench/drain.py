@@ -74,6 +74,7 @@ from apiclient.throttle import TokenBucket
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
 from controller_manager.registry import import_controller_class
+from bench import surge_webhook
 from controllers.base import Controller
 from controllers.context import ControllerContext, StaticGates
 from informers import Lister, SharedInformerFactory
@@ -329,7 +330,8 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
     clients = [base.derive("shared-informers", qps=0), base.derive("events", qps=0)]
     factory = SharedInformerFactory(clients[0], gc_freeze=True)  # as the manager runs (--gc-freeze)
     broadcaster = EventBroadcaster(clients[1])
-    ctx = ControllerContext(client=base, informers=factory, events=broadcaster, gates=StaticGates(GATES))
+    gates = SURGE_GATES if mode == "kubectl_surge" else GATES
+    ctx = ControllerContext(client=base, informers=factory, events=broadcaster, gates=StaticGates(gates))
     controllers: list[Controller] = []
     for path in controller_paths:
         cls = import_controller_class(path)
@@ -344,11 +346,15 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
         tg.start_soon(broadcaster.run)
         for c in controllers:
             tg.start_soon(c.run, None)
+        webhook: surge_webhook.CountingWebhook | None = None
+        if mode == "kubectl_surge":
+            webhook = await tg.start(surge_webhook.serve, setup, controllers)
         if args.scale:
             await spread_layout(setup)
         else:
             await set_layout(setup, targets[0], nodes[1:])
         await watcher.wait_for_cache_sync()
+        unreviewed = webhook is not None and not await surge_webhook.called(setup, webhook)
         # The roll-out's trailing work (status writes, buffered events) is not the drain's.
         with anyio.move_on_after(60):
             await broadcaster.flush()
@@ -364,6 +370,8 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
         start, wall_start = time.monotonic(), time.time()
         tg.start_soon(sample, pods, run, start, args.sample)
         code = await _drain(mode, targets, drain_kubeconfig, drain_client, run, args)
+        if unreviewed:
+            run.note = "; ".join(filter(None, ["this cluster does not call admission webhooks", run.note]))
         run.seconds = time.monotonic() - start if code == 0 else None
         wall_end = time.time()
         if requests is not None:
@@ -377,6 +385,12 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
     return wall_start, wall_end
 
 
+def _controller_paths(mode: str) -> list[str]:
+    """aiokcm's controllers in a mode: KCM's three always, plus the one that mode's drain talks to."""
+    extra = {"aiokcm": [NM_CONTROLLER], "kubectl_surge": [SURGE_CONTROLLER]}.get(mode, [])
+    return [*KCM_CONTROLLERS, *extra]
+
+
 async def one_mode(mode: str, args: argparse.Namespace, drained: int = 1) -> Run:
     run = Run(mode, drained_nodes=drained)
     async with LocalCluster(nodes=args.nodes) as cluster:
@@ -384,7 +398,7 @@ async def one_mode(mode: str, args: argparse.Namespace, drained: int = 1) -> Run
         client.api_client.user_agent = AGENT
         try:
             setup = client.derive(SETUP_COMPONENT)
-            paths = [*KCM_CONTROLLERS, *([NM_CONTROLLER] if mode == "aiokcm" else [])]
+            paths = _controller_paths(mode)
             await _run_drain(mode, args, run, setup=setup, base=client, drain_kubeconfig=str(cluster.kubeconfig_path),
                              controller_paths=paths, requests=cluster.requests)
         finally:
@@ -415,7 +429,7 @@ async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -
     if assets is None:
         raise SystemExit("bench.drain --real: set KUBEBUILDER_ASSETS (e.g. $(../shared/realk8s/assets.sh))")
     run = Run(mode, drained_nodes=drained)
-    plane = ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM if mode == "aiokcm" else "*",
+    plane = ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM if mode in ("aiokcm", "kubectl_surge") else "*",
                          extra_users={"aiokcm": "system:masters", "drainer": "system:masters", "bench": "system:masters"},
                          audit=True)
     await anyio.to_thread.run_sync(plane.start)
@@ -434,7 +448,7 @@ async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -
                 tg.start_soon(kubelets.run)
                 await kubelets.registered.wait()
                 await _wait_service_account(setup)
-                paths = [*KCM_CONTROLLERS, NM_CONTROLLER] if mode == "aiokcm" else []
+                paths = _controller_paths(mode) if mode in ("aiokcm", "kubectl_surge") else []
                 start, end = await _run_drain(mode, args, run, setup=setup, base=controllers_client,
                                               drain_kubeconfig=str(plane.kubeconfig("drainer")), controller_paths=paths)
                 tg.cancel_scope.cancel()
@@ -519,10 +533,12 @@ def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, A
         at_zero = sum(1 for a in APPS if run.min_available(a) == 0)
         cells = ("  ".join(f"{run.min_available(a):>12} / {run.seconds_at_zero(a):5.1f}" for a in APPS)
                  if wide else f"{at_zero:>10}")
-        print(f"{run.mode:8} {done:>12} {run.pods_moved:>10} {per_pod:>8}  {cells}" + (f"   ({run.note})" if run.note else ""))
+        print(f"{run.mode:13} {done:>12} {run.pods_moved:>10} {per_pod:>8}  {cells}" + (f"   ({run.note})" if run.note else ""))
         if run.by_actor:
             print(_actors_line(run))
         figures[run.mode] = _figures(run)
+        if run.note:
+            figures[run.mode]["note"] = run.note
     return figures
 
 
@@ -582,6 +598,8 @@ async def main(argv: list[str]) -> int:
     APPS.clear()
     APPS.update(apps)
     modes = ["aiokcm"] + ([] if args.skip_kubectl or not shutil.which("kubectl") else ["kubectl"])
+    if shutil.which("kubectl") and not args.skip_surge and not args.scale:
+        modes.append("kubectl_surge")
     one = one_mode_real if args.real else one_mode
     backend = "real" if args.real else "local"
     if args.scale:

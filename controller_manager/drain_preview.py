@@ -121,8 +121,11 @@ async def print_preview(
     out: TextIO,
     pod_selector: str | None,
     dry_run: bool = True,
+    fates: dict[str, str] | None = None,
 ) -> dict[str, set[str]]:
-    """The NodeMaintenance drain of `nodes`, pod by pod; returns the pods expected to leave, by node."""
+    """The NodeMaintenance drain of `nodes`, pod by pod; returns the pods expected to leave, by node.
+
+    `fates`, when given, gets each pod's expected verb (surge, evict, wait, block, skip) by key."""
     owners = Owners(client)
     pdbs: dict[str, list[dict[str, Any]]] = {}
     leaving: dict[str, set[str]] = {}
@@ -136,6 +139,8 @@ async def print_preview(
             await owners.prefetch(pod)
             fate = preview(pod, options=options, workload=workload_of(pod, owners.lookup), timeout=timeout)
             await _print(client, out, node, pod, fate, pdbs)
+            if fates is not None:
+                fates[_key(pod)] = fate.verb
             if fate.verb != "skip":
                 leaving[node].add(_key(pod))
     out.flush()

@@ -290,6 +290,9 @@ class Maintenance:
         self._last_seen: dict[str, Mapping[str, Any]] = {}  # pods expected to leave, as last listed
         self._blockers: dict[str, tuple[str, str]] = {}  # pod -> the blocking reason last printed
         self._departed: set[str] = set()
+        self._fates: dict[str, str] = {}  # pod -> the verb its preview printed
+        self._gone: set[str] = set()  # pods expected to leave that a pod watch saw deleted
+        self._pods_watched: set[str] = set()  # nodes whose pod watch is open
 
     def warn(self, message: str) -> None:
         print(f"warning: {message}", file=self.err, flush=True)
@@ -364,6 +367,9 @@ class Maintenance:
         followed = _Followed({maintenance_name(n): n for n in nodes})
         async with anyio.create_task_group() as tg:
             await tg.start(self._watch_maintenances, followed)
+            for node, keys in (leaving or {}).items():
+                if keys:
+                    tg.start_soon(self._watch_pods, node, keys, followed)
             code = await self._follow(nodes, followed, until=until, leaving=leaving)
             tg.cancel_scope.cancel()
         return code
@@ -379,8 +385,11 @@ class Maintenance:
             rows = [row_for(n, objs[n]) for n in nodes]
             table.show(rows)
             for row in rows:
+                if leaving is not None and leaving.get(row.node):
+                    self.report_watched_departures(row.node, leaving[row.node])
                 if leaving is not None and last.get(row.node) != row:
-                    if leaving.get(row.node) and _may_have_departures(last.get(row.node), row):
+                    if leaving.get(row.node) and row.node not in self._pods_watched \
+                            and _may_have_departures(last.get(row.node), row):
                         await self.report_departures(row.node, leaving[row.node])
                     self.report_blockers(row.node, objs[row.node])
                 last[row.node] = row
@@ -423,6 +432,58 @@ class Maintenance:
                 pass  # a dropped connection: list again
             await anyio.sleep(self.args.poll_interval)
 
+    async def _watch_pods(self, node: str, expected: set[str], followed: _Followed) -> None:
+        """Keep the last state of each pod of `expected` on `node`, and note each one deleted.
+
+        How a pod left (its owner's answer, the eviction's DisruptionTarget) is in its last state,
+        which a pod evicted and gone between two LISTs would never show; the watch's DELETED event
+        carries it. While the watch is down, departures fall back to a LIST per status change.
+        """
+        selector = f"spec.nodeName={node}"
+        while True:
+            try:
+                listed = await self.client.list(PODS, field_selector=selector)
+                present = set()
+                for pod in listed.get("items") or []:
+                    key = _key(pod)
+                    present.add(key)
+                    if key in expected:
+                        self._last_seen[key] = pod
+                for key in expected - present - self._gone:  # gone while the watch was down
+                    self._gone.add(key)
+                    followed.changed.set()
+                self._pods_watched.add(node)
+                rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
+                while True:
+                    async with self.client.watch(PODS, resource_version=rv, field_selector=selector,
+                                                 timeout_seconds=300) as events:
+                        async for event in events:
+                            if event.type == "ERROR":
+                                raise ApiError(int(event.object.get("code") or 500), event.object, method="WATCH", path="")
+                            rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
+                            if event.type == "BOOKMARK" or _key(event.object) not in expected:
+                                continue
+                            self._last_seen[_key(event.object)] = event.object
+                            if event.type == "DELETED":
+                                self._gone.add(_key(event.object))
+                                followed.changed.set()
+            except ApiError as exc:
+                if not (exc.gone or exc.status >= 500 or exc.status == 429):
+                    raise
+            except (OSError, TimeoutError):
+                pass  # a dropped connection: list again
+            self._pods_watched.discard(node)
+            await anyio.sleep(self.args.poll_interval)
+
+    def report_watched_departures(self, node: str, expected: set[str]) -> None:
+        """Print how each pod of `expected` the pod watch saw deleted left `node`."""
+        for key in sorted(expected & self._gone):
+            print(f"  {node}  {key}  {how_it_left(self._last_seen.get(key) or {}, self._fates.get(key))}",
+                  file=self.out, flush=True)
+            self._last_seen.pop(key, None)
+            self._departed.add(key)
+            expected.discard(key)
+
     async def report_departures(self, node: str, expected: set[str]) -> None:
         """Print how each pod of `expected` left `node` (one LIST, only when its row changed)."""
         pods = await self.client.list_all(PODS, field_selector=f"spec.nodeName={node}")
@@ -430,7 +491,7 @@ class Maintenance:
         present = {k for k, p in listed.items() if not (p.get("metadata") or {}).get("deletionTimestamp")}
         for key in sorted(expected - present):
             last = listed.get(key) or self._last_seen.get(key) or {}
-            print(f"  {node}  {key}  {how_it_left(last)}", file=self.out, flush=True)
+            print(f"  {node}  {key}  {how_it_left(last, self._fates.get(key))}", file=self.out, flush=True)
             self._last_seen.pop(key, None)
             self._departed.add(key)
         expected &= present
@@ -524,7 +585,7 @@ class Maintenance:
         # Each pod's expected fate first, then each departure as it happens.
         leaving = await drain_preview.print_preview(
             self.client, nodes, options=drain_options(self.args), timeout=self.args.evacuation_timeout,
-            out=self.out, pod_selector=self.args.pod_selector or None, dry_run=False,
+            out=self.out, pod_selector=self.args.pod_selector or None, dry_run=False, fates=self._fates,
         )
         for n in nodes:
             await self.apply(n, drain_spec(self.args))
@@ -690,8 +751,12 @@ def _true(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     return None
 
 
-def how_it_left(pod: Mapping[str, Any]) -> str:
-    """A departed pod's outcome from its last known state: surged by its owner, or evicted."""
+def how_it_left(pod: Mapping[str, Any], expected: str | None = None) -> str:
+    """A departed pod's outcome from its last known state: surged by its owner, or evicted.
+
+    A pod evicted and gone between two looks leaves no trace in the last state seen; if the drain
+    meant to evict it (`expected`, the verb its preview printed), the drain's eviction is what moved it.
+    """
     if _true(pod, api.EVACUATION_INITIATED):
         return "surged: its owner answered the EvacuationRequest and removed it once a replacement was ready"
     target = _true(pod, "DisruptionTarget")
@@ -700,6 +765,8 @@ def how_it_left(pod: Mapping[str, Any]) -> str:
     request = _true(pod, api.EVACUATION_REQUEST)
     if request is not None and request.get("reason") == api.REASON_NODE_MAINTENANCE:
         return "evicted: nobody moved it, so the drain evicted it under its PodDisruptionBudget"
+    if expected == "evict":
+        return "evicted: its owner cannot answer, so the drain evicted it under its PodDisruptionBudget"
     return "left the node"
 
 

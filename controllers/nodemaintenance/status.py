@@ -136,7 +136,8 @@ def node_progress(
             blocking.append(blocks[pod_key(pod)])
         else:
             blocking.append(BlockingPod(ns, name, BLOCK_AWAITING_OWNER, _awaiting(plan, work)))
-    phase = api.PHASE_DRAINED if pending == 0 else api.PHASE_DRAINING
+    # A node is drained once its cordon holds too: before it, a pod may still be scheduled there.
+    phase = api.PHASE_DRAINED if pending == 0 and (unschedulable or not cordon) else api.PHASE_DRAINING
     blocking.sort(key=lambda b: (b.namespace, b.name))
     return NodeProgress(phase, pending, evacuating, tuple(blocking), unschedulable)
 

@@ -169,7 +169,7 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
         assert f"{NS}/db-0  EvictionRefused" in captured.err and "is still active" in captured.err
         await eventually(lambda: _available(kube, "web", 3), "web serving off the target")
         surged = [line for app in ("solo", "web") for pod in _of(lines, app) for line in pod[1:]]
-        assert not surged or all(line.startswith("surged: ") for line in surged), lines
+        assert not surged or all(line.startswith("surged: ") for line in surged), surged
 
         # 2. The budget lifted and kubectl's opt-ins given: it finishes.
         await kube.delete(PODDISRUPTIONBUDGETS, "db", namespace=NS)

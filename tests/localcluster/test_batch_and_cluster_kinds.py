@@ -180,6 +180,10 @@ async def test_claim_binds_to_the_smallest_matching_volume(cluster: Any, kube: K
 
     await kube.create(PVS, volume("big", "10Gi"))
     await kube.create(PVS, volume("small", "2Gi"))
+    # The binder picks among the volumes it has seen: once both are Available (its own write on
+    # each), a claim has both to choose from, on either backend.
+    for name in ("big", "small"):
+        await eventually(lambda name=name: _phase_is(kube, name, "Available"), f"volume {name} available")
     claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
              "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "manual", "resources": {"requests": {"storage": "1Gi"}}}}
     await kube.create(PVCS, claim, namespace=NS)

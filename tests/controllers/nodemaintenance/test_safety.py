@@ -78,7 +78,11 @@ async def _opt_in_drain(kube: KubeClient, target: str) -> None:
         async def blocked() -> dict[str, Any] | None:
             obj = await kube.get(NODEMAINTENANCES, "safe")
             c = condition(obj, "Blocked")
-            return obj if c and c["status"] == "True" and len(blocking_of(obj, target)) == 2 else None
+            # Until the StatefulSet reaches the controller's cache, waiting for it to answer is the
+            # safe guess for its pod (AwaitingEvacuation); then the pod's local data blocks it.
+            reasons = {name: b["reason"] for name, b in blocking_of(obj, target).items()}
+            settled = reasons == {"bare": "NoController", "cache": "LocalStorage"}
+            return obj if c and c["status"] == "True" and settled else None
 
         obj = await eventually(blocked, "both pods listed as blocking")
         blocking = blocking_of(obj, target)
