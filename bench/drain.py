@@ -71,10 +71,10 @@ from apiclient.resources import (
     PODS,
 )
 from apiclient.throttle import TokenBucket
+from bench import surge_webhook
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
 from controller_manager.registry import import_controller_class
-from bench import surge_webhook
 from controllers.base import Controller
 from controllers.context import ControllerContext, StaticGates
 from informers import Lister, SharedInformerFactory
