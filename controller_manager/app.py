@@ -34,6 +34,11 @@ from controller_manager.loopmonitor import LoopMonitor
 from controller_manager.options import ManagerOptions, UsageError
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
 from controller_manager.server import HealthState, serve
+from controllers.common.evacuation import (
+    GATE_NODE_MAINTENANCE_DEPLOYMENT,
+    SURGE_ANSWERS_OPTION,
+    SURGING_CONTROLLERS,
+)
 from controllers.context import ControllerContext, ControllerOptions
 from controllers.worker import is_expected_failure
 
@@ -216,7 +221,9 @@ class Manager:
             informers=informers,
             events=broadcaster,
             gates=opts.gates,
-            options=ControllerOptions(concurrent_syncs=dict(opts.concurrent_syncs), extra=dict(opts.extra)),
+            options=ControllerOptions(concurrent_syncs=dict(opts.concurrent_syncs),
+                                      extra={**opts.extra, SURGE_ANSWERS_OPTION: SURGING_CONTROLLERS <= {d.name for d in enabled}
+                                             and opts.gates.enabled(GATE_NODE_MAINTENANCE_DEPLOYMENT)}),
         )
         self.controllers = self._build(enabled, ctx)
         for controller in self.controllers:

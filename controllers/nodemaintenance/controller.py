@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 
 from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODS, REPLICASETS, STATEFULSETS
 from controllers.base import Controller
+from controllers.common.evacuation import SURGE_ANSWERS_OPTION
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.leasegate import LeaseGate, NoLeaseGate
@@ -98,7 +99,8 @@ class NodeMaintenanceController(Controller):
         pod_inf = factory.informer(PODS)
         # The pods' owners, to tell who will answer an EvacuationRequest (workload.py).
         owners = {res.kind: factory.informer(res).lister for res in (REPLICASETS, DEPLOYMENTS, STATEFULSETS)}
-        self.listers = Listers(nm_inf.lister, node_inf.lister, pod_inf.lister, owners)
+        self.listers = Listers(nm_inf.lister, node_inf.lister, pod_inf.lister, owners,
+                               surge_answers=bool(ctx.options.get(SURGE_ANSWERS_OPTION, True)))
         self.state = DrainState()
         self.node_sync = NodeSync(
             client=self.client, listers=self.listers, state=self.state, gate=gate,

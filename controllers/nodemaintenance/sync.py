@@ -131,6 +131,8 @@ class Listers:
 
     # kind -> lister of the pods' owners the drain judges (ReplicaSet, Deployment, StatefulSet)
     owners: Mapping[str, Lister] = field(default_factory=dict)
+    # aiokcm's ReplicaSet and Deployment controllers run beside the drain (workload.py).
+    surge_answers: bool = True
 
     def node_pods(self, node: str) -> list[dict[str, Any]]:
         return self.pods.by_index(NODE_NAME_INDEX, node)
@@ -140,7 +142,7 @@ class Listers:
         return lister.get(name, namespace) if lister is not None else None
 
     def workload(self, pod: Obj) -> Workload:
-        return workload_of(pod, self.owner)
+        return workload_of(pod, self.owner, surge_answers=self.surge_answers)
 
 
 class NodeSync:

@@ -7,7 +7,9 @@ from the objects themselves (pure functions over what the caller looked up, the 
 controller, a few GETs in the CLI's dry run):
 
 - `WILL`: a marked ReplicaSet, or one whose Deployment is RollingUpdate with `maxSurge` above 0
-  (the mark may simply not be written yet): the drain waits for the answer;
+  (the mark may simply not be written yet) when this manager runs the controllers that surge
+  (`surge_answers`): the drain waits for the answer. Beside KCM's own ReplicaSet and Deployment
+  controllers nobody answers, so an unmarked ReplicaSet is `CANNOT` there;
 - `CANNOT`: a kind that never answers (StatefulSet, Job, ReplicationController, a ReplicaSet with
   no surging Deployment: Recreate, `maxSurge: 0` or none at all): no point waiting, the pod is
   evicted (under its PodDisruptionBudget) as soon as its node drains;
@@ -115,7 +117,8 @@ def surging_deployment(deployment: Obj | None) -> bool:
     return is_rolling_update(deployment) and max_surge(deployment) > 0
 
 
-def _answer(kind: str, owner: Obj | None, namespace: str, lookup: Lookup) -> tuple[Answer, Obj | None]:
+def _answer(kind: str, owner: Obj | None, namespace: str, lookup: Lookup,
+            surge_answers: bool = True) -> tuple[Answer, Obj | None]:
     """The owner's answer, and the Deployment behind a ReplicaSet when there is one."""
     if owner is None:
         return (Answer.CANNOT if kind in CANNOT_ANSWER_KINDS else Answer.MAY), None
@@ -129,22 +132,25 @@ def _answer(kind: str, owner: Obj | None, namespace: str, lookup: Lookup) -> tup
         deployment = lookup("Deployment", namespace, str(dref.get("name", "")))
     if is_evacuation_ready(owner):
         return Answer.WILL, deployment
-    if dref is None or dref.get("kind") != "Deployment":
-        return Answer.CANNOT, None
+    if dref is None or dref.get("kind") != "Deployment" or not surge_answers:
+        return Answer.CANNOT, deployment
     if deployment is None:
         return Answer.MAY, None
     return (Answer.WILL if surging_deployment(deployment) else Answer.CANNOT), deployment
 
 
-def workload_of(pod: Obj, lookup: Lookup) -> Workload:
-    """Classify `pod`'s owner; `lookup` finds owners (None when not known)."""
+def workload_of(pod: Obj, lookup: Lookup, *, surge_answers: bool = True) -> Workload:
+    """Classify `pod`'s owner; `lookup` finds owners (None when not known).
+
+    `surge_answers`: aiokcm's ReplicaSet and Deployment controllers run beside the drain, so a
+    surging Deployment will answer even before it marks its ReplicaSet."""
     ref = controller_ref(pod)
     if ref is None:
         return Workload(Answer.NONE, wait=bool(_wants_wait(pod)), timeout=_timeout(pod))
     kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
     namespace = str((pod.get("metadata") or {}).get("namespace", ""))
     owner = lookup(kind, namespace, name)
-    answer, deployment = _answer(kind, owner, namespace, lookup)
+    answer, deployment = _answer(kind, owner, namespace, lookup, surge_answers)
     if owner is None and kind in CANNOT_ANSWER_KINDS and kind in LOOKED_UP_KINDS:
         # Its annotations are unknown (not in the cache yet): waiting is the safe guess.
         answer = Answer.MAY

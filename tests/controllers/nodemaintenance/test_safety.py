@@ -17,8 +17,10 @@ from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
 from apiclient import KubeClient
-from apiclient.resources import NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS
+from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, REPLICASETS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
+from controllers.common.evacuation import SURGE_ANSWERS_OPTION
+from controllers.context import ControllerOptions
 from controllers.disruption import DisruptionController
 from controllers.nodemaintenance import LeaseDecision, NodeMaintenanceController
 from controllers.nodemaintenance.workload import WAIT_ANNOTATION
@@ -349,3 +351,47 @@ async def test_pod_selector_and_grace_period_shape_the_drain(kube: KubeClient, n
         web = await pod(kube, "web")
         assert web is not None and not web["metadata"].get("deletionTimestamp")
         assert condition(web, "EvacuationRequest") is None  # not selected: not even asked
+
+
+async def _deployment_pod(kube: KubeClient, node: str) -> None:
+    """A pod of a RollingUpdate Deployment (maxSurge 25 %, the default) whose ReplicaSet is unmarked."""
+    deployment = await make_owner(kube, "Deployment", "web")
+    deployment = await kube.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 1}}, namespace=NS)  # surge: 1
+    rs = await kube.create(REPLICASETS, {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "web-1", "namespace": NS, "ownerReferences": [{
+            "apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": deployment["metadata"]["uid"],
+            "controller": True}]},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"owner": "web"}},
+                 "template": {"metadata": {"labels": {"owner": "web"}},
+                              "spec": {"containers": [{"name": "app", "image": "nginx"}]}}},
+    }, namespace=NS)
+    await make_pod(kube, "web-1-a", node, owner="ReplicaSet", owner_obj=rs)
+
+
+@pytest.mark.parametrize(("surge_answers", "evicted"), [(False, True), (True, False)])
+async def test_a_deployment_pod_waits_only_when_the_surging_controllers_run(
+    kube: KubeClient, node_names: list[str], surge_answers: bool, evicted: bool
+) -> None:
+    """Beside KCM's ReplicaSet and Deployment controllers (deploy/'s default) nobody answers an
+    EvacuationRequest, so a Deployment's pod is evicted at once, under its budget, as kubectl drain
+    would; with aiokcm's own it is asked to leave and waits for the surge."""
+    target = node_names[0]
+    await _deployment_pod(kube, target)
+    options = ControllerOptions(extra={SURGE_ANSWERS_OPTION: surge_answers})
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=options):
+        # The maintenance's own timeout is the default 180 s: nothing here waits for it.
+        await kube.create(NODEMAINTENANCES, nm_body("kernel", [target], drain=True))
+
+        async def settled() -> dict[str, Any] | None:
+            p = await pod(kube, "web-1-a")
+            if p is None or p["metadata"].get("deletionTimestamp"):
+                return {"evicted": True}
+            requested = condition(p, "EvacuationRequest")
+            return {"evicted": False} if requested and requested["status"] == "True" else None
+
+        outcome = await eventually(settled, "the pod evicted or asked to leave")
+        assert outcome == {"evicted": evicted}
+        blocking = blocking_of(await kube.get(NODEMAINTENANCES, "kernel"), target)
+        if not evicted:
+            assert "answers by surging" in blocking["web-1-a"]["message"]
