@@ -45,8 +45,7 @@ from tests.e2e.test_drain_zero_downtime import APPS, AvailabilityWatch, _all_ava
 TARGET = "node-1"
 WEBHOOK = Path(__file__).resolve().parents[2] / "deploy" / "webhook.yaml"
 
-# The local cluster joins ("local", "real") once it calls admission webhooks.
-pytestmark = pytest.mark.backends("real")
+pytestmark = pytest.mark.backends("local", "real")
 
 
 @pytest.fixture
