@@ -10,6 +10,10 @@ A third mode, `kubectl_surge`, runs the same real `kubectl drain` with aiokcm's 
 on (bench/surge_webhook.py; the eviction-surge controller beside the three): a held-back eviction
 surges a replacement first. `--skip-surge` leaves it out.
 
+Then, unless `--skip-statefulset`, a StatefulSet's pod (nobody answers for it) drained by a
+NodeMaintenance, once waiting the whole `--evacuation-timeout` for an answer as every such pod did
+before, once evicted at once as now (bench/drain_statefulset.py; JSON key `statefulset`).
+
 Figures per mode: time to drained (or "timeout"), and per app the least number of available
 replicas seen and the seconds spent at zero (sampled every `--sample` seconds). A chart of available
 replicas over time for both modes goes to `bench/out/drain.png` and `.svg` (for the README). Prints a
@@ -71,7 +75,7 @@ from apiclient.resources import (
     PODS,
 )
 from apiclient.throttle import TokenBucket
-from bench import surge_webhook
+from bench import drain_statefulset, surge_webhook
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
 from controller_manager.registry import import_controller_class
@@ -571,6 +575,18 @@ def report_scale(pairs: list[tuple[int, dict[str, Run]]], args: argparse.Namespa
             "qps": args.qps, "burst": args.burst, "drains": drains}
 
 
+async def statefulset_row(timeout: int) -> dict[str, float]:
+    """A NodeMaintenance drain of a StatefulSet's pod, which nobody answers for: evicted after the
+    whole `evacuationTimeoutSeconds` as every such pod was before (now only when the workload asks to
+    wait), and evicted at once as now."""
+    before = await drain_statefulset.one_run(wait=True, timeout=timeout)
+    after = await drain_statefulset.one_run(wait=False, timeout=timeout)
+    print(f"statefulset pod, seconds to evicted (evacuationTimeoutSeconds {timeout}): "
+          f"before {before:.2f} s (waited for an answer), now {after:.2f} s")
+    return {"evacuation_timeout_seconds": timeout, "seconds_to_evicted_before": round(before, 3),
+            "seconds_to_evicted": round(after, 3)}
+
+
 async def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench.drain")
     parser.add_argument("--timeout", type=float, default=120.0, help="give each drain this long")
@@ -578,6 +594,8 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--evacuation-timeout", type=float, default=60.0)
     parser.add_argument("--skip-kubectl", action="store_true")
     parser.add_argument("--skip-surge", action="store_true", help="leave out kubectl drain with the eviction webhook")
+    parser.add_argument("--skip-statefulset", action="store_true",
+                        help="leave out the StatefulSet pod's time to evicted (bench.drain_statefulset, once each way)")
     parser.add_argument("--real", action="store_true", help="on a real control plane from $KUBEBUILDER_ASSETS")
     parser.add_argument("--apps", type=int, default=None, help="more than 3: that many apps of 1-3 replicas")
     parser.add_argument("--nodes", type=int, default=None)
@@ -610,6 +628,8 @@ async def main(argv: list[str]) -> int:
     else:
         runs = [await one(mode, args) for mode in modes]
         figures = report(runs, chart(runs) if len(APPS) <= 3 else [], backend=backend)
+        if not args.real and not args.skip_statefulset:
+            figures["statefulset"] = await statefulset_row(int(args.evacuation_timeout))
     print(orjson.dumps(figures).decode())
     return 0
 
