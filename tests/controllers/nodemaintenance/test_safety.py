@@ -22,6 +22,8 @@ from controller_manager.maintenance_cli import build_parser, maintenance_name, r
 from controllers.common.evacuation import SURGE_ANSWERS_OPTION
 from controllers.context import ControllerOptions
 from controllers.disruption import DisruptionController
+from controllers.maintenancelease import lease
+from controllers.maintenancelease.gate import MaintenanceLeaseGate
 from controllers.nodemaintenance import LeaseDecision, NodeMaintenanceController
 from controllers.nodemaintenance.workload import WAIT_ANNOTATION
 from tests.controllers.harness import eventually, running_controllers
@@ -395,3 +397,29 @@ async def test_a_deployment_pod_waits_only_when_the_surging_controllers_run(
         blocking = blocking_of(await kube.get(NODEMAINTENANCES, "kernel"), target)
         if not evicted:
             assert "answers by surging" in blocking["web-1-a"]["message"]
+
+
+async def test_cli_names_a_real_lease_holder_and_the_eviction_time(kube: KubeClient, node_names: list[str]) -> None:
+    """The blockers a timed-out drain names come from the cluster itself: the holder of the node's
+    maintenance Lease (taken by kured with the lease library, as `aiokcm lease acquire` does), then,
+    once it is released, the time the fallback eviction of a pod whose owner may answer is due."""
+    target = node_names[0]
+    await lease.acquire(kube, target, holder="kured/reboot-sentinel", duration_seconds=600)
+    await make_pod(kube, "custom", target, owner="ReplicaSet", answers=True)
+    controller = functools.partial(NodeMaintenanceController, lease_gate=MaintenanceLeaseGate(kube))
+    async with running_controllers(kube, controller, gates=GATES):
+        out, err = io.StringIO(), io.StringIO()
+        args = build_parser().parse_args(["drain", target, "--timeout", "2s", "--poll-interval", "0.1"])
+        assert await run(args, kube, out=out, err=err) == 1
+        assert f"{target}  maintenance lease held by kured/reboot-sentinel" in err.getvalue()
+        assert not (await node(kube, target))["spec"].get("unschedulable")  # nothing done without the lease
+
+        assert await lease.release(kube, target, holder="kured/reboot-sentinel")
+        out, err = io.StringIO(), io.StringIO()
+        args = build_parser().parse_args(["drain", target, "--timeout", "3s", "--poll-interval", "0.1",
+                                          "--evacuation-timeout", "600s"])
+        assert await run(args, kube, out=out, err=err) == 1
+        text = err.getvalue()
+        assert "default/custom  AwaitingEvacuation: no EvacuationInitiated yet (ReplicaSet custom-owner answers" \
+            in text, text
+        assert "; evicted after 20" in text, text  # the deadline, as an RFC 3339 time
