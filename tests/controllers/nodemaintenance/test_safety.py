@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
 from apiclient import KubeClient
-from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, REPLICASETS
+from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS, REPLICASETS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
 from controllers.common.evacuation import SURGE_ANSWERS_OPTION
 from controllers.context import ControllerOptions
@@ -25,7 +25,7 @@ from controllers.disruption import DisruptionController
 from controllers.maintenancelease import lease
 from controllers.maintenancelease.gate import MaintenanceLeaseGate
 from controllers.nodemaintenance import LeaseDecision, NodeMaintenanceController
-from controllers.nodemaintenance.workload import WAIT_ANNOTATION
+from controllers.nodemaintenance.workload import TIMEOUT_ANNOTATION, WAIT_ANNOTATION
 from tests.controllers.harness import eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
@@ -423,3 +423,51 @@ async def test_cli_names_a_real_lease_holder_and_the_eviction_time(kube: KubeCli
         assert "default/custom  AwaitingEvacuation: no EvacuationInitiated yet (ReplicaSet custom-owner answers" \
             in text, text
         assert "; evicted after 20" in text, text  # the deadline, as an RFC 3339 time
+
+
+async def test_an_owner_without_a_budget_loses_one_pod_at_a_time_and_a_workload_timeout_holds(
+    kube: KubeClient, node_names: list[str]
+) -> None:
+    """Two pods of a StatefulSet with no PodDisruptionBudget: the second is evicted only once the
+    first is gone (nothing else limits how many of its pods are down). A StatefulSet annotated with
+    its own evacuation timeout (3 s) waits that long, not the maintenance's 180 s, then is evicted."""
+    target = node_names[0]
+    db = await make_owner(kube, "StatefulSet", "db")
+    for name in ("db-0", "db-1"):
+        await make_pod(kube, name, target, owner="StatefulSet", owner_obj=db, labels={"app": "db"})
+    slow = await make_owner(kube, "StatefulSet", "slow", annotations={TIMEOUT_ANNOTATION: "3"})
+    await make_pod(kube, "slow-0", target, owner="StatefulSet", owner_obj=slow)
+    timeline: list[tuple[float, str, str]] = []  # (when, "leaving" | "gone", pod)
+    listed = await kube.list(PODS, namespace=NS)
+
+    async def watch_pods() -> None:
+        leaving: set[str] = set()
+        rv = listed["metadata"]["resourceVersion"]
+        async with kube.watch(PODS, namespace=NS, resource_version=rv) as events:
+            async for event in events:
+                if event.type == "BOOKMARK":
+                    continue
+                name = event.object["metadata"]["name"]
+                if event.type == "DELETED":
+                    timeline.append((anyio.current_time(), "gone", name))
+                elif event.object["metadata"].get("deletionTimestamp") and name not in leaving:
+                    leaving.add(name)
+                    timeline.append((anyio.current_time(), "leaving", name))
+
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES), anyio.create_task_group() as tg:
+        tg.start_soon(watch_pods)
+        start = anyio.current_time()
+        await kube.create(NODEMAINTENANCES, nm_body("sts", [target], drain=True))  # its own timeout: 180 s
+
+        async def all_gone() -> bool:
+            return {p for _, what, p in timeline if what == "gone"} >= {"db-0", "db-1", "slow-0"}
+
+        await eventually(all_gone, "every StatefulSet pod evicted", timeout=60)
+        tg.cancel_scope.cancel()
+    db_events = [(what, p) for _, what, p in timeline if p.startswith("db-")]
+    first = db_events[0][1]
+    second = "db-1" if first == "db-0" else "db-0"
+    assert db_events.index(("leaving", second)) > db_events.index(("gone", first)), db_events
+    (slow_leaving,) = [t for t, what, p in timeline if p == "slow-0" and what == "leaving"]
+    # The deadline counts from the EvacuationRequest's lastTransitionTime, a time in whole seconds.
+    assert 2.0 <= slow_leaving - start < 60.0, timeline
