@@ -469,7 +469,10 @@ class Maintenance:
                                 followed.changed.set()
             except ApiError as exc:
                 if not (exc.gone or exc.status >= 500 or exc.status == 429):
-                    raise
+                    # Not allowed to watch pods (RBAC), or a server without it: the LIST per
+                    # status change reports departures instead.
+                    self._pods_watched.discard(node)
+                    return
             except (OSError, TimeoutError):
                 pass  # a dropped connection: list again
             self._pods_watched.discard(node)
