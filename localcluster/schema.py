@@ -361,7 +361,12 @@ def _check_rules(value: Any, node: Schema, path: str, old: Any, causes: list[Fie
         try:
             ok = program.evaluate(value, old, node)
         except CelError as exc:
-            causes.append(_invalid(where, typ, f"{exc} evaluating rule: {_rule_text(rule)}"))
+            if str(exc).startswith("no such overload"):  # the apiserver's words for a dyn value's type error
+                detail = (f"'{exc}': call arguments did not match a supported operator, function or macro "
+                          f"signature for rule: {_rule_text(rule)}")
+            else:
+                detail = f"{exc} evaluating rule: {_rule_text(rule)}"
+            causes.append(_invalid(where, typ, detail))
             continue
         if ok is True:
             continue
