@@ -22,7 +22,7 @@ import re
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import celpy
 import lark
@@ -335,19 +335,57 @@ def _is_select(tree: Any) -> bool:
     return isinstance(tree, lark.Tree) and tree.data == "member_dot"
 
 
+# Names in scope, each with the schema of its value when known (a macro variable over a list).
+Scope = dict[str, dict[str, Any] | None]
+_UNWRAP = {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member",
+           "primary", "paren_expr"}
+_OBJECT_META: dict[str, Any] = {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                                "metadata": {"type": "object", "properties": {"name": {"type": "string"},
+                                                                              "generateName": {"type": "string"}}}}
+
+
 class _Checker:
-    """Resolves names as cel-go's checker would, with `self` / `oldSelf` the only variables."""
+    """Resolves names as cel-go's checker would, with `self` / `oldSelf` the only variables, and
+    field selections on declared objects against their schema (`undefined field 'x'`)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.uses_old_self = False
+
+    def schema_of(self, tree: Any, scope: Scope) -> dict[str, Any] | None:
+        """The schema of the value `tree` selects (`self.a[0].b`), None when not statically known."""
+        while isinstance(tree, lark.Tree) and tree.data in _UNWRAP and len(tree.children) == 1:
+            tree = tree.children[0]
+        if not isinstance(tree, lark.Tree):
+            return None
+        if tree.data == "ident":
+            return scope.get(str(tree.children[0]))
+        if tree.data == "member_index":
+            container = self.schema_of(tree.children[0], scope) or {}
+            if container.get("type") == "array":
+                return cast(dict[str, Any] | None, container.get("items"))
+            addl = container.get("additionalProperties")
+            return addl if isinstance(addl, dict) else None
+        if tree.data != "member_dot":
+            return None
+        parent, field = self.schema_of(tree.children[0], scope), cast(lark.Token, tree.children[1])
+        if not parent or parent.get("type") != "object" or isinstance(parent.get("additionalProperties"), dict):
+            addl = (parent or {}).get("additionalProperties")
+            return addl if isinstance(addl, dict) else None
+        props = {**(parent.get("properties") or {}), **(_OBJECT_META if parent.get("x-kubernetes-embedded-resource") else {})}
+        for name, sub in props.items():
+            if escape(name) == str(field):
+                return sub if isinstance(sub, dict) else None
+        if parent.get("x-kubernetes-int-or-string"):
+            return None
+        raise _error(self.source, field.line, (field.column or 2) - 1, f"undefined field '{field}'")
 
     def fail(self, where: Any, msg: str) -> CelSyntaxError:
         """`where` is a token or a tree: either carries the position cel-go would report."""
         pos = getattr(where, "meta", where)
         return _error(self.source, getattr(pos, "line", None), getattr(pos, "column", None), msg)
 
-    def check(self, tree: Any, scope: frozenset[str]) -> None:
+    def check(self, tree: Any, scope: Scope) -> None:
         if not isinstance(tree, lark.Tree):
             return
         if tree.data == "ident":
@@ -374,8 +412,10 @@ class _Checker:
                 if var is None:
                     raise self.fail(fn, "argument must be a simple name")
                 self.check(target, scope)
+                target_schema = self.schema_of(target, scope)
+                element = (target_schema or {}).get("items") if (target_schema or {}).get("type") == "array" else None
                 for e in exprs[1:]:
-                    self.check(e, scope | {var})
+                    self.check(e, {**scope, var: element})
                 return
             if str(fn) in _GLOBAL - _METHODS:
                 raise self.fail(fn, f"found no matching overload for '{fn}' applied as a method")
@@ -387,10 +427,12 @@ class _Checker:
             return
         if tree.data == "member_object":
             raise self.fail(tree, "message construction is not supported")
+        if tree.data == "member_dot":
+            self.schema_of(tree, scope)
         for child in tree.children:
             self.check(child, scope)
 
-    def name(self, token: Any, scope: frozenset[str]) -> None:
+    def name(self, token: Any, scope: Scope) -> None:
         name = str(token)
         if name == "oldSelf":
             self.uses_old_self = True
@@ -444,7 +486,7 @@ def to_cel(value: Any, schema: dict[str, Any] | None = None) -> Any:
                     out[celtypes.StringType(name)] = to_cel(sub, props[key])
             elif isinstance(addl, dict):
                 out[celtypes.StringType(key)] = to_cel(sub, addl)
-            elif not isinstance(props, dict) or key in {"apiVersion", "kind"}:
+            elif not isinstance(props, dict) or key in _OBJECT_META:
                 out[celtypes.StringType(key)] = to_cel(sub, None)
         return celtypes.MapType(out)
     return value
@@ -508,14 +550,21 @@ class Program:
         return bool(result) if isinstance(result, celtypes.BoolType) else result
 
 
-def compile_rule(source: str) -> Program:
-    """Parse and name-check `source`; raise `CelSyntaxError` as cel-go would fail to compile it."""
+def compile_rule(source: str, schema: dict[str, Any] | None = None, *, resource_root: bool = False) -> Program:
+    """Parse and name-check `source`; raise `CelSyntaxError` as cel-go would fail to compile it.
+
+    With the `schema` of the value the rule sits on (at CRD creation), fields selected from
+    declared objects must exist; a resource's root also has `apiVersion`, `kind` and
+    `metadata.name` / `metadata.generateName`.
+    """
     if not source.strip():
         raise CelSyntaxError("rule is empty")
     try:
         tree = _ENV.compile(source)
     except CELParseError as exc:
         raise _error(source, exc.line, exc.column, "Syntax error: " + str(exc.args[0]).splitlines()[0]) from exc
+    if schema is not None and resource_root:
+        schema = {**schema, "x-kubernetes-embedded-resource": True}
     checker = _Checker(source)
-    checker.check(tree, frozenset(_VARIABLES))
+    checker.check(tree, dict.fromkeys(_VARIABLES, schema))
     return Program(source, checker.uses_old_self, _ENV.program(tree, functions=_FUNCTIONS))

@@ -135,7 +135,7 @@ def _check_node(node: Schema, path: str, causes: list[FieldError], *, root: bool
             causes.append(FieldError("FieldValueRequired", f"{rpath}.rule", "Required value"))
             continue
         try:
-            _compile(expr)
+            compile_rule(expr, node, resource_root=root or bool(node.get("x-kubernetes-embedded-resource")))
         except CelSyntaxError as exc:
             causes.append(FieldError("FieldValueInvalid", f"{rpath}.rule",
                                 f"Invalid value: {format_value(expr)}: compilation failed: {exc}"))
@@ -221,12 +221,19 @@ class _Walk:
 def validate(obj: dict[str, Any], schema: Schema, old: dict[str, Any] | None = None) -> list[FieldError]:
     """All schema and rule violations of `obj` (after pruning and defaulting); `old` on updates."""
     walk = _Walk()
-    body = {k: v for k, v in obj.items() if k != "metadata"}
     root = {k: v for k, v in schema.items() if k != "properties"}
     root["properties"] = {k: v for k, v in (schema.get("properties") or {}).items() if k != "metadata"}
-    old_body = None if old is None else {k: v for k, v in old.items() if k != "metadata"}
-    _validate(body, root, "", old_body, walk)
+    _validate(_rule_view(obj), root, "", None if old is None else _rule_view(old), walk)
     return walk.causes
+
+
+def _rule_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as validation and root rules see it: of metadata, only name and generateName."""
+    body = {k: v for k, v in obj.items() if k != "metadata"}
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        body["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
+    return body
 
 
 def _validate(value: Any, node: Schema, path: str, old: Any, walk: _Walk) -> None:

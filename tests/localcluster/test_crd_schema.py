@@ -106,12 +106,16 @@ def test_rule_on_missing_field_is_a_runtime_error_not_a_pass() -> None:
 
 
 def test_check_schema_rejects_rules_that_do_not_compile() -> None:
-    bad = {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-validations": [
-        {"rule": "self.items.all(i, weight > 0)"}, {"rule": "self.items.all(i, i.weight > 0)"}]}}}
+    items = {"type": "array", "items": {"type": "object", "properties": {"weight": {"type": "integer"}}}}
+    bad = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"items": items},
+                                                     "x-kubernetes-validations": [
+        {"rule": "self.items.all(i, weight > 0)"}, {"rule": "self.items.all(i, i.weight > 0)"},
+        {"rule": "self.items.all(i, i.wieght > 0)"}]}}}
     causes = check_schema(bad)
-    assert len(causes) == 1
-    assert causes[0].field == "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    prefix = "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations"
+    assert [c.field for c in causes] == [f"{prefix}[0].rule", f"{prefix}[2].rule"]
     assert "compilation failed: ERROR: <input>:1:19: undeclared reference to 'weight'" in causes[0].message
+    assert "compilation failed: ERROR: <input>:1:20: undefined field 'wieght'" in causes[1].message
     assert check_schema(SCHEMA) == []
 
 
