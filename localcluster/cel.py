@@ -1,35 +1,35 @@
 """CRD `x-kubernetes-validations` rules, evaluated with cel-python plus Kubernetes' CEL libraries.
 
-kube-apiserver compiles rules with cel-go and the libraries apiextensions-apiserver enables
-(v1.24: cel-go's `ext.Strings` and Kubernetes' lists, regex and URL libraries). cel-python
-(`celpy`) evaluates the CEL language itself; this module adds those libraries as celpy
-functions, maps schema-typed JSON to CEL values the way Kubernetes does (`number` is always a
-double, `format: byte|duration|date|date-time` strings become bytes, durations and timestamps,
-property names are escaped), and keeps the contract the schema layer relies on:
-`compile_rule` raises `CelSyntaxError` for a rule the real server would not compile (its CRD
-is refused with a 422), `Program.evaluate` raises `CelError` for a runtime error.
+kube-apiserver compiles rules with cel-go; cel-python (`celpy`) evaluates the CEL language
+here, with the function libraries v1.24 adds (`localcluster.cel_library`). This module keeps
+the contract the schema layer relies on: `compile_rule` raises `CelSyntaxError` for a rule the
+real server would not compile (its CRD is refused with a 422, cel-go's message shape),
+`Program.evaluate` raises `CelError` for a runtime error, worded as cel-go words it. It also
+maps schema-typed JSON to CEL values as Kubernetes does: `number` is always a double,
+`format: byte|duration|date|date-time` strings are bytes, durations and timestamps, and
+property names are escaped (`x-y` is `x__dash__y`).
 
-celpy parses but does not type-check, so `compile_rule` also checks names: only `self`,
-`oldSelf`, macro variables, type names and declared functions may appear, as cel-go's checker
-requires. Type errors cel-go would catch at compile time (`self.replicas == 'x'`) surface here
-as runtime `no such overload` errors instead.
+celpy parses but does not type-check, so `compile_rule` checks what cel-go's checker would
+refuse by name: undeclared variables and functions (only `self`, `oldSelf` and macro variables
+exist) and, given the rule's schema, fields its objects do not declare. Type errors the checker
+would also catch (`self.replicas == 'x'`) surface here at run time, as `no such overload`.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 import celpy
 import lark
-import re2  # type: ignore[import-untyped]  # RE2, the engine cel-go's matches/find use
 from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
+
+from localcluster.cel_library import FUNCTIONS, GLOBAL, METHODS
 
 __all__ = ["CelError", "CelSyntaxError", "Program", "compile_rule"]
 
@@ -42,246 +42,9 @@ class CelError(Exception):
     """A runtime evaluation error (`no such key`, `no such overload`), worded like cel-go's."""
 
 
-# --------------------------------------------------------------------------- Kubernetes' libraries
+# --------------------------------------------------------------------------- CEL semantics
 
-Fn = Callable[..., Any]
-
-
-def _str_index(s: str, sub: str, offset: int = 0) -> int:
-    if not 0 <= offset <= len(s):
-        raise IndexError(f"index out of range: {offset}")
-    return s.find(sub, offset)
-
-
-def _str_last_index(s: str, sub: str, offset: int | None = None) -> int:
-    if offset is None:
-        return s.rfind(sub)
-    if not 0 <= offset <= len(s):
-        raise IndexError(f"index out of range: {offset}")
-    return s.rfind(sub, 0, offset + len(sub))
-
-
-def _index_of(recv: Any, item: Any, *offset: int) -> int:
-    """`indexOf` is both ext.Strings' (on strings) and the lists library's (on lists)."""
-    if isinstance(recv, str):
-        return _str_index(recv, item, *offset)
-    if isinstance(recv, list) and not offset:
-        return next((i for i, x in enumerate(recv) if _eq(x, item)), -1)
-    raise TypeError("no such overload")
-
-
-def _last_index_of(recv: Any, item: Any, *offset: int) -> int:
-    if isinstance(recv, str):
-        return _str_last_index(recv, item, *offset)
-    if isinstance(recv, list) and not offset:
-        return next((i for i in range(len(recv) - 1, -1, -1) if _eq(recv[i], item)), -1)
-    raise TypeError("no such overload")
-
-
-def _eq(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except TypeError:
-        return False
-
-
-def _char_at(s: str, i: int) -> str:
-    if not 0 <= i <= len(s):
-        raise IndexError(f"index out of range: {i}")
-    return s[i:i + 1]
-
-
-def _substring(s: str, start: int, end: int | None = None) -> str:
-    end = len(s) if end is None else end
-    if not 0 <= start <= len(s) or not 0 <= end <= len(s) or start > end:
-        raise IndexError(f"substring out of range: [{start}:{end}] of length {len(s)}")
-    return s[start:end]
-
-
-def _replace(s: str, old: str, new: str, n: int = -1) -> str:
-    return s.replace(old, new, n)
-
-
-def _split(s: str, sep: str, n: int = -1) -> list[str]:
-    """Go's strings.SplitN: n < 0 all, n == 0 none, an empty separator splits into characters."""
-    if n == 0:
-        return []
-    if sep == "":
-        chars = list(s)
-        return chars if n < 0 or n >= len(chars) else [*chars[:n - 1], "".join(chars[n - 1:])]
-    return s.split(sep, n - 1 if n > 0 else -1)
-
-
-_LOWER, _UPPER = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_TO_UPPER, _TO_LOWER = str.maketrans(_LOWER, _UPPER), str.maketrans(_UPPER, _LOWER)
-
-
-def _join(items: list[Any], sep: str = "") -> str:
-    if not all(isinstance(x, str) for x in items):
-        raise TypeError("no such overload")
-    return sep.join(items)
-
-
-def _comparable(items: list[Any]) -> list[Any]:
-    if not isinstance(items, list):
-        raise TypeError("no such overload")
-    return items
-
-
-def _is_sorted(items: list[Any]) -> bool:
-    items = _comparable(items)
-    return all(not items[i] > items[i + 1] for i in range(len(items) - 1))
-
-
-def _sum(items: list[Any]) -> Any:
-    items = _comparable(items)
-    if not items:
-        return celtypes.IntType(0)
-    total = items[0]
-    for x in items[1:]:
-        total = total + x
-    return total
-
-
-def _extreme(name: str, pick: Callable[[list[Any]], Any]) -> Fn:
-    def fn(items: list[Any]) -> Any:
-        if not _comparable(items):
-            raise ValueError(f"{name} called on empty list")
-        return pick(items)
-    return fn
-
-
-def _find(s: str, pattern: str) -> str:
-    m = _regex(pattern).search(s)
-    return m.group(0) if m else ""
-
-
-def _find_all(s: str, pattern: str, n: int = -1) -> list[str]:
-    """Go's Regexp.FindAllString: an empty match right after the previous match is skipped."""
-    rx, pos, prev_end = _regex(pattern), 0, -1
-    out: list[str] = []
-    while pos <= len(s) and (n < 0 or len(out) < n):
-        m = rx.search(s, pos)
-        if m is None:
-            break
-        if m.end() == m.start() == prev_end:
-            pos += 1
-            continue
-        out.append(m.group(0))
-        prev_end = m.end()
-        pos = m.end() if m.end() > m.start() else m.end() + 1
-    return out
-
-
-def _regex(pattern: str) -> Any:
-    try:
-        return re2.compile(pattern)
-    except re2.error as exc:
-        raise ValueError(f"Illegal regex: {exc}") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class URL:
-    """The Kubernetes URL library's value (`url('https://...')`): Go's url.URL parts we expose."""
-
-    parts: urllib.parse.SplitResult
-
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-
-
-def _parse_url(s: str) -> URL:
-    """Go's url.ParseRequestURI: an absolute URI (`scheme:...`) or an absolute path."""
-    if not (_SCHEME.match(s) or s.startswith("/")) or any(ord(c) < 0x20 or c == "\x7f" for c in s):
-        raise ValueError(f'URL parse error during conversion from string: parse "{s}": invalid URI for request')
-    parts = urllib.parse.urlsplit(s)
-    try:
-        parts.port  # noqa: B018 - validates the port like Go's parser
-    except ValueError as exc:
-        raise ValueError(f"URL parse error during conversion from string: {exc}") from exc
-    return URL(parts)
-
-
-def _is_url(s: str) -> bool:
-    try:
-        _parse_url(s)
-    except ValueError:
-        return False
-    return True
-
-
-def _url_part(get: Callable[[urllib.parse.SplitResult], Any]) -> Fn:
-    def fn(u: URL) -> Any:
-        if not isinstance(u, URL):
-            raise TypeError("no such overload")
-        return get(u.parts)
-    return fn
-
-
-def _hostname(p: urllib.parse.SplitResult) -> str:
-    host = p.netloc.rpartition("@")[2]
-    if host.startswith("["):
-        return host[1:host.find("]")]
-    return host.rpartition(":")[0] if ":" in host else host
-
-
-def _port(p: urllib.parse.SplitResult) -> str:
-    host = p.netloc.rpartition("@")[2]
-    tail = host[host.find("]") + 1:] if host.startswith("[") else host
-    return tail.rpartition(":")[2] if ":" in tail else ""
-
-
-def _query(p: urllib.parse.SplitResult) -> dict[str, list[str]]:
-    return urllib.parse.parse_qs(p.query, keep_blank_values=True)
-
-
-# The functions apiextensions-apiserver v1.24 declares on top of CEL's standard library.
-_LIBRARY: dict[str, Fn] = {
-    # cel-go ext.Strings
-    "charAt": _char_at, "indexOf": _index_of, "lastIndexOf": _last_index_of,
-    "lowerAscii": lambda s: s.translate(_TO_LOWER), "upperAscii": lambda s: s.translate(_TO_UPPER),
-    "replace": _replace, "split": _split, "substring": _substring, "trim": lambda s: s.strip(), "join": _join,
-    # Kubernetes lists library (indexOf / lastIndexOf above serve lists too)
-    "isSorted": _is_sorted, "sum": _sum, "min": _extreme("min", min), "max": _extreme("max", max),
-    # Kubernetes regex library
-    "find": _find, "findAll": _find_all,
-    # Kubernetes URL library
-    "url": _parse_url, "isURL": _is_url,
-    "getScheme": _url_part(lambda p: p.scheme), "getHost": _url_part(lambda p: p.netloc.rpartition("@")[2]),
-    "getHostname": _url_part(_hostname), "getPort": _url_part(_port),
-    "getEscapedPath": _url_part(lambda p: urllib.parse.quote(urllib.parse.unquote(p.path), safe="/:@!$&'()*+,;=")),
-    "getQuery": _url_part(_query),
-}
-
-
-def _cel(value: Any) -> Any:
-    """A library function's plain Python result as a CEL value."""
-    if isinstance(value, bool):
-        return celtypes.BoolType(value)
-    if isinstance(value, int) and not isinstance(value, celtypes.IntType | celtypes.UintType):
-        return celtypes.IntType(value)
-    if isinstance(value, str) and not isinstance(value, celtypes.StringType):
-        return celtypes.StringType(value)
-    if isinstance(value, list):
-        return celtypes.ListType([_cel(v) for v in value])
-    if isinstance(value, dict):
-        return celtypes.MapType({_cel(k): _cel(v) for k, v in value.items()})
-    return value
-
-
-def _guarded(fn: Fn) -> Fn:
-    """A library function whose failures become CEL error values, so `||` / `&&` can absorb them."""
-    def call(*args: Any) -> Any:
-        try:
-            return _cel(fn(*args))
-        except (TypeError, AttributeError) as exc:
-            return CELEvalError("no such overload", TypeError, exc.args)
-        except (ValueError, IndexError, OverflowError) as exc:
-            return CELEvalError(str(exc), type(exc), exc.args)
-    return call
-
-
-def _logic(decisive: bool) -> Fn:
+def _logic(decisive: bool) -> Callable[[Any, Any], Any]:
     """cel-go's `||` (decisive True) / `&&` (decisive False): commutative, else the left error first."""
     def op(x: Any, y: Any) -> Any:
         for v in (x, y):
@@ -296,17 +59,8 @@ def _logic(decisive: bool) -> Fn:
     return op
 
 
-_FUNCTIONS: dict[str, Fn] = {name: _guarded(fn) for name, fn in _LIBRARY.items()}
-_FUNCTIONS |= {"_||_": _logic(True), "_&&_": _logic(False)}
-
-# Names a rule may call: CEL's standard library (as celpy ships it) and the libraries above,
-# as global functions `f(x)` or as methods `x.f()` the way cel-go declares each.
+_FUNCTIONS: dict[str, Callable[..., Any]] = {**FUNCTIONS, "_||_": _logic(True), "_&&_": _logic(False)}
 _MACROS = {"has", "all", "exists", "exists_one", "map", "filter"}
-_GLOBAL = {"size", "matches", "type", "dyn", "int", "uint", "double", "string", "bytes", "bool", "duration",
-           "timestamp", "url", "isURL"}
-_METHODS = {"size", "contains", "startsWith", "endsWith", "matches", "getDate", "getDayOfMonth", "getDayOfWeek",
-            "getDayOfYear", "getFullYear", "getMonth", "getHours", "getMilliseconds", "getMinutes",
-            "getSeconds"} | (set(_LIBRARY) - _GLOBAL)
 _TYPE_NAMES = {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"}
 _VARIABLES = {"self", "oldSelf"}
 
@@ -397,9 +151,9 @@ class _Checker:
                 arg = args[0].children if args and isinstance(args[0], lark.Tree) else []
                 if len(arg) != 1 or not _is_select(arg[0]):
                     raise self.fail(fn, "invalid argument to has() macro")
-            elif str(fn) in _METHODS - _GLOBAL:
+            elif str(fn) in METHODS - GLOBAL:
                 raise self.fail(fn, f"found no matching overload for '{fn}' applied as a global function")
-            elif str(fn) not in _GLOBAL:
+            elif str(fn) not in GLOBAL:
                 raise self.fail(fn, f"undeclared reference to '{fn}' (in container '')")
             for a in args:
                 self.check(a, scope)
@@ -417,9 +171,9 @@ class _Checker:
                 for e in exprs[1:]:
                     self.check(e, {**scope, var: element})
                 return
-            if str(fn) in _GLOBAL - _METHODS:
+            if str(fn) in GLOBAL - METHODS:
                 raise self.fail(fn, f"found no matching overload for '{fn}' applied as a method")
-            if str(fn) not in _METHODS:
+            if str(fn) not in METHODS:
                 raise self.fail(fn, f"undeclared reference to '{fn}' (in container '')")
             self.check(target, scope)
             for e in exprs:
