@@ -6,6 +6,9 @@ lowerAscii, upperAscii, replace, split, substring, trim, join) and Kubernetes' o
 getScheme, getHost, getHostname, getPort, getEscapedPath, getQuery) libraries. celpy calls
 `x.f(a)` as `f(x, a)`, so each is one Python function; a failure becomes a CEL error value
 (`CELEvalError`) rather than an exception, so `||` / `&&` can absorb it as CEL requires.
+
+Kubernetes' three libraries joined v1.24 in kubernetes/kubernetes#108312, after v1.24.0-alpha.2
+(the real-apiserver tier's build, which refuses them, and `join`, as undeclared references).
 """
 
 from __future__ import annotations
