@@ -1,491 +1,285 @@
-"""A tiny evaluator for the subset of CEL that CRD `x-kubernetes-validations` rules use here.
+"""CRD `x-kubernetes-validations` rules, evaluated with cel-python plus Kubernetes' CEL libraries.
 
-The real API server compiles rules with cel-go. We cannot ship that, and a partial
-evaluator that silently accepted unknown syntax would let a CRD install here and fail on a
-real cluster (or the reverse). So `compile_rule` parses the whole rule up front and raises
-`CelSyntaxError` for anything outside the subset; the CRD strategy turns that into a 422 at
-CRD creation, as the real server does for rules that do not compile.
+kube-apiserver compiles rules with cel-go; cel-python (`celpy`) evaluates the CEL language
+here, with the function libraries v1.24 adds (`localcluster.cel_library`). This module keeps
+the contract the schema layer relies on: `compile_rule` raises `CelSyntaxError` for a rule the
+real server would not compile (its CRD is refused with a 422, cel-go's message shape),
+`Program.evaluate` raises `CelError` for a runtime error, worded as cel-go words it. It also
+maps schema-typed JSON to CEL values as Kubernetes does: `number` is always a double,
+`format: byte|duration|date|date-time` strings are bytes, durations and timestamps, and
+property names are escaped (`x-y` is `x__dash__y`).
 
-Supported: literals (int, double, string, bool, null, lists), `self` / `oldSelf`, field
-selection `a.b`, indexing `a[i]` / `a['k']`, `has(a.b)`, `size(x)` / `x.size()`,
-`x.startsWith(s)` / `endsWith` / `contains` / `matches`, `x in list|map`, `!`, unary `-`,
-`* / %`, `+ -`, comparisons, `==` / `!=`, `&&` / `||` (with CEL's commutative error
-absorption), and `c ? a : b`.
+celpy parses but does not type-check, so `compile_rule` checks what cel-go's checker would
+refuse by name: undeclared variables and functions (only `self`, `oldSelf` and macro variables
+exist) and, given the rule's schema, fields its objects do not declare. Type errors the checker
+would also catch (`self.replicas == 'x'`) surface here at run time, as `no such overload`.
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+import celpy
+import lark
+from celpy import celtypes
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
+
+from localcluster.cel_library import FUNCTIONS, GLOBAL, METHODS
 
 __all__ = ["CelError", "CelSyntaxError", "Program", "compile_rule"]
 
 
 class CelSyntaxError(ValueError):
-    """The rule is not valid in the supported CEL subset (reported at CRD creation)."""
+    """The rule does not compile (reported at CRD creation, as the real server does)."""
 
 
 class CelError(Exception):
-    """A runtime evaluation error (`no such key`, type mismatch), reported like cel-go does."""
+    """A runtime evaluation error (`no such key`, `no such overload`), worded like cel-go's."""
 
 
-_TOKEN = re.compile(
-    r"""\s*(?:
-        (?P<num>\d+\.\d+(?:[eE][+-]?\d+)?|\d+[uU]?)
-      | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-      | (?P<op>&&|\|\||==|!=|<=|>=|[<>!?:.,()\[\]+\-*/%])
-      | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-    )""",
-    re.VERBOSE,
-)
+# --------------------------------------------------------------------------- CEL semantics
 
-_RESERVED = {"in", "as", "break", "const", "continue", "else", "for", "function", "if", "import", "let",
-             "loop", "package", "namespace", "return", "var", "void", "while"}
-
-
-@dataclass(frozen=True, slots=True)
-class _Tok:
-    kind: str
-    text: str
-    pos: int
+def _logic(decisive: bool) -> Callable[[Any, Any], Any]:
+    """cel-go's `||` (decisive True) / `&&` (decisive False): commutative, else the left error first."""
+    def op(x: Any, y: Any) -> Any:
+        for v in (x, y):
+            if isinstance(v, celtypes.BoolType) and bool(v) is decisive:
+                return v
+        if isinstance(x, celtypes.BoolType) and isinstance(y, celtypes.BoolType):
+            return celtypes.BoolType(not decisive)
+        for v in (x, y):
+            if isinstance(v, CELEvalError):
+                return v
+        raise TypeError("no such overload")
+    return op
 
 
-def _tokenize(src: str) -> list[_Tok]:
-    toks: list[_Tok] = []
-    pos = 0
-    while pos < len(src):
-        if src[pos:].strip() == "":
-            break
-        m = _TOKEN.match(src, pos)
-        if m is None or m.end() == pos:
-            raise CelSyntaxError(f"unexpected character {src[pos:].lstrip()[:1]!r} at position {pos}")
-        kind = m.lastgroup or ""
-        toks.append(_Tok(kind, m.group(kind), m.start(kind)))
-        pos = m.end()
-    toks.append(_Tok("eof", "", len(src)))
-    return toks
+_FUNCTIONS: dict[str, Callable[..., Any]] = {**FUNCTIONS, "_||_": _logic(True), "_&&_": _logic(False)}
+_MACROS = {"has", "all", "exists", "exists_one", "map", "filter"}
+_TYPE_NAMES = {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"}
+_VARIABLES = {"self", "oldSelf"}
 
 
-# An AST node is a closure: env -> value. `Node` keeps the field-path shape for `has()`.
-Env = dict[str, Any]
-Eval = Callable[[Env], Any]
+# --------------------------------------------------------------------------- compile-time checks
+
+def _error(source: str, line: int | None, column: int | None, msg: str) -> CelSyntaxError:
+    """cel-go's error shape: `ERROR: <input>:1:5: msg` then the source line and a caret."""
+    line, column = line or 1, column or 1
+    text = source.splitlines()[line - 1] if source.splitlines() else ""
+    return CelSyntaxError(f"ERROR: <input>:{line}:{column}: {msg}\n | {text}\n | {'.' * (column - 1)}^")
 
 
-@dataclass(frozen=True, slots=True)
-class _Node:
-    eval: Eval
-    # For `has()`: the operand and field name of a select expression.
-    select: tuple[_Node, str] | None = None
-    uses_old_self: bool = False
+def _ident(tree: Any) -> str | None:
+    """The name of a bare identifier expression (`x`), else None."""
+    while isinstance(tree, lark.Tree) and tree.data != "ident" and len(tree.children) == 1:
+        tree = tree.children[0]
+    if isinstance(tree, lark.Tree) and tree.data == "ident":
+        return str(tree.children[0])
+    return None
 
 
-_ABSENT = object()
+def _is_select(tree: Any) -> bool:
+    while isinstance(tree, lark.Tree) and tree.data not in {"member_dot", "ident"} and len(tree.children) == 1:
+        tree = tree.children[0]
+    return isinstance(tree, lark.Tree) and tree.data == "member_dot"
 
 
-def _unescape(lit: str) -> str:
-    body = lit[1:-1]
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), body)
+# Names in scope, each with the schema of its value when known (a macro variable over a list).
+Scope = dict[str, dict[str, Any] | None]
+_UNWRAP = {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member",
+           "primary", "paren_expr"}
+_OBJECT_META: dict[str, Any] = {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                                "metadata": {"type": "object", "properties": {"name": {"type": "string"},
+                                                                              "generateName": {"type": "string"}}}}
 
 
-def _type_name(v: Any) -> str:
-    if v is None:
-        return "null_type"
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "list"
-    if isinstance(v, dict):
-        return "map"
-    return type(v).__name__
+class _Checker:
+    """Resolves names as cel-go's checker would, with `self` / `oldSelf` the only variables, and
+    field selections on declared objects against their schema (`undefined field 'x'`)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.uses_old_self = False
+
+    def schema_of(self, tree: Any, scope: Scope) -> dict[str, Any] | None:
+        """The schema of the value `tree` selects (`self.a[0].b`), None when not statically known."""
+        while isinstance(tree, lark.Tree) and tree.data in _UNWRAP and len(tree.children) == 1:
+            tree = tree.children[0]
+        if not isinstance(tree, lark.Tree):
+            return None
+        if tree.data == "ident":
+            return scope.get(str(tree.children[0]))
+        if tree.data == "member_index":
+            container = self.schema_of(tree.children[0], scope) or {}
+            if container.get("type") == "array":
+                return cast(dict[str, Any] | None, container.get("items"))
+            addl = container.get("additionalProperties")
+            return addl if isinstance(addl, dict) else None
+        if tree.data != "member_dot":
+            return None
+        parent, field = self.schema_of(tree.children[0], scope), cast(lark.Token, tree.children[1])
+        if not parent or parent.get("type") != "object" or isinstance(parent.get("additionalProperties"), dict):
+            addl = (parent or {}).get("additionalProperties")
+            return addl if isinstance(addl, dict) else None
+        props = {**(parent.get("properties") or {}), **(_OBJECT_META if parent.get("x-kubernetes-embedded-resource") else {})}
+        for name, sub in props.items():
+            if escape(name) == str(field):
+                return sub if isinstance(sub, dict) else None
+        if parent.get("x-kubernetes-int-or-string"):
+            return None
+        raise _error(self.source, field.line, (field.column or 2) - 1, f"undefined field '{field}'")
+
+    def fail(self, where: Any, msg: str) -> CelSyntaxError:
+        """`where` is a token or a tree: either carries the position cel-go would report."""
+        pos = getattr(where, "meta", where)
+        return _error(self.source, getattr(pos, "line", None), getattr(pos, "column", None), msg)
+
+    def check(self, tree: Any, scope: Scope) -> None:
+        if not isinstance(tree, lark.Tree):
+            return
+        if tree.data == "ident":
+            self.name(tree.children[0], scope)
+            return
+        if tree.data == "ident_arg":  # a global call: f(args)
+            fn, args = tree.children[0], tree.children[1:]
+            if fn == "has":
+                arg = args[0].children if args and isinstance(args[0], lark.Tree) else []
+                if len(arg) != 1 or not _is_select(arg[0]):
+                    raise self.fail(fn, "invalid argument to has() macro")
+            elif str(fn) in METHODS - GLOBAL:
+                raise self.fail(fn, f"found no matching overload for '{fn}' applied as a global function")
+            elif str(fn) not in GLOBAL:
+                raise self.fail(fn, f"undeclared reference to '{fn}' (in container '')")
+            for a in args:
+                self.check(a, scope)
+            return
+        if tree.data == "member_dot_arg":  # a method call or macro: target.f(args)
+            target, fn, *rest = tree.children
+            exprs = rest[0].children if rest and isinstance(rest[0], lark.Tree) else []
+            if str(fn) in _MACROS - {"has"}:
+                var = _ident(exprs[0]) if exprs else None
+                if var is None:
+                    raise self.fail(fn, "argument must be a simple name")
+                self.check(target, scope)
+                target_schema = self.schema_of(target, scope)
+                element = (target_schema or {}).get("items") if (target_schema or {}).get("type") == "array" else None
+                for e in exprs[1:]:
+                    self.check(e, {**scope, var: element})
+                return
+            if str(fn) in GLOBAL - METHODS:
+                raise self.fail(fn, f"found no matching overload for '{fn}' applied as a method")
+            if str(fn) not in METHODS:
+                raise self.fail(fn, f"undeclared reference to '{fn}' (in container '')")
+            self.check(target, scope)
+            for e in exprs:
+                self.check(e, scope)
+            return
+        if tree.data == "member_object":
+            raise self.fail(tree, "message construction is not supported")
+        if tree.data == "member_dot":
+            self.schema_of(tree, scope)
+        for child in tree.children:
+            self.check(child, scope)
+
+    def name(self, token: Any, scope: Scope) -> None:
+        name = str(token)
+        if name == "oldSelf":
+            self.uses_old_self = True
+        if name not in scope and name not in _TYPE_NAMES:
+            raise self.fail(token, f"undeclared reference to '{name}' (in container '')")
 
 
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+# --------------------------------------------------------------------------- values
+
+_RESERVED = {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
+             "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+_ESCAPABLE = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$")
 
 
-def _equal(a: Any, b: Any) -> bool:
-    if _is_num(a) and _is_num(b):
-        return bool(a == b)
-    if type(a) is not type(b) and not (a is None or b is None):
-        raise CelError(f"no such overload: {_type_name(a)} == {_type_name(b)}")
-    return bool(a == b)
+def escape(name: str) -> str | None:
+    """A property name as rules see it (`x-y` is `x__dash__y`); None if rules cannot reach it."""
+    if name in _RESERVED:
+        return f"__{name}__"
+    if not _ESCAPABLE.match(name):
+        return None
+    return (name.replace("__", "__underscores__").replace(".", "__dot__")
+            .replace("-", "__dash__").replace("/", "__slash__"))
 
 
-def _compare(op: str, a: Any, b: Any) -> bool:
-    ok = (_is_num(a) and _is_num(b)) or (type(a) is type(b) and isinstance(a, str | bool))
-    if not ok:
-        raise CelError(f"no such overload: {_type_name(a)} {op} {_type_name(b)}")
-    if op == "<":
-        return bool(a < b)
-    if op == "<=":
-        return bool(a <= b)
-    if op == ">":
-        return bool(a > b)
-    return bool(a >= b)
+def to_cel(value: Any, schema: dict[str, Any] | None = None) -> Any:
+    """JSON `value` as the CEL value a rule on `schema` sees (Kubernetes' UnstructuredToVal)."""
+    schema = schema or {}
+    typ, fmt = schema.get("type"), schema.get("format")
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return celtypes.BoolType(value)
+    if isinstance(value, int | float) and not schema.get("x-kubernetes-int-or-string"):
+        if typ == "number" or (isinstance(value, float) and not (typ == "integer" and value.is_integer())):
+            return celtypes.DoubleType(value)
+        return celtypes.IntType(int(value))
+    if isinstance(value, int):
+        return celtypes.IntType(value)
+    if isinstance(value, str):
+        return _string(value, fmt)
+    if isinstance(value, list):
+        items = schema.get("items") if isinstance(schema.get("items"), dict) else None
+        return celtypes.ListType([to_cel(v, items) for v in value])
+    if isinstance(value, dict):
+        props, addl = schema.get("properties"), schema.get("additionalProperties")
+        out: dict[Any, Any] = {}
+        for key, sub in value.items():
+            if isinstance(props, dict) and key in props:
+                name = escape(key)
+                if name is not None:
+                    out[celtypes.StringType(name)] = to_cel(sub, props[key])
+            elif isinstance(addl, dict):
+                out[celtypes.StringType(key)] = to_cel(sub, addl)
+            elif not isinstance(props, dict) or key in _OBJECT_META:
+                out[celtypes.StringType(key)] = to_cel(sub, None)
+        return celtypes.MapType(out)
+    return value
 
 
-def _arith(op: str, a: Any, b: Any) -> Any:
-    if op == "+" and type(a) is type(b) and isinstance(a, str | list):
-        return a + b
-    if not (_is_num(a) and _is_num(b)) or isinstance(a, float) != isinstance(b, float):
-        raise CelError(f"no such overload: {_type_name(a)} {op} {_type_name(b)}")
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if b == 0:
-        raise CelError("division by zero" if op == "/" else "modulus by zero")
-    if isinstance(a, float):
-        return a / b if op == "/" else a % b
-    q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # truncated, like Go
-    return q if op == "/" else a - q * b
-
-
-def _size(v: Any) -> int:
-    if isinstance(v, str | list | dict):
-        return len(v)
-    raise CelError(f"no such overload: size({_type_name(v)})")
-
-
-def _str_method(name: str, recv: Any, arg: Any) -> bool:
-    if not isinstance(recv, str) or not isinstance(arg, str):
-        raise CelError(f"no such overload: {_type_name(recv)}.{name}({_type_name(arg)})")
-    if name == "startsWith":
-        return recv.startswith(arg)
-    if name == "endsWith":
-        return recv.endswith(arg)
-    if name == "contains":
-        return arg in recv
-    return re.search(arg, recv) is not None  # matches (RE2 and Python agree on the common subset)
-
-
-_STRING_METHODS = {"startsWith", "endsWith", "contains", "matches"}
-
-
-class _Parser:
-    """Precedence climbing over CEL's grammar (ternary < || < && < relations < + < * < unary)."""
-
-    def __init__(self, src: str) -> None:
-        self.toks = _tokenize(src)
-        self.i = 0
-
-    def peek(self) -> _Tok:
-        return self.toks[self.i]
-
-    def take(self, text: str | None = None) -> _Tok:
-        tok = self.toks[self.i]
-        if text is not None and tok.text != text:
-            found = tok.text or "end of expression"
-            raise CelSyntaxError(f"expected {text!r} at position {tok.pos}, found {found!r}")
-        self.i += 1
-        return tok
-
-    def parse(self) -> _Node:
-        node = self.ternary()
-        if self.peek().kind != "eof":
-            tok = self.peek()
-            raise CelSyntaxError(f"unexpected {tok.text!r} at position {tok.pos}")
-        return node
-
-    def ternary(self) -> _Node:
-        cond = self.or_()
-        if self.peek().text != "?":
-            return cond
-        self.take("?")
-        a = self.ternary()
-        self.take(":")
-        b = self.ternary()
-
-        def ev(env: Env) -> Any:
-            c = cond.eval(env)
-            if not isinstance(c, bool):
-                raise CelError(f"no such overload: {_type_name(c)} ? _ : _")
-            return a.eval(env) if c else b.eval(env)
-
-        return _Node(ev, uses_old_self=cond.uses_old_self or a.uses_old_self or b.uses_old_self)
-
-    def _logical(self, op: str, sub: Callable[[], _Node]) -> _Node:
-        left = sub()
-        while self.peek().text == op:
-            self.take()
-            right = sub()
-            left = _Node(_logic(op, left.eval, right.eval), uses_old_self=left.uses_old_self or right.uses_old_self)
-        return left
-
-    def or_(self) -> _Node:
-        return self._logical("||", self.and_)
-
-    def and_(self) -> _Node:
-        return self._logical("&&", self.relation)
-
-    def relation(self) -> _Node:
-        left = self.additive()
-        while self.peek().text in {"==", "!=", "<", "<=", ">", ">="} or (
-            self.peek().kind == "ident" and self.peek().text == "in"
-        ):
-            op = self.take().text
-            right = self.additive()
-            left = _Node(_relation(op, left.eval, right.eval), uses_old_self=left.uses_old_self or right.uses_old_self)
-        return left
-
-    def additive(self) -> _Node:
-        left = self.multiplicative()
-        while self.peek().text in {"+", "-"}:
-            op = self.take().text
-            right = self.multiplicative()
-            left = _Node(_binary(op, left.eval, right.eval), uses_old_self=left.uses_old_self or right.uses_old_self)
-        return left
-
-    def multiplicative(self) -> _Node:
-        left = self.unary()
-        while self.peek().text in {"*", "/", "%"}:
-            op = self.take().text
-            right = self.unary()
-            left = _Node(_binary(op, left.eval, right.eval), uses_old_self=left.uses_old_self or right.uses_old_self)
-        return left
-
-    def unary(self) -> _Node:
-        tok = self.peek()
-        if tok.text == "!":
-            self.take()
-            inner = self.unary()
-
-            def not_(env: Env) -> bool:
-                v = inner.eval(env)
-                if not isinstance(v, bool):
-                    raise CelError(f"no such overload: !{_type_name(v)}")
-                return not v
-
-            return _Node(not_, uses_old_self=inner.uses_old_self)
-        if tok.text == "-":
-            self.take()
-            inner = self.unary()
-
-            def neg(env: Env) -> Any:
-                v = inner.eval(env)
-                if not _is_num(v):
-                    raise CelError(f"no such overload: -{_type_name(v)}")
-                return -v
-
-            return _Node(neg, uses_old_self=inner.uses_old_self)
-        return self.member()
-
-    def member(self) -> _Node:
-        node = self.primary()
-        while True:
-            tok = self.peek()
-            if tok.text == ".":
-                self.take()
-                name = self.take()
-                if name.kind != "ident":
-                    raise CelSyntaxError(f"expected a field name at position {name.pos}")
-                if self.peek().text == "(":
-                    node = self.method(node, name)
-                else:
-                    node = _Node(_select(node.eval, name.text), select=(node, name.text),
-                                 uses_old_self=node.uses_old_self)
-            elif tok.text == "[":
-                self.take()
-                idx = self.ternary()
-                self.take("]")
-                node = _Node(_index(node.eval, idx.eval), uses_old_self=node.uses_old_self or idx.uses_old_self)
-            else:
-                return node
-
-    def args(self) -> list[_Node]:
-        self.take("(")
-        out: list[_Node] = []
-        if self.peek().text != ")":
-            out.append(self.ternary())
-            while self.peek().text == ",":
-                self.take()
-                out.append(self.ternary())
-        self.take(")")
-        return out
-
-    def method(self, recv: _Node, name: _Tok) -> _Node:
-        args = self.args()
-        old = recv.uses_old_self or any(a.uses_old_self for a in args)
-        if name.text == "size" and not args:
-            return _Node(lambda env: _size(recv.eval(env)), uses_old_self=old)
-        if name.text in _STRING_METHODS and len(args) == 1:
-            arg = args[0]
-            if name.text == "matches":
-                _check_regex(arg)
-            return _Node(lambda env: _str_method(name.text, recv.eval(env), arg.eval(env)), uses_old_self=old)
-        raise CelSyntaxError(f"unsupported function {name.text!r} at position {name.pos}")
-
-    def primary(self) -> _Node:
-        tok = self.take()
-        if tok.kind == "num":
-            text = tok.text.rstrip("uU")
-            value: Any = float(text) if "." in text or "e" in text.lower() else int(text)
-            return _Node(lambda env: value)
-        if tok.kind == "str":
-            s = _unescape(tok.text)
-            return _Node(lambda env: s)
-        if tok.text == "(":
-            inner = self.ternary()
-            self.take(")")
-            return inner
-        if tok.text == "[":
-            items: list[_Node] = []
-            if self.peek().text != "]":
-                items.append(self.ternary())
-                while self.peek().text == ",":
-                    self.take()
-                    items.append(self.ternary())
-            self.take("]")
-            return _Node(lambda env: [n.eval(env) for n in items], uses_old_self=any(n.uses_old_self for n in items))
-        if tok.kind == "ident":
-            return self.ident(tok)
-        raise CelSyntaxError(f"unexpected {tok.text or 'end of expression'!r} at position {tok.pos}")
-
-    def ident(self, tok: _Tok) -> _Node:
-        name = tok.text
-        if name in {"true", "false"}:
-            b = name == "true"
-            return _Node(lambda env: b)
-        if name == "null":
-            return _Node(lambda env: None)
-        if self.peek().text == "(":
-            return self.call(tok)
-        if name in {"self", "oldSelf"}:
-            return _Node(lambda env: env[name], uses_old_self=name == "oldSelf")
-        if name in _RESERVED:
-            raise CelSyntaxError(f"reserved word {name!r} at position {tok.pos}")
-        raise CelSyntaxError(f"undeclared reference to {name!r} at position {tok.pos}")
-
-    def call(self, tok: _Tok) -> _Node:
-        if tok.text == "has":
-            self.take("(")
-            arg = self.ternary()
-            self.take(")")
-            if arg.select is None:
-                raise CelSyntaxError(f"invalid argument to has() macro at position {tok.pos}")
-            operand, field = arg.select
-            return _Node(_has(operand.eval, field), uses_old_self=operand.uses_old_self)
-        args = self.args()
-        old = any(a.uses_old_self for a in args)
-        if tok.text == "size" and len(args) == 1:
-            arg = args[0]
-            return _Node(lambda env: _size(arg.eval(env)), uses_old_self=old)
-        raise CelSyntaxError(f"unsupported function {tok.text!r} at position {tok.pos}")
-
-
-def _check_regex(arg: _Node) -> None:
+def _string(value: str, fmt: Any) -> Any:
     try:
-        pattern = arg.eval({})
-    except (CelError, KeyError):
-        return
-    if isinstance(pattern, str):
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise CelSyntaxError(f"invalid regular expression {pattern!r}: {exc}") from exc
+        if fmt == "byte":
+            return celtypes.BytesType(base64.b64decode(value))
+        if fmt == "duration":
+            return celtypes.DurationType(value)
+        if fmt in {"date", "date-time"}:
+            return celtypes.TimestampType(value if fmt == "date-time" else f"{value}T00:00:00Z")
+    except (ValueError, TypeError):
+        pass  # schema validation reports the malformed value; rules see the plain string
+    return celtypes.StringType(value)
 
 
-def _logic(op: str, left: Eval, right: Eval) -> Eval:
-    """`&&` / `||` are commutative in CEL: a decisive side wins even if the other side errors."""
-    decisive = op == "||"
+# --------------------------------------------------------------------------- programs
 
-    def ev(env: Env) -> bool:
-        err: CelError | None = None
-        for side in (left, right):
-            try:
-                v = side(env)
-            except CelError as exc:
-                err = err or exc
-                continue
-            if not isinstance(v, bool):
-                err = err or CelError(f"no such overload: {_type_name(v)} {op} _")
-                continue
-            if v is decisive:
-                return decisive
-        if err is not None:
-            raise err
-        return not decisive
-
-    return ev
+_ENV = celpy.Environment()
 
 
-def _relation(op: str, left: Eval, right: Eval) -> Eval:
-    def ev(env: Env) -> bool:
-        a, b = left(env), right(env)
-        if op == "==":
-            return _equal(a, b)
-        if op == "!=":
-            return not _equal(a, b)
-        if op == "in":
-            if isinstance(b, list):
-                return any(_safe_equal(a, x) for x in b)
-            if isinstance(b, dict):
-                return a in b
-            raise CelError(f"no such overload: {_type_name(a)} in {_type_name(b)}")
-        return _compare(op, a, b)
-
-    return ev
-
-
-def _safe_equal(a: Any, b: Any) -> bool:
-    try:
-        return _equal(a, b)
-    except CelError:
-        return False
-
-
-def _binary(op: str, left: Eval, right: Eval) -> Eval:
-    return lambda env: _arith(op, left(env), right(env))
-
-
-def _select(operand: Eval, field: str) -> Eval:
-    def ev(env: Env) -> Any:
-        obj = operand(env)
-        if not isinstance(obj, dict):
-            raise CelError(f"no such key: {field}" if obj is None else f"type '{_type_name(obj)}' does not support field selection")
-        if field not in obj:
-            raise CelError(f"no such key: {field}")
-        return obj[field]
-
-    return ev
-
-
-def _has(operand: Eval, field: str) -> Eval:
-    def ev(env: Env) -> bool:
-        obj = operand(env)
-        if not isinstance(obj, dict):
-            raise CelError(f"invalid type for field selection: {_type_name(obj)}")
-        return field in obj
-
-    return ev
-
-
-def _index(operand: Eval, index: Eval) -> Eval:
-    def ev(env: Env) -> Any:
-        obj, idx = operand(env), index(env)
-        if isinstance(obj, list):
-            if not _is_num(idx) or isinstance(idx, float):
-                raise CelError(f"no such overload: list[{_type_name(idx)}]")
-            if not 0 <= idx < len(obj):
-                raise CelError(f"index out of bounds: {idx}")
-            return obj[idx]
-        if isinstance(obj, dict):
-            if idx not in obj:
-                raise CelError(f"no such key: {idx}")
-            return obj[idx]
-        raise CelError(f"no such overload: {_type_name(obj)}[{_type_name(idx)}]")
-
-    return ev
+def _message(err: BaseException) -> str:
+    """A celpy error, worded as cel-go words the same failure."""
+    text = str(err.args[0]) if err.args else str(err)
+    if m := re.match(r"no such member in mapping: '(.*)'", text):
+        return f"no such key: {m.group(1)}"
+    if "no matching overload" in text or "no such overload" in text or "does not support field selection" in text:
+        return "no such overload"
+    if text.startswith("Attempt to reduce an empty sequence"):
+        return "min called on empty list"
+    if "divide by zero" in text:
+        return "division by zero"
+    if "overflow" in text:
+        return "integer overflow"
+    if m := re.match(r"undeclared reference to '([^']*)'", text):
+        return f"no such attribute: {m.group(1)}"
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,21 +287,38 @@ class Program:
     """A compiled rule. `is_transition` rules (those reading `oldSelf`) only run on updates."""
 
     source: str
-    _root: _Node
+    is_transition: bool
+    _runner: Any
 
-    @property
-    def is_transition(self) -> bool:
-        return self._root.uses_old_self
-
-    def evaluate(self, self_value: Any, old_self: Any = None) -> Any:
+    def evaluate(self, self_value: Any, old_self: Any = None, schema: dict[str, Any] | None = None) -> Any:
+        """The rule's value for `self` (and `oldSelf`), both typed by `schema`; `CelError` on failure."""
+        activation = {"self": to_cel(self_value, schema), "oldSelf": to_cel(old_self, schema)}
         try:
-            return self._root.eval({"self": self_value, "oldSelf": old_self})
+            result = self._runner.evaluate(activation)
+        except CELEvalError as exc:
+            raise CelError(_message(exc)) from exc
         except RecursionError as exc:
             raise CelError("expression too deeply nested") from exc
+        if isinstance(result, CELEvalError):
+            raise CelError(_message(result))
+        return bool(result) if isinstance(result, celtypes.BoolType) else result
 
 
-def compile_rule(source: str) -> Program:
-    """Parse `source`; raise `CelSyntaxError` (with a position) for anything outside the subset."""
+def compile_rule(source: str, schema: dict[str, Any] | None = None, *, resource_root: bool = False) -> Program:
+    """Parse and name-check `source`; raise `CelSyntaxError` as cel-go would fail to compile it.
+
+    With the `schema` of the value the rule sits on (at CRD creation), fields selected from
+    declared objects must exist; a resource's root also has `apiVersion`, `kind` and
+    `metadata.name` / `metadata.generateName`.
+    """
     if not source.strip():
         raise CelSyntaxError("rule is empty")
-    return Program(source, _Parser(source).parse())
+    try:
+        tree = _ENV.compile(source)
+    except CELParseError as exc:
+        raise _error(source, exc.line, exc.column, "Syntax error: " + str(exc.args[0]).splitlines()[0]) from exc
+    if schema is not None and resource_root:
+        schema = {**schema, "x-kubernetes-embedded-resource": True}
+    checker = _Checker(source)
+    checker.check(tree, dict.fromkeys(_VARIABLES, schema))
+    return Program(source, checker.uses_old_self, _ENV.program(tree, functions=_FUNCTIONS))

@@ -10,8 +10,8 @@ The real API server processes a custom resource write in this order, and so do w
    whose `message` reads exactly like the apiserver's `field.Error` body.
 
 `check_schema` runs once at CRD creation: it enforces the structural rules we rely on and
-compiles every CEL rule, so a CRD with a rule we could not evaluate is rejected up front with
-a clear message instead of being accepted and misbehaving later.
+compiles every CEL rule (`localcluster.cel`), so a CRD whose rule the real server would not
+compile is rejected up front with a 422, as there.
 """
 
 from __future__ import annotations
@@ -135,13 +135,10 @@ def _check_node(node: Schema, path: str, causes: list[FieldError], *, root: bool
             causes.append(FieldError("FieldValueRequired", f"{rpath}.rule", "Required value"))
             continue
         try:
-            _compile(expr)
+            compile_rule(expr, node, resource_root=root or bool(node.get("x-kubernetes-embedded-resource")))
         except CelSyntaxError as exc:
             causes.append(FieldError("FieldValueInvalid", f"{rpath}.rule",
-                                f"Invalid value: {format_value(expr)}: compilation failed: {exc} "
-                                "(this local cluster supports a subset of CEL: fields, has(), size(), "
-                                "comparisons, arithmetic, in, &&, ||, !, ?:, string startsWith/endsWith/"
-                                "contains/matches)"))
+                                f"Invalid value: {format_value(expr)}: compilation failed: {exc}"))
         if "messageExpression" in rule:
             causes.append(FieldError("FieldValueForbidden", f"{rpath}.messageExpression",
                                 "Forbidden: messageExpression is not supported by this local cluster; use message"))
@@ -224,12 +221,19 @@ class _Walk:
 def validate(obj: dict[str, Any], schema: Schema, old: dict[str, Any] | None = None) -> list[FieldError]:
     """All schema and rule violations of `obj` (after pruning and defaulting); `old` on updates."""
     walk = _Walk()
-    body = {k: v for k, v in obj.items() if k != "metadata"}
     root = {k: v for k, v in schema.items() if k != "properties"}
     root["properties"] = {k: v for k, v in (schema.get("properties") or {}).items() if k != "metadata"}
-    old_body = None if old is None else {k: v for k, v in old.items() if k != "metadata"}
-    _validate(body, root, "", old_body, walk)
+    _validate(_rule_view(obj), root, "", None if old is None else _rule_view(old), walk)
     return walk.causes
+
+
+def _rule_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as validation and root rules see it: of metadata, only name and generateName."""
+    body = {k: v for k, v in obj.items() if k != "metadata"}
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        body["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
+    return body
 
 
 def _validate(value: Any, node: Schema, path: str, old: Any, walk: _Walk) -> None:
@@ -362,9 +366,14 @@ def _check_rules(value: Any, node: Schema, path: str, old: Any, causes: list[Fie
             where = _child(path, fp)
         reason = rule.get("reason") or "FieldValueInvalid"
         try:
-            ok = program.evaluate(value, old)
+            ok = program.evaluate(value, old, node)
         except CelError as exc:
-            causes.append(_invalid(where, typ, f"{exc} evaluating rule: {_rule_text(rule)}"))
+            if str(exc).startswith("no such overload"):  # the apiserver's words for a dyn value's type error
+                detail = (f"'{exc}': call arguments did not match a supported operator, function or macro "
+                          f"signature for rule: {_rule_text(rule)}")
+            else:
+                detail = f"{exc} evaluating rule: {_rule_text(rule)}"
+            causes.append(_invalid(where, typ, detail))
             continue
         if ok is True:
             continue

@@ -133,15 +133,24 @@ async def test_printer_columns_render_cells(env: Env) -> None:
     assert cells == [True, False, None]
 
 
-async def test_crd_with_unsupported_rule_is_rejected(env: Env) -> None:
-    bad = copy.deepcopy(CRD)
-    spec_schema = bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    spec_schema["x-kubernetes-validations"] = [{"rule": "self.all(x, x)"}]
+async def test_crd_rules_use_kubernetes_cel_libraries_and_an_invalid_rule_is_refused(env: Env) -> None:
+    crd = copy.deepcopy(CRD)
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["x-kubernetes-validations"].append(
+        {"rule": "!has(self.reason) || self.reason.split(' ').all(w, w.lowerAscii() == w)", "message": "lower case"})
+    bad = copy.deepcopy(crd)
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "self.reason.shout()"}]
     with pytest.raises(errors.StatusError) as exc:
         env.objects.create(env.controller.crd_type, None, bad)
     assert exc.value.code == 422
-    assert "compilation failed" in exc.value.message
+    assert "compilation failed: ERROR: <input>:1:13: undeclared reference to 'shout'" in exc.value.message
     assert env.rt() is None
+    env.objects.create(env.controller.crd_type, None, crd)
+    env.objects.create(env.rt(), None, _drain("a", reason="planned work"))
+    with pytest.raises(errors.StatusError) as exc:
+        env.objects.create(env.rt(), None, _drain("b", reason="Planned work"))
+    assert exc.value.code == 422 and "lower case" in exc.value.message
 
 
 async def test_deleting_the_crd_deletes_its_resources_and_stops_serving(env: Env) -> None:
