@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from localcluster.builtin.base import BuiltinStrategy, columns, get_path
-from localcluster.builtin.validation import dns_label, non_negative
+from localcluster.builtin.resources import resource_requirements_errors
+from localcluster.builtin.validation import dns_label, non_negative, port_number
 from localcluster.registry import FieldError, Obj, TableColumn
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -242,6 +243,10 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
             seen.add(str(name))
         if not c.get("image"):
             errs.append(FieldError.required(f"{cpath}.image"))
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(key) or []):
+            if isinstance(c, dict):
+                errs.extend(_container_errors(c, f"{path}.{key}[{i}]"))
     restart = spec.get("restartPolicy")
     if restart not in ("Always", "OnFailure", "Never"):
         errs.append(FieldError.not_supported(f"{path}.restartPolicy", restart, ("Always", "OnFailure", "Never")))
@@ -257,6 +262,23 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
             errs.append(FieldError.not_supported(f"{path}.tolerations[{i}].effect", effect, ("NoExecute", "NoSchedule", "PreferNoSchedule")))
         if isinstance(t, dict) and t.get("tolerationSeconds") is not None and effect != "NoExecute":
             errs.append(FieldError.invalid(f"{path}.tolerations[{i}].effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    return errs
+
+
+def _container_errors(c: dict[str, Any], path: str) -> list[FieldError]:
+    """`validateContainerPorts` (each port in 1-65535) and `ValidateResourceRequirements`."""
+    errs: list[FieldError] = []
+    for i, port in enumerate(c.get("ports") or []):
+        if not isinstance(port, dict):
+            continue
+        ppath = f"{path}.ports[{i}]"
+        if not port.get("containerPort"):
+            errs.append(FieldError.required(f"{ppath}.containerPort"))
+        else:
+            errs.extend(port_number(port["containerPort"], f"{ppath}.containerPort"))
+        if port.get("hostPort"):
+            errs.extend(port_number(port["hostPort"], f"{ppath}.hostPort"))
+    errs.extend(resource_requirements_errors(c.get("resources"), f"{path}.resources"))
     return errs
 
 
