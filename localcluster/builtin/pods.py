@@ -51,6 +51,21 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
             default_container(container)
 
 
+def default_requests_to_limits(spec: dict[str, Any]) -> None:
+    """`SetDefaults_Pod`: a limit with no request of its resource is also the request. Pods only,
+    not templates (a template's pods get it when they are created)."""
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        resources = container.get("resources") if isinstance(container, dict) else None
+        limits = resources.get("limits") if isinstance(resources, dict) else None
+        if not isinstance(limits, dict) or not isinstance(resources, dict):
+            continue
+        requests = resources.get("requests")
+        if not isinstance(requests, dict):
+            requests = resources["requests"] = {}
+        for name, value in limits.items():
+            requests.setdefault(name, value)
+
+
 def default_template_metadata(template: Any) -> None:
     """A PodTemplateSpec's metadata as Go serializes it: always present, with
     `creationTimestamp: null` (a zero `metav1.Time` is written as null, never left out)."""
@@ -127,6 +142,7 @@ class PodStrategy(BuiltinStrategy):
         if not isinstance(spec, dict):
             return
         default_pod_spec(spec)
+        default_requests_to_limits(spec)
         spec.setdefault("serviceAccountName", "default")
         spec.setdefault("serviceAccount", spec["serviceAccountName"])
         spec.setdefault("enableServiceLinks", True)
