@@ -104,11 +104,21 @@ CASES = [
     Case("memory requests above limits", f"{NS}/pods",
          pod("over-mem", containers=[container(resources={"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}})]), 422,
          'Pod "over-mem" is invalid: spec.containers[0].resources.requests: Invalid value: "2Gi": must be less than or equal to memory limit'),
+    Case("negative cpu limit", f"{NS}/pods", pod("neg-cpu", containers=[container(resources={"limits": {"cpu": "-1"}})]), 422,
+         # the request defaults to the limit (`SetDefaults_Pod`), so it is refused too
+         'Pod "neg-cpu" is invalid: [spec.containers[0].resources.limits[cpu]: Invalid value: "-1": must be greater than or equal to 0, '
+         'spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0]'),
+    Case("extended resource without limit", f"{NS}/pods",
+         pod("ext-res", containers=[container(resources={"requests": {"example.com/dongle": "1"}})]), 422,
+         'Pod "ext-res" is invalid: spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources'),
     Case("quantity lots", f"{NS}/pods", pod("lots", containers=[container(resources={"requests": {"cpu": "lots"}})]), 400,
          'Pod in version "v1" cannot be handled as a Pod: quantities must match the regular expression '
          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
     Case("configmap key", f"{NS}/configmaps", configmap("bad-key", {"a/b": "x"}), 422,
          f'ConfigMap "bad-key" is invalid: data[a/b]: Invalid value: "a/b": {CONFIG_KEY}'),
+    Case("secret key", f"{NS}/secrets", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bad-secret"},
+                                         "stringData": {"..x": "y"}}, 422,
+         'Secret "bad-secret" is invalid: data[..x]: Invalid value: "..x": must not start with \'..\''),
     Case("configmap over 1 MiB", f"{NS}/configmaps", configmap("too-big", {"a": "x" * 600_000, "b": "y" * 600_000}), 422,
          'ConfigMap "too-big" is invalid: []: Too long: must have at most 1048576 bytes'),
     Case("create with resourceVersion", f"{NS}/configmaps",
@@ -152,3 +162,14 @@ async def test_valid_neighbours_still_pass(kube: KubeClient) -> None:
     for path, body in accepted:
         code, status = await raw(kube, "POST", path, body)
         assert code == 201, (path, status.get("message"))
+
+
+async def test_pod_right_after_its_namespace_gets_the_default_service_account(kube: KubeClient) -> None:
+    """ServiceAccount admission waits for the `default` account of a namespace just made (the
+    controller makes it within a moment), so a pod sent at once is not refused."""
+    code, status = await raw(kube, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                                   "metadata": {"name": "fresh-sa"}})
+    assert code == 201, status.get("message")
+    code, status = await raw(kube, "POST", "/api/v1/namespaces/fresh-sa/pods", pod("first"))
+    assert code == 201, status.get("message")
+    assert status["spec"]["serviceAccountName"] == "default"
