@@ -60,6 +60,7 @@ from localcluster.rest import RestHandlers
 from localcluster.rootca import make_root_ca
 from localcluster.scheduler import Scheduler
 from localcluster.server import build_app
+from localcluster.serviceaccountadmission import ServiceAccountAdmission
 from localcluster.statefulset import StatefulSetController
 from localcluster.storage import COMPACTION_INTERVAL, DEFAULT_WINDOW, Storage
 from localcluster.volumebinder import VolumeBinder
@@ -164,10 +165,13 @@ class LocalCluster:
         self.pod_gc = PodGC(self.objects, quarantine=pod_gc_quarantine)
         # the admission plugins that read other objects (LimitRanger, Priority, ResourceQuota)
         Admission(self.objects).install()
+        namespace_defaults = NamespaceDefaults(self.objects, self.root_ca)
+        if controllers:  # the plugin waits for this controller's `default` ServiceAccounts
+            ServiceAccountAdmission(self.objects, namespace_defaults.ensure_default_service_account).install()
         self.jobs = JobController(self.objects)
         self.cronjobs = CronJobController(self.objects)
         self.controllers = [StatefulSetController(self.objects), DaemonSetController(self.objects),
-                            NamespaceDefaults(self.objects, self.root_ca), self.pod_gc, self.jobs, self.cronjobs,
+                            namespace_defaults, self.pod_gc, self.jobs, self.cronjobs,
                             EndpointsController(self.objects), QuotaController(self.objects),
                             VolumeBinder(self.objects)] if controllers else []
         self._runner: web.AppRunner | None = None

@@ -125,6 +125,18 @@ class NamespaceDefaults:
                 return 5.0  # refused otherwise: try again later, never crash the cluster
         return None
 
+    def ensure_default_service_account(self, namespace: str) -> None:
+        """This controller's work for one namespace, done now: what the ServiceAccount admission
+        plugin waits for when a pod comes before `default` does (nothing in a namespace that is
+        missing or terminating)."""
+        entry = self.objects.storage.get("namespaces", "", namespace)
+        if entry is None:
+            return
+        ns = entry.load()
+        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase", "Active") != "Active":
+            return
+        self._ensure_service_account(namespace)
+
     def _ensure_service_account(self, namespace: str) -> None:
         if self.objects.storage.get("serviceaccounts", namespace, DEFAULT_SERVICE_ACCOUNT) is None:
             self.objects.create(self._sa_rt, namespace, {"metadata": {"name": DEFAULT_SERVICE_ACCOUNT}})

@@ -346,6 +346,7 @@ class ObjectAPI:
         strategy.default(obj)
         for admit in self.mutating_admission:
             admit(rt, obj)
+        requested_rv = meta.get("resourceVersion")
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
         meta["uid"] = identity[1] if identity is not None else str(uuid.uuid4())
@@ -354,6 +355,10 @@ class ObjectAPI:
         self._validate(rt, obj, None)
         for admit in self.validating_admission:
             admit(rt, obj)
+        if _parse_rv(requested_rv) != 0 and not opts.dry_run:
+            # etcd3 `store.Create`, after validation and admission: a plain error, so a 500 (a
+            # dry run never reaches etcd, so it is not refused)
+            raise errors.storage_failure("resourceVersion should not be set on objects to be created")
         if owners is None and opts.field_manager is not None:
             start = None if managed.is_reset(requested) else managed.decode(requested)
             owners = managed.update({}, obj, start or {}, opts.field_manager, rt.api_version, "",
@@ -491,6 +496,7 @@ class ObjectAPI:
             meta["name"] = name
             merged, owners = managed.apply({}, config, {}, opts.field_manager, "", t, force=opts.force,
                                            ignored=kinds.reset_fields(rt, None, config))
+            merged.get("metadata", {}).pop("resourceVersion", None)  # apply's create is `store.Update`'s, not POST's
             return self.create(rt, namespace, merged, opts=opts, owners=owners), True
         old = entry.load()
         live = entry.load()
@@ -731,6 +737,14 @@ class ObjectAPI:
         current = self.get_scale(rt, namespace, name)
         patched = patch.apply_patch(content_type, current, patch_body, None)
         return self.update_scale(rt, namespace, name, patched, opts=opts)
+
+
+def _parse_rv(value: Any) -> int:
+    """The versioner's `ObjectResourceVersion`: a resourceVersion that is not a number counts as unset."""
+    try:
+        return int(str(value)) if value not in (None, "") else 0
+    except ValueError:
+        return 0
 
 
 def _read_path(obj: Obj, path: str) -> Any:

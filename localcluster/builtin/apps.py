@@ -12,6 +12,7 @@ from localcluster.builtin.base import (
     get_path,
     template_containers,
 )
+from localcluster.builtin.intorpercent import rolling_update_errors
 from localcluster.builtin.pods import default_pod_spec, default_template_metadata, validate_pod_spec
 from localcluster.builtin.validation import immutable, non_negative, validate_label_selector, validate_labels
 from localcluster.registry import FieldError, Obj, TableColumn
@@ -133,9 +134,9 @@ class DeploymentStrategy(WorkloadStrategy):
             errs.append(FieldError.not_supported("spec.strategy.type", strategy.get("type"), ("Recreate", "RollingUpdate")))
         elif strategy.get("type") == "Recreate" and strategy.get("rollingUpdate"):
             errs.append(FieldError.forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
-        rolling = strategy.get("rollingUpdate") or {}
-        if _zero(rolling.get("maxSurge")) and _zero(rolling.get("maxUnavailable")) and strategy.get("type") == "RollingUpdate":
-            errs.append(FieldError.invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.get("maxUnavailable"), "may not be 0 when `maxSurge` is 0"))
+        rolling = strategy.get("rollingUpdate")
+        if strategy.get("type") == "RollingUpdate" and isinstance(rolling, dict):
+            errs.extend(rolling_update_errors(rolling, "spec.strategy.rollingUpdate"))
         deadline = get_path(obj, "spec", "progressDeadlineSeconds")
         if isinstance(deadline, int) and deadline <= get_path(obj, "spec", "minReadySeconds", default=0):
             errs.append(FieldError.invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from localcluster.builtin import schemas
+from localcluster import errors
+from localcluster.builtin import decoding, schemas
 from localcluster.builtin.descriptions import DESCRIPTIONS
 from localcluster.registry import Obj, Strategy, TableColumn
 
@@ -24,7 +25,11 @@ class BuiltinStrategy(Strategy):
     last_pruned: list[str] = []  # replaced per call, never mutated
 
     def prune(self, obj: Obj) -> None:
-        self.last_pruned = schemas.prune_kind(obj, self.group, self.version, self.kind)
+        """Also where a value the Go decoder cannot read is refused, with its 400."""
+        try:
+            self.last_pruned = schemas.prune_kind(obj, self.group, self.version, self.kind)
+        except decoding.DecodeError as exc:
+            raise errors.bad_request(f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: {exc}') from exc
 
 
 def age(timestamp: str | None, now: dt.datetime | None = None) -> str:

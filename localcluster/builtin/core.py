@@ -6,11 +6,12 @@ import base64
 import binascii
 import itertools
 import random
-import re
 from typing import Any
 
 from localcluster import errors
 from localcluster.builtin.base import BuiltinStrategy, columns, format_labels, get_path
+from localcluster.builtin.configmaps import configmap_content_errors
+from localcluster.builtin.validation import config_key, port_number
 from localcluster.registry import FieldError, Obj, TableColumn
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -185,7 +186,8 @@ class ServiceStrategy(BuiltinStrategy):
             spec.setdefault("allocateLoadBalancerNodePorts", True)
         for port in spec.get("ports") or []:
             port.setdefault("protocol", "TCP")
-            port.setdefault("targetPort", port.get("port"))
+            if port.get("targetPort") in (None, 0, ""):  # `SetDefaults_Service`: unset, 0 or "" is the port
+                port["targetPort"] = port.get("port")
 
     def prepare_for_create(self, obj: Obj) -> None:
         spec = obj["spec"]
@@ -247,6 +249,10 @@ class ServiceStrategy(BuiltinStrategy):
             errs.append(FieldError.required("spec.ports"))
         if old is not None and get_path(old, "spec", "clusterIP") and spec.get("clusterIP") != get_path(old, "spec", "clusterIP"):
             errs.append(FieldError("FieldValueInvalid", "spec.clusterIPs[0]", "Invalid value: field is immutable"))
+        for i, port in enumerate(spec.get("ports") or []):
+            if isinstance(port, dict):  # `validateServicePort`: port, then `ValidatePortNumOrName`
+                errs.extend(port_number(port.get("port", 0), f"spec.ports[{i}].port"))
+                errs.extend(port_number(port.get("targetPort"), f"spec.ports[{i}].targetPort"))
         uid = obj["metadata"].get("uid")
         for i, port in enumerate(spec.get("ports") or []):
             node_port = port.get("nodePort") if isinstance(port, dict) else None
@@ -282,6 +288,8 @@ class ConfigMapStrategy(BuiltinStrategy):
             data = obj.get(field_name)
             if data is not None and (not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values())):
                 errs.append(FieldError.invalid(field_name, "", "must be a map of strings"))
+        if not errs:
+            errs.extend(configmap_content_errors(obj.get("data") or {}, obj.get("binaryData") or {}))
         if obj.get("immutable") and old is not None and old.get("immutable"):
             for field_name in ("data", "binaryData"):
                 if obj.get(field_name) != old.get(field_name):
@@ -290,9 +298,6 @@ class ConfigMapStrategy(BuiltinStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         return columns(("Data", "integer")), [len(obj.get("data") or {}) + len(obj.get("binaryData") or {})]
-
-
-_SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
 class SecretStrategy(BuiltinStrategy):
@@ -332,8 +337,7 @@ class SecretStrategy(BuiltinStrategy):
         if data is not None and not isinstance(data, dict):
             return [FieldError.invalid("data", "", "must be a map of base64-encoded strings")]
         for key in data or {}:
-            if not _SECRET_KEY.match(str(key)) or len(str(key)) > 253:
-                errs.append(FieldError.invalid(f"data[{key}]", key, "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"))
+            errs.extend(FieldError.invalid(f"data[{key}]", key, msg) for msg in config_key(str(key)))
         if old is not None:
             if obj.get("type") != old.get("type"):
                 errs.append(FieldError("FieldValueInvalid", "type", f"Invalid value: \"{obj.get('type')}\": field is immutable"))

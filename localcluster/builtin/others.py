@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.intorpercent import int_or_percent_in_range
 from localcluster.builtin.validation import non_negative, validate_label_selector
 from localcluster.registry import FieldError, Obj, TableColumn
 
@@ -27,11 +28,7 @@ class PodDisruptionBudgetStrategy(BuiltinStrategy):
         if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
             errs.append(FieldError.invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
         for key in ("minAvailable", "maxUnavailable"):
-            value = spec.get(key)
-            if isinstance(value, int):
-                errs.extend(non_negative(value, f"spec.{key}"))
-            elif isinstance(value, str) and not (value.endswith("%") and value[:-1].isdigit()):
-                errs.append(FieldError.invalid(f"spec.{key}", value, "a valid percent string must be a numeric string followed by an ending '%'"))
+            errs.extend(int_or_percent_in_range(spec.get(key), f"spec.{key}"))
         errs.extend(validate_label_selector(spec.get("selector"), "spec.selector"))
         policy = spec.get("unhealthyPodEvictionPolicy")
         if policy is not None and policy not in ("IfHealthyBudget", "AlwaysAllow"):

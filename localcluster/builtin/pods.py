@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from localcluster.builtin.base import BuiltinStrategy, columns, get_path
-from localcluster.builtin.validation import dns_label, non_negative
+from localcluster.builtin.resources import resource_requirements_errors
+from localcluster.builtin.validation import dns_label, non_negative, port_number
 from localcluster.registry import FieldError, Obj, TableColumn
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -48,6 +49,21 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if isinstance(container, dict):
             default_container(container)
+
+
+def default_requests_to_limits(spec: dict[str, Any]) -> None:
+    """`SetDefaults_Pod`: a limit with no request of its resource is also the request. Pods only,
+    not templates (a template's pods get it when they are created)."""
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        resources = container.get("resources") if isinstance(container, dict) else None
+        limits = resources.get("limits") if isinstance(resources, dict) else None
+        if not isinstance(limits, dict) or not isinstance(resources, dict):
+            continue
+        requests = resources.get("requests")
+        if not isinstance(requests, dict):
+            requests = resources["requests"] = {}
+        for name, value in limits.items():
+            requests.setdefault(name, value)
 
 
 def default_template_metadata(template: Any) -> None:
@@ -126,6 +142,7 @@ class PodStrategy(BuiltinStrategy):
         if not isinstance(spec, dict):
             return
         default_pod_spec(spec)
+        default_requests_to_limits(spec)
         spec.setdefault("serviceAccountName", "default")
         spec.setdefault("serviceAccount", spec["serviceAccountName"])
         spec.setdefault("enableServiceLinks", True)
@@ -242,6 +259,10 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
             seen.add(str(name))
         if not c.get("image"):
             errs.append(FieldError.required(f"{cpath}.image"))
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(key) or []):
+            if isinstance(c, dict):
+                errs.extend(_container_errors(c, f"{path}.{key}[{i}]"))
     restart = spec.get("restartPolicy")
     if restart not in ("Always", "OnFailure", "Never"):
         errs.append(FieldError.not_supported(f"{path}.restartPolicy", restart, ("Always", "OnFailure", "Never")))
@@ -257,6 +278,23 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
             errs.append(FieldError.not_supported(f"{path}.tolerations[{i}].effect", effect, ("NoExecute", "NoSchedule", "PreferNoSchedule")))
         if isinstance(t, dict) and t.get("tolerationSeconds") is not None and effect != "NoExecute":
             errs.append(FieldError.invalid(f"{path}.tolerations[{i}].effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    return errs
+
+
+def _container_errors(c: dict[str, Any], path: str) -> list[FieldError]:
+    """`validateContainerPorts` (each port in 1-65535) and `ValidateResourceRequirements`."""
+    errs: list[FieldError] = []
+    for i, port in enumerate(c.get("ports") or []):
+        if not isinstance(port, dict):
+            continue
+        ppath = f"{path}.ports[{i}]"
+        if not port.get("containerPort"):
+            errs.append(FieldError.required(f"{ppath}.containerPort"))
+        else:
+            errs.extend(port_number(port["containerPort"], f"{ppath}.containerPort"))
+        if port.get("hostPort"):
+            errs.extend(port_number(port["hostPort"], f"{ppath}.hostPort"))
+    errs.extend(resource_requirements_errors(c.get("resources"), f"{path}.resources"))
     return errs
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from localcluster.builtin import decoding
+
 Schema = dict[str, Any]
 SCHEMA_VERSION = "v1.32.0-local"
 _PRESERVE = {
@@ -86,9 +88,10 @@ def items(schema: Schema | None) -> Schema | None:
 class _Node:
     """A schema compiled for pruning: which keys an object keeps and how to prune each value.
     Resolving `$ref`s once per definition instead of once per object is what keeps pruning a
-    pod cheap (it runs on every write)."""
+    pod cheap (it runs on every write). It also holds what the Go decoder checks while it
+    prunes: each scalar field's Go type and which values are `resource.Quantity`s."""
 
-    __slots__ = ("extra", "item", "nullable", "props")
+    __slots__ = ("extra", "extra_quantity", "item", "nullable", "owner", "props", "quantities", "scalars")
 
     def __init__(self) -> None:
         self.props: dict[str, _Node | None] | None = None
@@ -98,6 +101,13 @@ class _Node:
         self.nullable: frozenset[str] = frozenset()
         self.extra: _Node | None = None
         self.item: _Node | None = None
+        #: The Go struct this object decodes into (`Toleration`), for decode errors.
+        self.owner = ""
+        #: Scalar fields: key -> (JSON schema type, Go type), e.g. ("integer", "int64").
+        self.scalars: dict[str, tuple[str, str]] = {}
+        #: Fields, or (`extra_quantity`) map values, that are `resource.Quantity`s.
+        self.quantities: frozenset[str] = frozenset()
+        self.extra_quantity = False
 
 
 _compiled: dict[int, _Node | None] = {}
@@ -114,7 +124,31 @@ def _is_time(schema: Schema) -> bool:
     return any(isinstance(r, str) and r.endswith((".meta.v1.Time", ".meta.v1.MicroTime")) for r in refs)
 
 
-def _compile(schema: Schema | None) -> _Node | None:
+def _ref_name(schema: Schema | None) -> str:
+    """The definition a schema refers to (`io.k8s.api.core.v1.Toleration`), or ""."""
+    if not isinstance(schema, dict):
+        return ""
+    refs = [schema.get("$ref"), *(s.get("$ref") for s in schema.get("allOf") or () if isinstance(s, dict))]
+    return next((r.rsplit("/", 1)[-1] for r in refs if isinstance(r, str)), "")
+
+
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_GO_TYPES = {("integer", "int32"): "int32", ("integer", "int64"): "int64", ("integer", None): "int64",
+             ("number", "double"): "float64", ("number", None): "float64", ("boolean", None): "bool",
+             ("string", None): "string"}
+
+
+def _scalar(schema: Schema) -> tuple[str, str] | None:
+    """(JSON type, Go type) of a plain scalar field; None for anything else (refs, []byte, objects)."""
+    if "$ref" in schema or "allOf" in schema:
+        return None
+    types = schema.get("type")
+    kind = next((t for t in types if t != "null"), None) if isinstance(types, list) else types
+    go = _GO_TYPES.get((str(kind), schema.get("format")))
+    return (str(kind), go) if go is not None else None
+
+
+def _compile(schema: Schema | None, owner: str = "") -> _Node | None:
     resolved = resolve(schema)
     if resolved is None:
         return None
@@ -122,6 +156,7 @@ def _compile(schema: Schema | None) -> _Node | None:
     if key in _compiled:
         return _compiled[key]
     node = _Node()
+    node.owner = (_ref_name(schema) or owner).rsplit(".", 1)[-1]
     _compiled[key] = node  # before recursing: definitions may refer to themselves
     props = resolved.get("properties")
     extra = resolved.get("additionalProperties")
@@ -129,11 +164,14 @@ def _compile(schema: Schema | None) -> _Node | None:
     if props is not None:
         node.props = {k: _compile(v) for k, v in props.items()}
         node.nullable = frozenset(k for k, v in props.items() if _is_time(v) and k not in _POINTER_TIMES)
+        node.scalars = {k: sc for k, v in props.items() if isinstance(v, dict) and (sc := _scalar(v)) is not None}
+        node.quantities = frozenset(k for k, v in props.items() if _ref_name(v) == _QUANTITY)
     elif isinstance(extra, dict):
         node.extra = _compile(extra)
+        node.extra_quantity = _ref_name(extra) == _QUANTITY
     if isinstance(items_, dict):
         node.item = _compile(items_)
-    if node.props is None and node.extra is None and node.item is None:
+    if node.props is None and node.extra is None and node.item is None and not node.extra_quantity:
         _compiled[key] = None
         return None
     return node
@@ -154,9 +192,17 @@ def _prune_node(value: Any, node: _Node, path: str, dropped: list[str]) -> None:
                 if value[key] is None and key not in node.nullable:
                     del value[key]
                     continue
+                scalar = node.scalars.get(key)
+                if scalar is not None:
+                    decoding.check_scalar(value[key], scalar, node.owner, f"{path}.{key}" if path else key)
+                elif key in node.quantities:
+                    decoding.check_quantity(value[key])
                 sub = props[key]
                 if sub is not None:
                     _prune_node(value[key], sub, f"{path}.{key}" if path else key, dropped)
+        elif node.extra_quantity:
+            for sub_value in value.values():
+                decoding.check_quantity(sub_value)
         elif node.extra is not None:
             for key, sub_value in value.items():
                 _prune_node(sub_value, node.extra, f"{path}.{key}" if path else key, dropped)
@@ -176,9 +222,14 @@ def prune(value: Any, schema: Schema | None) -> list[str]:
 
 
 def prune_kind(obj: dict[str, Any], group: str, version: str, kind: str) -> list[str]:
+    """As `prune`; raises `decoding.DecodeError` for a value the Go decoder would refuse."""
     name = definition_name(group, version, kind)
     if name is not None:
-        return prune(obj, definitions()[name])
+        dropped: list[str] = []
+        node = _compile(definitions()[name], owner=name)
+        if node is not None:
+            _prune_node(obj, node, "", dropped)
+        return dropped
     return []
 
 

@@ -154,3 +154,34 @@ def _compact(value: Any) -> str:
     import orjson
 
     return orjson.dumps(value).decode() if not isinstance(value, str) else f'"{value}"'
+
+
+PORT_RANGE_MSG = "must be between 1 and 65535, inclusive"
+
+
+def port_number(value: Any, path: str) -> list[FieldError]:
+    """`validation.IsValidPortNum` as `field.Invalid` words it (ports of containers and services)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not 1 <= value <= 65535:
+        return [FieldError.invalid(path, value, PORT_RANGE_MSG)]
+    return []
+
+
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_KEY_MSG = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or "
+    "'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+)
+
+
+def config_key(key: str) -> list[str]:
+    """`validation.IsConfigMapKey`: the key rule of ConfigMaps and Secrets (they become file names)."""
+    problems: list[str] = []
+    if len(key) > 253:
+        problems.append("must be no more than 253 characters")
+    if not _CONFIG_KEY.match(key):
+        problems.append(CONFIG_KEY_MSG)
+    if key in (".", ".."):
+        problems.append(f"must not be '{key}'")
+    elif key.startswith(".."):
+        problems.append("must not start with '..'")
+    return problems
