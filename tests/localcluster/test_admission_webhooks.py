@@ -79,7 +79,11 @@ async def test_a_429_denial_of_an_eviction_reaches_the_client_as_the_real_server
                            "details": {"retryAfterSeconds": 5}})
     await register(kube, webhook.configuration("surge", resources=["pods/eviction"]))
     try:
-        code, body, headers = await until_called(webhook, lambda: raw(kube, "POST", f"{NS}/pods/victim/eviction", EVICTION))
+        # The real server picks a new configuration up a moment later: probe with dry runs, so an
+        # eviction let through before then does not evict the pod this test needs.
+        await until_called(webhook, lambda: raw(kube, "POST", f"{NS}/pods/victim/eviction", EVICTION,
+                                                query={"dryRun": "All"}))
+        code, body, headers = await raw(kube, "POST", f"{NS}/pods/victim/eviction", EVICTION)
         assert code == 429
         assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                         "message": 'admission webhook "surge.example.com" denied the request: a replacement is being started',
