@@ -39,7 +39,7 @@ from controllers.common.evacuation import (
     SURGE_ANSWERS_OPTION,
     SURGING_CONTROLLERS,
 )
-from controllers.context import ControllerContext, ControllerOptions
+from controllers.context import ControllerContext, ControllerOptions, FeatureGates
 from controllers.worker import is_expected_failure
 
 if TYPE_CHECKING:
@@ -68,6 +68,12 @@ def _default_factory(client: KubeClient, *, gc_freeze: bool = True) -> SharedInf
     from informers import PROJECTIONS, SharedInformerFactory
 
     return SharedInformerFactory(client, gc_freeze=gc_freeze, transforms=PROJECTIONS)
+
+
+def _surge_answers(enabled: list[ControllerDescriptor], gates: FeatureGates) -> bool:
+    """Whether this manager answers EvacuationRequests by surging: its own ReplicaSet and Deployment
+    controllers run with the gate. Beside KCM's own nobody does, and the drain must not wait."""
+    return SURGING_CONTROLLERS <= {d.name for d in enabled} and gates.enabled(GATE_NODE_MAINTENANCE_DEPLOYMENT)
 
 
 class Manager:
@@ -222,8 +228,7 @@ class Manager:
             events=broadcaster,
             gates=opts.gates,
             options=ControllerOptions(concurrent_syncs=dict(opts.concurrent_syncs),
-                                      extra={**opts.extra, SURGE_ANSWERS_OPTION: SURGING_CONTROLLERS <= {d.name for d in enabled}
-                                             and opts.gates.enabled(GATE_NODE_MAINTENANCE_DEPLOYMENT)}),
+                                      extra={**opts.extra, SURGE_ANSWERS_OPTION: _surge_answers(enabled, opts.gates)}),
         )
         self.controllers = self._build(enabled, ctx)
         for controller in self.controllers:
