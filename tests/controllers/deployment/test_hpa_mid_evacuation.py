@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from apiclient import KubeClient
+from apiclient.errors import ApiError
 from apiclient.resources import DEPLOYMENTS, Resource
 from controllers.deployment import DeploymentController
 from controllers.replicaset import ReplicaSetController
@@ -46,10 +47,24 @@ async def kube_with_kubelets() -> AsyncIterator[KubeClient]:
 
 
 async def autoscale(kube: KubeClient, name: str, replicas: int) -> None:
-    """What the HPA controller writes: the target's Scale, then its own status."""
-    scale = await kube.get(DEPLOYMENTS, name, namespace=NS, subresource="scale")
-    scale["spec"]["replicas"] = replicas
-    await kube.replace(DEPLOYMENTS, scale, namespace=NS, name=name, subresource="scale")
+    """What the HPA controller writes: the target's Scale, then its own status.
+
+    The Deployment controller writes the same object during the evacuation, so the Scale's
+    resourceVersion can be stale by the time it is written; the HPA controller then requeues and
+    reads the Scale again, which is what the loop does.
+    """
+    for _ in range(10):
+        scale = await kube.get(DEPLOYMENTS, name, namespace=NS, subresource="scale")
+        scale["spec"]["replicas"] = replicas
+        try:
+            await kube.replace(DEPLOYMENTS, scale, namespace=NS, name=name, subresource="scale")
+            break
+        except ApiError as err:
+            if not err.conflict:
+                raise
+            await anyio.sleep(0.05)
+    else:
+        raise AssertionError(f"the Scale of {name} kept conflicting")
     hpa = await kube.get(HPAS, name, namespace=NS)
     hpa["status"] = {"currentReplicas": scale["status"]["replicas"], "desiredReplicas": replicas}
     await kube.replace(HPAS, hpa, namespace=NS, name=name, subresource="status")
