@@ -44,18 +44,27 @@ def _in_cluster() -> tuple[Kubeconfig, str]:
     if not host or not port:
         raise KubeconfigError(
             "no --kubeconfig, --master or $KUBECONFIG, and no in-cluster service account "
-            "(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined)")
+            "(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined)"
+        )
     token_file = os.path.join(SERVICE_ACCOUNT_DIR, "token")
     ca_file = os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt")
     try:
         with open(ca_file, "rb") as f:
             ca = f.read()
     except OSError as exc:
-        raise KubeconfigError(f"in-cluster service account: cannot read {ca_file}: {exc.strerror or exc}") from None
-    server = validate_server(f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}", tls=True,
-                             what="in-cluster server")
-    return Kubeconfig(context="in-cluster", cluster=ClusterInfo(server=server, ca_data=ca),
-                      user=UserInfo(token_file=token_file)), token_file
+        raise KubeconfigError(
+            f"in-cluster service account: cannot read {ca_file}: {exc.strerror or exc}"
+        ) from None
+    server = validate_server(
+        f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}",
+        tls=True,
+        what="in-cluster server",
+    )
+    return Kubeconfig(
+        context="in-cluster",
+        cluster=ClusterInfo(server=server, ca_data=ca),
+        user=UserInfo(token_file=token_file),
+    ), token_file
 
 
 def resolve_kubeconfig(*, kubeconfig: str | None, master: str | None, context: str | None) -> Kubeconfig:
@@ -66,12 +75,17 @@ def resolve_kubeconfig(*, kubeconfig: str | None, master: str | None, context: s
     if paths:
         resolved = load_kubeconfig(paths, context=context)
     elif master:
-        resolved = Kubeconfig(context="", cluster=ClusterInfo(server=validate_server(master, tls=False, what="server address")),
-                              user=UserInfo())
+        resolved = Kubeconfig(
+            context="",
+            cluster=ClusterInfo(server=validate_server(master, tls=False, what="server address")),
+            user=UserInfo(),
+        )
     else:
         resolved, _ = _in_cluster()
     if master:
-        tls_wanted = bool(resolved.cluster.ca_data or resolved.user.cert_data or resolved.cluster.insecure_skip_tls_verify)
+        tls_wanted = bool(
+            resolved.cluster.ca_data or resolved.user.cert_data or resolved.cluster.insecure_skip_tls_verify
+        )
         server = validate_server(master, tls=tls_wanted, what="server address")
         resolved = dataclasses.replace(resolved, cluster=dataclasses.replace(resolved.cluster, server=server))
     return resolved
@@ -146,8 +160,9 @@ async def _api_client_for(kc: Kubeconfig) -> k8s_client.ApiClient:
     if first is not None and first.cert_data:
         cert, key = first.cert_data, first.key_data
     try:
-        context_ = tls.ssl_context(ca=kc.cluster.ca_data, cert=cert, key=key,
-                                   verify=not kc.cluster.insecure_skip_tls_verify)
+        context_ = tls.ssl_context(
+            ca=kc.cluster.ca_data, cert=cert, key=key, verify=not kc.cluster.insecure_skip_tls_verify
+        )
     except ValueError as exc:
         raise KubeconfigError(str(exc)) from None
 
@@ -173,8 +188,12 @@ async def _api_client_for(kc: Kubeconfig) -> k8s_client.ApiClient:
 async def _rotate_certificate(api: k8s_client.ApiClient, kc: Kubeconfig, result: ExecResult) -> None:
     """A plugin handed out a new client certificate: new connections use it, old ones are closed
     (client-go's connection tracker closes them all, watches included, so each reconnects)."""
-    context_ = tls.ssl_context(ca=kc.cluster.ca_data, cert=result.cert_data, key=result.key_data,
-                               verify=not kc.cluster.insecure_skip_tls_verify)
+    context_ = tls.ssl_context(
+        ca=kc.cluster.ca_data,
+        cert=result.cert_data,
+        key=result.key_data,
+        verify=not kc.cluster.insecure_skip_tls_verify,
+    )
     rest = api.rest_client
     old = rest.pool_manager
     rest.pool_manager = tls.session(context_, limit=api.configuration.connection_pool_maxsize)

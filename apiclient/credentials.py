@@ -73,7 +73,9 @@ class StaticCredentials(Credentials):
 class TokenFileCredentials(Credentials):
     """client-go's cachingTokenSource over a fileTokenSource: re-read about every minute and after a 401."""
 
-    def __init__(self, path: str, *, initial: str | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, path: str, *, initial: str | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.path = path
         self._clock = clock
         self._lock = anyio.Lock()

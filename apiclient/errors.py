@@ -13,7 +13,9 @@ class ApiError(Exception):
     `apierrors.IsNotFound` and friends do.
     """
 
-    def __init__(self, status: int, body: dict[str, Any] | None = None, *, method: str = "", path: str = "") -> None:
+    def __init__(
+        self, status: int, body: dict[str, Any] | None = None, *, method: str = "", path: str = ""
+    ) -> None:
         self.status = status
         self.body: dict[str, Any] = body or {}
         self.reason: str = str(self.body.get("reason", "")) or _reason_for(status)

@@ -183,11 +183,14 @@ class EventLogger:
     def __init__(self) -> None:
         self.cache: LRU[tuple[str, ...], _Observation] = LRU()
 
-    def observe(self, event: dict[str, Any], key: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    def observe(
+        self, event: dict[str, Any], key: tuple[str, ...]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         last = self.cache.get(key)
         if last is None or last.count <= 0:
-            self.cache.put(key, _Observation(1, str(event.get("firstTimestamp", "")),
-                                             event["metadata"]["name"], ""))
+            self.cache.put(
+                key, _Observation(1, str(event.get("firstTimestamp", "")), event["metadata"]["name"], "")
+            )
             return event, None
         bumped = {
             **event,
@@ -195,8 +198,14 @@ class EventLogger:
             "firstTimestamp": last.first_timestamp,
             "metadata": {**event["metadata"], "name": last.name, "resourceVersion": last.resource_version},
         }
-        self.cache.put(key, _Observation(last.count + 1, last.first_timestamp, last.name, last.resource_version))
-        patch = {"count": bumped["count"], "lastTimestamp": bumped["lastTimestamp"], "message": bumped["message"]}
+        self.cache.put(
+            key, _Observation(last.count + 1, last.first_timestamp, last.name, last.resource_version)
+        )
+        patch = {
+            "count": bumped["count"],
+            "lastTimestamp": bumped["lastTimestamp"],
+            "message": bumped["message"],
+        }
         return bumped, patch
 
     def update_state(self, event: Mapping[str, Any], key: tuple[str, ...]) -> None:
@@ -219,7 +228,9 @@ class _Bucket:
 class SpamFilter:
     """client-go's `EventSourceObjectSpamFilter`: a token bucket per source + object."""
 
-    def __init__(self, *, qps: float = DEFAULT_SPAM_QPS, burst: int = DEFAULT_SPAM_BURST, clock: Clock = time.time) -> None:
+    def __init__(
+        self, *, qps: float = DEFAULT_SPAM_QPS, burst: int = DEFAULT_SPAM_BURST, clock: Clock = time.time
+    ) -> None:
         self.qps = qps
         self.burst = burst
         self.clock = clock
@@ -252,8 +263,13 @@ class Correlated:
 class EventCorrelator:
     """Aggregate, then observe, then spam-filter: client-go's `EventCorrelate` order."""
 
-    def __init__(self, *, clock: Clock = time.time, spam_qps: float = DEFAULT_SPAM_QPS,
-                 spam_burst: int = DEFAULT_SPAM_BURST) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock = time.time,
+        spam_qps: float = DEFAULT_SPAM_QPS,
+        spam_burst: int = DEFAULT_SPAM_BURST,
+    ) -> None:
         self.aggregator = EventAggregator(clock=clock)
         self.logger = EventLogger()
         self.spam = SpamFilter(qps=spam_qps, burst=spam_burst, clock=clock)
@@ -367,8 +383,11 @@ class EventBroadcaster:
                 written = await self._write_once(result)
             except ApiError as exc:
                 if exc.status < 500 and not exc.too_many_requests:
-                    log.warning("server rejected event, dropping it", reason=result.event.get("reason"),
-                                error=str(exc))
+                    log.warning(
+                        "server rejected event, dropping it",
+                        reason=result.event.get("reason"),
+                        error=str(exc),
+                    )
                     return
                 error = str(exc)
             except (aiohttp.ClientError, OSError) as exc:
@@ -385,11 +404,17 @@ class EventBroadcaster:
         meta = event["metadata"]
         if result.patch is not None:
             try:
-                return await self.client.patch(EVENTS, meta["name"], result.patch, namespace=meta["namespace"])
+                return await self.client.patch(
+                    EVENTS, meta["name"], result.patch, namespace=meta["namespace"]
+                )
             except ApiError as exc:
                 if not exc.not_found:
                     raise
                 # The old Event expired server-side: create it afresh (client-go resets the count).
-                event = {**event, "count": 1, "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}
+                event = {
+                    **event,
+                    "count": 1,
+                    "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                }
         body = {**event, "metadata": {k: v for k, v in event["metadata"].items() if k != "resourceVersion"}}
         return await self.client.create(EVENTS, body, namespace=meta["namespace"])

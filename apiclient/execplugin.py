@@ -72,7 +72,9 @@ def interactive(mode: str, *, is_terminal: Callable[[], bool] = _stdin_is_termin
         return is_terminal()
     if mode == "Always":
         if not is_terminal():
-            raise CredentialError("exec plugin cannot support interactive mode: standard input is not a terminal")
+            raise CredentialError(
+                "exec plugin cannot support interactive mode: standard input is not a terminal"
+            )
         return True
     raise CredentialError(f"exec plugin cannot support interactive mode: unknown interactiveMode: {mode!r}")
 
@@ -121,7 +123,8 @@ def parse_output(config: ExecConfig, stdout: bytes) -> ExecResult:
         raise CredentialError(f"decoding stdout: expected kind ExecCredential, got {kind!r}")
     if version != config.api_version:
         raise CredentialError(
-            f"exec plugin is configured to use API version {config.api_version}, plugin returned version {version}")
+            f"exec plugin is configured to use API version {config.api_version}, plugin returned version {version}"
+        )
     status = doc.get("status")
     if not isinstance(status, dict):
         raise CredentialError("exec plugin didn't return a status field")
@@ -133,12 +136,17 @@ def parse_output(config: ExecConfig, stdout: bytes) -> ExecResult:
     if bool(cert) != bool(key):
         raise CredentialError("exec plugin returned only certificate or key, not both")
     expires = status.get("expirationTimestamp")
-    return ExecResult(token=token, cert_data=cert.encode(), key_data=key.encode(),
-                      expires=_parse_time(expires) if expires else None)
+    return ExecResult(
+        token=token,
+        cert_data=cert.encode(),
+        key_data=key.encode(),
+        expires=_parse_time(expires) if expires else None,
+    )
 
 
-async def run_plugin(config: ExecConfig, cluster: ClusterInfo | None, *,
-                     environ: Mapping[str, str] | None = None) -> ExecResult:
+async def run_plugin(
+    config: ExecConfig, cluster: ClusterInfo | None, *, environ: Mapping[str, str] | None = None
+) -> ExecResult:
     """Run the plugin once (on the event loop: a child process and its pipes, nothing blocks)."""
     is_interactive = interactive(config.interactive_mode)
     env = dict(os.environ if environ is None else environ)
@@ -146,8 +154,12 @@ async def run_plugin(config: ExecConfig, cluster: ClusterInfo | None, *,
     env[EXEC_INFO_ENV] = json.dumps(exec_info(config, cluster, is_interactive=is_interactive))
     try:
         done = await anyio.run_process(
-            [config.command, *config.args], env=env, check=False,
-            stdin=None if is_interactive else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None,
+            [config.command, *config.args],
+            env=env,
+            check=False,
+            stdin=None if is_interactive else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=None,
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError):
         metrics.EXEC_PLUGIN_CALLS.labels("1", "plugin_not_found_error").inc()
@@ -167,8 +179,9 @@ async def run_plugin(config: ExecConfig, cluster: ClusterInfo | None, *,
 class ExecCredentials(Credentials):
     """The Authenticator: a cached plugin answer, refreshed once for everyone when due."""
 
-    def __init__(self, config: ExecConfig, cluster: ClusterInfo | None, *,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, config: ExecConfig, cluster: ClusterInfo | None, *, wall_clock: Callable[[], float] = time.time
+    ) -> None:
         self.config = config
         self.cluster = cluster
         self._now = wall_clock
@@ -190,11 +203,17 @@ class ExecCredentials(Credentials):
         self.runs += 1
         old, self._cached = self._cached, result
         self._cert_rotated = bool(result.cert_data) and (
-            old is None or (old.cert_data, old.key_data) != (result.cert_data, result.key_data))
+            old is None or (old.cert_data, old.key_data) != (result.cert_data, result.key_data)
+        )
         if self._cert_rotated and old is not None and self._on_certificate is not None:
             await self._on_certificate(result)
-        log.debug("exec credential plugin ran", command=self.config.command,
-                  expires=None if result.expires is None else dt.datetime.fromtimestamp(result.expires, dt.UTC).isoformat())
+        log.debug(
+            "exec credential plugin ran",
+            command=self.config.command,
+            expires=None
+            if result.expires is None
+            else dt.datetime.fromtimestamp(result.expires, dt.UTC).isoformat(),
+        )
         return result
 
     async def get(self) -> ExecResult:

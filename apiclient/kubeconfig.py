@@ -114,11 +114,14 @@ def _read_yaml(path: str) -> dict[str, Any]:
             raise KubeconfigError(f"error loading config file {path!r}: {key} must be a list")
         for entry in entries or []:
             if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                raise KubeconfigError(f"error loading config file {path!r}: every entry of {key} needs a name")
+                raise KubeconfigError(
+                    f"error loading config file {path!r}: every entry of {key} needs a name"
+                )
             inner = entry.get(key[:-1])
             if inner is not None and not isinstance(inner, dict):
                 raise KubeconfigError(
-                    f"error loading config file {path!r}: {key[:-1]} {entry['name']!r} must be a mapping")
+                    f"error loading config file {path!r}: {key[:-1]} {entry['name']!r} must be a mapping"
+                )
     return loaded
 
 
@@ -174,7 +177,9 @@ def _file_or_data(entry: Mapping[str, Any], name: str, base: str, owner: str) ->
             with open(resolved, "rb") as f:
                 return f.read()
         except OSError as exc:
-            raise KubeconfigError(f"unable to read {name} {resolved} for {owner} due to {exc.strerror or exc}") from None
+            raise KubeconfigError(
+                f"unable to read {name} {resolved} for {owner} due to {exc.strerror or exc}"
+            ) from None
     return None
 
 
@@ -191,13 +196,17 @@ def _exec_config(raw: Any, user: str, base: str, cluster_ext: Any) -> ExecConfig
         raise KubeconfigError(f"exec plugin: invalid apiVersion {api_version!r}")
     mode = raw.get("interactiveMode") or ("IfAvailable" if api_version.endswith("v1beta1") else "")
     if not mode:
-        raise KubeconfigError(f"interactiveMode must be specified for {user} to use exec authentication plugin")
+        raise KubeconfigError(
+            f"interactiveMode must be specified for {user} to use exec authentication plugin"
+        )
     if mode not in INTERACTIVE_MODES:
         raise KubeconfigError(f"invalid interactiveMode for {user}: {mode!r}")
     env: list[tuple[str, str]] = []
     for item in raw.get("env") or []:
         if not isinstance(item, dict) or not item.get("name"):
-            raise KubeconfigError(f"env variable name must be specified for {user} to use exec authentication plugin")
+            raise KubeconfigError(
+                f"env variable name must be specified for {user} to use exec authentication plugin"
+            )
         env.append((str(item["name"]), str(item.get("value") or "")))
     args = raw.get("args") or []
     if not isinstance(args, list):
@@ -205,9 +214,14 @@ def _exec_config(raw: Any, user: str, base: str, cluster_ext: Any) -> ExecConfig
     if os.sep in command and not os.path.isabs(command):
         command = os.path.normpath(os.path.join(base, command))
     return ExecConfig(
-        command=command, api_version=api_version, args=tuple(str(a) for a in args), env=tuple(env),
-        interactive_mode=str(mode), provide_cluster_info=bool(raw.get("provideClusterInfo")),
-        install_hint=str(raw.get("installHint") or ""), cluster_config=cluster_ext,
+        command=command,
+        api_version=api_version,
+        args=tuple(str(a) for a in args),
+        env=tuple(env),
+        interactive_mode=str(mode),
+        provide_cluster_info=bool(raw.get("provideClusterInfo")),
+        install_hint=str(raw.get("installHint") or ""),
+        cluster_config=cluster_ext,
     )
 
 
@@ -238,7 +252,8 @@ def load_kubeconfig(paths: list[str], *, context: str | None = None) -> Kubeconf
         merged.add(_read_yaml(path), os.path.dirname(os.path.abspath(path)))
     if merged.empty():
         raise KubeconfigError(
-            "invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment variable")
+            "invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment variable"
+        )
     name = context or merged.current_context
     if not name:
         raise KubeconfigError("invalid configuration: no context chosen (set current-context or --context)")
@@ -247,12 +262,16 @@ def load_kubeconfig(paths: list[str], *, context: str | None = None) -> Kubeconf
         raise KubeconfigError(f"context was not found for specified context: {name}")
     cluster_name = str(ctx.get("cluster") or "")
     if cluster_name not in merged.clusters:
-        raise KubeconfigError(f"invalid configuration: context {name!r} names cluster {cluster_name!r}, which is not defined")
+        raise KubeconfigError(
+            f"invalid configuration: context {name!r} names cluster {cluster_name!r}, which is not defined"
+        )
     raw_cluster, cluster_base = merged.clusters[cluster_name]
     user_name = str(ctx.get("user") or "")
     raw_user, user_base = merged.users.get(user_name, ({}, cluster_base))
     if user_name and user_name not in merged.users:
-        raise KubeconfigError(f"invalid configuration: context {name!r} names user {user_name!r}, which is not defined")
+        raise KubeconfigError(
+            f"invalid configuration: context {name!r} names user {user_name!r}, which is not defined"
+        )
 
     owner = f"cluster {cluster_name!r}"
     if not raw_cluster.get("server"):
@@ -260,16 +279,23 @@ def load_kubeconfig(paths: list[str], *, context: str | None = None) -> Kubeconf
     ca = _file_or_data(raw_cluster, "certificate-authority", cluster_base, owner)
     insecure = bool(raw_cluster.get("insecure-skip-tls-verify"))
     user = _user_info(raw_user, user_name or "<no user>", user_base, _cluster_extension(raw_cluster))
-    server = validate_server(str(raw_cluster["server"]), tls=bool(ca or user.cert_data or insecure),
-                             what=f"server of cluster {cluster_name!r}")
+    server = validate_server(
+        str(raw_cluster["server"]),
+        tls=bool(ca or user.cert_data or insecure),
+        what=f"server of cluster {cluster_name!r}",
+    )
     cluster = ClusterInfo(
-        server=server, ca_data=ca, insecure_skip_tls_verify=insecure,
+        server=server,
+        ca_data=ca,
+        insecure_skip_tls_verify=insecure,
         tls_server_name=raw_cluster.get("tls-server-name") or None,
         proxy_url=raw_cluster.get("proxy-url") or None,
         disable_compression=bool(raw_cluster.get("disable-compression")),
     )
     namespace = ctx.get("namespace")
-    return Kubeconfig(context=name, cluster=cluster, user=user, namespace=str(namespace) if namespace else None)
+    return Kubeconfig(
+        context=name, cluster=cluster, user=user, namespace=str(namespace) if namespace else None
+    )
 
 
 def _user_info(raw: Mapping[str, Any], name: str, base: str, cluster_ext: Any) -> UserInfo:
@@ -277,11 +303,17 @@ def _user_info(raw: Mapping[str, Any], name: str, base: str, cluster_ext: Any) -
     cert = _file_or_data(raw, "client-certificate", base, owner)
     key = _file_or_data(raw, "client-key", base, owner)
     if raw.get("client-key-data") and raw.get("client-key"):
-        raise KubeconfigError(f"client-key-data and client-key are both specified for {name}; please specify only one")
+        raise KubeconfigError(
+            f"client-key-data and client-key are both specified for {name}; please specify only one"
+        )
     if cert is not None and key is None:
-        raise KubeconfigError(f"client-key-data or client-key must be specified for {name} to use the clientCert authentication method.")
+        raise KubeconfigError(
+            f"client-key-data or client-key must be specified for {name} to use the clientCert authentication method."
+        )
     if key is not None and cert is None:
-        raise KubeconfigError(f"client-cert-data or client-cert must be specified for {name} to use the clientCert authentication method.")
+        raise KubeconfigError(
+            f"client-cert-data or client-cert must be specified for {name} to use the clientCert authentication method."
+        )
     token = raw.get("token") or None
     token_file = _resolve(raw["tokenFile"], base) if raw.get("tokenFile") else None
     methods = []
@@ -290,13 +322,22 @@ def _user_info(raw: Mapping[str, Any], name: str, base: str, cluster_ext: Any) -
     if raw.get("username") or raw.get("password"):
         methods.append("basicAuth")
     if len(methods) > 1:
-        raise KubeconfigError(f"more than one authentication method found for {name}; found {methods}, only one is allowed")
+        raise KubeconfigError(
+            f"more than one authentication method found for {name}; found {methods}, only one is allowed"
+        )
     exec_config = _exec_config(raw["exec"], name, base, cluster_ext) if raw.get("exec") else None
     provider = raw.get("auth-provider")
     if exec_config is not None and provider:
-        raise KubeconfigError(f"authProvider cannot be provided in combination with an exec plugin for {name}")
+        raise KubeconfigError(
+            f"authProvider cannot be provided in combination with an exec plugin for {name}"
+        )
     return UserInfo(
-        token=str(token) if token else None, token_file=token_file, cert_data=cert, key_data=key,
-        username=raw.get("username") or None, password=raw.get("password") or None,
-        exec=exec_config, auth_provider=provider if isinstance(provider, dict) else None,
+        token=str(token) if token else None,
+        token_file=token_file,
+        cert_data=cert,
+        key_data=key,
+        username=raw.get("username") or None,
+        password=raw.get("password") or None,
+        exec=exec_config,
+        auth_provider=provider if isinstance(provider, dict) else None,
     )

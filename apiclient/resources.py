@@ -29,7 +29,9 @@ class Resource:
         """`plural.group` as Kubernetes prints it (`pods`, `replicasets.apps`)."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
-    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{namespace}"
@@ -62,9 +64,15 @@ CUSTOMRESOURCEDEFINITIONS = Resource(
 )
 # The delegated authentication and authorization of the secure port.
 TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
-SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False)
+SUBJECTACCESSREVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
+)
 VALIDATINGWEBHOOKCONFIGURATIONS = Resource(
-    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    False,
 )
 NODEMAINTENANCES = Resource("maintenance.aiokcm.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", False)
 

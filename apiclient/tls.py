@@ -81,5 +81,6 @@ def ssl_context(*, ca: bytes | None, cert: bytes | None, key: bytes | None, veri
 
 def session(context: ssl.SSLContext, *, limit: int) -> aiohttp.ClientSession:
     """An aiohttp session as kubernetes_asyncio's `RESTClientObject` makes one, on `context`."""
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, ssl=context), trust_env=True,
-                                 read_bufsize=READ_BUFSIZE)
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=limit, ssl=context), trust_env=True, read_bufsize=READ_BUFSIZE
+    )

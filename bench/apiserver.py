@@ -54,17 +54,35 @@ def _pod(i: int) -> bytes:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": f"pod-{i:07d}", "labels": {"app": f"app-{i % 50}", "bench": "true"}},
-            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"cpu": "10m"}}}]},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "resources": {"requests": {"cpu": "10m"}},
+                    }
+                ]
+            },
         }
     )
 
 
 async def _watcher(
-    session: aiohttp.ClientSession, url: str, rv: int, want: int, seen: list[int], ready: asyncio.Event, progress: list[tuple[float, int]]
+    session: aiohttp.ClientSession,
+    url: str,
+    rv: int,
+    want: int,
+    seen: list[int],
+    ready: asyncio.Event,
+    progress: list[tuple[float, int]],
 ) -> None:
     """Count ADDED events; `progress` gets (time, count so far) per chunk read, for the lag."""
     count = 0
-    async with session.get(f"{url}/api/v1/pods", params={"watch": "true", "resourceVersion": str(rv)}, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+    async with session.get(
+        f"{url}/api/v1/pods",
+        params={"watch": "true", "resourceVersion": str(rv)},
+        timeout=aiohttp.ClientTimeout(total=None),
+    ) as resp:
         ready.set()
         buffer = b""
         async for chunk in resp.content.iter_any():
@@ -77,14 +95,22 @@ async def _watcher(
     seen.append(count)
 
 
-async def _creator(session: aiohttp.ClientSession, url: str, queue: asyncio.Queue[int], errors: list[int], done_at: list[float]) -> None:
+async def _creator(
+    session: aiohttp.ClientSession,
+    url: str,
+    queue: asyncio.Queue[int],
+    errors: list[int],
+    done_at: list[float],
+) -> None:
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     while True:
         try:
             i = queue.get_nowait()
         except asyncio.QueueEmpty:
             return
-        async with session.post(f"{url}/api/v1/namespaces/default/pods", data=_pod(i), headers=headers) as resp:
+        async with session.post(
+            f"{url}/api/v1/namespaces/default/pods", data=_pod(i), headers=headers
+        ) as resp:
             await resp.read()
             if resp.status != 201:
                 errors.append(resp.status)
@@ -119,7 +145,9 @@ async def _child_process(profile: str | None) -> AsyncIterator[tuple[str, Any]]:
     argv = [sys.executable, "-m", "bench.apiserver", "--serve"]
     if profile:
         argv += ["--profile", profile]
-    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
     assert proc.stdin is not None and proc.stdout is not None
     stdin, stdout = proc.stdin, proc.stdout
     try:
@@ -159,7 +187,9 @@ async def _serve(profile: str | None) -> None:
             profiler.dump_stats(profile)
 
 
-async def run(pods: int, concurrency: int, watchers: int, *, server_process: bool = False, profile: str | None = None) -> dict[str, Any]:
+async def run(
+    pods: int, concurrency: int, watchers: int, *, server_process: bool = False, profile: str | None = None
+) -> dict[str, Any]:
     gc.collect()
     base_rss = _rss_mib()
     server = _child_process(profile) if server_process else _in_process()
@@ -174,7 +204,8 @@ async def run(pods: int, concurrency: int, watchers: int, *, server_process: boo
             readies = [asyncio.Event() for _ in range(watchers)]
             progress: list[list[tuple[float, int]]] = [[] for _ in range(watchers)]
             watch_tasks = [
-                asyncio.create_task(_watcher(session, url, start_rv, pods, seen, r, progress[w])) for w, r in enumerate(readies)
+                asyncio.create_task(_watcher(session, url, start_rv, pods, seen, r, progress[w]))
+                for w, r in enumerate(readies)
             ]
             for r in readies:
                 await r.wait()
@@ -185,7 +216,9 @@ async def run(pods: int, concurrency: int, watchers: int, *, server_process: boo
             done_at: list[float] = []
             t0 = time.perf_counter()
             _, cpu0 = await stats()
-            await asyncio.gather(*(_creator(session, url, queue, errors, done_at) for _ in range(concurrency)))
+            await asyncio.gather(
+                *(_creator(session, url, queue, errors, done_at) for _ in range(concurrency))
+            )
             create_s = time.perf_counter() - t0
             await asyncio.wait_for(asyncio.gather(*watch_tasks), timeout=600)
             caught_up_s = time.perf_counter() - t0
@@ -233,13 +266,23 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--watchers", type=int, default=10)
     parser.add_argument("--server-process", action="store_true", help="run the server in a child process")
-    parser.add_argument("--profile", metavar="PATH", help="with --server-process: cProfile the server into PATH")
+    parser.add_argument(
+        "--profile", metavar="PATH", help="with --server-process: cProfile the server into PATH"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         asyncio.run(_serve(args.profile))
         return
-    result = asyncio.run(run(args.pods, args.concurrency, args.watchers, server_process=args.server_process, profile=args.profile))
+    result = asyncio.run(
+        run(
+            args.pods,
+            args.concurrency,
+            args.watchers,
+            server_process=args.server_process,
+            profile=args.profile,
+        )
+    )
     width = max(len(k) for k in result)
     print("local API server benchmark")
     for key, value in result.items():

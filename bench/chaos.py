@@ -36,22 +36,37 @@ async def main(argv: list[str]) -> int:
     rows: list[dict[str, Any]] = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         r = await run_chaos(seed=seed, faults=args.faults)
-        rows.append({
-            "seed": seed, "faults": sum(r.faults.values()), "by_kind": dict(r.faults),
-            "injected_errors": r.injected_errors, "pod_creates": r.pod_creates, "minimum_creates": r.minimum_creates,
-            "extra_creates": r.extra_creates, "stuck_replicasets": len(r.stuck), "stuck": r.stuck,
-            "caches_equal_list": r.caches_equal_list, "cache_differences": r.cache_differences,
-            "loop_lag_p99_s": r.loop_lag_p99, "loop_lag_max_s": round(r.loop_lag_max, 3),
-            "seconds": round(r.seconds, 1), "workload_error": r.workload_error,
-        })
+        rows.append(
+            {
+                "seed": seed,
+                "faults": sum(r.faults.values()),
+                "by_kind": dict(r.faults),
+                "injected_errors": r.injected_errors,
+                "pod_creates": r.pod_creates,
+                "minimum_creates": r.minimum_creates,
+                "extra_creates": r.extra_creates,
+                "stuck_replicasets": len(r.stuck),
+                "stuck": r.stuck,
+                "caches_equal_list": r.caches_equal_list,
+                "cache_differences": r.cache_differences,
+                "loop_lag_p99_s": r.loop_lag_p99,
+                "loop_lag_max_s": round(r.loop_lag_max, 3),
+                "seconds": round(r.seconds, 1),
+                "workload_error": r.workload_error,
+            }
+        )
         print(f"seed {seed}: done in {r.seconds:.0f} s", file=sys.stderr)
-    print(f"{'seed':>4} {'faults':>6} {'errors':>6} {'creates/min':>11} {'extra':>5} {'stuck RS':>8} "
-          f"{'caches==LIST':>12} {'lag p99 s':>9} {'lag max s':>9} {'s':>5}")
+    print(
+        f"{'seed':>4} {'faults':>6} {'errors':>6} {'creates/min':>11} {'extra':>5} {'stuck RS':>8} "
+        f"{'caches==LIST':>12} {'lag p99 s':>9} {'lag max s':>9} {'s':>5}"
+    )
     for row in rows:
         creates = f"{row['pod_creates']}/{row['minimum_creates']}"
-        print(f"{row['seed']:>4} {row['faults']:>6} {row['injected_errors']:>6} {creates:>11} {row['extra_creates']:>5} "
-              f"{row['stuck_replicasets']:>8} {row['caches_equal_list']!s:>12} {row['loop_lag_p99_s']:>9} "
-              f"{row['loop_lag_max_s']:>9} {row['seconds']:>5}")
+        print(
+            f"{row['seed']:>4} {row['faults']:>6} {row['injected_errors']:>6} {creates:>11} {row['extra_creates']:>5} "
+            f"{row['stuck_replicasets']:>8} {row['caches_equal_list']!s:>12} {row['loop_lag_p99_s']:>9} "
+            f"{row['loop_lag_max_s']:>9} {row['seconds']:>5}"
+        )
     summary = {
         "faults_per_seed": args.faults,
         "seeds": [row["seed"] for row in rows],

@@ -61,16 +61,47 @@ async def _create_pods(cluster: LocalCluster, total: int) -> None:
     created = 0
     for r in range(math.ceil(total / PODS_PER_RS)):
         labels = {"app": f"rs-{r}"}
-        spec = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
+        spec = {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                }
+            ]
+        }
         count = min(PODS_PER_RS, total - created)
-        rs = cluster.objects.create(rs_rt, NS, {"metadata": {"name": f"rs-{r}"}, "spec": {
-            "replicas": count, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": spec}}}).load()
-        owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"rs-{r}", "uid": rs["metadata"]["uid"],
-                  "controller": True, "blockOwnerDeletion": True}]
+        rs = cluster.objects.create(
+            rs_rt,
+            NS,
+            {
+                "metadata": {"name": f"rs-{r}"},
+                "spec": {
+                    "replicas": count,
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": spec},
+                },
+            },
+        ).load()
+        owner = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": f"rs-{r}",
+                "uid": rs["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
         for i in range(count):
-            cluster.objects.create(pod_rt, NS, {"metadata": {"name": f"rs-{r}-{i}", "labels": labels, "ownerReferences": owner},
-                                                "spec": spec})
+            cluster.objects.create(
+                pod_rt,
+                NS,
+                {
+                    "metadata": {"name": f"rs-{r}-{i}", "labels": labels, "ownerReferences": owner},
+                    "spec": spec,
+                },
+            )
         created += count
         await anyio.lowlevel.checkpoint()  # let the scheduler, kubelets and GC keep up
 
@@ -78,7 +109,9 @@ async def _create_pods(cluster: LocalCluster, total: int) -> None:
 async def bench(nodes: int, pods: int, measure: float, freeze: bool) -> dict[str, Any]:
     figures: dict[str, Any] = {"nodes": nodes, "pods": pods, "measure_s": measure, "gc_freeze": freeze}
     t0 = time.perf_counter()
-    async with LocalCluster(nodes=nodes, pod_events=False) as cluster:  # pods created in bulk: no per-pod Events
+    async with LocalCluster(
+        nodes=nodes, pod_events=False
+    ) as cluster:  # pods created in bulk: no per-pod Events
         figures["register_nodes_s"] = round(time.perf_counter() - t0, 2)
         t1 = time.perf_counter()
         await _create_pods(cluster, pods)
@@ -119,7 +152,9 @@ async def bench(nodes: int, pods: int, measure: float, freeze: bool) -> dict[str
         figures["http_get_p50_ms"] = round(sorted(get_ms)[len(get_ms) // 2], 1) if get_ms else None
         figures["http_list500_p50_ms"] = round(sorted(list_ms)[len(list_ms) // 2], 1) if list_ms else None
         figures["rss_mib"], figures["peak_rss_mib"] = (round(x) for x in rss_mib())
-        figures["sustained"] = lag.max < 10.0 and figures["lease_renewals_per_s"] >= 0.9 * figures["expected_renewals_per_s"]
+        figures["sustained"] = (
+            lag.max < 10.0 and figures["lease_renewals_per_s"] >= 0.9 * figures["expected_renewals_per_s"]
+        )
     return figures
 
 
@@ -127,8 +162,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=15_000)
-    parser.add_argument("--measure", type=float, default=25.0, help="seconds of heartbeat measurement (> 10 s lease interval)")
-    parser.add_argument("--no-gc-freeze", action="store_true", help="leave the cyclic GC scanning the whole cluster state")
+    parser.add_argument(
+        "--measure", type=float, default=25.0, help="seconds of heartbeat measurement (> 10 s lease interval)"
+    )
+    parser.add_argument(
+        "--no-gc-freeze", action="store_true", help="leave the cyclic GC scanning the whole cluster state"
+    )
     args = parser.parse_args()
     f = anyio.run(bench, args.nodes, args.pods, args.measure, not args.no_gc_freeze)
     rows = [
@@ -137,7 +176,10 @@ def main() -> None:
         ("create pods (in-process)", f"{f['create_pods_s']} s"),
         ("all pods Running", f"{f['all_running_s']} s ({f['pods_per_s']} pods/s created+bound+started)"),
         ("lease renewals", f"{f['lease_renewals_per_s']}/s (expected {f['expected_renewals_per_s']}/s)"),
-        ("heartbeat lag p50 / p99 / max", f"{f['heartbeat_lag_p50_ms']} / {f['heartbeat_lag_p99_ms']} / {f['heartbeat_lag_max_ms']} ms"),
+        (
+            "heartbeat lag p50 / p99 / max",
+            f"{f['heartbeat_lag_p50_ms']} / {f['heartbeat_lag_p99_ms']} / {f['heartbeat_lag_max_ms']} ms",
+        ),
         ("HTTP GET node p50", f"{f['http_get_p50_ms']} ms"),
         ("HTTP LIST 500 pods p50", f"{f['http_list500_p50_ms']} ms"),
         ("RSS (peak)", f"{f['rss_mib']} MiB ({f['peak_rss_mib']} MiB)"),

@@ -90,12 +90,15 @@ AGENT = "aiokcm-bench"  # the User-Agent base of every client the bench builds (
 SETUP_COMPONENT = "bench"  # the set-up and sampling client: not an actor of the drain
 APPS = {"single": 1, "triple": 3, "guarded": 1}
 # The actors whose requests a real-plane run counts: users of the audit log.
-DRAIN_ACTORS = frozenset({
-    "aiokcm", "drainer",
-    "system:serviceaccount:kube-system:replicaset-controller",
-    "system:serviceaccount:kube-system:deployment-controller",
-    "system:serviceaccount:kube-system:disruption-controller",
-})
+DRAIN_ACTORS = frozenset(
+    {
+        "aiokcm",
+        "drainer",
+        "system:serviceaccount:kube-system:replicaset-controller",
+        "system:serviceaccount:kube-system:deployment-controller",
+        "system:serviceaccount:kube-system:disruption-controller",
+    }
+)
 SCALE_NODES = 30
 SCALE_APPS = 340  # 1, 3, 1, 2 replicas in turn: 595 pods, about 20 a node as in the issue's figures
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,8 +167,10 @@ def deployment(name: str, replicas: int) -> dict[str, Any]:
             "replicas": replicas,
             "selector": {"matchLabels": labels},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
-            "template": {"metadata": {"labels": labels},
-                         "spec": {"containers": [{"name": "app", "image": "pause"}]}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "pause"}]},
+            },
         },
     }
 
@@ -173,8 +178,10 @@ def deployment(name: str, replicas: int) -> dict[str, Any]:
 def _ready(pod: Mapping[str, Any]) -> bool:
     if pod["metadata"].get("deletionTimestamp"):
         return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 async def available(client: KubeClient) -> dict[str, int]:
@@ -197,10 +204,16 @@ async def set_layout(client: KubeClient, target: str, others: list[str]) -> None
     for name, replicas in APPS.items():
         await client.create(DEPLOYMENTS, deployment(name, replicas), namespace=NS)
     if "guarded" in APPS:
-        await client.create(PODDISRUPTIONBUDGETS, {
-            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guarded", "namespace": NS},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
-        }, namespace=NS)
+        await client.create(
+            PODDISRUPTIONBUDGETS,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "guarded", "namespace": NS},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+            },
+            namespace=NS,
+        )
 
     async def all_up() -> bool:
         return await available(client) == APPS
@@ -251,18 +264,35 @@ async def sample(pods: Lister, run: Run, start: float, every: float) -> None:
         await anyio.sleep(every)
 
 
-async def _drain(mode: str, targets: list[str], kubeconfig: str, client: KubeClient, run: Run,
-                 args: argparse.Namespace) -> int:
+async def _drain(
+    mode: str, targets: list[str], kubeconfig: str, client: KubeClient, run: Run, args: argparse.Namespace
+) -> int:
     """Drain `targets` the mode's way: `aiokcm drain` (a NodeMaintenance each) or the real `kubectl drain`."""
     if mode == "aiokcm":
-        cli_args = build_parser().parse_args([
-            "drain", *targets, "--timeout", f"{args.timeout}s",
-            "--evacuation-timeout", f"{args.evacuation_timeout}s", "--poll-interval", "0.2",
-        ])
+        cli_args = build_parser().parse_args(
+            [
+                "drain",
+                *targets,
+                "--timeout",
+                f"{args.timeout}s",
+                "--evacuation-timeout",
+                f"{args.evacuation_timeout}s",
+                "--poll-interval",
+                "0.2",
+            ]
+        )
         return await run_cli(cli_args, client, out=io.StringIO(), err=io.StringIO())
     result = await anyio.run_process(
-        ["kubectl", "--kubeconfig", kubeconfig, "drain", *targets,
-         "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(args.timeout)}s"],
+        [
+            "kubectl",
+            "--kubeconfig",
+            kubeconfig,
+            "drain",
+            *targets,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            f"--timeout={int(args.timeout)}s",
+        ],
         check=False,
     )
     if result.returncode:
@@ -318,9 +348,17 @@ def _node_order(name: str) -> tuple[int, str]:
     return (int(digits) if digits else 0, name)
 
 
-async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: KubeClient, base: KubeClient,
-                     drain_kubeconfig: str, controller_paths: list[str],
-                     requests: RequestLog | None = None) -> tuple[float, float]:
+async def _run_drain(
+    mode: str,
+    args: argparse.Namespace,
+    run: Run,
+    *,
+    setup: KubeClient,
+    base: KubeClient,
+    drain_kubeconfig: str,
+    controller_paths: list[str],
+    requests: RequestLog | None = None,
+) -> tuple[float, float]:
     """Lay the apps out, drain the first `run.drained_nodes` nodes; returns the drain's start and end
     on the wall clock.
 
@@ -328,7 +366,7 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
     one for the event broadcaster and one for the informers, all at `--qps`/`--burst` while the drain
     runs (unthrottled while the apps roll out, which only shortens the set-up)."""
     nodes = sorted((n["metadata"]["name"] for n in await setup.list_all(NODES)), key=_node_order)
-    targets = nodes[:run.drained_nodes]
+    targets = nodes[: run.drained_nodes]
     if mode == "aiokcm":
         await install_crd(setup)
     clients = [base.derive("shared-informers", qps=0), base.derive("events", qps=0)]
@@ -365,8 +403,14 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
             if requests is not None:
                 await _quiet(requests)
         run.pods_moved = await _pods_on(setup, targets)
-        run.moved_apps = sorted({(p["metadata"].get("labels") or {}).get("app", "") for p in pods.list(NS)
-                                 if (p.get("spec") or {}).get("nodeName") in targets} & set(APPS))
+        run.moved_apps = sorted(
+            {
+                (p["metadata"].get("labels") or {}).get("app", "")
+                for p in pods.list(NS)
+                if (p.get("spec") or {}).get("nodeName") in targets
+            }
+            & set(APPS)
+        )
         for throttled in clients:
             throttled.bucket = TokenBucket(args.qps, args.burst)
         drain_client = base.derive("drain", qps=args.qps, burst=args.burst)
@@ -380,9 +424,15 @@ async def _run_drain(mode: str, args: argparse.Namespace, run: Run, *, setup: Ku
         wall_end = time.time()
         if requests is not None:
             run.by_actor = count_local(requests, start, reads_before)
-            run.writes = dict(sorted(Counter(
-                f"{_actor(w.user_agent)} {w.method} {w.resource}{' 409' if w.status == 409 else ''}"
-                for w in requests.since(start) if _actor(w.user_agent)).items()))
+            run.writes = dict(
+                sorted(
+                    Counter(
+                        f"{_actor(w.user_agent)} {w.method} {w.resource}{' 409' if w.status == 409 else ''}"
+                        for w in requests.since(start)
+                        if _actor(w.user_agent)
+                    ).items()
+                )
+            )
             run.requests = sum(n for n, _ in run.by_actor.values())
         await anyio.sleep(1.0)  # see the apps settle after the drain
         tg.cancel_scope.cancel()
@@ -403,8 +453,16 @@ async def one_mode(mode: str, args: argparse.Namespace, drained: int = 1) -> Run
         try:
             setup = client.derive(SETUP_COMPONENT)
             paths = _controller_paths(mode)
-            await _run_drain(mode, args, run, setup=setup, base=client, drain_kubeconfig=str(cluster.kubeconfig_path),
-                             controller_paths=paths, requests=cluster.requests)
+            await _run_drain(
+                mode,
+                args,
+                run,
+                setup=setup,
+                base=client,
+                drain_kubeconfig=str(cluster.kubeconfig_path),
+                controller_paths=paths,
+                requests=cluster.requests,
+            )
         finally:
             await client.close()
     return run
@@ -433,13 +491,19 @@ async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -
     if assets is None:
         raise SystemExit("bench.drain --real: set KUBEBUILDER_ASSETS (e.g. $(../shared/realk8s/assets.sh))")
     run = Run(mode, drained_nodes=drained)
-    plane = ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM if mode in ("aiokcm", "kubectl_surge") else "*",
-                         extra_users={"aiokcm": "system:masters", "drainer": "system:masters", "bench": "system:masters"},
-                         audit=True)
+    plane = ControlPlane(
+        assets,
+        kcm_controllers=KCM_BESIDE_AIOKCM if mode in ("aiokcm", "kubectl_surge") else "*",
+        extra_users={"aiokcm": "system:masters", "drainer": "system:masters", "bench": "system:masters"},
+        audit=True,
+    )
     await anyio.to_thread.run_sync(plane.start)
     try:
+
         async def client_of(user: str, qps: float, burst: int) -> KubeClient:
-            return KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig(user))), qps=qps, burst=burst)
+            return KubeClient(
+                await build_api_client(kubeconfig=str(plane.kubeconfig(user))), qps=qps, burst=burst
+            )
 
         setup = await client_of("bench", 1000, 2000)
         kubelet_client = await client_of("kubelet", 1000, 2000)
@@ -453,8 +517,15 @@ async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -
                 await kubelets.registered.wait()
                 await _wait_service_account(setup)
                 paths = _controller_paths(mode) if mode in ("aiokcm", "kubectl_surge") else []
-                start, end = await _run_drain(mode, args, run, setup=setup, base=controllers_client,
-                                              drain_kubeconfig=str(plane.kubeconfig("drainer")), controller_paths=paths)
+                start, end = await _run_drain(
+                    mode,
+                    args,
+                    run,
+                    setup=setup,
+                    base=controllers_client,
+                    drain_kubeconfig=str(plane.kubeconfig("drainer")),
+                    controller_paths=paths,
+                )
                 tg.cancel_scope.cancel()
             await anyio.sleep(2.5)  # the audit log is written in batches of at most a second
             run.requests = count_requests(plane.audit_log, DRAIN_ACTORS, start, end)
@@ -489,8 +560,14 @@ def chart(runs: list[Run]) -> list[str]:
         # Apps often share a value (1 replica each): distinct widths and dashes keep every line visible.
         styles = [("-", 4.0), ("--", 2.5), (":", 2.0)]
         for app, (dashes, width) in zip(APPS, styles * len(APPS), strict=False):
-            ax.step([t for t, _ in run.samples], [s[app] for _, s in run.samples], where="post", label=app,
-                    linestyle=dashes, linewidth=width)
+            ax.step(
+                [t for t, _ in run.samples],
+                [s[app] for _, s in run.samples],
+                where="post",
+                label=app,
+                linestyle=dashes,
+                linewidth=width,
+            )
         done = f"drained in {run.seconds:.1f}s" if run.seconds is not None else "did not finish"
         ax.set_title(f"{run.mode}: {done}")
         ax.set_xlabel("seconds since drain started")
@@ -510,19 +587,26 @@ def _figures(run: Run) -> dict[str, Any]:
         "seconds_to_drained": None if run.seconds is None else round(run.seconds, 2),
         "pods_moved": run.pods_moved,
         "requests": run.requests,
-        "requests_per_evacuated_pod": None if run.requests_per_pod is None else round(run.requests_per_pod, 2),
+        "requests_per_evacuated_pod": None
+        if run.requests_per_pod is None
+        else round(run.requests_per_pod, 2),
         "conflicts": sum(c for _, c in run.by_actor.values()) if run.by_actor else None,
-        "requests_per_pod_by_actor": {a: round(n / max(run.pods_moved, 1), 2) for a, (n, _) in run.by_actor.items()},
+        "requests_per_pod_by_actor": {
+            a: round(n / max(run.pods_moved, 1), 2) for a, (n, _) in run.by_actor.items()
+        },
         "apps_at_zero": sum(1 for a in run.moved_apps if run.min_available(a) == 0),
-        "apps": {a: {"min_available": run.min_available(a), "seconds_at_zero": round(run.seconds_at_zero(a), 2)}
-                 for a in run.moved_apps},
+        "apps": {
+            a: {"min_available": run.min_available(a), "seconds_at_zero": round(run.seconds_at_zero(a), 2)}
+            for a in run.moved_apps
+        },
     }
 
 
 def _actors_line(run: Run) -> str:
     per_pod = max(run.pods_moved, 1)
     return "    requests/pod by actor: " + ", ".join(
-        f"{a} {n / per_pod:.1f}" + (f" ({c} x 409)" if c else "") for a, (n, c) in run.by_actor.items())
+        f"{a} {n / per_pod:.1f}" + (f" ({c} x 409)" if c else "") for a, (n, c) in run.by_actor.items()
+    )
 
 
 def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, Any]:
@@ -535,9 +619,15 @@ def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, A
         done = f"{run.seconds:.1f}s" if run.seconds is not None else "timeout"
         per_pod = f"{run.requests_per_pod:.1f}" if run.requests_per_pod is not None else "-"
         at_zero = sum(1 for a in APPS if run.min_available(a) == 0)
-        cells = ("  ".join(f"{run.min_available(a):>12} / {run.seconds_at_zero(a):5.1f}" for a in APPS)
-                 if wide else f"{at_zero:>10}")
-        print(f"{run.mode:13} {done:>12} {run.pods_moved:>10} {per_pod:>8}  {cells}" + (f"   ({run.note})" if run.note else ""))
+        cells = (
+            "  ".join(f"{run.min_available(a):>12} / {run.seconds_at_zero(a):5.1f}" for a in APPS)
+            if wide
+            else f"{at_zero:>10}"
+        )
+        print(
+            f"{run.mode:13} {done:>12} {run.pods_moved:>10} {per_pod:>8}  {cells}"
+            + (f"   ({run.note})" if run.note else "")
+        )
         if run.by_actor:
             print(_actors_line(run))
         figures[run.mode] = _figures(run)
@@ -546,33 +636,49 @@ def report(runs: list[Run], pictures: list[str], *, backend: str) -> dict[str, A
     return figures
 
 
-def report_scale(pairs: list[tuple[int, dict[str, Run]]], args: argparse.Namespace, *, backend: str) -> dict[str, Any]:
+def report_scale(
+    pairs: list[tuple[int, dict[str, Run]]], args: argparse.Namespace, *, backend: str
+) -> dict[str, Any]:
     """One row per drain and tool; the ratio is aiokcm's time to drained over kubectl drain's."""
-    print(f"backend: {backend}; {args.nodes} nodes, {len(APPS)} apps, {sum(APPS.values())} pods; "
-          f"qps {args.qps:g} / burst {args.burst}")
-    print(f"{'drain':>6} {'mode':8} {'drained in':>11} {'pods moved':>10} {'req/pod':>8} {'409s':>5} "
-          f"{'apps moved':>10} {'apps at 0':>9} {'ratio':>6}")
+    print(
+        f"backend: {backend}; {args.nodes} nodes, {len(APPS)} apps, {sum(APPS.values())} pods; "
+        f"qps {args.qps:g} / burst {args.burst}"
+    )
+    print(
+        f"{'drain':>6} {'mode':8} {'drained in':>11} {'pods moved':>10} {'req/pod':>8} {'409s':>5} "
+        f"{'apps moved':>10} {'apps at 0':>9} {'ratio':>6}"
+    )
     drains: list[dict[str, Any]] = []
     for count, runs in pairs:
         row: dict[str, Any] = {"nodes_drained": count}
         mine, theirs = runs.get("aiokcm"), runs.get("kubectl")
-        ratio = (mine.seconds / theirs.seconds if mine and theirs and mine.seconds and theirs.seconds else None)
+        ratio = mine.seconds / theirs.seconds if mine and theirs and mine.seconds and theirs.seconds else None
         row["ratio"] = None if ratio is None else round(ratio, 2)
         for mode, run in runs.items():
             f = row[mode] = _figures(run)
             done = f"{run.seconds:.1f}s" if run.seconds is not None else "timeout"
             per_pod = f"{run.requests_per_pod:.1f}" if run.requests_per_pod is not None else "-"
             shown = f"{ratio:.2f}x" if ratio is not None and mode == "aiokcm" else ""
-            print(f"{count:>6} {mode:8} {done:>11} {run.pods_moved:>10} {per_pod:>8} {f['conflicts'] or 0:>5} "
-                  f"{len(run.moved_apps):>10} {f['apps_at_zero']:>9} {shown:>6}" + (f"   ({run.note})" if run.note else ""))
+            print(
+                f"{count:>6} {mode:8} {done:>11} {run.pods_moved:>10} {per_pod:>8} {f['conflicts'] or 0:>5} "
+                f"{len(run.moved_apps):>10} {f['apps_at_zero']:>9} {shown:>6}"
+                + (f"   ({run.note})" if run.note else "")
+            )
             if run.by_actor:
                 print(_actors_line(run))
             if args.breakdown:
                 for what, n in run.writes.items():
                     print(f"      {what}: {n} ({n / max(run.pods_moved, 1):.2f}/pod)")
         drains.append(row)
-    return {"backend": backend, "nodes": args.nodes, "apps": len(APPS), "pods": sum(APPS.values()),
-            "qps": args.qps, "burst": args.burst, "drains": drains}
+    return {
+        "backend": backend,
+        "nodes": args.nodes,
+        "apps": len(APPS),
+        "pods": sum(APPS.values()),
+        "qps": args.qps,
+        "burst": args.burst,
+        "drains": drains,
+    }
 
 
 async def statefulset_row(timeout: int) -> dict[str, float]:
@@ -581,10 +687,15 @@ async def statefulset_row(timeout: int) -> dict[str, float]:
     wait), and evicted at once as now."""
     before = await drain_statefulset.one_run(wait=True, timeout=timeout)
     after = await drain_statefulset.one_run(wait=False, timeout=timeout)
-    print(f"statefulset pod, seconds to evicted (evacuationTimeoutSeconds {timeout}): "
-          f"before {before:.2f} s (waited for an answer), now {after:.2f} s")
-    return {"evacuation_timeout_seconds": timeout, "seconds_to_evicted_before": round(before, 3),
-            "seconds_to_evicted": round(after, 3)}
+    print(
+        f"statefulset pod, seconds to evicted (evacuationTimeoutSeconds {timeout}): "
+        f"before {before:.2f} s (waited for an answer), now {after:.2f} s"
+    )
+    return {
+        "evacuation_timeout_seconds": timeout,
+        "seconds_to_evicted_before": round(before, 3),
+        "seconds_to_evicted": round(after, 3),
+    }
 
 
 async def main(argv: list[str]) -> int:
@@ -593,18 +704,34 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--sample", type=float, default=0.1, help="seconds between availability samples")
     parser.add_argument("--evacuation-timeout", type=float, default=60.0)
     parser.add_argument("--skip-kubectl", action="store_true")
-    parser.add_argument("--skip-surge", action="store_true", help="leave out kubectl drain with the eviction webhook")
-    parser.add_argument("--skip-statefulset", action="store_true",
-                        help="leave out the StatefulSet pod's time to evicted (bench.drain_statefulset, once each way)")
-    parser.add_argument("--real", action="store_true", help="on a real control plane from $KUBEBUILDER_ASSETS")
+    parser.add_argument(
+        "--skip-surge", action="store_true", help="leave out kubectl drain with the eviction webhook"
+    )
+    parser.add_argument(
+        "--skip-statefulset",
+        action="store_true",
+        help="leave out the StatefulSet pod's time to evicted (bench.drain_statefulset, once each way)",
+    )
+    parser.add_argument(
+        "--real", action="store_true", help="on a real control plane from $KUBEBUILDER_ASSETS"
+    )
     parser.add_argument("--apps", type=int, default=None, help="more than 3: that many apps of 1-3 replicas")
     parser.add_argument("--nodes", type=int, default=None)
-    parser.add_argument("--qps", type=float, default=20.0, help="each controller's --kube-api-qps (KCM's default)")
-    parser.add_argument("--burst", type=int, default=30, help="each controller's --kube-api-burst (KCM's default)")
-    parser.add_argument("--scale", action="store_true",
-                        help="apps spread over 30 nodes; drain 1, 3 and 10 of them (see --drains), both tools each time")
+    parser.add_argument(
+        "--qps", type=float, default=20.0, help="each controller's --kube-api-qps (KCM's default)"
+    )
+    parser.add_argument(
+        "--burst", type=int, default=30, help="each controller's --kube-api-burst (KCM's default)"
+    )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="apps spread over 30 nodes; drain 1, 3 and 10 of them (see --drains), both tools each time",
+    )
     parser.add_argument("--drains", default="1,3,10", help="with --scale: how many nodes each drain takes")
-    parser.add_argument("--breakdown", action="store_true", help="with --scale: writes per actor, verb and resource")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="with --scale: writes per actor, verb and resource"
+    )
     args = parser.parse_args(argv)
     if args.nodes is None:
         args.nodes = SCALE_NODES if args.scale else 3

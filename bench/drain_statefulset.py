@@ -44,11 +44,18 @@ GATES = {"DeclarativeNodeMaintenance": True}
 def statefulset(*, wait: bool) -> dict[str, Any]:
     labels = {"app": "db"}
     return {
-        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
         "metadata": {"name": "db", "namespace": NS, "annotations": {WAIT_ANNOTATION: "true"} if wait else {}},
-        "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels},
-                              "spec": {"containers": [{"name": "db", "image": "pause"}]}}},
+        "spec": {
+            "replicas": 1,
+            "serviceName": "db",
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "db", "image": "pause"}]},
+            },
+        },
     }
 
 
@@ -69,10 +76,13 @@ async def placed(client: KubeClient) -> dict[str, Any]:
 
 async def evicted(client: KubeClient, resource_version: str) -> None:
     """Return when `db-0` gets its deletionTimestamp (or goes), as a WATCH sees it: no polling lag."""
-    async with client.watch(PODS, namespace=NS, resource_version=resource_version,
-                            field_selector="metadata.name=db-0") as events:
+    async with client.watch(
+        PODS, namespace=NS, resource_version=resource_version, field_selector="metadata.name=db-0"
+    ) as events:
         async for ev in events:
-            if ev.type == "DELETED" or (ev.type != "BOOKMARK" and ev.object["metadata"].get("deletionTimestamp")):
+            if ev.type == "DELETED" or (
+                ev.type != "BOOKMARK" and ev.object["metadata"].get("deletionTimestamp")
+            ):
                 return
     raise RuntimeError("the pod watch ended before db-0 was evicted")
 
@@ -93,12 +103,20 @@ async def one_run(*, wait: bool, timeout: int) -> float:
                 tg.start_soon(controller.run, None)
                 await controller.wait_for_caches()
                 start = time.monotonic()
-                await client.create(NODEMAINTENANCES, {
-                    "apiVersion": NODEMAINTENANCES.api_version, "kind": NODEMAINTENANCES.kind,
-                    "metadata": {"name": "bench"},
-                    "spec": {"nodeSelector": names_selector([target]), "cordon": True, "drain": True,
-                             "evacuationTimeoutSeconds": timeout},
-                })
+                await client.create(
+                    NODEMAINTENANCES,
+                    {
+                        "apiVersion": NODEMAINTENANCES.api_version,
+                        "kind": NODEMAINTENANCES.kind,
+                        "metadata": {"name": "bench"},
+                        "spec": {
+                            "nodeSelector": names_selector([target]),
+                            "cordon": True,
+                            "drain": True,
+                            "evacuationTimeoutSeconds": timeout,
+                        },
+                    },
+                )
                 with anyio.fail_after(timeout + 60):
                     await evicted(client, created["metadata"]["resourceVersion"])
                 seconds = time.monotonic() - start
@@ -110,7 +128,9 @@ async def one_run(*, wait: bool, timeout: int) -> float:
 
 
 async def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.drain_statefulset", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.drain_statefulset", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--evacuation-timeout", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)

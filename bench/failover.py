@@ -33,20 +33,30 @@ async def main(argv: list[str]) -> int:
     election = Election()
     with tempfile.TemporaryDirectory(prefix="bench-failover-") as tmp:
         result = await run_failover(tries=args.tries, election=election, workdir=Path(tmp))
-    print(f"{'try':>3} {'killed':>6} {'new leader':>10} {'lease taken s':>13} {'first write s':>13} {'within bound':>12}")
+    print(
+        f"{'try':>3} {'killed':>6} {'new leader':>10} {'lease taken s':>13} {'first write s':>13} {'within bound':>12}"
+    )
     for i, t in enumerate(result.tries, 1):
-        print(f"{i:>3} {t.killed:>6} {t.took_over:>10} {t.lease_s:>13.2f} {t.first_write_s:>13.2f} "
-              f"{t.lease_s <= election.bound!s:>12}")
-    print(f"bound (lease duration + retry period): {election.bound:.0f} s; two writers: {len(result.two_writers)}")
-    print(orjson.dumps({
-        "bound_s": election.bound,
-        "lease_taken_s": [round(t.lease_s, 2) for t in result.tries],
-        "first_write_s": [round(t.first_write_s, 2) for t in result.tries],
-        "within_bound": sum(t.lease_s <= election.bound for t in result.tries),
-        "tries": len(result.tries),
-        "two_writers": len(result.two_writers),
-        "two_writer_examples": result.two_writers[:5],
-    }).decode())
+        print(
+            f"{i:>3} {t.killed:>6} {t.took_over:>10} {t.lease_s:>13.2f} {t.first_write_s:>13.2f} "
+            f"{t.lease_s <= election.bound!s:>12}"
+        )
+    print(
+        f"bound (lease duration + retry period): {election.bound:.0f} s; two writers: {len(result.two_writers)}"
+    )
+    print(
+        orjson.dumps(
+            {
+                "bound_s": election.bound,
+                "lease_taken_s": [round(t.lease_s, 2) for t in result.tries],
+                "first_write_s": [round(t.first_write_s, 2) for t in result.tries],
+                "within_bound": sum(t.lease_s <= election.bound for t in result.tries),
+                "tries": len(result.tries),
+                "two_writers": len(result.two_writers),
+                "two_writer_examples": result.two_writers[:5],
+            }
+        ).decode()
+    )
     return 0
 
 

@@ -51,7 +51,9 @@ async def main(argv: list[str]) -> int:
     print(f"{'scenario':36} {'KCM s':>7} {'aiokcm s':>9} {'creates KCM/aiokcm/min':>24} {'same state':>11}")
     for name, f in figures.items():
         creates = f"{f['kcm_creates']}/{f['aiokcm_creates']}/{f['minimum_creates']}"
-        print(f"{name:36} {f['kcm_recovery_s']:7.1f} {f['aiokcm_recovery_s']:9.1f} {creates:>24} {f['same_final_state']!s:>11}")
+        print(
+            f"{name:36} {f['kcm_recovery_s']:7.1f} {f['aiokcm_recovery_s']:9.1f} {creates:>24} {f['same_final_state']!s:>11}"
+        )
     print(orjson.dumps(figures).decode())
     return 0
 

@@ -72,7 +72,10 @@ async def _serve(pods: int, events: int) -> None:
                 self.rv += 1
                 meta = obj["metadata"]
                 meta["resourceVersion"] = str(self.rv)
-                table[f"{meta['namespace']}/{meta['name']}"] = ({"metadata": {"namespace": meta["namespace"]}}, orjson.dumps(obj))
+                table[f"{meta['namespace']}/{meta['name']}"] = (
+                    {"metadata": {"namespace": meta["namespace"]}},
+                    orjson.dumps(obj),
+                )
 
         def emit_prepared(self) -> None:
             self.rv += len(self.prepared)
@@ -149,7 +152,9 @@ class _Run:
         fake.url = url
         self.client = fake.client(request_timeout=300)
         # The benchmark owns its process, so it sets the GC policy as the manager does.
-        self.factory = SharedInformerFactory(self.client, transforms={PODS: _transform(transform)}, gc_freeze=True)
+        self.factory = SharedInformerFactory(
+            self.client, transforms={PODS: _transform(transform)}, gc_freeze=True
+        )
         self.counter = _Counter()
         self.informer = self.factory.informer(PODS)
         self.informer.add_event_handler(
@@ -289,16 +294,32 @@ async def _client(args: argparse.Namespace) -> Obj:
 
 def _run_client(scenario: str, url: str, pods: int, events: int) -> Obj:
     out = subprocess.run(
-        [sys.executable, "-m", "bench.informer", "--client", scenario, "--url", url,
-         "--pods", str(pods), "--events", str(events)],
-        check=True, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        [
+            sys.executable,
+            "-m",
+            "bench.informer",
+            "--client",
+            scenario,
+            "--url",
+            url,
+            "--pods",
+            str(pods),
+            "--events",
+            str(events),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     last: Obj = orjson.loads(out.stdout.strip().splitlines()[-1])
     return last
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument(
@@ -321,8 +342,20 @@ def main() -> None:
     from tests.informers.podgen import realistic_pod
 
     results["pod_json_bytes"] = len(orjson.dumps(realistic_pod(1)))
-    server = subprocess.Popen([sys.executable, "-m", "bench.informer", "--serve", "--pods", str(args.pods),
-                               "--events", str(args.events)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.informer",
+            "--serve",
+            "--pods",
+            str(args.pods),
+            "--events",
+            str(args.events),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
@@ -338,14 +371,21 @@ def main() -> None:
 def _print_table(r: Obj) -> None:
     print(f"informer benchmark: {r['pods']} pods of {r['pod_json_bytes']} JSON bytes each")
     print(f"{'scenario':<38}{'seconds':>10}{'pods/s':>12}{'per CPU s':>12}{'peak RSS MB':>14}")
-    for key, label in (("cold_default", "cold start, default transform"), ("cold_projection", "cold start, pod projection"),
-                       ("models", "LIST into kubernetes_asyncio models")):
+    for key, label in (
+        ("cold_default", "cold start, default transform"),
+        ("cold_projection", "cold start, pod projection"),
+        ("models", "LIST into kubernetes_asyncio models"),
+    ):
         if key in r:
             v = r[key]
-            print(f"{label:<38}{v['seconds']:>10}{v['pods_per_s']:>12}{v.get('pods_per_cpu_s', '-'):>12}{v['peak_rss_mb']:>14}")
+            print(
+                f"{label:<38}{v['seconds']:>10}{v['pods_per_s']:>12}{v.get('pods_per_cpu_s', '-'):>12}{v['peak_rss_mb']:>14}"
+            )
     if "watch" in r:
         w = r["watch"]
-        print(f"{'watch MODIFIED events (events/s)':<38}{w['seconds']:>10}{w['events_per_s']:>12}{w['events_per_cpu_s']:>12}")
+        print(
+            f"{'watch MODIFIED events (events/s)':<38}{w['seconds']:>10}{w['events_per_s']:>12}{w['events_per_cpu_s']:>12}"
+        )
     print(f"{'bytes per cached pod':<38}{'none':>10}{'default':>12}{'projection':>14}{'models':>10}")
     models = r.get("models", {}).get("bytes_per_pod", "-")
     mem = {k: r.get(f"mem_{k}", {}).get("bytes_per_pod", "-") for k in ("none", "default", "projection")}

@@ -80,17 +80,34 @@ def template(app: str) -> dict[str, Any]:
     return {
         "metadata": {"labels": {"app": app, "tier": "frontend"}},
         "spec": {
-            "containers": [{
-                "name": "app", "image": "registry.example.com/team/web:1.27.3",
-                "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-                "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "POD_NAME", "valueFrom": {
-                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
-                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "256Mi"}},
-                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
-                "livenessProbe": {"httpGet": {"path": "/livez", "port": 8080}, "periodSeconds": 10},
-            }],
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": 300}],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example.com/team/web:1.27.3",
+                    "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
+                    "env": [
+                        {"name": "LOG_LEVEL", "value": "info"},
+                        {
+                            "name": "POD_NAME",
+                            "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
+                        },
+                    ],
+                    "resources": {
+                        "requests": {"cpu": "10m", "memory": "16Mi"},
+                        "limits": {"memory": "256Mi"},
+                    },
+                    "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
+                    "livenessProbe": {"httpGet": {"path": "/livez", "port": 8080}, "periodSeconds": 10},
+                }
+            ],
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            ],
         },
     }
 
@@ -106,32 +123,83 @@ async def populate(cluster: LocalCluster, pods: int) -> list[tuple[str, str]]:
         app = f"web-{n:04d}"
         count = min(PODS_PER_DEPLOYMENT, pods - n * PODS_PER_DEPLOYMENT)
         tmpl = template(app)
-        d = cluster.objects.create(d_rt, NS, {"metadata": {"name": app}, "spec": {
-            "replicas": count, "selector": {"matchLabels": {"app": app}}, "template": tmpl,
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}}}).load()
+        d = cluster.objects.create(
+            d_rt,
+            NS,
+            {
+                "metadata": {"name": app},
+                "spec": {
+                    "replicas": count,
+                    "selector": {"matchLabels": {"app": app}},
+                    "template": tmpl,
+                    "strategy": {
+                        "type": "RollingUpdate",
+                        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+                    },
+                },
+            },
+        ).load()
         pod_hash = compute_hash(d["spec"]["template"], None)
         labels = {**tmpl["metadata"]["labels"], "pod-template-hash": pod_hash}
         rs_name = f"{app}-{pod_hash}"
-        rs = cluster.objects.create(rs_rt, NS, {
-            "metadata": {"name": rs_name, "labels": labels, "annotations": {
-                "deployment.kubernetes.io/revision": "1", "deployment.kubernetes.io/desired-replicas": str(count),
-                "deployment.kubernetes.io/max-replicas": str(count + 1)},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": app,
-                                     "uid": d["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
-            "spec": {"replicas": count, "selector": {"matchLabels": {"app": app, "pod-template-hash": pod_hash}},
-                     "template": {**tmpl, "metadata": {"labels": labels}}}}).load()
-        owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name, "uid": rs["metadata"]["uid"],
-                  "controller": True, "blockOwnerDeletion": True}]
+        rs = cluster.objects.create(
+            rs_rt,
+            NS,
+            {
+                "metadata": {
+                    "name": rs_name,
+                    "labels": labels,
+                    "annotations": {
+                        "deployment.kubernetes.io/revision": "1",
+                        "deployment.kubernetes.io/desired-replicas": str(count),
+                        "deployment.kubernetes.io/max-replicas": str(count + 1),
+                    },
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "name": app,
+                            "uid": d["metadata"]["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "spec": {
+                    "replicas": count,
+                    "selector": {"matchLabels": {"app": app, "pod-template-hash": pod_hash}},
+                    "template": {**tmpl, "metadata": {"labels": labels}},
+                },
+            },
+        ).load()
+        owner = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": rs_name,
+                "uid": rs["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
         for i in range(count):
-            cluster.objects.create(pod_rt, NS, {"metadata": {
-                "name": f"{rs_name}-{i:05x}", "labels": labels, "ownerReferences": owner}, "spec": tmpl["spec"]})
+            cluster.objects.create(
+                pod_rt,
+                NS,
+                {
+                    "metadata": {"name": f"{rs_name}-{i:05x}", "labels": labels, "ownerReferences": owner},
+                    "spec": tmpl["spec"],
+                },
+            )
         made.append((app, rs_name))
         await anyio.lowlevel.checkpoint()  # the scheduler and kubelets keep up
     return made
 
 
 def running_pods(cluster: LocalCluster) -> int:
-    return sum(1 for e in cluster.storage.iter_entries("pods", NS) if e.fields.get("status.phase") == "Running")
+    return sum(
+        1 for e in cluster.storage.iter_entries("pods", NS) if e.fields.get("status.phase") == "Running"
+    )
 
 
 # -- what the server saw ------------------------------------------------------------------
@@ -150,15 +218,23 @@ class WriteLog:
     writes: list[Write] = field(default_factory=list)
 
     @web.middleware
-    async def middleware(self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-        if request.method not in ("GET", "HEAD") and not request.headers.get("User-Agent", "").endswith("/" + DRIVER):
-            self.writes.append(Write(time.monotonic(), request.method, request.path, request.headers.get("User-Agent", "")))
+    async def middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if request.method not in ("GET", "HEAD") and not request.headers.get("User-Agent", "").endswith(
+            "/" + DRIVER
+        ):
+            self.writes.append(
+                Write(time.monotonic(), request.method, request.path, request.headers.get("User-Agent", ""))
+            )
         return await handler(request)
 
     def since(self, t: float, until: float = math.inf) -> list[Write]:
         return [w for w in self.writes if t <= w.at < until]
 
-    async def first_after(self, t: float, match: Callable[[Write], bool], timeout: float = 30.0) -> float | None:
+    async def first_after(
+        self, t: float, match: Callable[[Write], bool], timeout: float = 30.0
+    ) -> float | None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for w in self.since(t):
@@ -172,7 +248,9 @@ def summarize(writes: list[Write]) -> dict[str, int]:
     out: dict[str, int] = {}
     for w in writes:
         parts = w.path.strip("/").split("/")
-        resource = next((p for p in reversed(parts[:-1]) if p.endswith("s") and p not in ("namespaces",)), parts[-1])
+        resource = next(
+            (p for p in reversed(parts[:-1]) if p.endswith("s") and p not in ("namespaces",)), parts[-1]
+        )
         component = w.agent.rsplit("/", 1)[-1]
         key = f"{w.method} {resource} ({component})"
         out[key] = out.get(key, 0) + 1
@@ -216,12 +294,33 @@ class ManagerProcess:
         log = (self.workdir / f"manager-{label}.log").open("wb")
         self.started = time.monotonic()
         self.proc = await anyio.open_process(
-            [sys.executable, "-m", "controller_manager", "run", "--kubeconfig", self.kubeconfig,
-             "--leader-elect=false", "--secure-port", str(self.port), "--bind-address", "127.0.0.1",
-             "--feature-gates", GATES,
-             # the driver reads /metrics without credentials (the manager's own self-signed port)
-             "--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics", "--kube-api-qps", str(self.qps), "--kube-api-burst", str(self.burst)],
-            stdout=log, stderr=subprocess.STDOUT, cwd=self.root, env=env)
+            [
+                sys.executable,
+                "-m",
+                "controller_manager",
+                "run",
+                "--kubeconfig",
+                self.kubeconfig,
+                "--leader-elect=false",
+                "--secure-port",
+                str(self.port),
+                "--bind-address",
+                "127.0.0.1",
+                "--feature-gates",
+                GATES,
+                # the driver reads /metrics without credentials (the manager's own self-signed port)
+                "--authorization-always-allow-paths",
+                "/healthz,/readyz,/livez,/metrics",
+                "--kube-api-qps",
+                str(self.qps),
+                "--kube-api-burst",
+                str(self.burst),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
+            env=env,
+        )
 
     @property
     def pid(self) -> int:
@@ -274,7 +373,10 @@ async def settled_rss(pid: int, *, quiet: float = 3.0, timeout: float = 120.0) -
 
 async def queues_empty(port: int) -> bool:
     """Whether every work queue of the manager is empty and no worker is busy (from `/metrics`)."""
-    async with aiohttp.ClientSession() as http, http.get(f"https://127.0.0.1:{port}/metrics", ssl=False) as resp:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"https://127.0.0.1:{port}/metrics", ssl=False) as resp,
+    ):
         text = await resp.text()
     busy = 0.0
     for line in text.splitlines():
@@ -285,7 +387,10 @@ async def queues_empty(port: int) -> bool:
 
 async def loop_lag_buckets(port: int) -> dict[str, float]:
     """The manager's event-loop lag histogram (`aiokcm_event_loop_lag_seconds`): le -> count."""
-    async with aiohttp.ClientSession() as http, http.get(f"https://127.0.0.1:{port}/metrics", ssl=False) as resp:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"https://127.0.0.1:{port}/metrics", ssl=False) as resp,
+    ):
         text = await resp.text()
     out: dict[str, float] = {}
     for line in text.splitlines():
@@ -347,10 +452,14 @@ def _path_ends(*suffixes: str) -> Callable[[Write], bool]:
     return lambda w: w.path.endswith(suffixes)
 
 
-async def taint_samples(cluster: LocalCluster, kube: KubeClient, log: WriteLog, nodes: list[str], spacing: float) -> list[float]:
+async def taint_samples(
+    cluster: LocalCluster, kube: KubeClient, log: WriteLog, nodes: list[str], spacing: float
+) -> list[float]:
     out: list[float] = []
     for node in nodes:
-        on_node = {e.name for e in cluster.storage.iter_entries("pods", NS) if e.fields.get("spec.nodeName") == node}
+        on_node = {
+            e.name for e in cluster.storage.iter_entries("pods", NS) if e.fields.get("spec.nodeName") == node
+        }
         if not on_node:
             continue
         n = await kube.get(NODES, node)
@@ -367,7 +476,9 @@ async def taint_samples(cluster: LocalCluster, kube: KubeClient, log: WriteLog, 
     return out
 
 
-async def scale_samples(kube: KubeClient, log: WriteLog, apps: list[tuple[str, str]], spacing: float) -> list[float]:
+async def scale_samples(
+    kube: KubeClient, log: WriteLog, apps: list[tuple[str, str]], spacing: float
+) -> list[float]:
     out: list[float] = []
     for i, (app, rs_name) in enumerate(apps):
         d = await kube.get(DEPLOYMENTS, app, namespace=NS)
@@ -381,18 +492,32 @@ async def scale_samples(kube: KubeClient, log: WriteLog, apps: list[tuple[str, s
     return out
 
 
-async def maintenance_samples(kube: KubeClient, log: WriteLog, nodes: list[str], spacing: float) -> list[float]:
+async def maintenance_samples(
+    kube: KubeClient, log: WriteLog, nodes: list[str], spacing: float
+) -> list[float]:
     out: list[float] = []
     for i, node in enumerate(nodes):
         name = f"bench-{i}"
-        body = {"apiVersion": "maintenance.aiokcm.io/v1alpha1", "kind": "NodeMaintenance", "metadata": {"name": name},
-                "spec": {"nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]},
-                    "cordon": True, "drain": False, "reason": "bench"}}
+        body = {
+            "apiVersion": "maintenance.aiokcm.io/v1alpha1",
+            "kind": "NodeMaintenance",
+            "metadata": {"name": name},
+            "spec": {
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                    ]
+                },
+                "cordon": True,
+                "drain": False,
+                "reason": "bench",
+            },
+        }
         t0 = time.monotonic()
         await kube.create(NODEMAINTENANCES, body)
-        got = await log.first_after(t0, _path_ends(f"/nodemaintenances/{name}", f"/nodemaintenances/{name}/status",
-                                                   f"/nodes/{node}"))
+        got = await log.first_after(
+            t0, _path_ends(f"/nodemaintenances/{name}", f"/nodemaintenances/{name}/status", f"/nodes/{node}")
+        )
         if got is not None:
             out.append(got)
         await anyio.sleep(spacing)
@@ -406,9 +531,15 @@ async def maintenance_samples(kube: KubeClient, log: WriteLog, nodes: list[str],
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     root: Path = args.manager_root
-    f: dict[str, Any] = {"nodes": args.nodes, "pods": args.pods, "manager_root": str(root),
-                         "qps": args.qps, "burst": args.burst, "cpus": os.cpu_count(),
-                         "loadavg_start": os.getloadavg()[0]}
+    f: dict[str, Any] = {
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "manager_root": str(root),
+        "qps": args.qps,
+        "burst": args.burst,
+        "cpus": os.cpu_count(),
+        "loadavg_start": os.getloadavg()[0],
+    }
     log = WriteLog()
     workdir = Path(tempfile.mkdtemp(prefix="bench-manager-"))
     cluster = LocalCluster(nodes=args.nodes, pod_events=False)  # pods created in bulk: no per-pod Events
@@ -498,33 +629,58 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="bench.manager", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="bench.manager", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--pods", type=int, default=3000)
-    parser.add_argument("--quiet", type=float, default=20.0, help="seconds after ready in which writes are counted")
-    parser.add_argument("--idle", type=float, default=10.0, help="seconds of CPU measurement with nothing changing")
+    parser.add_argument(
+        "--quiet", type=float, default=20.0, help="seconds after ready in which writes are counted"
+    )
+    parser.add_argument(
+        "--idle", type=float, default=10.0, help="seconds of CPU measurement with nothing changing"
+    )
     parser.add_argument("--samples", type=int, default=5, help="latency samples of each kind")
     parser.add_argument("--spacing", type=float, default=1.0, help="seconds between samples")
     parser.add_argument("--qps", type=int, default=20)
     parser.add_argument("--burst", type=int, default=30)
     parser.add_argument("--timeout", type=float, default=900.0)
-    parser.add_argument("--manager-root", type=lambda p: Path(p).resolve(), default=ROOT,
-                        help="checkout to run the manager from")
+    parser.add_argument(
+        "--manager-root",
+        type=lambda p: Path(p).resolve(),
+        default=ROOT,
+        help="checkout to run the manager from",
+    )
     args = parser.parse_args()
     f = anyio.run(bench, args)
     rows = [
-        ("nodes / pods", f"{f['nodes']} / {f['pods']} (loadavg {f['loadavg_start']:.1f} -> {f['loadavg_end']:.1f} on {f['cpus']} cpus)"),
+        (
+            "nodes / pods",
+            f"{f['nodes']} / {f['pods']} (loadavg {f['loadavg_start']:.1f} -> {f['loadavg_end']:.1f} on {f['cpus']} cpus)",
+        ),
         ("time to synced (to queues empty)", f"{f['time_to_synced_s']} s (+{f['ready_to_steady_s']} s)"),
-        (f"writes in {f['quiet_window_s']:.0f} s after ready", f"{f['writes_after_ready']} {f['writes_after_ready_by_kind'] or ''}"),
-        ("RSS (baseline, growth)", f"{f['rss_mib']} MiB ({f['baseline_rss_mib']} MiB, +{f['rss_growth_mib']} MiB)"),
+        (
+            f"writes in {f['quiet_window_s']:.0f} s after ready",
+            f"{f['writes_after_ready']} {f['writes_after_ready_by_kind'] or ''}",
+        ),
+        (
+            "RSS (baseline, growth)",
+            f"{f['rss_mib']} MiB ({f['baseline_rss_mib']} MiB, +{f['rss_growth_mib']} MiB)",
+        ),
         ("bytes per cached pod", f"{f['bytes_per_cached_pod']}"),
-        (f"idle cores ({f['idle_window_s']:.0f} s)", f"{f['idle_cores']} (writes meanwhile: {f['writes_during_idle']}, "
-                                                      f"loop lag > 100 ms: {f['idle_loop_lag_ticks_over_100ms']} ticks)"),
+        (
+            f"idle cores ({f['idle_window_s']:.0f} s)",
+            f"{f['idle_cores']} (writes meanwhile: {f['writes_during_idle']}, "
+            f"loop lag > 100 ms: {f['idle_loop_lag_ticks_over_100ms']} ticks)",
+        ),
     ]
     for kind in ("taint", "scale", "nodemaintenance"):
-        rows.append((f"{kind} -> first write p50 / p99", f"{f[f'{kind}_p50_ms']} / {f[f'{kind}_p99_ms']} ms "
-                                                         f"({f[f'{kind}_samples']} samples)"))
+        rows.append(
+            (
+                f"{kind} -> first write p50 / p99",
+                f"{f[f'{kind}_p50_ms']} / {f[f'{kind}_p99_ms']} ms ({f[f'{kind}_samples']} samples)",
+            )
+        )
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")

@@ -55,39 +55,78 @@ def pod(i: int, nodes: int) -> dict[str, Any]:
             "namespace": "default",
             "labels": {"app": app, "pod-template-hash": "7d9f8c6b5", "tier": "frontend"},
             "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-20T10:15:30Z"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{app}-7d9f8c6b5",
-                                 "uid": f"5c3f0b7e-0000-4000-8000-{i % 97:012d}", "controller": True,
-                                 "blockOwnerDeletion": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{app}-7d9f8c6b5",
+                    "uid": f"5c3f0b7e-0000-4000-8000-{i % 97:012d}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": {
             "nodeName": f"node-{i % nodes:04d}",
-            "containers": [{
-                "name": "app", "image": "registry.example.com/team/web:1.27.3",
-                "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-                "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "POD_NAME", "valueFrom": {
-                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
-                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
-                "livenessProbe": {"httpGet": {"path": "/livez", "port": 8080}, "periodSeconds": 10},
-            }],
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": 300}],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example.com/team/web:1.27.3",
+                    "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
+                    "env": [
+                        {"name": "LOG_LEVEL", "value": "info"},
+                        {
+                            "name": "POD_NAME",
+                            "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
+                        },
+                    ],
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "128Mi"},
+                        "limits": {"memory": "256Mi"},
+                    },
+                    "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10},
+                    "livenessProbe": {"httpGet": {"path": "/livez", "port": 8080}, "periodSeconds": 10},
+                }
+            ],
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
+            ],
         },
     }
 
 
 def running_status(i: int) -> dict[str, Any]:
     t = "2026-11-20T10:15:32Z"
-    return {"status": {
-        "phase": "Running", "hostIP": f"10.1.{i % 250}.1", "podIP": f"10.244.{i % 250}.{i % 200 + 2}",
-        "podIPs": [{"ip": f"10.244.{i % 250}.{i % 200 + 2}"}], "startTime": t,
-        "conditions": [{"type": c, "status": "True", "lastTransitionTime": t}
-                       for c in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
-        "containerStatuses": [{"name": "app", "ready": True, "started": True, "restartCount": 0,
-                               "image": "registry.example.com/team/web:1.27.3",
-                               "imageID": "registry.example.com/team/web@sha256:" + "ab" * 32,
-                               "containerID": f"containerd://{i:064x}", "state": {"running": {"startedAt": t}}}],
-    }}
+    return {
+        "status": {
+            "phase": "Running",
+            "hostIP": f"10.1.{i % 250}.1",
+            "podIP": f"10.244.{i % 250}.{i % 200 + 2}",
+            "podIPs": [{"ip": f"10.244.{i % 250}.{i % 200 + 2}"}],
+            "startTime": t,
+            "conditions": [
+                {"type": c, "status": "True", "lastTransitionTime": t}
+                for c in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            "containerStatuses": [
+                {
+                    "name": "app",
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 0,
+                    "image": "registry.example.com/team/web:1.27.3",
+                    "imageID": "registry.example.com/team/web@sha256:" + "ab" * 32,
+                    "containerID": f"containerd://{i:064x}",
+                    "state": {"running": {"startedAt": t}},
+                }
+            ],
+        }
+    }
 
 
 async def create_pods(client: KubeClient, count: int, nodes: int, *, concurrency: int = 64) -> float:
@@ -102,8 +141,14 @@ async def create_pods(client: KubeClient, count: int, nodes: int, *, concurrency
             except ApiError as exc:
                 if not exc.already_exists:
                     raise
-            await client.patch(PODS, body["metadata"]["name"], running_status(i), namespace="default",
-                               subresource="status", patch_type="strategic")
+            await client.patch(
+                PODS,
+                body["metadata"]["name"],
+                running_status(i),
+                namespace="default",
+                subresource="status",
+                patch_type="strategic",
+            )
 
     async with anyio.create_task_group() as tg:
         for i in range(count):
@@ -134,20 +179,40 @@ async def run_real(args: argparse.Namespace) -> dict[str, Any]:
     if assets is None:
         raise SystemExit("bench.memory --real: set KUBEBUILDER_ASSETS (e.g. $(../shared/realk8s/assets.sh))")
     # No service-account controller runs, so the admission plugin that waits for one is off.
-    plane = ControlPlane(assets, kcm_controllers=CONTROLLERS_KCM, scheduler=False,
-                         apiserver_flags=("--disable-admission-plugins=ServiceAccount",))
+    plane = ControlPlane(
+        assets,
+        kcm_controllers=CONTROLLERS_KCM,
+        scheduler=False,
+        apiserver_flags=("--disable-admission-plugins=ServiceAccount",),
+    )
     await anyio.to_thread.run_sync(plane.start)
     manager: Process | None = None
     try:
-        client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("admin"))), qps=5000, burst=5000)
+        client = KubeClient(
+            await build_api_client(kubeconfig=str(plane.kubeconfig("admin"))), qps=5000, burst=5000
+        )
         try:
             for n in range(args.nodes):
-                await client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n:04d}"}})
+                await client.create(
+                    NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n:04d}"}}
+                )
             log = (plane.workdir / "aiokcm.log").open("wb")
             manager = await anyio.open_process(  # the manager as a user runs it, in its own process
-                [str(Path(sys.executable).with_name("aiokcm")), "run", "--kubeconfig", str(plane.kubeconfig("admin")),
-                 "--controllers", CONTROLLERS_AIOKCM, "--leader-elect=false", "--secure-port", "0"],
-                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+                [
+                    str(Path(sys.executable).with_name("aiokcm")),
+                    "run",
+                    "--kubeconfig",
+                    str(plane.kubeconfig("admin")),
+                    "--controllers",
+                    CONTROLLERS_AIOKCM,
+                    "--leader-elect=false",
+                    "--secure-port",
+                    "0",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+            )
             kcm_pid = plane.pid("kube-controller-manager")
             assert kcm_pid is not None
             pids = {"kcm": kcm_pid, "aiokcm": manager.pid}
@@ -166,23 +231,35 @@ async def run_real(args: argparse.Namespace) -> dict[str, Any]:
                 manager.kill()
                 await manager.wait()
         await anyio.to_thread.run_sync(plane.stop)
-    figures: dict[str, Any] = {"backend": "real", "pods": args.pods, "nodes": args.nodes,
-                               "create_seconds": round(seconds, 1)}
+    figures: dict[str, Any] = {
+        "backend": "real",
+        "pods": args.pods,
+        "nodes": args.nodes,
+        "create_seconds": round(seconds, 1),
+    }
     print(f"{args.pods} pods on {args.nodes} nodes, created and made Running in {seconds:.1f} s")
     print(f"{'process':8} {'RSS before':>12} {'RSS after':>12} {'bytes/pod':>10}")
     for name in ("kcm", "aiokcm"):
         per_pod = (after[name] - before[name]) / args.pods
         print(f"{name:8} {before[name] / 2**20:10.1f}MB {after[name] / 2**20:10.1f}MB {per_pod:10.0f}")
-        figures[name] = {"rss_before_mb": round(before[name] / 2**20, 1), "rss_after_mb": round(after[name] / 2**20, 1),
-                         "bytes_per_cached_pod": round(per_pod)}
+        figures[name] = {
+            "rss_before_mb": round(before[name] / 2**20, 1),
+            "rss_after_mb": round(after[name] / 2**20, 1),
+            "bytes_per_cached_pod": round(per_pod),
+        }
     return figures
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="bench.memory", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--real", action="store_true", required=True,
-                        help="on a real control plane from $KUBEBUILDER_ASSETS (the only mode)")
+    parser = argparse.ArgumentParser(
+        prog="bench.memory", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        required=True,
+        help="on a real control plane from $KUBEBUILDER_ASSETS (the only mode)",
+    )
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=500)
     args = parser.parse_args()

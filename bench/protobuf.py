@@ -36,7 +36,9 @@ def main() -> None:
     args = parser.parse_args()
     pod = decode_body(encode_body(next(obj for _, obj in samples() if obj["kind"] == "Pod")))
     raw, body = orjson.dumps(pod), encode_body(pod)
-    raws = [orjson.dumps({**pod, "metadata": {**pod["metadata"], "name": f"p-{i}"}}) for i in range(args.pods)]
+    raws = [
+        orjson.dumps({**pod, "metadata": {**pod["metadata"], "name": f"p-{i}"}}) for i in range(args.pods)
+    ]
     start = time.perf_counter()
     encode_list("v1", "PodList", {"resourceVersion": "1"}, encode_items("v1", "Pod", raws))
     cold = time.perf_counter() - start

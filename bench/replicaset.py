@@ -63,12 +63,17 @@ def _rs_body(name: str, replicas: int) -> dict[str, Any]:
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "pause"}]}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "pause"}]},
+            },
         },
     }
 
 
-async def _run_once(cluster: LocalCluster, name: str, replicas: int, qps: float, burst: int) -> dict[str, Any]:
+async def _run_once(
+    cluster: LocalCluster, name: str, replicas: int, qps: float, burst: int
+) -> dict[str, Any]:
     client: KubeClient = await cluster.client(qps=qps, burst=burst)
     factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
     controller = ReplicaSetController(ControllerContext(client=client, informers=factory))
@@ -106,10 +111,20 @@ async def _run_once(cluster: LocalCluster, name: str, replicas: int, qps: float,
     # The informers' LIST/WATCH before the clock started are not part of the scale-up.
     sent_during = sum(v for m, v in requests.items() if m in ("POST", "PATCH", "DELETE", "PUT"))
     budget = qps * elapsed + burst if qps > 0 else float("inf")
-    syncs = _sample_sum(cmetrics.RECONCILE_TIME, "controller_runtime_reconcile_time_seconds_count") - before_syncs
-    sync_time = _sample_sum(cmetrics.RECONCILE_TIME, "controller_runtime_reconcile_time_seconds_sum") - before_sync_time
-    posts = _sample_sum(REQUEST_DURATION, "rest_client_request_duration_seconds_count", verb="POST") - before_post_n
-    post_s = _sample_sum(REQUEST_DURATION, "rest_client_request_duration_seconds_sum", verb="POST") - before_post_s
+    syncs = (
+        _sample_sum(cmetrics.RECONCILE_TIME, "controller_runtime_reconcile_time_seconds_count") - before_syncs
+    )
+    sync_time = (
+        _sample_sum(cmetrics.RECONCILE_TIME, "controller_runtime_reconcile_time_seconds_sum")
+        - before_sync_time
+    )
+    posts = (
+        _sample_sum(REQUEST_DURATION, "rest_client_request_duration_seconds_count", verb="POST")
+        - before_post_n
+    )
+    post_s = (
+        _sample_sum(REQUEST_DURATION, "rest_client_request_duration_seconds_sum", verb="POST") - before_post_s
+    )
     return {
         "replicas": replicas,
         "qps": qps,
@@ -132,15 +147,21 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--kube-api-burst", type=int, default=30)
     args = parser.parse_args(argv)
     async with LocalCluster(nodes=0, scheduler=False, kubelets=False, gc=False) as cluster:
-        throttled = await _run_once(cluster, "bench-throttled", args.replicas, args.kube_api_qps, args.kube_api_burst)
+        throttled = await _run_once(
+            cluster, "bench-throttled", args.replicas, args.kube_api_qps, args.kube_api_burst
+        )
         unthrottled = await _run_once(cluster, "bench-free", args.unthrottled_replicas, 0.0, 0)
     rows = [("throttled", throttled), ("unthrottled", unthrottled)]
-    print(f"{'run':<12} {'replicas':>8} {'qps':>5} {'elapsed s':>9} {'pods/s':>8} {'writes':>7} {'budget':>7} "
-          f"{'syncs':>6} {'sync s':>7} {'create ms':>9}")
+    print(
+        f"{'run':<12} {'replicas':>8} {'qps':>5} {'elapsed s':>9} {'pods/s':>8} {'writes':>7} {'budget':>7} "
+        f"{'syncs':>6} {'sync s':>7} {'create ms':>9}"
+    )
     for label, r in rows:
         budget = f"{100 * r['budget_used']:.1f}%" if r["budget_used"] is not None else "-"
-        print(f"{label:<12} {r['replicas']:>8} {r['qps']:>5.0f} {r['elapsed_s']:>9.2f} {r['pods_per_s']:>8.1f} "
-              f"{r['writes']:>7} {budget:>7} {r['syncs']:>6} {r['sync_time_s']:>7.2f} {r['mean_create_ms'] or 0:>9.2f}")
+        print(
+            f"{label:<12} {r['replicas']:>8} {r['qps']:>5.0f} {r['elapsed_s']:>9.2f} {r['pods_per_s']:>8.1f} "
+            f"{r['writes']:>7} {budget:>7} {r['syncs']:>6} {r['sync_time_s']:>7.2f} {r['mean_create_ms'] or 0:>9.2f}"
+        )
     figures = {"throttled": throttled, "unthrottled": unthrottled}
     print(orjson.dumps(figures).decode())
     return figures

@@ -51,21 +51,32 @@ def configuration(url: str, ca_pem: bytes) -> dict[str, Any]:
     return config
 
 
-async def serve(client: KubeClient, controllers: Sequence[object], *,
-                task_status: TaskStatus[CountingWebhook] = anyio.TASK_STATUS_IGNORED) -> None:
+async def serve(
+    client: KubeClient,
+    controllers: Sequence[object],
+    *,
+    task_status: TaskStatus[CountingWebhook] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     """Serve the eviction webhook and register it; report it through `task_status`, serve until cancelled."""
     inner = next(c for c in controllers if isinstance(c, webhookserver.AdmissionWebhook))
     webhook = CountingWebhook(inner)
     pair = servingcert.generate_self_signed(ips=("127.0.0.1",))
-    ca = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in x509.load_pem_x509_certificates(pair.cert_pem)[1:])
+    ca = b"".join(
+        c.public_bytes(serialization.Encoding.PEM) for c in x509.load_pem_x509_certificates(pair.cert_pem)[1:]
+    )
     tls = webhookcert.ReloadableContext()
     tls.load(pair)
     async with anyio.create_task_group() as tg:
-        port = await tg.start(lambda task_status: webhookserver.serve(
-            [webhook], host="127.0.0.1", port=0, tls=tls.context, task_status=task_status))
+        port = await tg.start(
+            lambda task_status: webhookserver.serve(
+                [webhook], host="127.0.0.1", port=0, tls=tls.context, task_status=task_status
+            )
+        )
         try:
-            await client.create(VALIDATINGWEBHOOKCONFIGURATIONS,
-                                configuration(f"https://127.0.0.1:{port}{webhook.webhook_path}", ca))
+            await client.create(
+                VALIDATINGWEBHOOKCONFIGURATIONS,
+                configuration(f"https://127.0.0.1:{port}{webhook.webhook_path}", ca),
+            )
             webhook.registered = True
         except ApiError as exc:
             if not exc.not_found:  # a cluster without admissionregistration.k8s.io: reported by `called`
@@ -73,8 +84,9 @@ async def serve(client: KubeClient, controllers: Sequence[object], *,
         task_status.started(webhook)
 
 
-async def called(client: KubeClient, webhook: CountingWebhook, *, namespace: str = "default",
-                 timeout: float = 10.0) -> bool:
+async def called(
+    client: KubeClient, webhook: CountingWebhook, *, namespace: str = "default", timeout: float = 10.0
+) -> bool:
     """Whether the cluster sends evictions to the webhook (a dry run of one, retried while the API
     server picks the new configuration up)."""
     pods = await client.list_all(PODS, namespace=namespace)

@@ -41,8 +41,18 @@ from localcluster.cluster import LocalCluster
 NS = "default"
 TAINT = {"key": "bench.aiokcm.io/evict", "effect": "NoExecute"}
 DEFAULT_TOLERATIONS = [
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
 ]
 
 
@@ -59,7 +69,11 @@ def _pod(name: str, node: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NS},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "pause"}], "terminationGracePeriodSeconds": 0},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "image": "pause"}],
+            "terminationGracePeriodSeconds": 0,
+        },
     }
 
 
@@ -77,7 +91,9 @@ async def budget_run(pods: int, qps: float, burst: int) -> dict[str, Any]:
                 factory.start(tg)
                 tg.start_soon(controller.run, None)
                 await factory.wait_for_cache_sync()
-                await anyio.sleep(burst / qps + 0.1)  # the informers' LISTs spent tokens: start with a full bucket
+                await anyio.sleep(
+                    burst / qps + 0.1
+                )  # the informers' LISTs spent tokens: start with a full bucket
                 start = time.perf_counter()
                 await admin.patch(NODES, "node-1", {"spec": {"taints": [TAINT]}})
                 # The deletions counter is the controller's own record of a finished delete; poll it.
@@ -112,7 +128,9 @@ class _RecordingClient:
     async def patch(self, res: Any, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:
         return {}
 
-    async def delete(self, res: Any, name: str, *, namespace: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    async def delete(
+        self, res: Any, name: str, *, namespace: str | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
         self.deleted_at[f"{namespace}/{name}"] = time.perf_counter()
         if len(self.deleted_at) == self.expected:
             self.all_deleted.set()
@@ -167,9 +185,7 @@ async def latency_run(nodes: int, cached_pods: int, tainted: int, spacing: float
         with anyio.move_on_after(60):
             await fake.all_deleted.wait()
         tg.cancel_scope.cancel()
-    latencies = [
-        at - tainted_at[f"node-{key.split('-')[1]}"] for key, at in fake.deleted_at.items()
-    ]
+    latencies = [at - tainted_at[f"node-{key.split('-')[1]}"] for key, at in fake.deleted_at.items()]
     return {
         "nodes": nodes,
         "cached_pods": per_node * nodes,
@@ -190,21 +206,31 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--kube-api-burst", type=int, default=30)
     parser.add_argument("--nodes", type=int, default=500, help="nodes cached (latency part)")
     parser.add_argument("--cached-pods", type=int, default=15_000, help="pods cached (latency part)")
-    parser.add_argument("--tainted", type=int, default=50, help="nodes tainted one after another (latency part)")
+    parser.add_argument(
+        "--tainted", type=int, default=50, help="nodes tainted one after another (latency part)"
+    )
     parser.add_argument("--spacing", type=float, default=0.02, help="seconds between two taints")
     args = parser.parse_args(argv)
     budget = await budget_run(args.pods, args.kube_api_qps, args.kube_api_burst)
     latency = await latency_run(args.nodes, args.cached_pods, args.tainted, args.spacing)
     print("budget: one tainted node, every pod untolerating, over HTTP to the local API server")
-    print(f"{'pods':>6} {'qps':>5} {'burst':>5} {'elapsed s':>9} {'evict/s':>8} {'ceiling/s':>9} {'of ceiling':>10}")
+    print(
+        f"{'pods':>6} {'qps':>5} {'burst':>5} {'elapsed s':>9} {'evict/s':>8} {'ceiling/s':>9} {'of ceiling':>10}"
+    )
     b = budget
-    print(f"{b['pods']:>6} {b['qps']:>5.0f} {b['burst']:>5} {b['elapsed_s']:>9.2f} {b['evictions_per_s']:>8.2f} "
-          f"{b['ceiling_per_s']:>9.2f} {100 * b['of_ceiling']:>9.1f}%")
-    print("latency: taint event -> delete request, stores filled directly, writes answered in-process, no rate limit")
+    print(
+        f"{b['pods']:>6} {b['qps']:>5.0f} {b['burst']:>5} {b['elapsed_s']:>9.2f} {b['evictions_per_s']:>8.2f} "
+        f"{b['ceiling_per_s']:>9.2f} {100 * b['of_ceiling']:>9.1f}%"
+    )
+    print(
+        "latency: taint event -> delete request, stores filled directly, writes answered in-process, no rate limit"
+    )
     print(f"{'nodes':>6} {'pods':>8} {'tainted':>7} {'deletes':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     lt = latency
-    print(f"{lt['nodes']:>6} {lt['cached_pods']:>8} {lt['tainted_nodes']:>7} {lt['deletes']:>7} "
-          f"{lt['p50_ms']:>8.2f} {lt['p99_ms']:>8.2f} {lt['max_ms']:>8.2f}")
+    print(
+        f"{lt['nodes']:>6} {lt['cached_pods']:>8} {lt['tainted_nodes']:>7} {lt['deletes']:>7} "
+        f"{lt['p50_ms']:>8.2f} {lt['p99_ms']:>8.2f} {lt['max_ms']:>8.2f}"
+    )
     figures = {"budget": budget, "latency": latency}
     print(orjson.dumps(figures).decode())
     return figures

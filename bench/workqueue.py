@@ -135,7 +135,9 @@ async def timed_queue(items: int) -> dict[str, float]:
     }
 
 
-def where_time_goes(fn: Callable[[list[str], int], Coroutine[Any, Any, float]], cycles: int) -> list[tuple[str, float]]:
+def where_time_goes(
+    fn: Callable[[list[str], int], Coroutine[Any, Any, float]], cycles: int
+) -> list[tuple[str, float]]:
     """cProfile `fn` with 10,000 keys; the share of total time spent in each function itself."""
     prof = cProfile.Profile()
     prof.enable()
@@ -144,8 +146,10 @@ def where_time_goes(fn: Callable[[list[str], int], Coroutine[Any, Any, float]], 
     stats = pstats.Stats(prof, stream=io.StringIO())
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     total = sum(v[2] for v in raw.values())
-    rows = sorted(((f"{fn[2]} ({fn[0].rsplit('/', 1)[-1]}:{fn[1]})", v[2] / total) for fn, v in raw.items()),
-                  key=lambda r: -r[1])
+    rows = sorted(
+        ((f"{fn[2]} ({fn[0].rsplit('/', 1)[-1]}:{fn[1]})", v[2] / total) for fn, v in raw.items()),
+        key=lambda r: -r[1],
+    )
     return rows[:8]
 
 
@@ -163,7 +167,11 @@ def main() -> None:
 
     figures: dict[str, Any] = {}
     print(f"{'queue':<14}{'keys':>9}{'cycles/s':>14}{'µs/cycle':>11}")
-    for label, fn in (("plain", plain_cycles), ("rate-limited", rate_limited_cycles), ("sharded x8", sharded_cycles)):
+    for label, fn in (
+        ("plain", plain_cycles),
+        ("rate-limited", rate_limited_cycles),
+        ("sharded x8", sharded_cycles),
+    ):
         for n in KEY_COUNTS:
             rate = run_case(fn, n, args.cycles)
             figures[f"{label.split()[0].replace('-', '_')}_{n}_keys_cycles_per_s"] = round(rate)

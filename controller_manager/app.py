@@ -73,7 +73,9 @@ def _default_factory(client: KubeClient, *, gc_freeze: bool = True) -> SharedInf
 def _surge_answers(enabled: list[ControllerDescriptor], gates: FeatureGates) -> bool:
     """Whether this manager answers EvacuationRequests by surging: its own ReplicaSet and Deployment
     controllers run with the gate. Beside KCM's own nobody does, and the drain must not wait."""
-    return SURGING_CONTROLLERS <= {d.name for d in enabled} and gates.enabled(GATE_NODE_MAINTENANCE_DEPLOYMENT)
+    return SURGING_CONTROLLERS <= {d.name for d in enabled} and gates.enabled(
+        GATE_NODE_MAINTENANCE_DEPLOYMENT
+    )
 
 
 class Manager:
@@ -142,14 +144,22 @@ class Manager:
                     if secure is not None:
                         # First, so a port in use is one line on stderr, as any other bad setting.
                         self.bound_port = await self._listen(tg, secure)
-                    log.info("starting aiokcm", controllers=list(self.opts.controllers),
-                             gates=self.opts.gates.effective())
+                    log.info(
+                        "starting aiokcm",
+                        controllers=list(self.opts.controllers),
+                        gates=self.opts.gates.effective(),
+                    )
                     tg.start_soon(self.loop_monitor.run)
                     if secure is not None:
                         for message, fields in secure.notes:
                             log.warning(message, **fields)
-                        log.info("serving health and metrics", address=self.opts.bind_address,
-                                 port=self.bound_port, tls=secure.tls is not None, certificate=secure.certificate)
+                        log.info(
+                            "serving health and metrics",
+                            address=self.opts.bind_address,
+                            port=self.bound_port,
+                            tls=secure.tls is not None,
+                            certificate=secure.certificate,
+                        )
                     if handle_signals:
                         tg.start_soon(self._watch_signals, tg)
                     await self._elect_and_lead()
@@ -165,13 +175,18 @@ class Manager:
     async def _listen(self, tg: TaskGroup, secure: secureserving.SecureServing) -> int:
         host, port = self.opts.bind_address, self.opts.secure_port
         try:
-            bound: int = await tg.start(functools.partial(serve, self.health, host=host, port=port,
-                                                          tls=secure.tls, delegation=secure.delegation))
+            bound: int = await tg.start(
+                functools.partial(
+                    serve, self.health, host=host, port=port, tls=secure.tls, delegation=secure.delegation
+                )
+            )
         except OSError as exc:
             # A port in use or an address this host does not have: a setting to fix, as a bad flag.
             where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
-            raise UsageError(f"aiokcm run: failed to create listener: failed to listen on {where}: {reason}") from None
+            raise UsageError(
+                f"aiokcm run: failed to create listener: failed to listen on {where}: {reason}"
+            ) from None
         return bound
 
     async def _watch_signals(self, tg: TaskGroup) -> None:
@@ -218,8 +233,11 @@ class Manager:
         enabled = self.registry.enabled(opts.controllers, opts.gates)
         for d in self.registry:
             if d not in enabled and self.registry.is_enabled(d.name, opts.controllers):
-                log.warning("controller is disabled by a feature gate", controller=d.name,
-                            required=list(d.required_gates))
+                log.warning(
+                    "controller is disabled by a feature gate",
+                    controller=d.name,
+                    required=list(d.required_gates),
+                )
         broadcaster = EventBroadcaster(self.client.derive("events"))
         informers = self.factory(self.client.derive("shared-informers"))
         ctx = ControllerContext(
@@ -227,8 +245,10 @@ class Manager:
             informers=informers,
             events=broadcaster,
             gates=opts.gates,
-            options=ControllerOptions(concurrent_syncs=dict(opts.concurrent_syncs),
-                                      extra={**opts.extra, SURGE_ANSWERS_OPTION: _surge_answers(enabled, opts.gates)}),
+            options=ControllerOptions(
+                concurrent_syncs=dict(opts.concurrent_syncs),
+                extra={**opts.extra, SURGE_ANSWERS_OPTION: _surge_answers(enabled, opts.gates)},
+            ),
         )
         self.controllers = self._build(enabled, ctx)
         for controller in self.controllers:
@@ -238,7 +258,8 @@ class Manager:
             informers.start(tg)
             tg.start_soon(self._mark_ready, informers)
             webhooks: list[webhookserver.AdmissionWebhook] = [
-                c for c in self.controllers if isinstance(c, webhookserver.AdmissionWebhook)]
+                c for c in self.controllers if isinstance(c, webhookserver.AdmissionWebhook)
+            ]
             if webhooks and opts.webhook.port:
                 tg.start_soon(self._serve_webhooks, webhooks)
             async with anyio.create_task_group() as workers:
@@ -267,17 +288,29 @@ class Manager:
             keeper = webhookcert.FileCertificate(hook.tls_cert_file, hook.tls_private_key_file)
         else:
             names = webhookcert.Names.for_service(hook.service, hook.namespace, hook.hosts)
-            keeper = webhookcert.ManagedCertificate(self.client.derive("webhook-certificate"), namespace=hook.namespace,
-                                                    secret=hook.secret, configuration=hook.configuration, names=names)
+            keeper = webhookcert.ManagedCertificate(
+                self.client.derive("webhook-certificate"),
+                namespace=hook.namespace,
+                secret=hook.secret,
+                configuration=hook.configuration,
+                names=names,
+            )
         host = hook.bind_address or self.opts.bind_address
         async with anyio.create_task_group() as tg:
             await tg.start(keeper.run)
             try:
-                self.webhook_port = await tg.start(functools.partial(
-                    webhookserver.serve, webhooks, host=host, port=hook.port, tls=keeper.tls.context))
+                self.webhook_port = await tg.start(
+                    functools.partial(
+                        webhookserver.serve, webhooks, host=host, port=hook.port, tls=keeper.tls.context
+                    )
+                )
             except OSError as exc:
-                log.error("cannot serve the admission webhooks: evictions pass unreviewed", address=host,
-                          port=hook.port, error=os.strerror(exc.errno).lower() if exc.errno else str(exc))
+                log.error(
+                    "cannot serve the admission webhooks: evictions pass unreviewed",
+                    address=host,
+                    port=hook.port,
+                    error=os.strerror(exc.errno).lower() if exc.errno else str(exc),
+                )
                 tg.cancel_scope.cancel()
                 return
             if hook.advertise_address:
@@ -291,8 +324,13 @@ class Manager:
         port = self.webhook_port
         while True:
             try:
-                await webhookendpoints.advertise(client, namespace=hook.namespace, service=hook.service,
-                                                 address=hook.advertise_address, port=port)
+                await webhookendpoints.advertise(
+                    client,
+                    namespace=hook.namespace,
+                    service=hook.service,
+                    address=hook.advertise_address,
+                    port=port,
+                )
             except Exception as exc:
                 if not is_expected_failure(exc):
                     raise
@@ -318,14 +356,21 @@ async def run(opts: ManagerOptions) -> int:
             plugin = load_plugin()
             # Demo arguments only when asked for, so a plugin without the demo still loads.
             demo = {"demo": True, "demo_exit_after_drain": opts.demo_exit_after_drain} if opts.demo else {}
-            kubeconfig = await stack.enter_async_context(plugin.start_embedded(nodes=opts.embedded_nodes, **demo))
+            kubeconfig = await stack.enter_async_context(
+                plugin.start_embedded(nodes=opts.embedded_nodes, **demo)
+            )
             log.info("embedded local cluster started", kubeconfig=kubeconfig, nodes=opts.embedded_nodes)
             # The embedded cluster reviews tokens and access too: it vouches for the secure port's
             # callers unless other review kubeconfigs are given (its own token may read /metrics).
             serving = opts.serving
-            opts = dataclasses.replace(opts, serving=dataclasses.replace(
-                serving, authentication_kubeconfig=serving.authentication_kubeconfig or kubeconfig,
-                authorization_kubeconfig=serving.authorization_kubeconfig or kubeconfig))
+            opts = dataclasses.replace(
+                opts,
+                serving=dataclasses.replace(
+                    serving,
+                    authentication_kubeconfig=serving.authentication_kubeconfig or kubeconfig,
+                    authorization_kubeconfig=serving.authorization_kubeconfig or kubeconfig,
+                ),
+            )
         try:
             api = await build_api_client(kubeconfig=kubeconfig, master=opts.master)
         except Exception as exc:

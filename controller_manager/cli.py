@@ -72,7 +72,9 @@ def dispatch(args: list[str]) -> int:
         return _cluster(args[1:])
     if command in _DELEGATES:
         return _delegate(_DELEGATES[command], args)
-    return _fail(f"aiokcm: unknown command {command!r} (commands: run, cluster up, drain, cordon, uncordon, lease)")
+    return _fail(
+        f"aiokcm: unknown command {command!r} (commands: run, cluster up, drain, cordon, uncordon, lease)"
+    )
 
 
 def _run(args: list[str]) -> int:
@@ -82,8 +84,11 @@ def _run(args: list[str]) -> int:
         return _fail(str(exc))
     # The demo narrates on stdout; the manager's info lines would drown it unless -v asks for them.
     quiet = opts.demo and opts.verbosity == 0
-    logging.configure(log_format=opts.log_format, verbosity=opts.verbosity,
-                      min_level=stdlib_logging.WARNING if quiet else None)
+    logging.configure(
+        log_format=opts.log_format,
+        verbosity=opts.verbosity,
+        min_level=stdlib_logging.WARNING if quiet else None,
+    )
     try:
         return anyio.run(app.run, opts)
     except UsageError as exc:
@@ -95,8 +100,11 @@ def _run(args: list[str]) -> int:
 
 
 def _cluster(args: list[str]) -> int:
-    parser = OneLineParser(prog="aiokcm cluster", allow_abbrev=False,
-                           description="Serve a local cluster (the aiokcm.embedded plugin).")
+    parser = OneLineParser(
+        prog="aiokcm cluster",
+        allow_abbrev=False,
+        description="Serve a local cluster (the aiokcm.embedded plugin).",
+    )
     sub = parser.add_subparsers(dest="action", required=True)
     up = sub.add_parser("up", help="start a local cluster and serve it until interrupted", allow_abbrev=False)
     up.add_argument("--nodes", type=int, default=3, help="simulated nodes to register")
@@ -113,7 +121,9 @@ def _cluster(args: list[str]) -> int:
     logging.configure()
 
     async def serve() -> int:
-        return await plugin.cluster_up(nodes=ns.nodes, pods_per_node=ns.pods_per_node, kubeconfig=ns.kubeconfig)
+        return await plugin.cluster_up(
+            nodes=ns.nodes, pods_per_node=ns.pods_per_node, kubeconfig=ns.kubeconfig
+        )
 
     return anyio.run(_until_signal, serve)
 

@@ -77,7 +77,9 @@ class AuthorizationError(Exception):
 class _TTLCache:
     """A bounded map whose entries expire; the oldest entry goes first when full."""
 
-    def __init__(self, max_entries: int = _CACHE_ENTRIES, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, max_entries: int = _CACHE_ENTRIES, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._entries: dict[Any, tuple[float, Any]] = {}
         self._max = max_entries
         self._clock = clock
@@ -147,8 +149,9 @@ class TokenReviewAuthenticator:
         if status.get("authenticated"):
             raw = status.get("user") or {}
             extra = {k: tuple(v or ()) for k, v in (raw.get("extra") or {}).items()}
-            user = UserInfo(str(raw.get("username", "")), str(raw.get("uid", "")),
-                            tuple(raw.get("groups") or ()), extra)
+            user = UserInfo(
+                str(raw.get("username", "")), str(raw.get("uid", "")), tuple(raw.get("groups") or ()), extra
+            )
         self._cache.put(digest, (user,), self.cache_ttl)
         return user
 
@@ -198,8 +201,11 @@ class SubjectAccessReviewAuthorizer:
 
     async def authorize(self, user: UserInfo, verb: str, path: str) -> tuple[bool, str]:
         """(allowed, reason) for `user` doing `verb` on the non-resource URL `path`."""
-        spec: dict[str, Any] = {"user": user.name, "groups": list(user.groups),
-                                "nonResourceAttributes": {"path": path, "verb": verb}}
+        spec: dict[str, Any] = {
+            "user": user.name,
+            "groups": list(user.groups),
+            "nonResourceAttributes": {"path": path, "verb": verb},
+        }
         if user.uid:
             spec["uid"] = user.uid
         if user.extra:

@@ -28,7 +28,10 @@ from kubeutil.selectors import from_label_selector
 
 Obj = Mapping[str, Any]
 OWNER_KINDS: Mapping[str, Resource] = {
-    "ReplicaSet": REPLICASETS, "Deployment": DEPLOYMENTS, "StatefulSet": STATEFULSETS, "DaemonSet": DAEMONSETS,
+    "ReplicaSet": REPLICASETS,
+    "Deployment": DEPLOYMENTS,
+    "StatefulSet": STATEFULSETS,
+    "DaemonSet": DAEMONSETS,
 }
 
 
@@ -98,7 +101,8 @@ async def budgets_for(client: KubeClient, pod: Obj, cache: dict[str, list[dict[s
         cache[namespace] = await client.list_all(PODDISRUPTIONBUDGETS, namespace=namespace)
     labels = meta.get("labels") or {}
     return sorted(
-        str(b["metadata"]["name"]) for b in cache[namespace]
+        str(b["metadata"]["name"])
+        for b in cache[namespace]
         if from_label_selector((b.get("spec") or {}).get("selector")).matches(labels)
     )
 
@@ -109,7 +113,9 @@ def _key(pod: Obj) -> str:
 
 
 async def node_pods(client: KubeClient, node: str, pod_selector: str | None) -> list[dict[str, Any]]:
-    return await client.list_all(PODS, field_selector=f"spec.nodeName={node}", label_selector=pod_selector or None)
+    return await client.list_all(
+        PODS, field_selector=f"spec.nodeName={node}", label_selector=pod_selector or None
+    )
 
 
 async def print_preview(
@@ -131,8 +137,11 @@ async def print_preview(
     leaving: dict[str, set[str]] = {}
     for node in nodes:
         pods = sorted(await node_pods(client, node, pod_selector), key=_key)
-        header = f"node/{node} would be cordoned (dry run); {len(pods)} pods:" if dry_run else \
-            f"node/{node}: {len(pods)} pods:"
+        header = (
+            f"node/{node} would be cordoned (dry run); {len(pods)} pods:"
+            if dry_run
+            else f"node/{node}: {len(pods)} pods:"
+        )
         print(header, file=out)
         leaving[node] = set()
         for pod in pods:
@@ -165,8 +174,13 @@ async def print_kubectl_preview(
         print(f"node/{node} would be cordoned (dry run); {len(pods)} pods:", file=out)
         for pod in pods:
             error = await daemonset_error(owners, pod)
-            verdict = kubectl_filter(pod, force=force, delete_emptydir_data=delete_emptydir_data,
-                                     ignore_daemonsets=ignore_daemonsets, daemonset_error=error)
+            verdict = kubectl_filter(
+                pod,
+                force=force,
+                delete_emptydir_data=delete_emptydir_data,
+                ignore_daemonsets=ignore_daemonsets,
+                daemonset_error=error,
+            )
             if verdict.delete:
                 fate = Preview("evict", verdict.message or "evicted under its PodDisruptionBudget")
             elif verdict.kind == "Error":
@@ -189,8 +203,9 @@ async def daemonset_error(owners: Owners, pod: Obj) -> str | None:
     return owners.error("DaemonSet", namespace, name)
 
 
-async def _print(client: KubeClient, out: TextIO, node: str, pod: Obj, fate: Preview,
-                 pdbs: dict[str, list[dict[str, Any]]]) -> None:
+async def _print(
+    client: KubeClient, out: TextIO, node: str, pod: Obj, fate: Preview, pdbs: dict[str, list[dict[str, Any]]]
+) -> None:
     why = fate.why
     if fate.verb in ("evict", "wait"):
         names = await budgets_for(client, pod, pdbs)

@@ -260,7 +260,9 @@ class LeaderElector:
         while True:
             try:
                 async with self.client.watch(
-                    LEASES, resource_version=version, namespace=self.namespace,
+                    LEASES,
+                    resource_version=version,
+                    namespace=self.namespace,
                     field_selector=f"metadata.name={self.name}",
                     timeout_seconds=int(300 * (1 + random.random())),  # as client-go's reflector
                 ) as events:

@@ -47,8 +47,11 @@ def _duration_seconds(text: str) -> int:
 
 
 def build_parser() -> OneLineParser:
-    parser = OneLineParser(prog="aiokcm lease", allow_abbrev=False,
-                           description="Node maintenance leases (namespace kube-node-maintenance).")
+    parser = OneLineParser(
+        prog="aiokcm lease",
+        allow_abbrev=False,
+        description="Node maintenance leases (namespace kube-node-maintenance).",
+    )
     parser.add_argument("lease", choices=("lease",), help=argparse.SUPPRESS)
     common = OneLineParser(add_help=False)
     common.add_argument("--kubeconfig", default=None, help="path to the kubeconfig file")
@@ -58,10 +61,16 @@ def build_parser() -> OneLineParser:
     acquire = sub.add_parser("acquire", parents=[common], allow_abbrev=False, help="take a node's lease")
     acquire.add_argument("node")
     acquire.add_argument("--holder", required=True, help="who holds it (never starting with kubeadm)")
-    acquire.add_argument("--duration", type=_duration_seconds, default=lease.DEFAULT_DURATION_SECONDS,
-                         help="how long the claim lasts without renewal (at most 1h; default 10m)")
+    acquire.add_argument(
+        "--duration",
+        type=_duration_seconds,
+        default=lease.DEFAULT_DURATION_SECONDS,
+        help="how long the claim lasts without renewal (at most 1h; default 10m)",
+    )
     acquire.add_argument("--wait", action="store_true", help="wait while someone else holds it")
-    acquire.add_argument("--timeout", type=parse_duration, default=0.0, help="with --wait: give up after this long")
+    acquire.add_argument(
+        "--timeout", type=parse_duration, default=0.0, help="with --wait: give up after this long"
+    )
     acquire.add_argument("--poll-interval", type=float, default=2.0, help=argparse.SUPPRESS)
     renew = sub.add_parser("renew", parents=[common], allow_abbrev=False, help="push our claim forward")
     renew.add_argument("node")
@@ -98,7 +107,9 @@ def status_row(state: lease.LeaseState, now: datetime) -> tuple[str, str, str, s
         expires = "never"
     else:
         expiry = state.expires_at()
-        expires = _ago((expiry - now).total_seconds()) if expiry is not None and expiry.year > 1 else "expired"
+        expires = (
+            _ago((expiry - now).total_seconds()) if expiry is not None and expiry.year > 1 else "expired"
+        )
     return state.node, holder, age, expires, "yes" if state.abandoned(now) else "no"
 
 
@@ -106,7 +117,10 @@ def format_table(rows: Sequence[Sequence[str]]) -> str:
     header = ("NODE", "HOLDER", "AGE", "EXPIRES IN", "ABANDONED")
     table = [header, *rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    return "\n".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table) + "\n"
+    return (
+        "\n".join("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table)
+        + "\n"
+    )
 
 
 def _describe(state: lease.LeaseState) -> str:
@@ -115,21 +129,32 @@ def _describe(state: lease.LeaseState) -> str:
     return f"node {state.node}: lease held by {state.holder}{until}"
 
 
-async def run(args: argparse.Namespace, client: KubeClient, *, out: TextIO, err: TextIO,
-              clock: lease.Clock = lease.utcnow) -> int:
+async def run(
+    args: argparse.Namespace,
+    client: KubeClient,
+    *,
+    out: TextIO,
+    err: TextIO,
+    clock: lease.Clock = lease.utcnow,
+) -> int:
     """The command on an existing client (what tests call)."""
     try:
         if args.action == "acquire":
             return await _acquire(args, client, out=out, err=err, clock=clock)
         if args.action == "renew":
-            state = await lease.renew(client, args.node, holder=args.holder, duration_seconds=args.duration,
-                                      clock=clock)
+            state = await lease.renew(
+                client, args.node, holder=args.holder, duration_seconds=args.duration, clock=clock
+            )
             print(_describe(state), file=out)
             return EXIT_OK
         if args.action == "release":
             released = await lease.release(client, args.node, holder=args.holder, clock=clock)
-            print(f"node {args.node}: lease released" if released
-                  else f"node {args.node}: lease not held by {args.holder}; nothing to release", file=out)
+            print(
+                f"node {args.node}: lease released"
+                if released
+                else f"node {args.node}: lease not held by {args.holder}; nothing to release",
+                file=out,
+            )
             return EXIT_OK
         return await _status(args, client, out=out, err=err, clock=clock)
     except (lease.ReservedHolderError, lease.InvalidDurationError) as exc:
@@ -140,15 +165,17 @@ async def run(args: argparse.Namespace, client: KubeClient, *, out: TextIO, err:
         return EXIT_FAILED
 
 
-async def _acquire(args: argparse.Namespace, client: KubeClient, *, out: TextIO, err: TextIO,
-                   clock: lease.Clock) -> int:
+async def _acquire(
+    args: argparse.Namespace, client: KubeClient, *, out: TextIO, err: TextIO, clock: lease.Clock
+) -> int:
     lease.check_client_holder(args.holder)  # before any waiting: a reserved holder never becomes valid
     with anyio.move_on_after(args.timeout if args.wait and args.timeout > 0 else float("inf")):
         announced = False
         while True:
             try:
-                state = await lease.acquire(client, args.node, holder=args.holder,
-                                            duration_seconds=args.duration, clock=clock)
+                state = await lease.acquire(
+                    client, args.node, holder=args.holder, duration_seconds=args.duration, clock=clock
+                )
             except lease.LeaseHeldError as exc:
                 if not args.wait:
                     raise
@@ -163,8 +190,9 @@ async def _acquire(args: argparse.Namespace, client: KubeClient, *, out: TextIO,
     return EXIT_FAILED
 
 
-async def _status(args: argparse.Namespace, client: KubeClient, *, out: TextIO, err: TextIO,
-                  clock: lease.Clock) -> int:
+async def _status(
+    args: argparse.Namespace, client: KubeClient, *, out: TextIO, err: TextIO, clock: lease.Clock
+) -> int:
     now = clock()
     code = EXIT_OK
     states: list[lease.LeaseState] = []
@@ -199,8 +227,15 @@ async def _never_leased(client: KubeClient, node: str) -> lease.LeaseState | Non
         if exc.not_found:
             return None
         raise
-    return lease.LeaseState(node=node, holder=None, duration_seconds=None, acquire_time=None, renew_time=None,
-                            transitions=0, resource_version="")
+    return lease.LeaseState(
+        node=node,
+        holder=None,
+        duration_seconds=None,
+        acquire_time=None,
+        renew_time=None,
+        transitions=0,
+        resource_version="",
+    )
 
 
 async def main(argv: list[str]) -> int:

@@ -32,12 +32,24 @@ def level_for(verbosity: int) -> int:
 
 REDACTED = "[REDACTED]"
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)", re.DOTALL),
-     "[REDACTED PRIVATE KEY]"),
+    (
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)", re.DOTALL
+        ),
+        "[REDACTED PRIVATE KEY]",
+    ),
     (re.compile(r"(?i)\b(bearer|basic)(\s+|%20)[A-Za-z0-9\-._~+/]+=*"), rf"\1 {REDACTED}"),
-    (re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)(?!bearer\b|basic\b)[^\s'\",}]+"), rf"\1{REDACTED}"),
-    (re.compile(r"(?i)(['\"]?\b(?:token|client-key-data|client_key_data|password|id-token|refresh-token|"
-                r"access-token|api_key|key_data)['\"]?\s*[:=]\s*['\"]?)[^\s'\",}\]]+"), rf"\1{REDACTED}"),
+    (
+        re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)(?!bearer\b|basic\b)[^\s'\",}]+"),
+        rf"\1{REDACTED}",
+    ),
+    (
+        re.compile(
+            r"(?i)(['\"]?\b(?:token|client-key-data|client_key_data|password|id-token|refresh-token|"
+            r"access-token|api_key|key_data)['\"]?\s*[:=]\s*['\"]?)[^\s'\",}\]]+"
+        ),
+        rf"\1{REDACTED}",
+    ),
 )
 
 
@@ -75,7 +87,11 @@ def _orjson_dumps(obj: Any, **_: Any) -> bytes:
 
 
 def configure(
-    *, log_format: str = "text", verbosity: int = 0, stream: TextIO | None = None, min_level: int | None = None
+    *,
+    log_format: str = "text",
+    verbosity: int = 0,
+    stream: TextIO | None = None,
+    min_level: int | None = None,
 ) -> None:
     """`min_level` raises the floor (the embedded demo keeps the manager to warnings so its narration reads)."""
     out = stream or sys.stderr
@@ -89,7 +105,9 @@ def configure(
     if log_format == "json":
         processors = [
             *shared,
-            structlog.processors.ExceptionRenderer(structlog.tracebacks.ExceptionDictTransformer(show_locals=False)),
+            structlog.processors.ExceptionRenderer(
+                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+            ),
             redact_secrets,
             structlog.processors.JSONRenderer(serializer=_orjson_dumps),
         ]

@@ -25,7 +25,9 @@ LOOP_LAG = Histogram(
 
 
 class LoopMonitor:
-    def __init__(self, *, interval: float = 0.25, stall_threshold: float = 10.0, recent: float = 60.0) -> None:
+    def __init__(
+        self, *, interval: float = 0.25, stall_threshold: float = 10.0, recent: float = 60.0
+    ) -> None:
         self.interval = interval
         self.stall_threshold = stall_threshold
         self.recent = recent

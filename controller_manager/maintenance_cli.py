@@ -61,6 +61,8 @@ from kubeutil.selectors import SelectorError
 from kubeutil.selectors import parse as parse_selector
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "aiokcm-cli"}
+
+
 def parse_duration(text: str) -> float:
     """`90`, `90s`, `5m`, `1h30m` -> seconds, as the manager's flags parse them; never negative.
 
@@ -93,25 +95,61 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--context", default=None, help="the kubeconfig context to use")
     parser.add_argument("--server", "--master", dest="server", default=None, help="the API server URL")
     parser.add_argument("--reason", default="", help="why; shown on each pod's EvacuationRequest")
-    parser.add_argument("--timeout", type=parse_duration, default=0.0,
-                        help="give up after this long (drain: exit 1 listing the blocking pods); 0 = wait forever")
-    parser.add_argument("--evacuation-timeout", type=parse_duration, default=api.DEFAULT_EVACUATION_TIMEOUT_SECONDS,
-                        help="how long owners get to answer before pods are evicted (default 3m)")
-    parser.add_argument("--cancel-on-timeout", action="store_true",
-                        help="drain: on --timeout, delete the maintenance (uncordon, withdraw the requests)")
-    parser.add_argument("--dry-run", nargs="?", const="client", default="none", choices=("none", "client"),
-                        help="drain: print what would happen to each pod, change nothing")
+    parser.add_argument(
+        "--timeout",
+        type=parse_duration,
+        default=0.0,
+        help="give up after this long (drain: exit 1 listing the blocking pods); 0 = wait forever",
+    )
+    parser.add_argument(
+        "--evacuation-timeout",
+        type=parse_duration,
+        default=api.DEFAULT_EVACUATION_TIMEOUT_SECONDS,
+        help="how long owners get to answer before pods are evicted (default 3m)",
+    )
+    parser.add_argument(
+        "--cancel-on-timeout",
+        action="store_true",
+        help="drain: on --timeout, delete the maintenance (uncordon, withdraw the requests)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        nargs="?",
+        const="client",
+        default="none",
+        choices=("none", "client"),
+        help="drain: print what would happen to each pod, change nothing",
+    )
     # kubectl drain's flags: the opt-ins for pods whose eviction loses something.
-    parser.add_argument("--force", action="store_true",
-                        help="also evict pods that declare no controller (nobody recreates them)")
-    parser.add_argument("--delete-emptydir-data", "--delete-local-data", dest="delete_emptydir_data",
-                        action="store_true", help="also evict pods with emptyDir volumes (their data is lost)")
-    parser.add_argument("--ignore-daemonsets", action="store_true",
-                        help="leave DaemonSet pods (the NodeMaintenance drain always does)")
-    parser.add_argument("--pod-selector", type=pod_selector, default="",
-                        help="only drain the pods this label selector matches")
-    parser.add_argument("--grace-period", type=int, default=-1,
-                        help="termination grace period for evicted pods; negative: each pod's own")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="also evict pods that declare no controller (nobody recreates them)",
+    )
+    parser.add_argument(
+        "--delete-emptydir-data",
+        "--delete-local-data",
+        dest="delete_emptydir_data",
+        action="store_true",
+        help="also evict pods with emptyDir volumes (their data is lost)",
+    )
+    parser.add_argument(
+        "--ignore-daemonsets",
+        action="store_true",
+        help="leave DaemonSet pods (the NodeMaintenance drain always does)",
+    )
+    parser.add_argument(
+        "--pod-selector",
+        type=pod_selector,
+        default="",
+        help="only drain the pods this label selector matches",
+    )
+    parser.add_argument(
+        "--grace-period",
+        type=int,
+        default=-1,
+        help="termination grace period for evicted pods; negative: each pod's own",
+    )
     parser.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     return parser
 
@@ -176,13 +214,18 @@ class ProgressTable:
             if self._last.get(row.node) != row:
                 self._last[row.node] = row
                 blocking = f" blocking: {row.blocking}" if row.blocking else ""
-                print(f"{row.node}: {row.phase}, {row.pending} pending, {row.evacuating} evacuating{blocking}",
-                      file=self.out, flush=True)
+                print(
+                    f"{row.node}: {row.phase}, {row.pending} pending, {row.evacuating} evacuating{blocking}",
+                    file=self.out,
+                    flush=True,
+                )
 
     def _redraw(self, rows: Sequence[Row]) -> None:
         table = [HEADER, *(r.cells() for r in rows)]
         widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
-        text = "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table)
+        text = "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in table
+        )
         if self._drawn:
             self.out.write(f"\x1b[{self._drawn}A\x1b[J")
         self.out.write(text + "\n")
@@ -319,7 +362,8 @@ class Maintenance:
         ours = maintenance_name(str(node["metadata"]["name"]))
         items = (await self.client.list(NODEMAINTENANCES)).get("items") or []
         return [
-            o for o in items
+            o
+            for o in items
             if o["metadata"]["name"] != ours
             and not o["metadata"].get("deletionTimestamp")
             and selector_matches((o.get("spec") or {}).get("nodeSelector"), node)
@@ -332,7 +376,10 @@ class Maintenance:
             "apiVersion": NODEMAINTENANCES.api_version,
             "kind": NODEMAINTENANCES.kind,
             "metadata": {"name": name, "labels": dict(MANAGED_BY)},
-            "spec": {"nodeSelector": names_selector([node]), **{k: v for k, v in spec.items() if v is not None}},
+            "spec": {
+                "nodeSelector": names_selector([node]),
+                **{k: v for k, v in spec.items() if v is not None},
+            },
         }
         try:
             return await self.client.create(NODEMAINTENANCES, body)
@@ -353,10 +400,14 @@ class Maintenance:
         for o in others:
             spec = o.get("spec") or {}
             modes = [k for k in ("cordon", "drain") if spec.get(k)] or ["planning"]
-            self.warn(f"node {node} is also under NodeMaintenance {o['metadata']['name']} ({', '.join(modes)}); "
-                      f"{verb}")
+            self.warn(
+                f"node {node} is also under NodeMaintenance {o['metadata']['name']} ({', '.join(modes)}); "
+                f"{verb}"
+            )
 
-    async def follow(self, nodes: Sequence[str], *, until: str, leaving: dict[str, set[str]] | None = None) -> int:
+    async def follow(
+        self, nodes: Sequence[str], *, until: str, leaving: dict[str, set[str]] | None = None
+    ) -> int:
         """Watch our maintenances, draw the table, return 0 once `until` holds for all, 1 otherwise.
 
         Stops early, with the reason, when a maintenance disappears or is being deleted (someone
@@ -374,8 +425,9 @@ class Maintenance:
             tg.cancel_scope.cancel()
         return code
 
-    async def _follow(self, nodes: Sequence[str], followed: _Followed, *, until: str,
-                      leaving: dict[str, set[str]] | None) -> int:
+    async def _follow(
+        self, nodes: Sequence[str], followed: _Followed, *, until: str, leaving: dict[str, set[str]] | None
+    ) -> int:
         table = ProgressTable(self.out)
         deadline = anyio.current_time() + self.args.timeout if self.args.timeout > 0 else None
         last: dict[str, Row] = {}
@@ -388,8 +440,11 @@ class Maintenance:
                 if leaving is not None and leaving.get(row.node):
                     self.report_watched_departures(row.node, leaving[row.node])
                 if leaving is not None and last.get(row.node) != row:
-                    if leaving.get(row.node) and row.node not in self._pods_watched \
-                            and _may_have_departures(last.get(row.node), row):
+                    if (
+                        leaving.get(row.node)
+                        and row.node not in self._pods_watched
+                        and _may_have_departures(last.get(row.node), row)
+                    ):
                         await self.report_departures(row.node, leaving[row.node])
                     self.report_blockers(row.node, objs[row.node])
                 last[row.node] = row
@@ -402,10 +457,14 @@ class Maintenance:
             if deadline is not None and anyio.current_time() >= deadline:
                 await self.timed_out(nodes, objs, until=until)
                 return 1
-            with anyio.move_on_after(max(0.0, deadline - anyio.current_time()) if deadline is not None else None):
+            with anyio.move_on_after(
+                max(0.0, deadline - anyio.current_time()) if deadline is not None else None
+            ):
                 await changed.wait()
 
-    async def _watch_maintenances(self, followed: _Followed, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
+    async def _watch_maintenances(
+        self, followed: _Followed, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED
+    ) -> None:
         """Keep `followed.objs` current: a LIST, then a WATCH from its resourceVersion, relisting
         when the watch expires and retrying after a dropped connection (`--poll-interval` apart)."""
         started = False
@@ -418,10 +477,17 @@ class Maintenance:
                     task_status.started()
                 rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
                 while True:
-                    async with self.client.watch(NODEMAINTENANCES, resource_version=rv, timeout_seconds=300) as events:
+                    async with self.client.watch(
+                        NODEMAINTENANCES, resource_version=rv, timeout_seconds=300
+                    ) as events:
                         async for event in events:
                             if event.type == "ERROR":
-                                raise ApiError(int(event.object.get("code") or 500), event.object, method="WATCH", path="")
+                                raise ApiError(
+                                    int(event.object.get("code") or 500),
+                                    event.object,
+                                    method="WATCH",
+                                    path="",
+                                )
                             rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
                             if event.type != "BOOKMARK":
                                 followed.update(event.object, deleted=event.type == "DELETED")
@@ -455,11 +521,17 @@ class Maintenance:
                 self._pods_watched.add(node)
                 rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
                 while True:
-                    async with self.client.watch(PODS, resource_version=rv, field_selector=selector,
-                                                 timeout_seconds=300) as events:
+                    async with self.client.watch(
+                        PODS, resource_version=rv, field_selector=selector, timeout_seconds=300
+                    ) as events:
                         async for event in events:
                             if event.type == "ERROR":
-                                raise ApiError(int(event.object.get("code") or 500), event.object, method="WATCH", path="")
+                                raise ApiError(
+                                    int(event.object.get("code") or 500),
+                                    event.object,
+                                    method="WATCH",
+                                    path="",
+                                )
                             rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
                             if event.type == "BOOKMARK" or _key(event.object) not in expected:
                                 continue
@@ -481,8 +553,11 @@ class Maintenance:
     def report_watched_departures(self, node: str, expected: set[str]) -> None:
         """Print how each pod of `expected` the pod watch saw deleted left `node`."""
         for key in sorted(expected & self._gone):
-            print(f"  {node}  {key}  {how_it_left(self._last_seen.get(key) or {}, self._fates.get(key))}",
-                  file=self.out, flush=True)
+            print(
+                f"  {node}  {key}  {how_it_left(self._last_seen.get(key) or {}, self._fates.get(key))}",
+                file=self.out,
+                flush=True,
+            )
             self._last_seen.pop(key, None)
             self._departed.add(key)
             expected.discard(key)
@@ -520,8 +595,10 @@ class Maintenance:
             obj = objs[n]
             name = maintenance_name(n)
             if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
-                return (f"nodemaintenance/{name} was deleted by someone else: the maintenance of node {n} "
-                        "is cancelled (the controller uncordons it and withdraws the evacuation requests)")
+                return (
+                    f"nodemaintenance/{name} was deleted by someone else: the maintenance of node {n} "
+                    "is cancelled (the controller uncordons it and withdraws the evacuation requests)"
+                )
             if node_status(obj, n).get("phase") == api.PHASE_NODE_NOT_FOUND:
                 return f"node {n} was deleted before it drained; its pods were not evacuated"
             cond = _condition(obj, "NodesSelected")
@@ -529,7 +606,9 @@ class Maintenance:
                 return f"nodemaintenance/{name} selects no node: {cond.get('message', '')}"
         return None
 
-    async def timed_out(self, nodes: Sequence[str], objs: Mapping[str, Mapping[str, Any] | None], *, until: str) -> None:
+    async def timed_out(
+        self, nodes: Sequence[str], objs: Mapping[str, Mapping[str, Any] | None], *, until: str
+    ) -> None:
         """Say what blocks, that the maintenance goes on, and how to stop it (or stop it)."""
         lines = [line for n in nodes for line in blocker_lines(n, objs.get(n))]
         print(f"error: timed out after {self.args.timeout:g}s waiting for {until}", file=self.err)
@@ -540,13 +619,21 @@ class Maintenance:
         if self.args.cancel_on_timeout:
             for n in nodes:
                 await self.delete_nm(n)
-            print(f"cancelled: deleted nodemaintenance {names}; the controller uncordons "
-                  f"{', '.join(nodes)} and withdraws the evacuation requests", file=self.err, flush=True)
+            print(
+                f"cancelled: deleted nodemaintenance {names}; the controller uncordons "
+                f"{', '.join(nodes)} and withdraws the evacuation requests",
+                file=self.err,
+                flush=True,
+            )
             return
         goes_on = " and the drain goes on (pods may still be evicted later)" if until == "Drained" else ""
-        print(f"nodemaintenance {names} is still active: {', '.join(nodes)} stay cordoned{goes_on}.\n"
-              f"To cancel it: aiokcm uncordon {' '.join(nodes)}  (or: kubectl delete nodemaintenance {names}); "
-              "or run with --cancel-on-timeout.", file=self.err, flush=True)
+        print(
+            f"nodemaintenance {names} is still active: {', '.join(nodes)} stay cordoned{goes_on}.\n"
+            f"To cancel it: aiokcm uncordon {' '.join(nodes)}  (or: kubectl delete nodemaintenance {names}); "
+            "or run with --cancel-on-timeout.",
+            file=self.err,
+            flush=True,
+        )
 
     async def delete_nm(self, node: str) -> None:
         try:
@@ -577,8 +664,12 @@ class Maintenance:
         found = await self.check_nodes(nodes)
         if self.args.dry_run != "none":
             await drain_preview.print_preview(
-                self.client, nodes, options=drain_options(self.args), timeout=self.args.evacuation_timeout,
-                out=self.out, pod_selector=self.args.pod_selector or None,
+                self.client,
+                nodes,
+                options=drain_options(self.args),
+                timeout=self.args.evacuation_timeout,
+                out=self.out,
+                pod_selector=self.args.pod_selector or None,
             )
             return 0
         for n in nodes:
@@ -587,8 +678,14 @@ class Maintenance:
                 self._warn_collisions(n, others, verb="draining it too")
         # Each pod's expected fate first, then each departure as it happens.
         leaving = await drain_preview.print_preview(
-            self.client, nodes, options=drain_options(self.args), timeout=self.args.evacuation_timeout,
-            out=self.out, pod_selector=self.args.pod_selector or None, dry_run=False, fates=self._fates,
+            self.client,
+            nodes,
+            options=drain_options(self.args),
+            timeout=self.args.evacuation_timeout,
+            out=self.out,
+            pod_selector=self.args.pod_selector or None,
+            dry_run=False,
+            fates=self._fates,
         )
         for n in nodes:
             await self.apply(n, drain_spec(self.args))
@@ -624,7 +721,9 @@ class Maintenance:
         for n in nodes:
             while await self.get_nm(n) is not None:
                 if deadline is not None and anyio.current_time() >= deadline:
-                    raise CliError(f"timed out waiting for NodeMaintenance {maintenance_name(n)} to be released")
+                    raise CliError(
+                        f"timed out waiting for NodeMaintenance {maintenance_name(n)} to be released"
+                    )
                 await anyio.sleep(self.args.poll_interval)
             node = await self.node(n)
             others = [o for o in await self.others_on(node) if (o.get("spec") or {}).get("cordon")]
@@ -644,16 +743,24 @@ class Maintenance:
         await self.check_nodes(nodes)
         if command == "drain" and self.args.dry_run != "none":
             await drain_preview.print_kubectl_preview(
-                self.client, nodes, force=self.args.force, delete_emptydir_data=self.args.delete_emptydir_data,
-                ignore_daemonsets=self.args.ignore_daemonsets, out=self.out,
+                self.client,
+                nodes,
+                force=self.args.force,
+                delete_emptydir_data=self.args.delete_emptydir_data,
+                ignore_daemonsets=self.args.ignore_daemonsets,
+                out=self.out,
                 pod_selector=self.args.pod_selector or None,
             )
             return 0
-        self.warn("the NodeMaintenance API is not installed; falling back to cordon and eviction as kubectl does")
+        self.warn(
+            "the NodeMaintenance API is not installed; falling back to cordon and eviction as kubectl does"
+        )
         for n in nodes:
             unschedulable: bool | None = None if command == "uncordon" else True
             await self.client.patch(NODES, n, {"spec": {"unschedulable": unschedulable}})
-            print(f"node/{n} {'uncordoned' if command == 'uncordon' else 'cordoned'}", file=self.out, flush=True)
+            print(
+                f"node/{n} {'uncordoned' if command == 'uncordon' else 'cordoned'}", file=self.out, flush=True
+            )
         if command != "drain":
             return 0
         selected: dict[str, list[dict[str, Any]]] = {}
@@ -661,12 +768,18 @@ class Maintenance:
         for n in nodes:
             selected[n], errors = await self.kubectl_filters(n)
             if errors:
-                print(f'error: unable to drain node "{n}" due to error: {"; ".join(errors)}, continuing command...',
-                      file=self.err, flush=True)
+                print(
+                    f'error: unable to drain node "{n}" due to error: {"; ".join(errors)}, continuing command...',
+                    file=self.err,
+                    flush=True,
+                )
                 refused.append(n)
         if refused:
-            print("There are pending nodes to be drained:\n" + "\n".join(f" {n}" for n in refused), file=self.err,
-                  flush=True)
+            print(
+                "There are pending nodes to be drained:\n" + "\n".join(f" {n}" for n in refused),
+                file=self.err,
+                flush=True,
+            )
             return 1
         return await self.evict_all(nodes, selected)
 
@@ -679,7 +792,9 @@ class Maintenance:
         warnings: dict[str, list[str]] = {}
         for pod in pods:
             verdict = kubectl_filter(
-                pod, force=self.args.force, delete_emptydir_data=self.args.delete_emptydir_data,
+                pod,
+                force=self.args.force,
+                delete_emptydir_data=self.args.delete_emptydir_data,
                 ignore_daemonsets=self.args.ignore_daemonsets,
                 daemonset_error=await drain_preview.daemonset_error(owners, pod),
             )
@@ -693,7 +808,9 @@ class Maintenance:
             self.warn("; ".join(f"{msg}: {', '.join(keys)}" for msg, keys in warnings.items()))
         return delete, [f"{msg}: {', '.join(keys)}" for msg, keys in errors.items()]
 
-    async def evict_all(self, nodes: Sequence[str], selected: Mapping[str, Sequence[Mapping[str, Any]]]) -> int:
+    async def evict_all(
+        self, nodes: Sequence[str], selected: Mapping[str, Sequence[Mapping[str, Any]]]
+    ) -> int:
         """Evict what the filters let through, until it is gone; 429s are retried every 5 s."""
         table = ProgressTable(self.out)
         deadline = anyio.current_time() + self.args.timeout if self.args.timeout > 0 else None
@@ -706,11 +823,17 @@ class Maintenance:
             remaining: dict[str, list[dict[str, Any]]] = {}
             for n in nodes:
                 pods = await self.client.list_all(PODS, field_selector=f"spec.nodeName={n}")
-                remaining[n] = [p for p in pods if uids.get(_key(p)) == (p.get("metadata") or {}).get("uid")
-                                and _key(p) in uids]
+                remaining[n] = [
+                    p
+                    for p in pods
+                    if uids.get(_key(p)) == (p.get("metadata") or {}).get("uid") and _key(p) in uids
+                ]
                 for pod in remaining[n]:
                     key = _key(pod)
-                    if pod["metadata"].get("deletionTimestamp") or next_try.get(key, 0.0) > anyio.current_time():
+                    if (
+                        pod["metadata"].get("deletionTimestamp")
+                        or next_try.get(key, 0.0) > anyio.current_time()
+                    ):
                         continue
                     print(f"evicting pod {key}", file=self.out, flush=True)
                     outcome = await evict(self.client, pod, grace_period_seconds=grace)
@@ -718,27 +841,38 @@ class Maintenance:
                         refused.pop(key, None)
                         next_try[key] = anyio.current_time() + EVICTION_RETRY_SECONDS
                     else:
-                        print(f"error when evicting pods/{pod['metadata']['name']} -n {pod['metadata']['namespace']} "
-                              f"(will retry after {outcome.retry_after:g}s): {outcome.message}", file=self.err,
-                              flush=True)
+                        print(
+                            f"error when evicting pods/{pod['metadata']['name']} -n {pod['metadata']['namespace']} "
+                            f"(will retry after {outcome.retry_after:g}s): {outcome.message}",
+                            file=self.err,
+                            flush=True,
+                        )
                         refused[key] = (outcome.blocked_reason, outcome.message)
                         next_try[key] = anyio.current_time() + outcome.retry_after
                 blocking = [k for k in refused if any(_key(p) == k for p in remaining[n])]
                 summary = f"{blocking[0]}: {refused[blocking[0]][0]}" if blocking else ""
-                rows.append(Row(n, "Drained" if not remaining[n] else "Draining", len(remaining[n]), 0, summary))
+                rows.append(
+                    Row(n, "Drained" if not remaining[n] else "Draining", len(remaining[n]), 0, summary)
+                )
             table.show(rows)
             if not any(remaining.values()):
                 print(f"drained: {', '.join(nodes)}", file=self.out, flush=True)
                 return 0
             if deadline is not None and anyio.current_time() >= deadline:
-                print(f"error: timed out after {self.args.timeout:g}s waiting for the pods to leave", file=self.err)
+                print(
+                    f"error: timed out after {self.args.timeout:g}s waiting for the pods to leave",
+                    file=self.err,
+                )
                 print("blocking pods:", file=self.err)
                 for n, pods in remaining.items():
                     for pod in pods:
                         reason, message = refused.get(_key(pod), ("Terminating", "waiting for the pod to go"))
                         print(f"  {n}  {_key(pod)}  {reason}: {message}", file=self.err)
-                print(f"{', '.join(nodes)} stay cordoned (uncordon with: aiokcm uncordon {' '.join(nodes)})",
-                      file=self.err, flush=True)
+                print(
+                    f"{', '.join(nodes)} stay cordoned (uncordon with: aiokcm uncordon {' '.join(nodes)})",
+                    file=self.err,
+                    flush=True,
+                )
                 return 1
             await anyio.sleep(self.args.poll_interval)
 

@@ -103,7 +103,8 @@ def _port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(
-            f"{value} must be between 0 and 65535, inclusive. 0 for turning off secure port")
+            f"{value} must be between 0 and 65535, inclusive. 0 for turning off secure port"
+        )
     return value
 
 
@@ -212,164 +213,336 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     conn = parser.add_argument_group("connection")
-    conn.add_argument("--kubeconfig", default=None,
-                      help="Path to a kubeconfig file (default: $KUBECONFIG, else in-cluster config).")
-    conn.add_argument("--master", default=None,
-                      help="The address of the API server; overrides the kubeconfig's server.")
-    conn.add_argument("--kube-api-qps", type=_non_negative_float, default=20.0,
-                      help="Client-side queries per second to the API server (token bucket over every call).")
-    conn.add_argument("--kube-api-burst", type=_positive_int, default=30,
-                      help="Client-side burst of queries to the API server.")
-    conn.add_argument("--embedded", action="store_true",
-                      help="Start a local cluster in this process (the aiokcm.embedded plugin) and run against it.")
-    conn.add_argument("--embedded-nodes", type=_positive_int, default=3,
-                      help="Nodes the embedded local cluster starts with.")
-    conn.add_argument("--demo", action=argparse.BooleanOptionalAction, default=True,
-                      help="With --embedded: run the narrated demo beside the manager (Deployments scaled up, "
-                           "then a node drained through a NodeMaintenance without downtime); manager logs "
-                           "drop to warnings unless -v is given.")
-    conn.add_argument("--demo-exit-after-drain", action="store_true",
-                      help="With --embedded: once the demo has drained its node (or failed), stop the manager "
-                           "as SIGTERM does (for tests and CI).")
+    conn.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="Path to a kubeconfig file (default: $KUBECONFIG, else in-cluster config).",
+    )
+    conn.add_argument(
+        "--master", default=None, help="The address of the API server; overrides the kubeconfig's server."
+    )
+    conn.add_argument(
+        "--kube-api-qps",
+        type=_non_negative_float,
+        default=20.0,
+        help="Client-side queries per second to the API server (token bucket over every call).",
+    )
+    conn.add_argument(
+        "--kube-api-burst",
+        type=_positive_int,
+        default=30,
+        help="Client-side burst of queries to the API server.",
+    )
+    conn.add_argument(
+        "--embedded",
+        action="store_true",
+        help="Start a local cluster in this process (the aiokcm.embedded plugin) and run against it.",
+    )
+    conn.add_argument(
+        "--embedded-nodes",
+        type=_positive_int,
+        default=3,
+        help="Nodes the embedded local cluster starts with.",
+    )
+    conn.add_argument(
+        "--demo",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="With --embedded: run the narrated demo beside the manager (Deployments scaled up, "
+        "then a node drained through a NodeMaintenance without downtime); manager logs "
+        "drop to warnings unless -v is given.",
+    )
+    conn.add_argument(
+        "--demo-exit-after-drain",
+        action="store_true",
+        help="With --embedded: once the demo has drained its node (or failed), stop the manager "
+        "as SIGTERM does (for tests and CI).",
+    )
 
     ctl = parser.add_argument_group("controllers")
-    ctl.add_argument("--controllers", default="*",
-                     help="Comma-separated controllers to enable. '*' enables every on-by-default controller, "
-                          "'foo' enables foo, '-foo' disables foo; the first exact match wins. "
-                          + registry.help_text())
-    ctl.add_argument("--feature-gates", default="",
-                     help="Comma-separated Name=true|false pairs. Known gates: " + gates.help_text())
+    ctl.add_argument(
+        "--controllers",
+        default="*",
+        help="Comma-separated controllers to enable. '*' enables every on-by-default controller, "
+        "'foo' enables foo, '-foo' disables foo; the first exact match wins. " + registry.help_text(),
+    )
+    ctl.add_argument(
+        "--feature-gates",
+        default="",
+        help="Comma-separated Name=true|false pairs. Known gates: " + gates.help_text(),
+    )
     for d in registry:
         if d.concurrent_syncs_flag:
             # SUPPRESS: an unset flag leaves the controller class's own default in charge.
-            ctl.add_argument(d.concurrent_syncs_flag, type=_positive_int, default=argparse.SUPPRESS,
-                             dest=f"syncs__{d.name}", metavar="INT",
-                             help=f"Objects the {d.name} controller syncs concurrently, its worker count "
-                                  f"(default: {d.default_workers}).")
-    ctl.add_argument("--shutdown-grace-period", type=parse_duration, default="20s",
-                     help="On SIGTERM, how long in-flight syncs may run before they are cancelled.")
-    ctl.add_argument("--gc-freeze", action=argparse.BooleanOptionalAction, default=True,
-                     help="Keep Python's cyclic garbage collector off the informer caches (gc.freeze "
-                          "after each list and every 1000 events): JSON objects form no cycles, and "
-                          "full collections over a large cache stall the event loop for seconds.")
+            ctl.add_argument(
+                d.concurrent_syncs_flag,
+                type=_positive_int,
+                default=argparse.SUPPRESS,
+                dest=f"syncs__{d.name}",
+                metavar="INT",
+                help=f"Objects the {d.name} controller syncs concurrently, its worker count "
+                f"(default: {d.default_workers}).",
+            )
+    ctl.add_argument(
+        "--shutdown-grace-period",
+        type=parse_duration,
+        default="20s",
+        help="On SIGTERM, how long in-flight syncs may run before they are cancelled.",
+    )
+    ctl.add_argument(
+        "--gc-freeze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Keep Python's cyclic garbage collector off the informer caches (gc.freeze "
+        "after each list and every 1000 events): JSON objects form no cycles, and "
+        "full collections over a large cache stall the event loop for seconds.",
+    )
 
     node = parser.add_argument_group("node lifecycle")
     for flag, dest, default, text in NODE_LIFECYCLE_FLAGS:
-        kind = parse_duration if isinstance(default, str) else (_positive_int if isinstance(default, int)
-                                                                 else _non_negative_float)
+        kind = (
+            parse_duration
+            if isinstance(default, str)
+            else (_positive_int if isinstance(default, int) else _non_negative_float)
+        )
         metavar = "DURATION" if isinstance(default, str) else ("INT" if isinstance(default, int) else "FLOAT")
         node.add_argument(flag, type=kind, default=default, dest=f"extra__{dest}", metavar=metavar, help=text)
 
     nm = parser.add_argument_group("node maintenance")
-    nm.add_argument("--node-maintenance-max-unschedulable", type=_int_or_percent, default=DEFAULT_MAX_UNSCHEDULABLE,
-                    dest=f"extra__{MAX_UNSCHEDULABLE_OPTION}", metavar="INT|PERCENT",
-                    help="Most nodes (a count, or a percentage of all nodes) that NodeMaintenances may leave "
-                         "unschedulable at once, counting nodes cordoned by anyone; a maintenance that would go "
-                         "beyond waits (condition ClusterLimitReached) unless spec.overrideMaxUnschedulable.")
+    nm.add_argument(
+        "--node-maintenance-max-unschedulable",
+        type=_int_or_percent,
+        default=DEFAULT_MAX_UNSCHEDULABLE,
+        dest=f"extra__{MAX_UNSCHEDULABLE_OPTION}",
+        metavar="INT|PERCENT",
+        help="Most nodes (a count, or a percentage of all nodes) that NodeMaintenances may leave "
+        "unschedulable at once, counting nodes cordoned by anyone; a maintenance that would go "
+        "beyond waits (condition ClusterLimitReached) unless spec.overrideMaxUnschedulable.",
+    )
 
     le = parser.add_argument_group("leader election")
-    le.add_argument("--leader-elect", type=_bool_flag, nargs="?", const=True, default=True,
-                    help="Elect a leader on a coordination.k8s.io Lease before running the controllers.")
-    le.add_argument("--leader-elect-lease-duration", type=parse_duration, default="15s",
-                    help="How long a non-leader waits after the last renewal before taking the lease.")
-    le.add_argument("--leader-elect-renew-deadline", type=parse_duration, default="10s",
-                    help="How long the leader retries renewing before giving up leadership (and exiting 1).")
-    le.add_argument("--leader-elect-retry-period", type=parse_duration, default="2s",
-                    help="How long candidates wait between attempts to acquire or renew.")
-    le.add_argument("--leader-elect-resource-namespace", default="kube-system",
-                    help="Namespace of the Lease used for leader election.")
-    le.add_argument("--leader-elect-resource-name", default="aiokcm",
-                    help="Name of the Lease used for leader election.")
+    le.add_argument(
+        "--leader-elect",
+        type=_bool_flag,
+        nargs="?",
+        const=True,
+        default=True,
+        help="Elect a leader on a coordination.k8s.io Lease before running the controllers.",
+    )
+    le.add_argument(
+        "--leader-elect-lease-duration",
+        type=parse_duration,
+        default="15s",
+        help="How long a non-leader waits after the last renewal before taking the lease.",
+    )
+    le.add_argument(
+        "--leader-elect-renew-deadline",
+        type=parse_duration,
+        default="10s",
+        help="How long the leader retries renewing before giving up leadership (and exiting 1).",
+    )
+    le.add_argument(
+        "--leader-elect-retry-period",
+        type=parse_duration,
+        default="2s",
+        help="How long candidates wait between attempts to acquire or renew.",
+    )
+    le.add_argument(
+        "--leader-elect-resource-namespace",
+        default="kube-system",
+        help="Namespace of the Lease used for leader election.",
+    )
+    le.add_argument(
+        "--leader-elect-resource-name", default="aiokcm", help="Name of the Lease used for leader election."
+    )
 
     srv = parser.add_argument_group("serving")
-    srv.add_argument("--bind-address", type=_ip_address, default="0.0.0.0",
-                     help="Address to serve /metrics, /healthz, /livez and /readyz on.")
-    srv.add_argument("--secure-port", type=_port, default=10257,
-                     help="The port on which to serve HTTPS with authentication and authorization "
-                          "(/metrics, /healthz, /livez, /readyz); 0 disables serving.")
-    srv.add_argument("--cert-dir", default="",
-                     help="The directory where the TLS certs are located. If --tls-cert-file and "
-                          "--tls-private-key-file are provided, this flag is ignored. Empty: a self-signed "
-                          "certificate is generated in memory.")
-    srv.add_argument("--tls-cert-file", default="",
-                     help="File containing the default x509 certificate for HTTPS (CA cert, if any, "
-                          "concatenated after server cert).")
-    srv.add_argument("--tls-private-key-file", default="",
-                     help="File containing the default x509 private key matching --tls-cert-file.")
+    srv.add_argument(
+        "--bind-address",
+        type=_ip_address,
+        default="0.0.0.0",
+        help="Address to serve /metrics, /healthz, /livez and /readyz on.",
+    )
+    srv.add_argument(
+        "--secure-port",
+        type=_port,
+        default=10257,
+        help="The port on which to serve HTTPS with authentication and authorization "
+        "(/metrics, /healthz, /livez, /readyz); 0 disables serving.",
+    )
+    srv.add_argument(
+        "--cert-dir",
+        default="",
+        help="The directory where the TLS certs are located. If --tls-cert-file and "
+        "--tls-private-key-file are provided, this flag is ignored. Empty: a self-signed "
+        "certificate is generated in memory.",
+    )
+    srv.add_argument(
+        "--tls-cert-file",
+        default="",
+        help="File containing the default x509 certificate for HTTPS (CA cert, if any, "
+        "concatenated after server cert).",
+    )
+    srv.add_argument(
+        "--tls-private-key-file",
+        default="",
+        help="File containing the default x509 private key matching --tls-cert-file.",
+    )
 
     hook = parser.add_argument_group("admission webhook (eviction-surge)")
-    hook.add_argument("--webhook-port", type=_port, default=9443,
-                      help="HTTPS port of the admission webhooks the API server calls (the eviction-surge "
-                           "controller's); 0 disables it.")
-    hook.add_argument("--webhook-bind-address", type=_ip_address, default=None,
-                      help="Address to serve the admission webhooks on (default: --bind-address).")
-    hook.add_argument("--webhook-tls-cert-file", default="",
-                      help="Serving certificate of the webhooks (e.g. a cert-manager Certificate's Secret, "
-                           "mounted), reloaded when it changes; the caBundle is then not managed by aiokcm. "
-                           "Empty: aiokcm generates the pair, keeps it in --webhook-cert-secret, rotates it "
-                           "before expiry and patches the caBundle into --webhook-configuration.")
-    hook.add_argument("--webhook-tls-private-key-file", default="",
-                      help="Private key matching --webhook-tls-cert-file.")
-    hook.add_argument("--webhook-namespace", default="aiokcm-system",
-                      help="Namespace of the webhook's Service and certificate Secret.")
-    hook.add_argument("--webhook-service", default="aiokcm-webhook",
-                      help="Service the API server reaches the webhooks through (names in the certificate).")
-    hook.add_argument("--webhook-cert-secret", default="aiokcm-webhook-cert",
-                      help="Secret holding the generated webhook certificate.")
-    hook.add_argument("--webhook-configuration", default="aiokcm-eviction-surge",
-                      help="ValidatingWebhookConfiguration whose caBundle aiokcm keeps current.")
-    hook.add_argument("--webhook-hosts", default="",
-                      help="Comma-separated extra DNS names or IPs for the generated certificate "
-                           "(for a clientConfig.url).")
-    hook.add_argument("--webhook-advertise-address", type=_ip_address, default=None,
-                      help="This replica's address (the pod IP): the leader writes it into the Endpoints of "
-                           "--webhook-service (a Service without selector), so the API server reaches the "
-                           "leader only. Empty: the Service's own selector decides.")
-    hook.add_argument("--eviction-surge-timeout", type=parse_duration, default="5m",
-                      dest="extra__eviction_surge_timeout", metavar="DURATION",
-                      help="How long an eviction is held back waiting for a replacement; after it, the "
-                           "PodDisruptionBudget decides alone.")
-    hook.add_argument("--eviction-surge-retry-window", type=parse_duration, default="1m",
-                      dest="extra__eviction_surge_retry_window", metavar="DURATION",
-                      help="An evacuation asked for by the webhook is withdrawn when no eviction of the "
-                           "pod is retried within this window.")
+    hook.add_argument(
+        "--webhook-port",
+        type=_port,
+        default=9443,
+        help="HTTPS port of the admission webhooks the API server calls (the eviction-surge "
+        "controller's); 0 disables it.",
+    )
+    hook.add_argument(
+        "--webhook-bind-address",
+        type=_ip_address,
+        default=None,
+        help="Address to serve the admission webhooks on (default: --bind-address).",
+    )
+    hook.add_argument(
+        "--webhook-tls-cert-file",
+        default="",
+        help="Serving certificate of the webhooks (e.g. a cert-manager Certificate's Secret, "
+        "mounted), reloaded when it changes; the caBundle is then not managed by aiokcm. "
+        "Empty: aiokcm generates the pair, keeps it in --webhook-cert-secret, rotates it "
+        "before expiry and patches the caBundle into --webhook-configuration.",
+    )
+    hook.add_argument(
+        "--webhook-tls-private-key-file", default="", help="Private key matching --webhook-tls-cert-file."
+    )
+    hook.add_argument(
+        "--webhook-namespace",
+        default="aiokcm-system",
+        help="Namespace of the webhook's Service and certificate Secret.",
+    )
+    hook.add_argument(
+        "--webhook-service",
+        default="aiokcm-webhook",
+        help="Service the API server reaches the webhooks through (names in the certificate).",
+    )
+    hook.add_argument(
+        "--webhook-cert-secret",
+        default="aiokcm-webhook-cert",
+        help="Secret holding the generated webhook certificate.",
+    )
+    hook.add_argument(
+        "--webhook-configuration",
+        default="aiokcm-eviction-surge",
+        help="ValidatingWebhookConfiguration whose caBundle aiokcm keeps current.",
+    )
+    hook.add_argument(
+        "--webhook-hosts",
+        default="",
+        help="Comma-separated extra DNS names or IPs for the generated certificate (for a clientConfig.url).",
+    )
+    hook.add_argument(
+        "--webhook-advertise-address",
+        type=_ip_address,
+        default=None,
+        help="This replica's address (the pod IP): the leader writes it into the Endpoints of "
+        "--webhook-service (a Service without selector), so the API server reaches the "
+        "leader only. Empty: the Service's own selector decides.",
+    )
+    hook.add_argument(
+        "--eviction-surge-timeout",
+        type=parse_duration,
+        default="5m",
+        dest="extra__eviction_surge_timeout",
+        metavar="DURATION",
+        help="How long an eviction is held back waiting for a replacement; after it, the "
+        "PodDisruptionBudget decides alone.",
+    )
+    hook.add_argument(
+        "--eviction-surge-retry-window",
+        type=parse_duration,
+        default="1m",
+        dest="extra__eviction_surge_retry_window",
+        metavar="DURATION",
+        help="An evacuation asked for by the webhook is withdrawn when no eviction of the "
+        "pod is retried within this window.",
+    )
 
     authn = parser.add_argument_group("authentication")
-    authn.add_argument("--authentication-kubeconfig", default="",
-                       help="kubeconfig file pointing at the 'core' kubernetes server with enough rights to "
-                            "create tokenreviews.authentication.k8s.io. Empty: the in-cluster service account; "
-                            "outside a cluster, bearer tokens are then ignored.")
-    authn.add_argument("--authentication-skip-lookup", type=_bool_flag, nargs="?", const=True, default=False,
-                       help="If false, the authentication-kubeconfig will be used to lookup missing "
-                            "authentication configuration (the client CA) from the cluster.")
-    authn.add_argument("--authentication-tolerate-lookup-failure", type=_bool_flag, nargs="?", const=True,
-                       default=False,
-                       help="If true, failures to look up missing authentication configuration from the "
-                            "cluster are not considered fatal.")
-    authn.add_argument("--authentication-token-webhook-cache-ttl", type=parse_duration, default="10s",
-                       help="The duration to cache responses from the webhook token authenticator.")
-    authn.add_argument("--client-ca-file", default="",
-                       help="If set, any request presenting a client certificate signed by one of the "
-                            "authorities in the client-ca-file is authenticated with the CommonName of the "
-                            "client certificate.")
+    authn.add_argument(
+        "--authentication-kubeconfig",
+        default="",
+        help="kubeconfig file pointing at the 'core' kubernetes server with enough rights to "
+        "create tokenreviews.authentication.k8s.io. Empty: the in-cluster service account; "
+        "outside a cluster, bearer tokens are then ignored.",
+    )
+    authn.add_argument(
+        "--authentication-skip-lookup",
+        type=_bool_flag,
+        nargs="?",
+        const=True,
+        default=False,
+        help="If false, the authentication-kubeconfig will be used to lookup missing "
+        "authentication configuration (the client CA) from the cluster.",
+    )
+    authn.add_argument(
+        "--authentication-tolerate-lookup-failure",
+        type=_bool_flag,
+        nargs="?",
+        const=True,
+        default=False,
+        help="If true, failures to look up missing authentication configuration from the "
+        "cluster are not considered fatal.",
+    )
+    authn.add_argument(
+        "--authentication-token-webhook-cache-ttl",
+        type=parse_duration,
+        default="10s",
+        help="The duration to cache responses from the webhook token authenticator.",
+    )
+    authn.add_argument(
+        "--client-ca-file",
+        default="",
+        help="If set, any request presenting a client certificate signed by one of the "
+        "authorities in the client-ca-file is authenticated with the CommonName of the "
+        "client certificate.",
+    )
 
     authz = parser.add_argument_group("authorization")
-    authz.add_argument("--authorization-kubeconfig", default="",
-                       help="kubeconfig file pointing at the 'core' kubernetes server with enough rights to "
-                            "create subjectaccessreviews.authorization.k8s.io. Empty: the in-cluster service "
-                            "account; outside a cluster only --authorization-always-allow-paths are served.")
-    authz.add_argument("--authorization-always-allow-paths", default="/healthz,/readyz,/livez",
-                       help="A list of HTTP paths to skip during authorization, i.e. these are authorized "
-                            "without contacting the 'core' kubernetes server.")
-    authz.add_argument("--authorization-webhook-cache-authorized-ttl", type=parse_duration, default="10s",
-                       help="The duration to cache 'authorized' responses from the webhook authorizer.")
-    authz.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=parse_duration, default="10s",
-                       help="The duration to cache 'unauthorized' responses from the webhook authorizer.")
+    authz.add_argument(
+        "--authorization-kubeconfig",
+        default="",
+        help="kubeconfig file pointing at the 'core' kubernetes server with enough rights to "
+        "create subjectaccessreviews.authorization.k8s.io. Empty: the in-cluster service "
+        "account; outside a cluster only --authorization-always-allow-paths are served.",
+    )
+    authz.add_argument(
+        "--authorization-always-allow-paths",
+        default="/healthz,/readyz,/livez",
+        help="A list of HTTP paths to skip during authorization, i.e. these are authorized "
+        "without contacting the 'core' kubernetes server.",
+    )
+    authz.add_argument(
+        "--authorization-webhook-cache-authorized-ttl",
+        type=parse_duration,
+        default="10s",
+        help="The duration to cache 'authorized' responses from the webhook authorizer.",
+    )
+    authz.add_argument(
+        "--authorization-webhook-cache-unauthorized-ttl",
+        type=parse_duration,
+        default="10s",
+        help="The duration to cache 'unauthorized' responses from the webhook authorizer.",
+    )
 
     log = parser.add_argument_group("logging")
     log.add_argument("--log-format", choices=("json", "text"), default="text", help="Log line format.")
-    log.add_argument("-v", "--v", type=_positive_int, default=0, dest="verbosity",
-                     help="Log verbosity: 0-3 info, 4 and above debug (klog's levels).")
+    log.add_argument(
+        "-v",
+        "--v",
+        type=_positive_int,
+        default=0,
+        dest="verbosity",
+        help="Log verbosity: 0-3 info, 4 and above debug (klog's levels).",
+    )
     return parser
 
 
@@ -390,8 +563,14 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
     if ns.embedded:
         # The embedded cluster exists to show declarative node maintenance: its gates default on
         # there (an explicit --feature-gates value still wins).
-        gates.set_from_map({features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True,
-                            features.NODE_MAINTENANCE_LEASE: True, features.EVICTION_SURGE: True})
+        gates.set_from_map(
+            {
+                features.DECLARATIVE_NODE_MAINTENANCE: True,
+                features.NODE_MAINTENANCE_DEPLOYMENT: True,
+                features.NODE_MAINTENANCE_LEASE: True,
+                features.EVICTION_SURGE: True,
+            }
+        )
     try:
         gates.set_from_string(ns.feature_gates)
     except ValueError as exc:
@@ -447,11 +626,16 @@ def _serving_options(prog: str, ns: argparse.Namespace) -> ServingOptions:
     paths = tuple(p.strip() for p in ns.authorization_always_allow_paths.split(",") if p.strip())
     for path in paths:
         if "*" in path.removeprefix("/")[:-1]:
-            raise UsageError(f"{prog}: --authorization-always-allow-paths: only a trailing * is allowed in {path!r}")
+            raise UsageError(
+                f"{prog}: --authorization-always-allow-paths: only a trailing * is allowed in {path!r}"
+            )
     if bool(ns.tls_cert_file) != bool(ns.tls_private_key_file):
         raise UsageError(f"{prog}: --tls-cert-file and --tls-private-key-file must be given together")
-    for flag in ("authentication_token_webhook_cache_ttl", "authorization_webhook_cache_authorized_ttl",
-                 "authorization_webhook_cache_unauthorized_ttl"):
+    for flag in (
+        "authentication_token_webhook_cache_ttl",
+        "authorization_webhook_cache_authorized_ttl",
+        "authorization_webhook_cache_unauthorized_ttl",
+    ):
         if getattr(ns, flag) < 0:
             raise UsageError(f"{prog}: --{flag.replace('_', '-')} must not be negative")
     return ServingOptions(
@@ -472,7 +656,9 @@ def _serving_options(prog: str, ns: argparse.Namespace) -> ServingOptions:
 
 def _webhook_options(prog: str, ns: argparse.Namespace) -> WebhookOptions:
     if bool(ns.webhook_tls_cert_file) != bool(ns.webhook_tls_private_key_file):
-        raise UsageError(f"{prog}: --webhook-tls-cert-file and --webhook-tls-private-key-file must be given together")
+        raise UsageError(
+            f"{prog}: --webhook-tls-cert-file and --webhook-tls-private-key-file must be given together"
+        )
     for flag in ("webhook_namespace", "webhook_service", "webhook_cert_secret", "webhook_configuration"):
         if not getattr(ns, flag).strip():
             raise UsageError(f"{prog}: --{flag.replace('_', '-')} must not be empty")
@@ -498,7 +684,9 @@ def _validate_election(prog: str, le: LeaderElectionOptions) -> None:
     if not le.enabled:
         return
     if le.lease_duration <= le.renew_deadline:
-        raise UsageError(f"{prog}: --leader-elect-lease-duration must be greater than --leader-elect-renew-deadline")
+        raise UsageError(
+            f"{prog}: --leader-elect-lease-duration must be greater than --leader-elect-renew-deadline"
+        )
     if le.renew_deadline <= JITTER_FACTOR * le.retry_period:
         raise UsageError(
             f"{prog}: --leader-elect-renew-deadline must be greater than "

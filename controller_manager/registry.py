@@ -117,7 +117,9 @@ def validate(descriptors: Sequence[ControllerDescriptor]) -> None:
             if alias in names:
                 raise ValueError(f"alias {alias!r} of controller {d.name!r} is the name of a controller")
             if alias in seen:
-                raise ValueError(f"alias {alias!r} of controller {d.name!r} is already used by {seen[alias]!r}")
+                raise ValueError(
+                    f"alias {alias!r} of controller {d.name!r} is already used by {seen[alias]!r}"
+                )
             seen[alias] = d.name
 
 
@@ -179,7 +181,9 @@ class ControllerRegistry:
                 has_star = True
         return has_star and not self._by_name[name].disabled_by_default
 
-    def enabled(self, entries: Sequence[str], gates: features.FeatureGate | None = None) -> list[ControllerDescriptor]:
+    def enabled(
+        self, entries: Sequence[str], gates: features.FeatureGate | None = None
+    ) -> list[ControllerDescriptor]:
         """Descriptors `--controllers` selects and whose required gates are all on."""
         selected = [d for d in self._descriptors if self.is_enabled(d.name, entries)]
         if gates is None:
@@ -189,7 +193,9 @@ class ControllerRegistry:
     def help_text(self) -> str:
         off = self.disabled_by_default()
         parts = [f"All controllers: {', '.join(sorted(self.names()))}."]
-        gated = [f"{d.name} (needs {'+'.join(d.required_gates)})" for d in self._descriptors if d.required_gates]
+        gated = [
+            f"{d.name} (needs {'+'.join(d.required_gates)})" for d in self._descriptors if d.required_gates
+        ]
         if gated:
             parts.append(f"Gated controllers: {', '.join(gated)}.")
         parts.append(f"Disabled-by-default controllers: {', '.join(off) if off else '(none)'}.")
@@ -217,4 +223,3 @@ def default_descriptors() -> list[ControllerDescriptor]:
 
 def default_registry() -> ControllerRegistry:
     return ControllerRegistry(default_descriptors())
-

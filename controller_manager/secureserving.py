@@ -56,8 +56,9 @@ class SecureServing:
     notes: tuple[tuple[str, dict[str, str]], ...] = ()
 
 
-async def _review_client(kubeconfig: str, purpose: str, stack: AsyncExitStack,
-                         notes: list[tuple[str, dict[str, str]]]) -> KubeClient | None:
+async def _review_client(
+    kubeconfig: str, purpose: str, stack: AsyncExitStack, notes: list[tuple[str, dict[str, str]]]
+) -> KubeClient | None:
     try:
         if kubeconfig:
             api = await build_api_client(kubeconfig=kubeconfig)
@@ -69,11 +70,20 @@ async def _review_client(kubeconfig: str, purpose: str, stack: AsyncExitStack,
             raise
         if kubeconfig:
             raise UsageError(f"aiokcm run: --{purpose}-kubeconfig: {reason}") from None
-        notes.append(("no review kubeconfig and not in a cluster: delegated review is off",
-                      {"review": purpose, "reason": reason}))
+        notes.append(
+            (
+                "no review kubeconfig and not in a cluster: delegated review is off",
+                {"review": purpose, "reason": reason},
+            )
+        )
         return None
-    client = KubeClient(api, qps=REVIEW_QPS, burst=REVIEW_BURST, request_timeout=REVIEW_TIMEOUT,
-                        component=f"delegated-{purpose}")
+    client = KubeClient(
+        api,
+        qps=REVIEW_QPS,
+        burst=REVIEW_BURST,
+        request_timeout=REVIEW_TIMEOUT,
+        component=f"delegated-{purpose}",
+    )
     stack.push_async_callback(client.close)
     return client
 
@@ -92,10 +102,13 @@ async def _client_ca(opts: ServingOptions, client: KubeClient | None) -> str | N
         if exc.not_found:
             return None
         if exc.status == 403:
-            log.warning("unable to get the authentication configmap", configmap=AUTH_CONFIGMAP_NAME,
-                        namespace=AUTH_CONFIGMAP_NAMESPACE,
-                        fix=f"kubectl create rolebinding -n {AUTH_CONFIGMAP_NAMESPACE} ROLEBINDING_NAME "
-                            f"--role={AUTH_READER_ROLE} --serviceaccount=YOUR_NS:YOUR_SA")
+            log.warning(
+                "unable to get the authentication configmap",
+                configmap=AUTH_CONFIGMAP_NAME,
+                namespace=AUTH_CONFIGMAP_NAMESPACE,
+                fix=f"kubectl create rolebinding -n {AUTH_CONFIGMAP_NAMESPACE} ROLEBINDING_NAME "
+                f"--role={AUTH_READER_ROLE} --serviceaccount=YOUR_NS:YOUR_SA",
+            )
         if opts.authentication_tolerate_lookup_failure:
             log.warning("continuing without the cluster's client CA", error=str(exc))
             return None
@@ -108,8 +121,12 @@ async def prepare(opts: ManagerOptions, stack: AsyncExitStack) -> SecureServing:
     """The TLS context and delegation for `opts`; clients it opens are closed by `stack`."""
     serving = opts.serving
     try:
-        pair, source = servingcert.resolve(cert_file=serving.tls_cert_file, key_file=serving.tls_private_key_file,
-                                           cert_dir=serving.cert_dir, bind_address=opts.bind_address)
+        pair, source = servingcert.resolve(
+            cert_file=serving.tls_cert_file,
+            key_file=serving.tls_private_key_file,
+            cert_dir=serving.cert_dir,
+            bind_address=opts.bind_address,
+        )
     except servingcert.CertificateError as exc:
         raise UsageError(f"aiokcm run: {exc}") from None
     notes: list[tuple[str, dict[str, str]]] = []
@@ -122,10 +139,15 @@ async def prepare(opts: ManagerOptions, stack: AsyncExitStack) -> SecureServing:
         raise UsageError(f"aiokcm run: {exc}") from None
     delegation = Delegation(
         always_allow=PathAuthorizer(serving.authorization_always_allow_paths),
-        authenticator=None if authn_client is None else TokenReviewAuthenticator(
-            authn_client, cache_ttl=serving.authentication_token_webhook_cache_ttl),
-        authorizer=None if authz_client is None else SubjectAccessReviewAuthorizer(
-            authz_client, allow_ttl=serving.authorization_webhook_cache_authorized_ttl,
-            deny_ttl=serving.authorization_webhook_cache_unauthorized_ttl),
+        authenticator=None
+        if authn_client is None
+        else TokenReviewAuthenticator(authn_client, cache_ttl=serving.authentication_token_webhook_cache_ttl),
+        authorizer=None
+        if authz_client is None
+        else SubjectAccessReviewAuthorizer(
+            authz_client,
+            allow_ttl=serving.authorization_webhook_cache_authorized_ttl,
+            deny_ttl=serving.authorization_webhook_cache_unauthorized_ttl,
+        ),
     )
     return SecureServing(tls, delegation, source, tuple(notes))

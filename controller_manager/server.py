@@ -68,16 +68,24 @@ def _report(state: HealthState, verbose: bool) -> web.Response:
         if failing:
             return web.Response(status=500, text=f"[-]{failing[0]} failed\nhealthz check failed\n")
         return web.Response(text="ok")
-    lines = [f"[{'-' if name in failing else '+'}]{name} {'failed' if name in failing else 'ok'}"
-             for name in sorted(state.checks)]
+    lines = [
+        f"[{'-' if name in failing else '+'}]{name} {'failed' if name in failing else 'ok'}"
+        for name in sorted(state.checks)
+    ]
     lines.append("healthz check failed" if failing else "healthz check passed")
     return web.Response(status=500 if failing else 200, text="\n".join(lines) + "\n")
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
     """A `metav1.Status` body, as KCM's responsewriters answer a refused request."""
-    body: dict[str, object] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                               "message": message, "reason": reason}
+    body: dict[str, object] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
     if code == 403:
         body["details"] = {}
     body["code"] = code
@@ -86,8 +94,9 @@ def _status(code: int, reason: str, message: str) -> web.Response:
 
 def delegation_middleware(delegation: Delegation) -> Callable[..., Awaitable[web.StreamResponse]]:
     @web.middleware
-    async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-                    ) -> web.StreamResponse:
+    async def guard(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         peercert = request.transport.get_extra_info("peercert") if request.transport is not None else None
         try:
             user = await delegation.authenticate(request.headers.get("Authorization"), peercert)
@@ -108,8 +117,9 @@ def delegation_middleware(delegation: Delegation) -> Callable[..., Awaitable[web
     return guard
 
 
-def build_app(state: HealthState, registry: CollectorRegistry = REGISTRY, *,
-              delegation: Delegation | None = None) -> web.Application:
+def build_app(
+    state: HealthState, registry: CollectorRegistry = REGISTRY, *, delegation: Delegation | None = None
+) -> web.Application:
     async def health(request: web.Request) -> web.Response:
         return _report(state, "verbose" in request.query)
 

@@ -51,12 +51,16 @@ def _new_key() -> rsa.RSAPrivateKey:
 
 
 def _key_pem(key: rsa.RSAPrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
 
 
-def generate_self_signed(host: str = "localhost", *, ips: tuple[str, ...] = ("127.0.0.1",),
-                         dns: tuple[str, ...] = ()) -> CertKey:
+def generate_self_signed(
+    host: str = "localhost", *, ips: tuple[str, ...] = ("127.0.0.1",), dns: tuple[str, ...] = ()
+) -> CertKey:
     """client-go's `GenerateSelfSignedCertKey`: a one-year CA and a serving certificate it signs."""
     now = dt.datetime.now(dt.UTC)
     stamp = int(now.timestamp())
@@ -64,12 +68,28 @@ def generate_self_signed(host: str = "localhost", *, ips: tuple[str, ...] = ("12
     ca_key = _new_key()
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}-ca@{stamp}")])
     ca_cert = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(start + _VALIDITY)
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + _VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=True,
-                                     content_commitment=False, data_encipherment=False, key_agreement=False,
-                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_encipherment=True,
+                key_cert_sign=True,
+                content_commitment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .sign(ca_key, hashes.SHA256())
     )
     key = _new_key()
@@ -82,12 +102,26 @@ def generate_self_signed(host: str = "localhost", *, ips: tuple[str, ...] = ("12
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{stamp}")]))
-        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(start).not_valid_after(start + _VALIDITY)
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + _VALIDITY)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=False,
-                                     content_commitment=False, data_encipherment=False, key_agreement=False,
-                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_encipherment=True,
+                key_cert_sign=False,
+                content_commitment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .sign(ca_key, hashes.SHA256())
@@ -125,7 +159,9 @@ def resolve(*, cert_file: str, key_file: str, cert_dir: str, bind_address: str) 
             with os.fdopen(fd, "wb") as out:
                 out.write(pair.key_pem)
         except OSError as exc:
-            raise CertificateError(f"--cert-dir {cert_dir}: cannot write the self-signed pair: {exc.strerror}") from None
+            raise CertificateError(
+                f"--cert-dir {cert_dir}: cannot write the self-signed pair: {exc.strerror}"
+            ) from None
         return pair, f"generated self-signed {crt}, {key}"
     return generate_self_signed(ips=tuple(ips)), "generated self-signed in memory"
 

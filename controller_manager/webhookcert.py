@@ -74,7 +74,8 @@ def _names(cert: x509.Certificate) -> set[str]:
     except x509.ExtensionNotFound:
         return set()
     return {str(n) for n in san.get_values_for_type(x509.DNSName)} | {
-        str(ip) for ip in san.get_values_for_type(x509.IPAddress)}
+        str(ip) for ip in san.get_values_for_type(x509.IPAddress)
+    }
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,10 @@ def needs_renewal(cert_pem: bytes, names: Names, now: dt.datetime) -> bool:
 def merge_bundle(new_ca: bytes, old_bundle: bytes, now: dt.datetime) -> bytes:
     """The new CA first, then the old ones still valid (each once)."""
     out = [new_ca.strip()]
-    seen = {c.fingerprint(c.signature_hash_algorithm) if c.signature_hash_algorithm else b"" for c in split_pem(new_ca)}
+    seen = {
+        c.fingerprint(c.signature_hash_algorithm) if c.signature_hash_algorithm else b""
+        for c in split_pem(new_ca)
+    }
     for cert in split_pem(old_bundle):
         key = cert.fingerprint(cert.signature_hash_algorithm) if cert.signature_hash_algorithm else b""
         if cert.not_valid_after_utc > now and key not in seen:
@@ -137,7 +141,10 @@ class ReloadableContext:
         """Serve `pair` from now on; False when it is what is served already."""
         if pair.cert_pem == self.loaded:
             return False
-        with servingcert._memory_file(pair.cert_pem) as cert_path, servingcert._memory_file(pair.key_pem) as key_path:
+        with (
+            servingcert._memory_file(pair.cert_pem) as cert_path,
+            servingcert._memory_file(pair.key_pem) as key_path,
+        ):
             self.context.load_cert_chain(cert_path, key_path)
         self.loaded = pair.cert_pem
         self.ready.set()
@@ -147,8 +154,16 @@ class ReloadableContext:
 class ManagedCertificate:
     """The Secret-kept pair and the caBundle of the webhook configuration (see the module docstring)."""
 
-    def __init__(self, client: KubeClient, *, namespace: str, secret: str, configuration: str, names: Names,
-                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        namespace: str,
+        secret: str,
+        configuration: str,
+        names: Names,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
         self.client = client
         self.namespace = namespace
         self.secret = secret
@@ -172,15 +187,30 @@ class ManagedCertificate:
         now = self.clock()
         secret = await self._read()
         data = (secret or {}).get("data") or {}
-        cert, key, bundle = _unb64(data.get("tls.crt")), _unb64(data.get("tls.key")), _unb64(data.get("ca.crt"))
+        cert, key, bundle = (
+            _unb64(data.get("tls.crt")),
+            _unb64(data.get("tls.key")),
+            _unb64(data.get("ca.crt")),
+        )
         if secret is None or not key or needs_renewal(cert, self.names, now):
             fresh = servingcert.generate_self_signed(self.names.host, ips=self.names.ips, dns=self.names.dns)
-            new_ca = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in split_pem(fresh.cert_pem)[1:])
+            new_ca = b"".join(
+                c.public_bytes(serialization.Encoding.PEM) for c in split_pem(fresh.cert_pem)[1:]
+            )
             bundle = merge_bundle(new_ca, bundle, now)
             await self._install_bundle(bundle)  # trusted before it is served anywhere
             meta: dict[str, Any] = {"name": self.secret, "namespace": self.namespace}
-            body = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": meta,
-                    "data": {"tls.crt": _b64(fresh.cert_pem), "tls.key": _b64(fresh.key_pem), "ca.crt": _b64(bundle)}}
+            body = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "kubernetes.io/tls",
+                "metadata": meta,
+                "data": {
+                    "tls.crt": _b64(fresh.cert_pem),
+                    "tls.key": _b64(fresh.key_pem),
+                    "ca.crt": _b64(bundle),
+                },
+            }
             try:
                 if secret is None:
                     await self.client.create(SECRETS, body, namespace=self.namespace)
@@ -192,13 +222,20 @@ class ManagedCertificate:
                     raise
                 log.info("another replica wrote the webhook certificate first", secret=self.secret)
                 return await self.ensure(races=races - 1)
-            log.info("webhook serving certificate generated", secret=f"{self.namespace}/{self.secret}",
-                     names=sorted(self.names.all()), replaced=secret is not None)
+            log.info(
+                "webhook serving certificate generated",
+                secret=f"{self.namespace}/{self.secret}",
+                names=sorted(self.names.all()),
+                replaced=secret is not None,
+            )
             cert, key = fresh.cert_pem, fresh.key_pem
         await self._install_bundle(bundle)
         if self.tls.load(servingcert.CertKey(cert, key)):
-            log.info("serving the webhook certificate", secret=f"{self.namespace}/{self.secret}",
-                     not_after=split_pem(cert)[0].not_valid_after_utc.isoformat())
+            log.info(
+                "serving the webhook certificate",
+                secret=f"{self.namespace}/{self.secret}",
+                not_after=split_pem(cert)[0].not_valid_after_utc.isoformat(),
+            )
         return None
 
     async def _install_bundle(self, bundle: bytes) -> None:
@@ -209,8 +246,10 @@ class ManagedCertificate:
             if not exc.not_found:
                 raise
             if not self._missing_told:
-                log.warning("webhook configuration not found: its caBundle cannot be set yet",
-                            configuration=self.configuration)
+                log.warning(
+                    "webhook configuration not found: its caBundle cannot be set yet",
+                    configuration=self.configuration,
+                )
                 self._missing_told = True
             self.bundle_installed = False
             return
@@ -219,10 +258,14 @@ class ManagedCertificate:
         for i, webhook in enumerate(config.get("webhooks") or []):
             if (webhook.get("clientConfig") or {}).get("caBundle") == wanted:
                 continue
-            ops += [{"op": "test", "path": f"/webhooks/{i}/name", "value": webhook.get("name")},
-                    {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": wanted}]
+            ops += [
+                {"op": "test", "path": f"/webhooks/{i}/name", "value": webhook.get("name")},
+                {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": wanted},
+            ]
         if ops:
-            await self.client.patch(VALIDATINGWEBHOOKCONFIGURATIONS, self.configuration, ops, patch_type="json")
+            await self.client.patch(
+                VALIDATINGWEBHOOKCONFIGURATIONS, self.configuration, ops, patch_type="json"
+            )
             log.info("webhook caBundle updated", configuration=self.configuration, webhooks=len(ops) // 2)
         self.bundle_installed = True
         self._missing_told = False
@@ -234,8 +277,11 @@ class ManagedCertificate:
             try:
                 await self.ensure()
             except Exception as exc:
-                log.warning("webhook certificate upkeep failed", error=str(exc) or type(exc).__name__,
-                            exc_info=not is_expected_failure(exc))
+                log.warning(
+                    "webhook certificate upkeep failed",
+                    error=str(exc) or type(exc).__name__,
+                    exc_info=not is_expected_failure(exc),
+                )
             if self.tls.ready.is_set() and not started:
                 started = True
                 task_status.started()
@@ -265,8 +311,9 @@ class FileCertificate:
             try:
                 self.reload()
             except (OSError, ssl.SSLError) as exc:
-                log.warning("cannot load the webhook certificate files", error=str(exc),
-                            cert_file=str(self.cert_file))
+                log.warning(
+                    "cannot load the webhook certificate files", error=str(exc), cert_file=str(self.cert_file)
+                )
             if self.tls.ready.is_set() and not started:
                 started = True
                 task_status.started()

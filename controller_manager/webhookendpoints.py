@@ -36,10 +36,12 @@ async def advertise(client: KubeClient, *, namespace: str, service: str, address
         if not exc.not_found:
             raise
         current = None
-    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Endpoints",
-                            "metadata": {"name": service, "namespace": namespace,
-                                         "labels": {"app.kubernetes.io/name": "aiokcm"}},
-                            "subsets": wanted}
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": service, "namespace": namespace, "labels": {"app.kubernetes.io/name": "aiokcm"}},
+        "subsets": wanted,
+    }
     if current is None:
         await client.create(ENDPOINTS, body, namespace=namespace)
     elif current.get("subsets") != wanted:
@@ -47,4 +49,6 @@ async def advertise(client: KubeClient, *, namespace: str, service: str, address
         await client.replace(ENDPOINTS, body, namespace=namespace, name=service)
     else:
         return
-    log.info("webhook service points at this leader", service=f"{namespace}/{service}", address=address, port=port)
+    log.info(
+        "webhook service points at this leader", service=f"{namespace}/{service}", address=address, port=port
+    )

@@ -25,12 +25,21 @@ from prometheus_client import Counter, Gauge, Histogram
 
 log = structlog.get_logger()
 
-REQUESTS = Counter("controller_runtime_webhook_requests_total",
-                   "Total number of admission requests by HTTP status code.", ["webhook", "code"])
-LATENCY = Histogram("controller_runtime_webhook_latency_seconds",
-                    "Histogram of the latency of processing admission requests", ["webhook"])
-IN_FLIGHT = Gauge("controller_runtime_webhook_requests_in_flight",
-                  "Current number of admission requests being served.", ["webhook"])
+REQUESTS = Counter(
+    "controller_runtime_webhook_requests_total",
+    "Total number of admission requests by HTTP status code.",
+    ["webhook", "code"],
+)
+LATENCY = Histogram(
+    "controller_runtime_webhook_latency_seconds",
+    "Histogram of the latency of processing admission requests",
+    ["webhook"],
+)
+IN_FLIGHT = Gauge(
+    "controller_runtime_webhook_requests_in_flight",
+    "Current number of admission requests being served.",
+    ["webhook"],
+)
 # An AdmissionReview of an Eviction is a few KiB; the API server's own limit on webhook bodies is 3 MiB.
 MAX_BODY = 3 * 1024 * 1024
 
@@ -87,8 +96,9 @@ async def serve(
         sockets = getattr(site._server, "sockets", None) or []
         if sockets:
             bound = int(sockets[0].getsockname()[1])
-        log.info("serving admission webhooks", address=host, port=bound,
-                 paths=[w.webhook_path for w in webhooks])
+        log.info(
+            "serving admission webhooks", address=host, port=bound, paths=[w.webhook_path for w in webhooks]
+        )
         task_status.started(bound)
         await anyio.sleep_forever()
     finally:

@@ -132,6 +132,10 @@ class Controller(abc.ABC):
                 try:
                     await step()
                 except Exception as exc:
-                    log.warning(f"{what} failed", error=str(exc) or type(exc).__name__,
-                                error_type=type(exc).__name__, exc_info=not is_expected_failure(exc))
+                    log.warning(
+                        f"{what} failed",
+                        error=str(exc) or type(exc).__name__,
+                        error_type=type(exc).__name__,
+                        exc_info=not is_expected_failure(exc),
+                    )
                 await anyio.sleep(period)

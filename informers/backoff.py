@@ -29,7 +29,9 @@ class Backoff:
 
     __slots__ = ("_current", "_last", "_policy", "_rng")
 
-    def __init__(self, policy: BackoffPolicy | None = None, *, rng: Callable[[], float] = random.random) -> None:
+    def __init__(
+        self, policy: BackoffPolicy | None = None, *, rng: Callable[[], float] = random.random
+    ) -> None:
         self._policy = policy or BackoffPolicy()
         self._rng = rng
         self._current = self._policy.initial

@@ -75,7 +75,12 @@ class SharedInformerFactory:
         transform: Transform | None = None,
     ) -> SharedInformer:
         """The shared informer for these arguments, created (and started if the factory runs) on first ask."""
-        key: InformerKey = (res, _norm(namespace) if res.namespaced else "", _norm(label_selector), _norm(field_selector))
+        key: InformerKey = (
+            res,
+            _norm(namespace) if res.namespaced else "",
+            _norm(label_selector),
+            _norm(field_selector),
+        )
         wanted = transform or self.transforms.get(res, default_transform)
         inf = self._informers.get(key)
         if inf is None:
@@ -106,7 +111,10 @@ class SharedInformerFactory:
                 f"informer for {inf.resource.group_resource} already runs another transform; "
                 "ask for it before the factory starts or use the same transform"
             )
-        log.info("informer transforms differ, caching with the default transform", resource=inf.resource.group_resource)
+        log.info(
+            "informer transforms differ, caching with the default transform",
+            resource=inf.resource.group_resource,
+        )
         inf.transform = default_transform
 
     def informers(self) -> list[SharedInformer]:

@@ -29,7 +29,9 @@ class Lister:
         """The object named `name` (in `namespace` for namespaced kinds), or None."""
         return self._store.get(f"{namespace}/{name}" if namespace else name)
 
-    def list(self, namespace: str | None = None, selector: Selector | str | None = None) -> builtins.list[Obj]:
+    def list(
+        self, namespace: str | None = None, selector: Selector | str | None = None
+    ) -> builtins.list[Obj]:
         """Objects in `namespace` (all if None) whose labels match `selector` (all if None)."""
         if namespace:
             objs = self._store.by_index(NAMESPACE_INDEX, namespace)

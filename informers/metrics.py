@@ -19,7 +19,9 @@ LIST_DURATION = Histogram(
     buckets=_DURATION_BUCKETS,
 )
 ITEMS_PER_LIST = Gauge("reflector_items_per_list", "How many items the last API list returned", ["name"])
-WATCHES_TOTAL = Counter("reflector_watches_total", "Total number of API watches done by the reflectors", ["name"])
+WATCHES_TOTAL = Counter(
+    "reflector_watches_total", "Total number of API watches done by the reflectors", ["name"]
+)
 SHORT_WATCHES_TOTAL = Counter(
     "reflector_short_watches_total", "Total number of short API watches done by the reflectors", ["name"]
 )
@@ -30,9 +32,13 @@ WATCH_DURATION = Histogram(
     buckets=_DURATION_BUCKETS,
 )
 ERRORS_TOTAL = Counter(
-    "reflector_errors_total", "List and watch failures by kind (gone, too_large_rv, api, network)", ["name", "kind"]
+    "reflector_errors_total",
+    "List and watch failures by kind (gone, too_large_rv, api, network)",
+    ["name", "kind"],
 )
-RELISTS_TOTAL = Counter("reflector_relists_total", "Relists forced by 410 Gone or a too large resourceVersion", ["name"])
+RELISTS_TOTAL = Counter(
+    "reflector_relists_total", "Relists forced by 410 Gone or a too large resourceVersion", ["name"]
+)
 STORE_OBJECTS = Gauge("informer_store_objects", "Objects in the informer's cache", ["name"])
 EVENTS_TOTAL = Counter("informer_events_total", "Watch events received, by type", ["name", "type"])
 HANDLER_ERRORS = Counter("informer_handler_errors_total", "Exceptions raised by event handlers", ["name"])

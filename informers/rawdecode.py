@@ -77,7 +77,9 @@ _PodStatus = _typed_dict(
 _Pod = _typed_dict(
     "_Pod", {"metadata": _PodMeta | None, "spec": _PodSpec | None, "status": _PodStatus | None}, total=False
 )
-_PodList = _typed_dict("_PodList", {"metadata": dict[str, Any] | None, "items": _list[_Pod] | None}, total=False)
+_PodList = _typed_dict(
+    "_PodList", {"metadata": dict[str, Any] | None, "items": _list[_Pod] | None}, total=False
+)
 _PodEvent = _typed_dict("_PodEvent", {"type": str, "object": _Pod | None}, total=False)
 
 _intern_short = _t._intern_short

@@ -129,7 +129,8 @@ class Reflector:
         name = res.group_resource
         self._name = name
         self._events = {
-            t: metrics.EVENTS_TOTAL.labels(name, t) for t in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+            t: metrics.EVENTS_TOTAL.labels(name, t)
+            for t in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
         }
         self._log = log.bind(resource=name, namespace=namespace)
 
@@ -257,7 +258,9 @@ class Reflector:
                 self.last_sync_resource_version = rv
             return
         if event_type == "ERROR":
-            err = ApiError(int(obj.get("code") or 500), obj, method="WATCH", path=self.res.path(self.namespace))
+            err = ApiError(
+                int(obj.get("code") or 500), obj, method="WATCH", path=self.res.path(self.namespace)
+            )
             if err.gone or too_large_resource_version(err):
                 self._relist_reason("gone" if err.gone else "too_large_rv", err)
                 raise _Relist()

@@ -64,7 +64,17 @@ class ResourceEventHandler:
 class HandlerRegistration:
     """Returned by `add_event_handler`: its own `has_synced()` and the handle to remove it."""
 
-    __slots__ = ("_buffer", "_cancel", "_done", "_failures", "_handler", "_name", "_pushed", "_sync_mark", "_wake")
+    __slots__ = (
+        "_buffer",
+        "_cancel",
+        "_done",
+        "_failures",
+        "_handler",
+        "_name",
+        "_pushed",
+        "_sync_mark",
+        "_wake",
+    )
 
     def __init__(self, handler: ResourceEventHandler, name: str) -> None:
         self._handler = handler

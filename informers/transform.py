@@ -134,7 +134,6 @@ _SPEC_KEEP = (
 _STATUS_KEEP = ("phase", "reason", "message", "startTime", "nominatedNodeName")
 
 
-
 def _key(value: Any) -> bytes | None:
     """The sharing key of a raw JSON value; None (do not share) if it is not plain JSON."""
     try:
@@ -235,10 +234,17 @@ def _share_conditions(conditions: list[Obj]) -> list[Obj]:
 
 def _share_container_statuses(statuses: list[Obj]) -> list[Obj]:
     try:
-        key: Any = tuple([
-            (s.get("name", ""), bool(s.get("ready")), s.get("restartCount", 0), s.get("started", _MISSING))
-            for s in statuses
-        ])
+        key: Any = tuple(
+            [
+                (
+                    s.get("name", ""),
+                    bool(s.get("ready")),
+                    s.get("restartCount", 0),
+                    s.get("started", _MISSING),
+                )
+                for s in statuses
+            ]
+        )
         found = _container_statuses.table.get(key)
     except TypeError:  # an unhashable field (not a valid status): project, do not share
         key, found = None, None
@@ -311,7 +317,9 @@ def pod_projection(pod: Obj) -> Obj:
 
 
 _VOLUME_KEEP = ("name", "emptyDir")
-_OWNER_FIELDS: FieldTree = dict.fromkeys(("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"))
+_OWNER_FIELDS: FieldTree = dict.fromkeys(
+    ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+)
 _CONDITION_FIELDS: FieldTree = dict.fromkeys(("type", "status", "reason", "message", "lastTransitionTime"))
 _CONTAINER_STATUS_FIELDS: FieldTree = dict.fromkeys(("name", "ready", "restartCount", "started"))
 

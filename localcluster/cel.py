@@ -44,8 +44,10 @@ class CelError(Exception):
 
 # --------------------------------------------------------------------------- CEL semantics
 
+
 def _logic(decisive: bool) -> Callable[[Any, Any], Any]:
     """cel-go's `||` (decisive True) / `&&` (decisive False): commutative, else the left error first."""
+
     def op(x: Any, y: Any) -> Any:
         for v in (x, y):
             if isinstance(v, celtypes.BoolType) and bool(v) is decisive:
@@ -56,6 +58,7 @@ def _logic(decisive: bool) -> Callable[[Any, Any], Any]:
             if isinstance(v, CELEvalError):
                 return v
         raise TypeError("no such overload")
+
     return op
 
 
@@ -66,6 +69,7 @@ _VARIABLES = {"self", "oldSelf"}
 
 
 # --------------------------------------------------------------------------- compile-time checks
+
 
 def _error(source: str, line: int | None, column: int | None, msg: str) -> CelSyntaxError:
     """cel-go's error shape: `ERROR: <input>:1:5: msg` then the source line and a caret."""
@@ -84,18 +88,35 @@ def _ident(tree: Any) -> str | None:
 
 
 def _is_select(tree: Any) -> bool:
-    while isinstance(tree, lark.Tree) and tree.data not in {"member_dot", "ident"} and len(tree.children) == 1:
+    while (
+        isinstance(tree, lark.Tree) and tree.data not in {"member_dot", "ident"} and len(tree.children) == 1
+    ):
         tree = tree.children[0]
     return isinstance(tree, lark.Tree) and tree.data == "member_dot"
 
 
 # Names in scope, each with the schema of its value when known (a macro variable over a list).
 Scope = dict[str, dict[str, Any] | None]
-_UNWRAP = {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member",
-           "primary", "paren_expr"}
-_OBJECT_META: dict[str, Any] = {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                                "metadata": {"type": "object", "properties": {"name": {"type": "string"},
-                                                                              "generateName": {"type": "string"}}}}
+_UNWRAP = {
+    "expr",
+    "conditionalor",
+    "conditionaland",
+    "relation",
+    "addition",
+    "multiplication",
+    "unary",
+    "member",
+    "primary",
+    "paren_expr",
+}
+_OBJECT_META: dict[str, Any] = {
+    "apiVersion": {"type": "string"},
+    "kind": {"type": "string"},
+    "metadata": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "generateName": {"type": "string"}},
+    },
+}
 
 
 class _Checker:
@@ -123,10 +144,17 @@ class _Checker:
         if tree.data != "member_dot":
             return None
         parent, field = self.schema_of(tree.children[0], scope), cast(lark.Token, tree.children[1])
-        if not parent or parent.get("type") != "object" or isinstance(parent.get("additionalProperties"), dict):
+        if (
+            not parent
+            or parent.get("type") != "object"
+            or isinstance(parent.get("additionalProperties"), dict)
+        ):
             addl = (parent or {}).get("additionalProperties")
             return addl if isinstance(addl, dict) else None
-        props = {**(parent.get("properties") or {}), **(_OBJECT_META if parent.get("x-kubernetes-embedded-resource") else {})}
+        props = {
+            **(parent.get("properties") or {}),
+            **(_OBJECT_META if parent.get("x-kubernetes-embedded-resource") else {}),
+        }
         for name, sub in props.items():
             if escape(name) == str(field):
                 return sub if isinstance(sub, dict) else None
@@ -167,7 +195,11 @@ class _Checker:
                     raise self.fail(fn, "argument must be a simple name")
                 self.check(target, scope)
                 target_schema = self.schema_of(target, scope)
-                element = (target_schema or {}).get("items") if (target_schema or {}).get("type") == "array" else None
+                element = (
+                    (target_schema or {}).get("items")
+                    if (target_schema or {}).get("type") == "array"
+                    else None
+                )
                 for e in exprs[1:]:
                     self.check(e, {**scope, var: element})
                 return
@@ -196,8 +228,29 @@ class _Checker:
 
 # --------------------------------------------------------------------------- values
 
-_RESERVED = {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
-             "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+_RESERVED = {
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+}
 _ESCAPABLE = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$")
 
 
@@ -207,8 +260,12 @@ def escape(name: str) -> str | None:
         return f"__{name}__"
     if not _ESCAPABLE.match(name):
         return None
-    return (name.replace("__", "__underscores__").replace(".", "__dot__")
-            .replace("-", "__dash__").replace("/", "__slash__"))
+    return (
+        name.replace("__", "__underscores__")
+        .replace(".", "__dot__")
+        .replace("-", "__dash__")
+        .replace("/", "__slash__")
+    )
 
 
 def to_cel(value: Any, schema: dict[str, Any] | None = None) -> Any:
@@ -269,7 +326,11 @@ def _message(err: BaseException) -> str:
     text = str(err.args[0]) if err.args else str(err)
     if m := re.match(r"no such member in mapping: '(.*)'", text):
         return f"no such key: {m.group(1)}"
-    if "no matching overload" in text or "no such overload" in text or "does not support field selection" in text:
+    if (
+        "no matching overload" in text
+        or "no such overload" in text
+        or "does not support field selection" in text
+    ):
         return "no such overload"
     if text.startswith("Attempt to reduce an empty sequence"):
         return "min called on empty list"
@@ -304,7 +365,9 @@ class Program:
         return bool(result) if isinstance(result, celtypes.BoolType) else result
 
 
-def compile_rule(source: str, schema: dict[str, Any] | None = None, *, resource_root: bool = False) -> Program:
+def compile_rule(
+    source: str, schema: dict[str, Any] | None = None, *, resource_root: bool = False
+) -> Program:
     """Parse and name-check `source`; raise `CelSyntaxError` as cel-go would fail to compile it.
 
     With the `schema` of the value the rule sits on (at CRD creation), fields selected from
@@ -316,7 +379,9 @@ def compile_rule(source: str, schema: dict[str, Any] | None = None, *, resource_
     try:
         tree = _ENV.compile(source)
     except CELParseError as exc:
-        raise _error(source, exc.line, exc.column, "Syntax error: " + str(exc.args[0]).splitlines()[0]) from exc
+        raise _error(
+            source, exc.line, exc.column, "Syntax error: " + str(exc.args[0]).splitlines()[0]
+        ) from exc
     if schema is not None and resource_root:
         schema = {**schema, "x-kubernetes-embedded-resource": True}
     checker = _Checker(source)

@@ -69,7 +69,7 @@ def _eq(a: Any, b: Any) -> bool:
 def _char_at(s: str, i: int) -> str:
     if not 0 <= i <= len(s):
         raise IndexError(f"index out of range: {i}")
-    return s[i:i + 1]
+    return s[i : i + 1]
 
 
 def _substring(s: str, start: int, end: int | None = None) -> str:
@@ -89,7 +89,7 @@ def _split(s: str, sep: str, n: int = -1) -> list[str]:
         return []
     if sep == "":
         chars = list(s)
-        return chars if n < 0 or n >= len(chars) else [*chars[:n - 1], "".join(chars[n - 1:])]
+        return chars if n < 0 or n >= len(chars) else [*chars[: n - 1], "".join(chars[n - 1 :])]
     return s.split(sep, n - 1 if n > 0 else -1)
 
 
@@ -129,6 +129,7 @@ def _extreme(name: str, pick: Callable[[list[Any]], Any]) -> Fn:
         if not _comparable(items):
             raise ValueError(f"{name} called on empty list")
         return pick(items)
+
     return fn
 
 
@@ -174,7 +175,9 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 def _parse_url(s: str) -> URL:
     """Go's url.ParseRequestURI: an absolute URI (`scheme:...`) or an absolute path."""
     if not (_SCHEME.match(s) or s.startswith("/")) or any(ord(c) < 0x20 or c == "\x7f" for c in s):
-        raise ValueError(f'URL parse error during conversion from string: parse "{s}": invalid URI for request')
+        raise ValueError(
+            f'URL parse error during conversion from string: parse "{s}": invalid URI for request'
+        )
     parts = urllib.parse.urlsplit(s)
     try:
         parts.port  # noqa: B018 - validates the port like Go's parser
@@ -196,19 +199,20 @@ def _url_part(get: Callable[[urllib.parse.SplitResult], Any]) -> Fn:
         if not isinstance(u, URL):
             raise TypeError("no such overload")
         return get(u.parts)
+
     return fn
 
 
 def _hostname(p: urllib.parse.SplitResult) -> str:
     host = p.netloc.rpartition("@")[2]
     if host.startswith("["):
-        return host[1:host.find("]")]
+        return host[1 : host.find("]")]
     return host.rpartition(":")[0] if ":" in host else host
 
 
 def _port(p: urllib.parse.SplitResult) -> str:
     host = p.netloc.rpartition("@")[2]
-    tail = host[host.find("]") + 1:] if host.startswith("[") else host
+    tail = host[host.find("]") + 1 :] if host.startswith("[") else host
     return tail.rpartition(":")[2] if ":" in tail else ""
 
 
@@ -219,18 +223,34 @@ def _query(p: urllib.parse.SplitResult) -> dict[str, list[str]]:
 # The functions apiextensions-apiserver v1.24 declares on top of CEL's standard library.
 LIBRARY: dict[str, Fn] = {
     # cel-go ext.Strings
-    "charAt": _char_at, "indexOf": _index_of, "lastIndexOf": _last_index_of,
-    "lowerAscii": lambda s: s.translate(_TO_LOWER), "upperAscii": lambda s: s.translate(_TO_UPPER),
-    "replace": _replace, "split": _split, "substring": _substring, "trim": lambda s: s.strip(), "join": _join,
+    "charAt": _char_at,
+    "indexOf": _index_of,
+    "lastIndexOf": _last_index_of,
+    "lowerAscii": lambda s: s.translate(_TO_LOWER),
+    "upperAscii": lambda s: s.translate(_TO_UPPER),
+    "replace": _replace,
+    "split": _split,
+    "substring": _substring,
+    "trim": lambda s: s.strip(),
+    "join": _join,
     # Kubernetes lists library (indexOf / lastIndexOf above serve lists too)
-    "isSorted": _is_sorted, "sum": _sum, "min": _extreme("min", min), "max": _extreme("max", max),
+    "isSorted": _is_sorted,
+    "sum": _sum,
+    "min": _extreme("min", min),
+    "max": _extreme("max", max),
     # Kubernetes regex library
-    "find": _find, "findAll": _find_all,
+    "find": _find,
+    "findAll": _find_all,
     # Kubernetes URL library
-    "url": _parse_url, "isURL": _is_url,
-    "getScheme": _url_part(lambda p: p.scheme), "getHost": _url_part(lambda p: p.netloc.rpartition("@")[2]),
-    "getHostname": _url_part(_hostname), "getPort": _url_part(_port),
-    "getEscapedPath": _url_part(lambda p: urllib.parse.quote(urllib.parse.unquote(p.path), safe="/:@!$&'()*+,;=")),
+    "url": _parse_url,
+    "isURL": _is_url,
+    "getScheme": _url_part(lambda p: p.scheme),
+    "getHost": _url_part(lambda p: p.netloc.rpartition("@")[2]),
+    "getHostname": _url_part(_hostname),
+    "getPort": _url_part(_port),
+    "getEscapedPath": _url_part(
+        lambda p: urllib.parse.quote(urllib.parse.unquote(p.path), safe="/:@!$&'()*+,;=")
+    ),
     "getQuery": _url_part(_query),
 }
 
@@ -252,6 +272,7 @@ def _cel(value: Any) -> Any:
 
 def _guarded(fn: Fn) -> Fn:
     """A library function whose failures become CEL error values, so `||` / `&&` can absorb them."""
+
     def call(*args: Any) -> Any:
         try:
             return _cel(fn(*args))
@@ -259,6 +280,7 @@ def _guarded(fn: Fn) -> Fn:
             return CELEvalError("no such overload", TypeError, exc.args)
         except (ValueError, IndexError, OverflowError) as exc:
             return CELEvalError(str(exc), type(exc), exc.args)
+
     return call
 
 
@@ -266,8 +288,36 @@ FUNCTIONS: dict[str, Fn] = {name: _guarded(fn) for name, fn in LIBRARY.items()}
 
 # How cel-go declares each name of CEL's standard library (as celpy ships it) and the libraries
 # above: as a global function `f(x)`, as a method `x.f()`, or both.
-GLOBAL = {"size", "matches", "type", "dyn", "int", "uint", "double", "string", "bytes", "bool", "duration",
-          "timestamp", "url", "isURL"}
-METHODS = {"size", "contains", "startsWith", "endsWith", "matches", "getDate", "getDayOfMonth", "getDayOfWeek",
-           "getDayOfYear", "getFullYear", "getMonth", "getHours", "getMilliseconds", "getMinutes",
-           "getSeconds"} | (set(LIBRARY) - GLOBAL)
+GLOBAL = {
+    "size",
+    "matches",
+    "type",
+    "dyn",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "duration",
+    "timestamp",
+    "url",
+    "isURL",
+}
+METHODS = {
+    "size",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "matches",
+    "getDate",
+    "getDayOfMonth",
+    "getDayOfWeek",
+    "getDayOfYear",
+    "getFullYear",
+    "getMonth",
+    "getHours",
+    "getMilliseconds",
+    "getMinutes",
+    "getSeconds",
+} | (set(LIBRARY) - GLOBAL)

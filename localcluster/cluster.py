@@ -70,15 +70,37 @@ def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     capacity = {"cpu": "8", "memory": "32Gi", "pods": str(pods), "ephemeral-storage": "100Gi"}
     conditions = [
-        {"type": t, "status": "False", "reason": f"Kubelet Has No{t}", "message": "", "lastHeartbeatTime": now, "lastTransitionTime": now}
+        {
+            "type": t,
+            "status": "False",
+            "reason": f"Kubelet Has No{t}",
+            "message": "",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
         for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
     ]
-    conditions.append({"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
-                       "lastHeartbeatTime": now, "lastTransitionTime": now})
+    conditions.append(
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
+    )
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}},
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+            },
+        },
         "spec": {},
         "status": {
             "capacity": capacity,
@@ -151,9 +173,17 @@ class LocalCluster:
         # the scheduler's and kubelets' Events for each pod (Scheduled, Pulled, Started, ...): off for
         # benchmark worlds of 100,000 pods, where they would be most of the writes
         self.scheduler = Scheduler(self.objects, events=pod_events) if scheduler else None
-        self.kubelets = Kubelets(self.objects, KubeletConfig(
-            speed=speed, pod_start_delay=pod_start_delay, termination_cap=termination_cap, max_pods=max_pods, events=pod_events,
-            run_seconds=run_seconds))
+        self.kubelets = Kubelets(
+            self.objects,
+            KubeletConfig(
+                speed=speed,
+                pod_start_delay=pod_start_delay,
+                termination_cap=termination_cap,
+                max_pods=max_pods,
+                events=pod_events,
+                run_seconds=run_seconds,
+            ),
+        )
         self._kubelets_enabled = kubelets
         self.gc = GarbageCollector(self.objects) if gc else None
         self.namespaces = NamespaceController(self.objects)
@@ -170,10 +200,21 @@ class LocalCluster:
             ServiceAccountAdmission(self.objects, namespace_defaults.ensure_default_service_account).install()
         self.jobs = JobController(self.objects)
         self.cronjobs = CronJobController(self.objects)
-        self.controllers = [StatefulSetController(self.objects), DaemonSetController(self.objects),
-                            namespace_defaults, self.pod_gc, self.jobs, self.cronjobs,
-                            EndpointsController(self.objects), QuotaController(self.objects),
-                            VolumeBinder(self.objects)] if controllers else []
+        self.controllers = (
+            [
+                StatefulSetController(self.objects),
+                DaemonSetController(self.objects),
+                namespace_defaults,
+                self.pod_gc,
+                self.jobs,
+                self.cronjobs,
+                EndpointsController(self.objects),
+                QuotaController(self.objects),
+                VolumeBinder(self.objects),
+            ]
+            if controllers
+            else []
+        )
         self._runner: web.AppRunner | None = None
         self._tmp: str | None = None
         self._tg: TaskGroup | None = None
@@ -258,7 +299,9 @@ class LocalCluster:
                     tg.start_soon(behaviour.run)
             self._tg = tg
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.storage.close_all_watches()
         if self._background is not None:
             self._background.cancel()
@@ -276,7 +319,9 @@ class LocalCluster:
             "kind": "Config",
             "clusters": [{"name": "local", "cluster": self._cluster_entry()}],
             "users": [{"name": "local", "user": {"token": ADMIN_TOKEN}}],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "local", "namespace": "default"}}],
+            "contexts": [
+                {"name": "local", "context": {"cluster": "local", "user": "local", "namespace": "default"}}
+            ],
             "current-context": "local",
             "preferences": {},
         }
@@ -285,7 +330,7 @@ class LocalCluster:
         """The CA certificate (PEM) that follows the serving certificate in the served chain."""
         assert self._serving_pair is not None
         pem = self._serving_pair.cert_pem
-        return pem[pem.index(b"-----END CERTIFICATE-----") + 26:].strip() + b"\n"
+        return pem[pem.index(b"-----END CERTIFICATE-----") + 26 :].strip() + b"\n"
 
     def _cluster_entry(self) -> dict[str, str]:
         entry = {"server": self.url}

@@ -65,7 +65,9 @@ _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
 def _jsonpath(obj: Any, path: str) -> list[Any]:
     """The values at a printer-column JSONPath: `.a.b`, `.a[0]`, `.a[*].b`, `.a[?(@.k=="v")].b`."""
-    tokens = re.findall(r"\.([A-Za-z0-9_\-]+)|\[(\d+|\*|\?\(@\.[A-Za-z0-9_\-]+\s*==\s*['\"][^'\"]*['\"]\))\]", path)
+    tokens = re.findall(
+        r"\.([A-Za-z0-9_\-]+)|\[(\d+|\*|\?\(@\.[A-Za-z0-9_\-]+\s*==\s*['\"][^'\"]*['\"]\))\]", path
+    )
     values = [obj]
     for name, bracket in tokens:
         nxt: list[Any] = []
@@ -106,7 +108,9 @@ def _cell(values: list[Any], column: dict[str, Any]) -> Any:
 
 
 _DEFAULT_AGE_COLUMN = {
-    "name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+    "name": "Age",
+    "type": "date",
+    "jsonPath": ".metadata.creationTimestamp",
     "description": "CreationTimestamp is a timestamp representing the server time when this object was created.",
 }
 
@@ -129,13 +133,17 @@ class CustomResourceStrategy(Strategy):
         self.has_status_subresource = "status" in subresources
         # As apiextensions' `serveDefaultColumnsIfEmpty`: the declared columns, in their order
         # (a `date` creationTimestamp column where the CRD puts it), or Age alone if none.
-        self.columns: list[dict[str, Any]] = list(version.get("additionalPrinterColumns") or []) or [_DEFAULT_AGE_COLUMN]
+        self.columns: list[dict[str, Any]] = list(version.get("additionalPrinterColumns") or []) or [
+            _DEFAULT_AGE_COLUMN
+        ]
         #: Fields dropped by the last `prune` call, for `fieldValidation=Strict` / `Warn`.
         self.last_pruned: list[str] = []
         # `selectableFields` (apiextensions v1.30+): each declared JSON path is a field label
         self.selectable_paths: dict[str, str] = {
-            str(f["jsonPath"]).lstrip("."): str(f["jsonPath"]) for f in version.get("selectableFields") or [] if isinstance(f, dict)
-            and f.get("jsonPath")}
+            str(f["jsonPath"]).lstrip("."): str(f["jsonPath"])
+            for f in version.get("selectableFields") or []
+            if isinstance(f, dict) and f.get("jsonPath")
+        }
         self.field_labels = frozenset(self.selectable_paths)
 
     def openapi_schema(self) -> dict[str, Any] | None:
@@ -160,13 +168,24 @@ class CustomResourceStrategy(Strategy):
         for label, path in self.selectable_paths.items():
             found = _jsonpath(obj, path)
             value = found[0] if found else None
-            out[label] = ("true" if value else "false") if isinstance(value, bool) else "" if value is None else str(value)
+            out[label] = (
+                ("true" if value else "false")
+                if isinstance(value, bool)
+                else ""
+                if value is None
+                else str(value)
+            )
         return out
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]] | None:
         cols = [
-            TableColumn(c["name"], c.get("type", "string"), c.get("format", ""), c.get("description", ""),
-                        c.get("priority", 0))
+            TableColumn(
+                c["name"],
+                c.get("type", "string"),
+                c.get("format", ""),
+                c.get("description", ""),
+                c.get("priority", 0),
+            )
             for c in self.columns
         ]
         cells = [_cell(_jsonpath(obj, c.get("jsonPath", "")), c) for c in self.columns]
@@ -195,23 +214,27 @@ def resource_types_for(crd: Obj) -> list[ResourceType]:
         scale_spec = subresources.get("scale")
         scale = None
         if scale_spec is not None:
-            scale = ScaleSubresource(scale_spec.get("specReplicasPath", ".spec.replicas"),
-                                     scale_spec.get("statusReplicasPath", ".status.replicas"),
-                                     scale_spec.get("labelSelectorPath"))
-        types.append(ResourceType(
-            group=spec["group"],
-            version=version["name"],
-            plural=names["plural"],
-            kind=names["kind"],
-            namespaced=spec.get("scope") == "Namespaced",
-            singular=names.get("singular") or names["kind"].lower(),
-            short_names=tuple(names.get("shortNames") or ()),
-            categories=tuple(names.get("categories") or ()),
-            subresources=frozenset(k for k in ("status", "scale") if k in subresources),
-            strategy=CustomResourceStrategy(crd, version),
-            scale=scale,
-            preferred=version["name"] == preferred,
-        ))
+            scale = ScaleSubresource(
+                scale_spec.get("specReplicasPath", ".spec.replicas"),
+                scale_spec.get("statusReplicasPath", ".status.replicas"),
+                scale_spec.get("labelSelectorPath"),
+            )
+        types.append(
+            ResourceType(
+                group=spec["group"],
+                version=version["name"],
+                plural=names["plural"],
+                kind=names["kind"],
+                namespaced=spec.get("scope") == "Namespaced",
+                singular=names.get("singular") or names["kind"].lower(),
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                subresources=frozenset(k for k in ("status", "scale") if k in subresources),
+                strategy=CustomResourceStrategy(crd, version),
+                scale=scale,
+                preferred=version["name"] == preferred,
+            )
+        )
     return types
 
 
@@ -219,7 +242,13 @@ def resource_types_for(crd: Obj) -> list[ResourceType]:
 
 
 def _condition(type_: str, reason: str, message: str) -> Obj:
-    return {"type": type_, "status": "True", "lastTransitionTime": now_rfc3339(), "reason": reason, "message": message}
+    return {
+        "type": type_,
+        "status": "True",
+        "lastTransitionTime": now_rfc3339(),
+        "reason": reason,
+        "message": message,
+    }
 
 
 class CRDStrategy(Strategy):
@@ -232,7 +261,10 @@ class CRDStrategy(Strategy):
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         created = obj["metadata"].get("creationTimestamp")
         column = TableColumn(
-            "Created At", "date", "", "CreationTimestamp is a timestamp representing the server time when this object was created."
+            "Created At",
+            "date",
+            "",
+            "CreationTimestamp is a timestamp representing the server time when this object was created.",
         )
         return [column], [created]
 
@@ -272,7 +304,9 @@ class CRDStrategy(Strategy):
         if "NamesAccepted" not in have:
             conditions.append(_condition("NamesAccepted", "NoConflicts", "no conflicts found"))
         if "Established" not in have:
-            conditions.append(_condition("Established", "InitialNamesAccepted", "the initial names have been accepted"))
+            conditions.append(
+                _condition("Established", "InitialNamesAccepted", "the initial names have been accepted")
+            )
         return {"conditions": conditions, "acceptedNames": names, "storedVersions": stored}
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
@@ -296,9 +330,12 @@ class CRDStrategy(Strategy):
             if rt.group != spec["group"] or rt.plural == names["plural"]:
                 continue
             if rt.kind == names["kind"]:
-                errs.append(FieldError.invalid("spec.names.kind", names["kind"], f"kind already used by {rt.plural}.{rt.group}"))
+                errs.append(
+                    FieldError.invalid(
+                        "spec.names.kind", names["kind"], f"kind already used by {rt.plural}.{rt.group}"
+                    )
+                )
         return errs
-
 
 
 def _validate_crd(obj: Obj) -> list[FieldError]:
@@ -318,18 +355,32 @@ def _validate_crd(obj: Obj) -> list[FieldError]:
         if key == "plural" and not value:
             errs.append(FieldError.required("spec.names.plural"))
         elif value and not _DNS_LABEL.match(str(value)):
-            errs.append(FieldError.invalid(f"spec.names.{key}", value, "a lowercase RFC 1123 label must consist of lower case "
-                                           "alphanumeric characters or '-', and must start and end with an alphanumeric character"))
+            errs.append(
+                FieldError.invalid(
+                    f"spec.names.{key}",
+                    value,
+                    "a lowercase RFC 1123 label must consist of lower case "
+                    "alphanumeric characters or '-', and must start and end with an alphanumeric character",
+                )
+            )
     if not kind:
         errs.append(FieldError.required("spec.names.kind"))
     elif not _KIND.match(str(kind)):
-        errs.append(FieldError.invalid("spec.names.kind", kind, "may have mixed case, but should otherwise match: ^[a-zA-Z][a-zA-Z0-9]*$"))
+        errs.append(
+            FieldError.invalid(
+                "spec.names.kind",
+                kind,
+                "may have mixed case, but should otherwise match: ^[a-zA-Z][a-zA-Z0-9]*$",
+            )
+        )
     for i, short in enumerate(names.get("shortNames") or []):
         if not _DNS_LABEL.match(str(short)):
-            errs.append(FieldError.invalid(f"spec.names.shortNames[{i}]", short, "must be a lowercase RFC 1123 label"))
+            errs.append(
+                FieldError.invalid(f"spec.names.shortNames[{i}]", short, "must be a lowercase RFC 1123 label")
+            )
     name = (obj.get("metadata") or {}).get("name")
     if plural and group and name != f"{plural}.{group}":
-        errs.append(FieldError.invalid("metadata.name", name, "must be spec.names.plural+\".\"+spec.group"))
+        errs.append(FieldError.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
     if spec.get("scope") not in ("Cluster", "Namespaced"):
         errs.append(FieldError.not_supported("spec.scope", spec.get("scope"), ("Cluster", "Namespaced")))
     errs.extend(_validate_versions(spec.get("versions")))
@@ -338,11 +389,19 @@ def _validate_crd(obj: Obj) -> list[FieldError]:
 
 def _validate_versions(versions: Any) -> list[FieldError]:
     if not isinstance(versions, list) or not versions:
-        return [FieldError.invalid("spec.versions", versions or [], "must have exactly one version marked as storage version")]
+        return [
+            FieldError.invalid(
+                "spec.versions", versions or [], "must have exactly one version marked as storage version"
+            )
+        ]
     errs: list[FieldError] = []
     storage = [v for v in versions if isinstance(v, dict) and v.get("storage")]
     if len(storage) != 1:
-        errs.append(FieldError.invalid("spec.versions", len(storage), "must have exactly one version marked as storage version"))
+        errs.append(
+            FieldError.invalid(
+                "spec.versions", len(storage), "must have exactly one version marked as storage version"
+            )
+        )
     seen: set[str] = set()
     for i, version in enumerate(versions):
         path = f"spec.versions[{i}]"
@@ -357,7 +416,9 @@ def _validate_versions(versions: Any) -> list[FieldError]:
         seen.add(str(vname))
         schema = (version.get("schema") or {}).get("openAPIV3Schema")
         if schema is None:
-            errs.append(FieldError.required(f"{path}.schema.openAPIV3Schema", "Required value: schemas are required"))
+            errs.append(
+                FieldError.required(f"{path}.schema.openAPIV3Schema", "Required value: schemas are required")
+            )
             continue
         errs.extend(crschema.check_schema(schema, f"{path}.schema.openAPIV3Schema"))
         for j, column in enumerate(version.get("additionalPrinterColumns") or []):
@@ -367,9 +428,16 @@ def _validate_versions(versions: Any) -> list[FieldError]:
             elif not column.get("jsonPath"):
                 errs.append(FieldError.required(f"{cpath}.jsonPath"))
             elif column.get("type") not in ("integer", "number", "string", "boolean", "date"):
-                errs.append(FieldError.not_supported(f"{cpath}.type", column.get("type"),
-                                                     ("integer", "number", "string", "boolean", "date")))
-        errs.extend(_validate_selectable_fields(version.get("selectableFields"), schema, f"{path}.selectableFields"))
+                errs.append(
+                    FieldError.not_supported(
+                        f"{cpath}.type",
+                        column.get("type"),
+                        ("integer", "number", "string", "boolean", "date"),
+                    )
+                )
+        errs.extend(
+            _validate_selectable_fields(version.get("selectableFields"), schema, f"{path}.selectableFields")
+        )
     return errs
 
 
@@ -391,7 +459,13 @@ def _validate_selectable_fields(fields: Any, schema: Any, path: str) -> list[Fie
     if not fields:
         return errs
     if len(fields) > _MAX_SELECTABLE_FIELDS:
-        errs.append(FieldError("FieldValueTooMany", path, f"Too many: {len(fields)}: must have at most {_MAX_SELECTABLE_FIELDS} items"))
+        errs.append(
+            FieldError(
+                "FieldValueTooMany",
+                path,
+                f"Too many: {len(fields)}: must have at most {_MAX_SELECTABLE_FIELDS} items",
+            )
+        )
     seen: set[str] = set()
     for i, field in enumerate(fields):
         json_path = field.get("jsonPath") if isinstance(field, dict) else None
@@ -404,16 +478,30 @@ def _validate_selectable_fields(fields: Any, schema: Any, path: str) -> list[Fie
         seen.add(json_path)
         target = _schema_at(schema, json_path) if str(json_path).startswith(".") else None
         if target is None:
-            errs.append(FieldError.invalid(fpath, json_path, "is an invalid path: must point to a field of the schema"))
+            errs.append(
+                FieldError.invalid(
+                    fpath, json_path, "is an invalid path: must point to a field of the schema"
+                )
+            )
         elif target.get("type") not in ("string", "integer", "boolean"):
-            errs.append(FieldError.invalid(fpath, json_path, "selectable field must have type string, integer or boolean"))
+            errs.append(
+                FieldError.invalid(
+                    fpath, json_path, "selectable field must have type string, integer or boolean"
+                )
+            )
     return errs
 
 
 def crd_resource_type(registry: Registry) -> ResourceType:
     return ResourceType(
-        CRD_GROUP, "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
-        short_names=("crd", "crds"), categories=("api-extensions",), subresources=frozenset({"status"}),
+        CRD_GROUP,
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        short_names=("crd", "crds"),
+        categories=("api-extensions",),
+        subresources=frozenset({"status"}),
         strategy=CRDStrategy(registry),
     )
 
@@ -508,5 +596,7 @@ class CRDController:
         names = spec.get("names") or {}
         if names.get("plural") and spec.get("group"):
             self._delete_all(f"{names['plural']}.{spec['group']}")
-        crd["metadata"]["finalizers"] = [f for f in crd["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER]
+        crd["metadata"]["finalizers"] = [
+            f for f in crd["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER
+        ]
         self._objects.update(self.crd_type, None, name, crd)

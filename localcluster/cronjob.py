@@ -50,7 +50,9 @@ def _rfc3339(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def most_recent_schedule(schedule: str, since: dt.datetime, now: dt.datetime) -> tuple[dt.datetime | None, dt.datetime]:
+def most_recent_schedule(
+    schedule: str, since: dt.datetime, now: dt.datetime
+) -> tuple[dt.datetime | None, dt.datetime]:
     """The latest schedule time in (since, now], and the next one after now."""
     it = croniter(schedule, since)
     last: dt.datetime | None = None
@@ -65,7 +67,10 @@ def most_recent_schedule(schedule: str, since: dt.datetime, now: dt.datetime) ->
 class CronJobController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        cj_rt, job_rt = objects.registry.get("batch", "v1", "cronjobs"), objects.registry.get("batch", "v1", "jobs")
+        cj_rt, job_rt = (
+            objects.registry.get("batch", "v1", "cronjobs"),
+            objects.registry.get("batch", "v1", "jobs"),
+        )
         assert cj_rt is not None and job_rt is not None
         self._cj_rt: ResourceType = cj_rt
         self._job_rt: ResourceType = job_rt
@@ -110,8 +115,13 @@ class CronJobController:
 
     def _jobs(self, cronjob: Obj) -> list[Obj]:
         uid = cronjob["metadata"]["uid"]
-        return [job for e in self.objects.storage.iter_entries(self._job_rt.storage_key, cronjob["metadata"]["namespace"])
-                if (ref := controller_of(job := e.load())) is not None and ref.get("uid") == uid]
+        return [
+            job
+            for e in self.objects.storage.iter_entries(
+                self._job_rt.storage_key, cronjob["metadata"]["namespace"]
+            )
+            if (ref := controller_of(job := e.load())) is not None and ref.get("uid") == uid
+        ]
 
     def _sync(self, cronjob: Obj) -> float | None:
         meta, spec = cronjob["metadata"], cronjob.get("spec") or {}
@@ -132,7 +142,12 @@ class CronJobController:
         if scheduled is not None and not spec.get("suspend"):
             deadline = spec.get("startingDeadlineSeconds")
             if isinstance(deadline, int) and (now - scheduled).total_seconds() > deadline:
-                self.events.event(cronjob, "Warning", "MissSchedule", f"Missed scheduled time to start a job: {_rfc3339(scheduled)}")
+                self.events.event(
+                    cronjob,
+                    "Warning",
+                    "MissSchedule",
+                    f"Missed scheduled time to start a job: {_rfc3339(scheduled)}",
+                )
             elif spec.get("concurrencyPolicy") == "Forbid" and running:
                 pass  # skipped this time; looked at again at the next schedule
             else:
@@ -144,9 +159,17 @@ class CronJobController:
                 if created is not None:
                     running.append(created)
                 status["lastScheduleTime"] = _rfc3339(scheduled)
-        status["active"] = [{"kind": "Job", "namespace": j["metadata"]["namespace"], "name": j["metadata"]["name"],
-                             "uid": j["metadata"]["uid"], "apiVersion": "batch/v1",
-                             "resourceVersion": j["metadata"].get("resourceVersion", "")} for j in running]
+        status["active"] = [
+            {
+                "kind": "Job",
+                "namespace": j["metadata"]["namespace"],
+                "name": j["metadata"]["name"],
+                "uid": j["metadata"]["uid"],
+                "apiVersion": "batch/v1",
+                "resourceVersion": j["metadata"].get("resourceVersion", ""),
+            }
+            for j in running
+        ]
         if not status["active"]:
             del status["active"]
         self._clean_history(cronjob, jobs)
@@ -160,9 +183,19 @@ class CronJobController:
         template = copy.deepcopy(get_path(cronjob, "spec", "jobTemplate", default={}))
         tmeta = template.get("metadata") or {}
         name = f"{meta['name']}-{int(scheduled.timestamp()) // 60}"
-        job_meta: Obj = {"name": name, "namespace": meta["namespace"], "labels": dict(tmeta.get("labels") or {}),
-                         "annotations": dict(tmeta.get("annotations") or {}), "ownerReferences": [controller_ref(cronjob)]}
-        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": template.get("spec") or {}}
+        job_meta: Obj = {
+            "name": name,
+            "namespace": meta["namespace"],
+            "labels": dict(tmeta.get("labels") or {}),
+            "annotations": dict(tmeta.get("annotations") or {}),
+            "ownerReferences": [controller_ref(cronjob)],
+        }
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": job_meta,
+            "spec": template.get("spec") or {},
+        }
         try:
             created = self.objects.create(self._job_rt, meta["namespace"], job).load()
         except errors.StatusError as exc:
@@ -176,7 +209,9 @@ class CronJobController:
     def _delete(self, cronjob: Obj, job: Obj) -> None:
         meta = job["metadata"]
         try:
-            self.objects.delete(self._job_rt, meta["namespace"], meta["name"], propagation_policy="Background")
+            self.objects.delete(
+                self._job_rt, meta["namespace"], meta["name"], propagation_policy="Background"
+            )
         except errors.StatusError as exc:
             if exc.code != 404:
                 raise
@@ -185,9 +220,17 @@ class CronJobController:
 
     def _clean_history(self, cronjob: Obj, jobs: list[Obj]) -> None:
         spec = cronjob.get("spec") or {}
-        for outcome, limit in (("Complete", get_int(spec, "successfulJobsHistoryLimit", default=3)),
-                               ("Failed", get_int(spec, "failedJobsHistoryLimit", default=1))):
-            finished = sorted((j for j in jobs if finished_condition(j) == outcome and not j["metadata"].get("deletionTimestamp")),
-                              key=lambda j: str(get_path(j, "status", "startTime", default="")))
+        for outcome, limit in (
+            ("Complete", get_int(spec, "successfulJobsHistoryLimit", default=3)),
+            ("Failed", get_int(spec, "failedJobsHistoryLimit", default=1)),
+        ):
+            finished = sorted(
+                (
+                    j
+                    for j in jobs
+                    if finished_condition(j) == outcome and not j["metadata"].get("deletionTimestamp")
+                ),
+                key=lambda j: str(get_path(j, "status", "startTime", default="")),
+            )
             for job in finished[: max(len(finished) - limit, 0)]:
                 self._delete(cronjob, job)

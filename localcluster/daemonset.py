@@ -70,8 +70,12 @@ def add_daemon_tolerations(spec: Obj) -> None:
     for key, effect in wanted:
         toleration = {"key": key, "operator": "Exists", "effect": effect}
         for i, existing in enumerate(tolerations):
-            if (existing.get("key"), existing.get("operator", "Equal"), existing.get("value", ""), existing.get("effect")) == (
-                    key, "Exists", "", effect):
+            if (
+                existing.get("key"),
+                existing.get("operator", "Equal"),
+                existing.get("value", ""),
+                existing.get("effect"),
+            ) == (key, "Exists", "", effect):
                 tolerations[i] = toleration
                 break
         else:
@@ -83,11 +87,16 @@ def target_node(pod: Obj) -> str | None:
     spec = pod.get("spec") or {}
     if spec.get("nodeName"):
         return str(spec["nodeName"])
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     for term in required.get("nodeSelectorTerms") or []:
         for expr in term.get("matchFields") or []:
-            if expr.get("key") == "metadata.name" and expr.get("operator") == "In" and len(expr.get("values") or []) == 1:
+            if (
+                expr.get("key") == "metadata.name"
+                and expr.get("operator") == "In"
+                and len(expr.get("values") or []) == 1
+            ):
                 return str(expr["values"][0])
     return None
 
@@ -102,7 +111,11 @@ def should_run(template_spec: Obj, node: Obj) -> tuple[bool, bool]:
     if not matches_node_affinity(spec, info):
         return False, False
     tolerations = spec.get("tolerations") or []
-    untolerated = [t for t in info.taints if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, t)]
+    untolerated = [
+        t
+        for t in info.taints
+        if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, t)
+    ]
     if untolerated:
         return False, not any(t.get("effect") == "NoExecute" for t in untolerated)
     return True, True
@@ -166,8 +179,10 @@ class DaemonSetController:
             changed = self._nodes.pop(name, None) is not None
         else:
             meta, spec = ev.obj["metadata"], ev.obj.get("spec") or {}
-            slim = {"metadata": {"name": name, "labels": dict(meta.get("labels") or {})},
-                    "spec": {"taints": list(spec.get("taints") or [])}}
+            slim = {
+                "metadata": {"name": name, "labels": dict(meta.get("labels") or {})},
+                "spec": {"taints": list(spec.get("taints") or [])},
+            }
             changed = self._nodes.get(name) != slim
             self._nodes[name] = slim
         if changed:
@@ -217,9 +232,17 @@ class DaemonSetController:
         by_node = self._pods_by_node(ds)
         again = self._write_status(ds, verdicts, by_node, digest)
         live = {history.update["metadata"]["name"]}
-        hashes = {(p["metadata"].get("labels") or {}).get(REVISION_LABEL) for pods in by_node.values() for p in pods}
-        live.update(r["metadata"]["name"] for r in history.revisions if (r["metadata"].get("labels") or {}).get(REVISION_LABEL) in hashes)
-        self.revisions.truncate(history.revisions, live, get_int(ds, "spec", "revisionHistoryLimit", default=10))
+        hashes = {
+            (p["metadata"].get("labels") or {}).get(REVISION_LABEL) for pods in by_node.values() for p in pods
+        }
+        live.update(
+            r["metadata"]["name"]
+            for r in history.revisions
+            if (r["metadata"].get("labels") or {}).get(REVISION_LABEL) in hashes
+        )
+        self.revisions.truncate(
+            history.revisions, live, get_int(ds, "spec", "revisionHistoryLimit", default=10)
+        )
         return again
 
     def _manage(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], digest: str) -> None:
@@ -248,7 +271,11 @@ class DaemonSetController:
                 to_delete.extend(p for p in pods if not podstate.is_terminating(p))
         for node, pods in by_node.items():
             if node is None or node not in verdicts:
-                to_delete.extend(p for p in pods if not (p.get("spec") or {}).get("nodeName") and not podstate.is_terminating(p))
+                to_delete.extend(
+                    p
+                    for p in pods
+                    if not (p.get("spec") or {}).get("nodeName") and not podstate.is_terminating(p)
+                )
         for node in to_create:
             self._create(ds, self._new_pod(ds, node, digest))
         for pod in to_delete:
@@ -289,8 +316,14 @@ class DaemonSetController:
         for pod in replace_now + candidates[:budget]:
             self._delete(ds, pod)
 
-    def _rolling_update_surge(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], by_node: dict[str | None, list[Obj]],
-                              digest: str, max_surge: int) -> None:
+    def _rolling_update_surge(
+        self,
+        ds: Obj,
+        verdicts: dict[str, tuple[bool, bool]],
+        by_node: dict[str | None, list[Obj]],
+        digest: str,
+        max_surge: int,
+    ) -> None:
         """`rollingUpdate` with maxSurge: a new pod beside each old one, up to maxSurge at a
         time (at once where the old one is unavailable); the old one goes when the new one is
         available. The manage loop keeps at most those two per node."""
@@ -338,8 +371,12 @@ class DaemonSetController:
         if generation is not None:
             labels[TEMPLATE_GENERATION_LABEL] = generation
         labels[REVISION_LABEL] = digest
-        pod_meta: Obj = {"generateName": f"{meta['name']}-", "namespace": meta["namespace"], "labels": labels,
-                         "ownerReferences": [controller_ref(ds)]}
+        pod_meta: Obj = {
+            "generateName": f"{meta['name']}-",
+            "namespace": meta["namespace"],
+            "labels": labels,
+            "ownerReferences": [controller_ref(ds)],
+        }
         for key in ("annotations", "finalizers"):
             if tmeta.get(key):
                 pod_meta[key] = tmeta[key]
@@ -363,15 +400,22 @@ class DaemonSetController:
     def _delete(self, ds: Obj, pod: Obj) -> None:
         meta = pod["metadata"]
         try:
-            self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]})
+            self.objects.delete(
+                self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]}
+            )
         except errors.StatusError as exc:
             if exc.code != 404:
                 raise
             return
         self.events.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
-    def _write_status(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], by_node: dict[str | None, list[Obj]],
-                      digest: str) -> float | None:
+    def _write_status(
+        self,
+        ds: Obj,
+        verdicts: dict[str, tuple[bool, bool]],
+        by_node: dict[str | None, list[Obj]],
+        digest: str,
+    ) -> float | None:
         """`updateDaemonSetStatus`; counters that are omitempty in Go are left out at zero."""
         min_ready = get_int(ds, "spec", "minReadySeconds")
         now = dt.datetime.now(dt.UTC)
@@ -386,7 +430,9 @@ class DaemonSetController:
             if not pods:
                 continue
             current += 1
-            pod = sorted(pods, key=lambda p: (podstate.creation_order(p)[0], podstate.phase(p) != "Running"))[0]
+            pod = sorted(pods, key=lambda p: (podstate.creation_order(p)[0], podstate.phase(p) != "Running"))[
+                0
+            ]
             if podstate.is_ready(pod):
                 ready += 1
                 left = podstate.available_in(pod, min_ready, now)
@@ -396,11 +442,18 @@ class DaemonSetController:
                     wait = left if wait is None else min(wait, left)
             updated += _updated(pod, digest)
         old = ds.get("status") or {}
-        status: dict[str, Any] = {"currentNumberScheduled": current, "numberMisscheduled": misscheduled,
-                                  "desiredNumberScheduled": desired, "numberReady": ready,
-                                  "observedGeneration": ds["metadata"].get("generation", 1)}
-        for key, value in (("updatedNumberScheduled", updated), ("numberAvailable", available),
-                           ("numberUnavailable", desired - available)):
+        status: dict[str, Any] = {
+            "currentNumberScheduled": current,
+            "numberMisscheduled": misscheduled,
+            "desiredNumberScheduled": desired,
+            "numberReady": ready,
+            "observedGeneration": ds["metadata"].get("generation", 1),
+        }
+        for key, value in (
+            ("updatedNumberScheduled", updated),
+            ("numberAvailable", available),
+            ("numberUnavailable", desired - available),
+        ):
             if value:
                 status[key] = value
         for key in ("collisionCount", "conditions"):
@@ -436,7 +489,9 @@ def _surplus_with_surge(ds: Obj, running: list[Obj], digest: str) -> list[Obj]:
             surplus.append(pod)
     if newest is not None and oldest_old is not None:
         min_ready = get_int(ds, "spec", "minReadySeconds")
-        if not podstate.is_ready(oldest_old) or podstate.is_available(newest, min_ready, dt.datetime.now(dt.UTC)):
+        if not podstate.is_ready(oldest_old) or podstate.is_available(
+            newest, min_ready, dt.datetime.now(dt.UTC)
+        ):
             surplus.append(oldest_old)
     return surplus
 

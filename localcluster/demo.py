@@ -102,11 +102,17 @@ def deployment(app: App) -> dict[str, Any]:
         "spec": {
             "replicas": app.replicas,
             "selector": {"matchLabels": labels},
-            "strategy": {"type": "RollingUpdate",
-                         "rollingUpdate": {"maxSurge": app.max_surge, "maxUnavailable": app.max_unavailable}},
-            "template": {"metadata": {"labels": labels},
-                         "spec": {"terminationGracePeriodSeconds": 2,
-                                  "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": app.max_surge, "maxUnavailable": app.max_unavailable},
+            },
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 2,
+                    "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
         },
     }
 
@@ -126,8 +132,11 @@ def node_maintenance(name: str, node: str, reason: str) -> dict[str, Any]:
         "kind": NODEMAINTENANCES.kind,
         "metadata": {"name": name},
         "spec": {
-            "nodeSelector": {"nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]},
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            },
             "cordon": True,
             "drain": True,
             "reason": reason,
@@ -139,8 +148,10 @@ def node_maintenance(name: str, node: str, reason: str) -> dict[str, Any]:
 
 
 def _condition_true(obj: Mapping[str, Any], type_: str) -> bool:
-    return any(c.get("type") == type_ and c.get("status") == "True"
-               for c in (obj.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == type_ and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
 
 
 def pod_available(pod: Mapping[str, Any]) -> bool:
@@ -248,7 +259,9 @@ async def run_demo(
     result = DemoResult()
     say("aiokcm demo: declarative node maintenance (KEP-4212) on an embedded local cluster")
     if kubeconfig:
-        say(f"  kubeconfig: {kubeconfig}   (try: kubectl --kubeconfig {kubeconfig} get nm,deploy,pods -o wide)")
+        say(
+            f"  kubeconfig: {kubeconfig}   (try: kubectl --kubeconfig {kubeconfig} get nm,deploy,pods -o wide)"
+        )
 
     async def ready_nodes() -> list[str]:
         return sorted(n["metadata"]["name"] for n in await client.list_all(NODES) if node_ready(n))
@@ -259,9 +272,15 @@ async def run_demo(
 
     say()
     pdb_text = {a.name: f", PDB minAvailable {a.pdb_min_available}" for a in apps if a.pdb_min_available}
-    say("1. Deployments created (" + "; ".join(
-        f"{a.name}: {a.replicas} replica{'s' if a.replicas != 1 else ''}, maxSurge {a.max_surge}, "
-        f"maxUnavailable {a.max_unavailable}{pdb_text.get(a.name, '')}" for a in apps) + ")")
+    say(
+        "1. Deployments created ("
+        + "; ".join(
+            f"{a.name}: {a.replicas} replica{'s' if a.replicas != 1 else ''}, maxSurge {a.max_surge}, "
+            f"maxUnavailable {a.max_unavailable}{pdb_text.get(a.name, '')}"
+            for a in apps
+        )
+        + ")"
+    )
     for app in apps:
         await _create(client, DEPLOYMENTS, deployment(app))
         if app.pdb_min_available is not None:
@@ -274,10 +293,13 @@ async def run_demo(
         snap = await snapshot(client, apps)
         return snap if all(snap.available[a.name] >= a.replicas for a in apps) else None
 
-    snap: Snapshot = await wait_until(all_up, "every Deployment to be available (is aiokcm's deployment "
-                                      "controller enabled?)", SETUP_TIMEOUT)
+    snap: Snapshot = await wait_until(
+        all_up, "every Deployment to be available (is aiokcm's deployment controller enabled?)", SETUP_TIMEOUT
+    )
     for app in apps:
-        say(f"   {app.name:5} {snap.available[app.name]}/{app.replicas} available on {', '.join(snap.nodes_of[app.name])}")
+        say(
+            f"   {app.name:5} {snap.available[app.name]}/{app.replicas} available on {', '.join(snap.nodes_of[app.name])}"
+        )
     say(f"   all available after {time.monotonic() - started:.1f}s")
 
     single = next((a for a in apps if a.replicas == 1), apps[0])
@@ -304,9 +326,11 @@ async def run_demo(
             if done or elapsed - last_print >= 1.0:
                 last_print = elapsed
                 status = ((nm.get("status") or {}).get("nodes") or {}).get(node) or {}
-                say(f"   {elapsed:4.1f}s  {status.get('phase') or 'Pending':10} "
+                say(
+                    f"   {elapsed:4.1f}s  {status.get('phase') or 'Pending':10} "
                     f"{int(status.get('podsPendingEvacuation') or 0):>7} {int(status.get('podsEvacuating') or 0):>10}"
-                    f"   {_apps_line(current.available, apps)}")
+                    f"   {_apps_line(current.available, apps)}"
+                )
             if done:
                 result.drained = True
                 result.seconds_to_drained = elapsed
@@ -315,24 +339,35 @@ async def run_demo(
     result.least_available = least
     say()
     if not result.drained:
-        raise DemoError(f"{node} was not Drained within {DRAIN_TIMEOUT:.0f}s "
-                        f"(kubectl get nm {nm_name} -o yaml shows what blocks)")
+        raise DemoError(
+            f"{node} was not Drained within {DRAIN_TIMEOUT:.0f}s "
+            f"(kubectl get nm {nm_name} -o yaml shows what blocks)"
+        )
     least_text = ", ".join(f"{a.name} {least[a.name]}/{a.replicas}" for a in apps)
     at_zero = [a.name for a in apps if least[a.name] == 0]
-    say(f"3. {node} Drained after {result.seconds_to_drained:.1f}s. Least available while draining: {least_text}")
+    say(
+        f"3. {node} Drained after {result.seconds_to_drained:.1f}s. Least available while draining: {least_text}"
+    )
     if at_zero:
         say(f"   DOWNTIME: {', '.join(at_zero)} dropped to zero available replicas")
     else:
         say("   no app dropped to zero: each replacement was Ready elsewhere before its old pod went away")
     final = await snapshot(client, apps)
     for app in apps:
-        say(f"   {app.name:5} {final.available[app.name]}/{app.replicas} available on {', '.join(final.nodes_of[app.name])}")
+        say(
+            f"   {app.name:5} {final.available[app.name]}/{app.replicas} available on {', '.join(final.nodes_of[app.name])}"
+        )
     return result
 
 
 @contextlib.asynccontextmanager
-async def running(cluster_client: Callable[[], Awaitable[KubeClient]], *, kubeconfig: str = "",
-                  exit_after_drain: bool = False, out: TextIO | None = None) -> AsyncIterator[None]:
+async def running(
+    cluster_client: Callable[[], Awaitable[KubeClient]],
+    *,
+    kubeconfig: str = "",
+    exit_after_drain: bool = False,
+    out: TextIO | None = None,
+) -> AsyncIterator[None]:
     """Run the demo in the background for as long as the block runs (the manager, in `aiokcm run`).
 
     `cluster_client` is an async factory of a KubeClient (e.g. `LocalCluster.client`). The CRD is
@@ -350,8 +385,14 @@ async def running(cluster_client: Callable[[], Awaitable[KubeClient]], *, kubeco
             if ready:
                 result = await run_demo(client, out=out, kubeconfig=kubeconfig)
                 say()
-                say("demo result: " + ("Drained with zero downtime" if result.zero_downtime()
-                                       else "Drained, but with DOWNTIME"))
+                say(
+                    "demo result: "
+                    + (
+                        "Drained with zero downtime"
+                        if result.zero_downtime()
+                        else "Drained, but with DOWNTIME"
+                    )
+                )
         except (DemoError, ApiError) as exc:
             say(f"demo failed: {exc}")
         if exit_after_drain:

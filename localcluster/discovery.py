@@ -93,7 +93,9 @@ def _versions(registry: Registry, group: str) -> list[str]:
 
 
 def _types_in(registry: Registry, group: str, version: str) -> list[ResourceType]:
-    return sorted((rt for rt in registry.all() if rt.group == group and rt.version == version), key=lambda rt: rt.plural)
+    return sorted(
+        (rt for rt in registry.all() if rt.group == group and rt.version == version), key=lambda rt: rt.plural
+    )
 
 
 # ------------------------------------------------------------------------------- legacy
@@ -139,7 +141,11 @@ def _legacy_resources(rt: ResourceType) -> list[dict[str, Any]]:
     out = [main]
     for sub in sorted(rt.subresources):
         group, version, kind, verbs = _subresource_kind(rt, sub)
-        entry: dict[str, Any] = {"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced}
+        entry: dict[str, Any] = {
+            "name": f"{rt.plural}/{sub}",
+            "singularName": "",
+            "namespaced": rt.namespaced,
+        }
         if (group, version) != (rt.group, rt.version):
             entry["group"], entry["version"] = group, version
         entry["kind"] = kind
@@ -178,8 +184,13 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
     subs = []
     for sub in sorted(rt.subresources):
         group, version, kind, verbs = _subresource_kind(rt, sub)
-        subs.append({"subresource": sub, "responseKind": {"group": group, "version": version, "kind": kind},
-                     "verbs": list(verbs)})
+        subs.append(
+            {
+                "subresource": sub,
+                "responseKind": {"group": group, "version": version, "kind": kind},
+                "verbs": list(verbs),
+            }
+        )
     if subs:
         res["subresources"] = subs
     return res
@@ -192,15 +203,23 @@ def aggregated_discovery(registry: Registry, *, core: bool) -> dict[str, Any]:
         if (group == "") != core:
             continue
         versions = [
-            {"version": v, "resources": [_aggregated_resource(rt) for rt in _types_in(registry, group, v)],
-             "freshness": "Current"}
+            {
+                "version": v,
+                "resources": [_aggregated_resource(rt) for rt in _types_in(registry, group, v)],
+                "freshness": "Current",
+            }
             for v in _versions(registry, group)
         ]
         meta: dict[str, Any] = {"creationTimestamp": None}
         if group:
             meta["name"] = group
         items.append({"metadata": meta, "versions": versions})
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    }
 
 
 def wants_aggregated(accept: str) -> bool:
@@ -256,13 +275,21 @@ def setup_routes(app: web.Application, registry: Registry) -> None:
 
     # kube-apiserver answers each with and without a trailing slash (some clients, kr8s for
     # one, always send it); deeper resource paths are trimmed by the REST handlers
-    for path, handler in (("/version", version), ("/api", api), ("/apis", apis), ("/api/{version}", core_version),
-                          ("/apis/{group}", group), ("/apis/{group}/{version}", group_version)):
+    for path, handler in (
+        ("/version", version),
+        ("/api", api),
+        ("/apis", apis),
+        ("/api/{version}", core_version),
+        ("/apis/{group}", group),
+        ("/apis/{group}/{version}", group_version),
+    ):
         app.router.add_get(path, _negotiating(handler))
         app.router.add_get(path + "/", _negotiating(handler))
 
 
-def _negotiating(handler: Callable[[web.Request], Awaitable[web.Response]]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def _negotiating(
+    handler: Callable[[web.Request], Awaitable[web.Response]],
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """Discovery documents in protobuf for clients that prefer it (kube-controller-manager does)."""
 
     async def negotiating(request: web.Request) -> web.StreamResponse:

@@ -34,19 +34,40 @@ def _populate(cluster: LocalCluster, pods: int) -> None:
     pod_rt = cluster.registry.get("", "v1", "pods")
     assert rs_rt is not None and pod_rt is not None
     labels = {"app": WORKLOAD}
-    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}
-    rs = cluster.objects.create(rs_rt, "default", {
-        "metadata": {"name": WORKLOAD, "labels": labels},
-        "spec": {"replicas": pods, "selector": {"matchLabels": labels}, "template": template},
-    }).load()
-    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": WORKLOAD, "uid": rs["metadata"]["uid"],
-             "controller": True, "blockOwnerDeletion": True}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+    rs = cluster.objects.create(
+        rs_rt,
+        "default",
+        {
+            "metadata": {"name": WORKLOAD, "labels": labels},
+            "spec": {"replicas": pods, "selector": {"matchLabels": labels}, "template": template},
+        },
+    ).load()
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": WORKLOAD,
+        "uid": rs["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     width = max(1, int(math.log10(pods)) + 1)
     for i in range(pods):
-        cluster.objects.create(pod_rt, "default", {
-            "metadata": {"name": f"{WORKLOAD}-{i:0{width}d}", "labels": labels, "ownerReferences": [owner]},
-            "spec": template["spec"],
-        })
+        cluster.objects.create(
+            pod_rt,
+            "default",
+            {
+                "metadata": {
+                    "name": f"{WORKLOAD}-{i:0{width}d}",
+                    "labels": labels,
+                    "ownerReferences": [owner],
+                },
+                "spec": template["spec"],
+            },
+        )
 
 
 @contextlib.asynccontextmanager
@@ -64,8 +85,9 @@ async def start_embedded(
             return
         from localcluster import demo as narrated
 
-        async with narrated.running(cluster.client, kubeconfig=cluster.kubeconfig_path,
-                                    exit_after_drain=demo_exit_after_drain):
+        async with narrated.running(
+            cluster.client, kubeconfig=cluster.kubeconfig_path, exit_after_drain=demo_exit_after_drain
+        ):
             yield cluster.kubeconfig_path
 
 
@@ -80,7 +102,8 @@ async def cluster_up(*, nodes: int, pods_per_node: int, kubeconfig: str) -> int:
         print(
             f"local cluster serving at {cluster.url}: {nodes} nodes, {nodes * pods_per_node} pods; "
             f"kubeconfig {path} (kubectl --kubeconfig {path} get nodes). Ctrl-C to stop.",
-            file=sys.stderr, flush=True,
+            file=sys.stderr,
+            flush=True,
         )
         await anyio.sleep_forever()
     return 0

@@ -47,7 +47,9 @@ def _target_port(service_port: Obj, pod: Obj) -> int | None:
         return int(target)
     for container in get_path(pod, "spec", "containers", default=[]):
         for port in container.get("ports") or []:
-            if port.get("name") == target and port.get("protocol", "TCP") == service_port.get("protocol", "TCP"):
+            if port.get("name") == target and port.get("protocol", "TCP") == service_port.get(
+                "protocol", "TCP"
+            ):
                 return int(port.get("containerPort", 0))
     return None
 
@@ -60,8 +62,10 @@ def _target_ref(pod: Obj) -> Obj:
 class EndpointsController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rts = {p: objects.registry.get(g, "v1", p) for g, p in
-               (("", "services"), ("", "endpoints"), ("discovery.k8s.io", "endpointslices"))}
+        rts = {
+            p: objects.registry.get(g, "v1", p)
+            for g, p in (("", "services"), ("", "endpoints"), ("discovery.k8s.io", "endpointslices"))
+        }
         assert all(rts.values())
         self._svc_rt: ResourceType = rts["services"]  # type: ignore[assignment]
         self._ep_rt: ResourceType = rts["endpoints"]  # type: ignore[assignment]
@@ -96,14 +100,22 @@ class EndpointsController:
         service = entry.load() if entry is not None else None
         selector = get_path(service, "spec", "selector")
         if service is None or not selector or service["metadata"].get("deletionTimestamp"):
-            if self.objects.storage.get("endpoints", namespace, name) is not None and (service is None or not selector):
+            if self.objects.storage.get("endpoints", namespace, name) is not None and (
+                service is None or not selector
+            ):
                 self._delete(self._ep_rt, namespace, name)
             for old in self._slices(namespace, name):
                 self._delete(self._slice_rt, namespace, old["metadata"]["name"])
             return
         wanted = selectors.from_label_selector({"matchLabels": selector})
-        pods = [e.load() for e in self.objects.storage.iter_entries("pods", namespace) if wanted.matches(e.labels)]
-        pods = [p for p in pods if get_path(p, "status", "podIP") and podstate.phase(p) not in ("Succeeded", "Failed")]
+        pods = [
+            e.load() for e in self.objects.storage.iter_entries("pods", namespace) if wanted.matches(e.labels)
+        ]
+        pods = [
+            p
+            for p in pods
+            if get_path(p, "status", "podIP") and podstate.phase(p) not in ("Succeeded", "Failed")
+        ]
         pods.sort(key=lambda p: p["metadata"]["name"])
         self._write_endpoints(service, pods)
         self._write_slice(service, pods)
@@ -136,8 +148,15 @@ class EndpointsController:
                 subset["notReadyAddresses"] = not_ready
             subset["ports"] = [port]
             subsets.append(subset)
-        body: Obj = {"apiVersion": "v1", "kind": "Endpoints",
-                     "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(meta.get("labels") or {})}}
+        body: Obj = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "labels": dict(meta.get("labels") or {}),
+            },
+        }
         if subsets:
             body["subsets"] = subsets
         entry = self.objects.storage.get("endpoints", meta["namespace"], meta["name"])
@@ -145,7 +164,10 @@ class EndpointsController:
             self.objects.create(self._ep_rt, meta["namespace"], body)
             return
         old = entry.load()
-        if old.get("subsets") == body.get("subsets") and (old["metadata"].get("labels") or {}) == body["metadata"]["labels"]:
+        if (
+            old.get("subsets") == body.get("subsets")
+            and (old["metadata"].get("labels") or {}) == body["metadata"]["labels"]
+        ):
             return
         old["metadata"]["labels"] = body["metadata"]["labels"]
         old.pop("subsets", None)
@@ -154,8 +176,11 @@ class EndpointsController:
         self.objects.update(self._ep_rt, meta["namespace"], meta["name"], old)
 
     def _slices(self, namespace: str, service: str) -> list[Obj]:
-        return [e.load() for e in self.objects.storage.iter_entries("endpointslices.discovery.k8s.io", namespace)
-                if e.labels.get(SERVICE_NAME_LABEL) == service and e.labels.get(MANAGED_BY_LABEL) == MANAGED_BY]
+        return [
+            e.load()
+            for e in self.objects.storage.iter_entries("endpointslices.discovery.k8s.io", namespace)
+            if e.labels.get(SERVICE_NAME_LABEL) == service and e.labels.get(MANAGED_BY_LABEL) == MANAGED_BY
+        ]
 
     def _write_slice(self, service: Obj, pods: list[Obj]) -> None:
         meta = service["metadata"]
@@ -163,29 +188,58 @@ class EndpointsController:
         for pod in pods:
             terminating = podstate.is_terminating(pod)
             ready = podstate.is_ready(pod)
-            endpoint: Obj = {"addresses": [pod["status"]["podIP"]],
-                             "conditions": {"ready": ready and not terminating, "serving": ready, "terminating": terminating},
-                             "targetRef": _target_ref(pod)}
+            endpoint: Obj = {
+                "addresses": [pod["status"]["podIP"]],
+                "conditions": {
+                    "ready": ready and not terminating,
+                    "serving": ready,
+                    "terminating": terminating,
+                },
+                "targetRef": _target_ref(pod),
+            }
             if get_path(pod, "spec", "nodeName"):
                 endpoint["nodeName"] = pod["spec"]["nodeName"]
             endpoints.append(endpoint)
         ports: list[Obj] = []
         for service_port in get_path(service, "spec", "ports", default=[]):
             number = next((n for p in pods if (n := _target_port(service_port, p)) is not None), None)
-            ports.append({"name": service_port.get("name", ""), "protocol": service_port.get("protocol", "TCP"), "port": number})
-        labels = {**(meta.get("labels") or {}), SERVICE_NAME_LABEL: meta["name"], MANAGED_BY_LABEL: MANAGED_BY}
+            ports.append(
+                {
+                    "name": service_port.get("name", ""),
+                    "protocol": service_port.get("protocol", "TCP"),
+                    "port": number,
+                }
+            )
+        labels = {
+            **(meta.get("labels") or {}),
+            SERVICE_NAME_LABEL: meta["name"],
+            MANAGED_BY_LABEL: MANAGED_BY,
+        }
         existing = self._slices(meta["namespace"], meta["name"])
         for extra in existing[1:]:
             self._delete(self._slice_rt, meta["namespace"], extra["metadata"]["name"])
-        body: dict[str, Any] = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
-                                "endpoints": endpoints, "ports": ports}
+        body: dict[str, Any] = {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "addressType": "IPv4",
+            "endpoints": endpoints,
+            "ports": ports,
+        }
         if not existing:
-            body["metadata"] = {"generateName": f"{meta['name']}-", "namespace": meta["namespace"], "labels": labels,
-                                "ownerReferences": [controller_ref(service)]}
+            body["metadata"] = {
+                "generateName": f"{meta['name']}-",
+                "namespace": meta["namespace"],
+                "labels": labels,
+                "ownerReferences": [controller_ref(service)],
+            }
             self.objects.create(self._slice_rt, meta["namespace"], body)
             return
         old = existing[0]
-        if old.get("endpoints") == endpoints and old.get("ports") == ports and old["metadata"].get("labels") == labels:
+        if (
+            old.get("endpoints") == endpoints
+            and old.get("ports") == ports
+            and old["metadata"].get("labels") == labels
+        ):
             return
         old.update(endpoints=endpoints, ports=ports)
         old["metadata"]["labels"] = labels

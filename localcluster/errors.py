@@ -15,7 +15,13 @@ class StatusError(Exception):
     """An error with its `Status` body; raised by the object API, rendered by the REST layer."""
 
     def __init__(
-        self, code: int, reason: str, message: str, details: dict[str, Any] | None = None, *, metadata: dict[str, Any] | None = None
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -51,7 +57,12 @@ def _details(group: str, kind: str, name: str | None) -> dict[str, Any]:
 
 
 def not_found(group_resource: str, name: str, *, group: str = "", kind: str = "") -> StatusError:
-    return StatusError(404, "NotFound", f'{group_resource} "{name}" not found', _details(group, kind or group_resource.split(".")[0], name))
+    return StatusError(
+        404,
+        "NotFound",
+        f'{group_resource} "{name}" not found',
+        _details(group, kind or group_resource.split(".")[0], name),
+    )
 
 
 def resource_not_found() -> StatusError:
@@ -62,7 +73,10 @@ def resource_not_found() -> StatusError:
 
 def already_exists(group_resource: str, name: str, *, group: str = "", kind: str = "") -> StatusError:
     return StatusError(
-        409, "AlreadyExists", f'{group_resource} "{name}" already exists', _details(group, kind or group_resource.split(".")[0], name)
+        409,
+        "AlreadyExists",
+        f'{group_resource} "{name}" already exists',
+        _details(group, kind or group_resource.split(".")[0], name),
     )
 
 
@@ -98,21 +112,31 @@ def method_not_allowed(message: str) -> StatusError:
 
 
 def unsupported_media_type(content_type: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/strategic-merge-patch+json, application/json-patch+json (got {content_type})")
+    return StatusError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/strategic-merge-patch+json, application/json-patch+json (got {content_type})",
+    )
 
 
 def gone(message: str, *, continue_token: str | None = None) -> StatusError:
     """410 for a watch or read older than the history kept (`errors.NewResourceExpired`)."""
-    return StatusError(410, "Expired", message, metadata={"continue": continue_token} if continue_token else None)
+    return StatusError(
+        410, "Expired", message, metadata={"continue": continue_token} if continue_token else None
+    )
 
 
 def too_large_resource_version(rv: int, current: int, retry_after: int) -> StatusError:
     """504 for a read at an RV the server has not reached (`storage.NewTooLargeResourceVersionError`
     through `interpretStorageError`): the watch cache asks to retry after 1 s, etcd says nothing."""
-    details: dict[str, Any] = {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]}
+    details: dict[str, Any] = {
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
+    }
     if retry_after:
         details["retryAfterSeconds"] = retry_after
-    return StatusError(504, "Timeout", f"Timeout: Too large resource version: {rv}, current: {current}", details)
+    return StatusError(
+        504, "Timeout", f"Timeout: Too large resource version: {rv}, current: {current}", details
+    )
 
 
 def storage_failure(message: str) -> StatusError:

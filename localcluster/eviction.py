@@ -56,7 +56,10 @@ def _too_many_requests(message: str, cause: str, retry_after: int) -> errors.Sta
 
 
 def _is_ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 class Eviction:
@@ -73,7 +76,11 @@ class Eviction:
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         if request.method != "POST":
-            return status_response(errors.method_not_allowed(f"the server does not allow this method on the requested resource ({request.method} pods/eviction)"))
+            return status_response(
+                errors.method_not_allowed(
+                    f"the server does not allow this method on the requested resource ({request.method} pods/eviction)"
+                )
+            )
         try:
             body = orjson.loads(await request.read() or b"{}")
         except orjson.JSONDecodeError as exc:
@@ -84,11 +91,15 @@ class Eviction:
         warnings: list[str] = []
         try:
             await self._admit(request, target, body if isinstance(body, dict) else {}, warnings)
-            self.evict(target.namespace or "", target.name, body if isinstance(body, dict) else {}, dry_run=dry_run)
+            self.evict(
+                target.namespace or "", target.name, body if isinstance(body, dict) else {}, dry_run=dry_run
+            )
         except errors.StatusError as exc:
             return add_warnings(status_response(exc), warnings)
         ok = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-        return add_warnings(web.Response(status=201, body=orjson.dumps(ok), content_type="application/json"), warnings)
+        return add_warnings(
+            web.Response(status=201, body=orjson.dumps(ok), content_type="application/json"), warnings
+        )
 
     async def _admit(self, request: web.Request, target: Target, eviction: Obj, warnings: list[str]) -> None:
         """The validating webhooks' say on this Eviction (the object as the webhooks get it:
@@ -101,7 +112,9 @@ class Eviction:
         body_meta: Obj = raw_meta if isinstance(raw_meta, dict) else {}
         if body_meta.get("name") and body_meta["name"] != target.name:
             raise errors.bad_request("name in URL does not match name in Eviction object")
-        attrs = rest.admission_request(request, target, "CREATE", target.name, kind=("policy", "v1", "Eviction"))
+        attrs = rest.admission_request(
+            request, target, "CREATE", target.name, kind=("policy", "v1", "Eviction")
+        )
         candidates = rest.admission.candidates(attrs)
         if not candidates:
             return
@@ -131,7 +144,11 @@ class Eviction:
             return
         pdbs = self._pdbs_for(pod)
         if len(pdbs) > 1:
-            raise errors.StatusError(500, "", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+            raise errors.StatusError(
+                500,
+                "",
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            )
         update_options = False
         if pdbs:
             pdb = pdbs[0]
@@ -147,7 +164,8 @@ class Eviction:
             if exc.code == 409 and update_options and not rv_given:
                 raise _too_many_requests(
                     "Cannot evict pod as it would violate the pod's disruption budget.",
-                    f"The disruption budget {pdbs[0]['metadata']['name']} is still being processed by the server.", 10,
+                    f"The disruption budget {pdbs[0]['metadata']['name']} is still being processed by the server.",
+                    10,
                 ) from exc
             raise
 
@@ -162,8 +180,12 @@ class Eviction:
             except errors.StatusError as exc:
                 if exc.code != 409:
                     raise
-        raise errors.StatusError(504, "Timeout", f"couldn't update PodDisruptionBudget {pdb['metadata']['name']!r} due to conflicts",
-                                 {"retryAfterSeconds": 10})
+        raise errors.StatusError(
+            504,
+            "Timeout",
+            f"couldn't update PodDisruptionBudget {pdb['metadata']['name']!r} due to conflicts",
+            {"retryAfterSeconds": 10},
+        )
 
     def _pdbs_for(self, pod: Obj) -> list[Obj]:
         labels = pod["metadata"].get("labels") or {}
@@ -195,18 +217,24 @@ class Eviction:
         if int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
             raise _too_many_requests(
                 "Cannot evict pod as it would violate the pod's disruption budget.",
-                f"The disruption budget {name} is still being processed by the server.", 10,
+                f"The disruption budget {name} is still being processed by the server.",
+                10,
             )
         allowed = int(status.get("disruptionsAllowed") or 0)
         if allowed < 0:
             raise errors.forbidden("poddisruptionbudget.policy", name, "pdb disruptions allowed is negative")
         if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_POD_SIZE:
-            raise errors.forbidden("poddisruptionbudget.policy", name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller")
+            raise errors.forbidden(
+                "poddisruptionbudget.policy",
+                name,
+                "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
+            )
         if allowed == 0:
             raise _too_many_requests(
                 "Cannot evict pod as it would violate the pod's disruption budget.",
                 f"The disruption budget {name} needs {int(status.get('desiredHealthy') or 0)} healthy pods "
-                f"and has {int(status.get('currentHealthy') or 0)} currently", 0,
+                f"and has {int(status.get('currentHealthy') or 0)} currently",
+                0,
             )
         status["disruptionsAllowed"] = allowed - 1
         if allowed - 1 == 0:
@@ -227,18 +255,36 @@ class Eviction:
             latest = self.objects.get(self.pod_rt, ns, name)
             lmeta = latest["metadata"]
             if preconditions.get("uid") and preconditions["uid"] != lmeta["uid"]:
-                raise errors.conflict("Pod", name, f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
-                                      f"({lmeta['uid']}). The object might have been deleted and then recreated", kind="Pod")
-            if preconditions.get("resourceVersion") and str(preconditions["resourceVersion"]) != lmeta["resourceVersion"]:
                 raise errors.conflict(
-                    "Pod", name,
+                    "Pod",
+                    name,
+                    f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
+                    f"({lmeta['uid']}). The object might have been deleted and then recreated",
+                    kind="Pod",
+                )
+            if (
+                preconditions.get("resourceVersion")
+                and str(preconditions["resourceVersion"]) != lmeta["resourceVersion"]
+            ):
+                raise errors.conflict(
+                    "Pod",
+                    name,
                     f"the ResourceVersion in the precondition ({preconditions['resourceVersion']}) does not match the "
-                    f"ResourceVersion in record ({lmeta['resourceVersion']}). The object might have been modified", kind="Pod",
+                    f"ResourceVersion in record ({lmeta['resourceVersion']}). The object might have been modified",
+                    kind="Pod",
                 )
             conditions = latest.setdefault("status", {}).setdefault("conditions", [])
             conditions[:] = [c for c in conditions if c.get("type") != "DisruptionTarget"]
-            conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_rfc3339(),
-                               "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"})
+            conditions.append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now_rfc3339(),
+                    "reason": "EvictionByEvictionAPI",
+                    "message": "Eviction API: evicting",
+                }
+            )
             updated = self.objects.update_status(self.pod_rt, ns, name, latest)
             if preconditions.get("resourceVersion"):
                 preconditions["resourceVersion"] = str(updated.rv)  # we made the change ourselves
@@ -247,7 +293,9 @@ class Eviction:
             return
         grace = options.get("gracePeriodSeconds")
         self.objects.delete(
-            self.pod_rt, ns, name,
+            self.pod_rt,
+            ns,
+            name,
             grace_period_seconds=int(grace) if grace is not None else None,
             propagation_policy=options.get("propagationPolicy"),
             preconditions=preconditions or None,
@@ -266,8 +314,16 @@ def _set_disruption_allowed_false(status: Obj) -> None:
     if current is not None and current.get("status") == "False":
         return
     conditions[:] = [c for c in conditions if c.get("type") != "DisruptionAllowed"]
-    conditions.append({"type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods", "message": "",
-                       "lastTransitionTime": now_rfc3339(), "observedGeneration": status.get("observedGeneration", 0)})
+    conditions.append(
+        {
+            "type": "DisruptionAllowed",
+            "status": "False",
+            "reason": "InsufficientPods",
+            "message": "",
+            "lastTransitionTime": now_rfc3339(),
+            "observedGeneration": status.get("observedGeneration", 0),
+        }
+    )
 
 
 def install(rest: RestHandlers, objects: ObjectAPI) -> Eviction:

@@ -109,6 +109,8 @@ class Faults:
         try:
             yield
         finally:
-            site = web.TCPSite(runner, self._cluster.host, self._cluster.port, backlog=1024, reuse_address=True)
+            site = web.TCPSite(
+                runner, self._cluster.host, self._cluster.port, backlog=1024, reuse_address=True
+            )
             await site.start()
             self.restarts += 1

@@ -164,7 +164,12 @@ class GarbageCollector:
         rt = self._owner_rt(owner)
         if rt is None:
             return None
-        return Ref(rt.storage_key, dependent.namespace if rt.namespaced else "", owner.get("name", ""), owner.get("uid", ""))
+        return Ref(
+            rt.storage_key,
+            dependent.namespace if rt.namespaced else "",
+            owner.get("name", ""),
+            owner.get("uid", ""),
+        )
 
     def _rt_for_key(self, key: str) -> ResourceType | None:
         for rt in self.registry.all():
@@ -245,7 +250,9 @@ class GarbageCollector:
             policy = "Foreground"
         else:
             policy = "Background"
-        self.objects.delete(rt, ref.namespace or None, ref.name, propagation_policy=policy, preconditions={"uid": ref.uid})
+        self.objects.delete(
+            rt, ref.namespace or None, ref.name, propagation_policy=policy, preconditions={"uid": ref.uid}
+        )
         self.deleted += 1
 
     def _process_owner(self, ref: Ref) -> None:
@@ -268,7 +275,8 @@ class GarbageCollector:
             return
         if FOREGROUND in finalizers:
             blocking = [
-                dep_ref for dep_ref, owners in dependents
+                dep_ref
+                for dep_ref, owners in dependents
                 if any(o.get("uid") == ref.uid and o.get("blockOwnerDeletion") for o in owners)
             ]
             if not blocking:

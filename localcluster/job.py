@@ -40,7 +40,7 @@ _RETRY_AFTER_REFUSAL = 5.0
 
 
 def finished_condition(job: Obj) -> str | None:
-    """"Complete" or "Failed" when the Job has that condition True, else None."""
+    """ "Complete" or "Failed" when the Job has that condition True, else None."""
     for cond in get_path(job, "status", "conditions", default=[]):
         if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
             return str(cond["type"])
@@ -57,7 +57,9 @@ def _parse(timestamp: Any) -> dt.datetime | None:
 
 
 def _restarts(pod: Obj) -> int:
-    return sum(int(cs.get("restartCount") or 0) for cs in get_path(pod, "status", "containerStatuses", default=[]))
+    return sum(
+        int(cs.get("restartCount") or 0) for cs in get_path(pod, "status", "containerStatuses", default=[])
+    )
 
 
 def _index_of(pod: Obj) -> int | None:
@@ -135,7 +137,11 @@ class JobController:
         spec = job.get("spec") or {}
         status: Obj = copy.deepcopy(job.get("status") or {})
         pods = self._pods(job)
-        active = [p for p in pods if podstate.phase(p) not in ("Succeeded", "Failed") and not podstate.is_terminating(p)]
+        active = [
+            p
+            for p in pods
+            if podstate.phase(p) not in ("Succeeded", "Failed") and not podstate.is_terminating(p)
+        ]
         succeeded_pods = [p for p in pods if podstate.phase(p) == "Succeeded"]
         failed_pods = [p for p in pods if podstate.phase(p) == "Failed"]
         on_failure = get_path(spec, "template", "spec", "restartPolicy") == "OnFailure"
@@ -143,7 +149,9 @@ class JobController:
         indexed = spec.get("completionMode") == "Indexed"
         completions = spec.get("completions")
         if indexed:
-            done = sorted({i for p in succeeded_pods if (i := _index_of(p)) is not None and i < int(completions or 0)})
+            done = sorted(
+                {i for p in succeeded_pods if (i := _index_of(p)) is not None and i < int(completions or 0)}
+            )
             succeeded = len(done)
             if done:
                 status["completedIndexes"] = _compress(done)
@@ -189,7 +197,9 @@ class JobController:
                 status.pop(key, None)
         if status != (job.get("status") or {}):
             job["status"] = status
-            self.objects.update_status(self._job_rt, job["metadata"]["namespace"], job["metadata"]["name"], job)
+            self.objects.update_status(
+                self._job_rt, job["metadata"]["namespace"], job["metadata"]["name"], job
+            )
         return wait
 
     @staticmethod
@@ -202,7 +212,9 @@ class JobController:
             cond["message"] = message
         status["conditions"] = [*(c for c in status.get("conditions") or [] if c.get("type") != type_), cond]
 
-    def _manage(self, job: Obj, active: list[Obj], succeeded_pods: list[Obj], succeeded: int, suspended: bool) -> list[Obj]:
+    def _manage(
+        self, job: Obj, active: list[Obj], succeeded_pods: list[Obj], succeeded: int, suspended: bool
+    ) -> list[Obj]:
         spec = job.get("spec") or {}
         parallelism = max(get_int(spec, "parallelism", default=1), 0)
         completions = spec.get("completions")
@@ -213,10 +225,13 @@ class JobController:
         else:
             want = max(min(int(completions) - succeeded, parallelism), 0)
         if len(active) > want:
-            extra = sorted(active, key=lambda p: (podstate.is_running_and_ready(p), p["metadata"].get("creationTimestamp", "")))
+            extra = sorted(
+                active,
+                key=lambda p: (podstate.is_running_and_ready(p), p["metadata"].get("creationTimestamp", "")),
+            )
             for pod in extra[: len(active) - want]:
                 self._delete(job, pod)
-            return extra[len(active) - want:]
+            return extra[len(active) - want :]
         indexes: list[int | None] = [None] * (want - len(active))
         if spec.get("completionMode") == "Indexed":
             taken = {_index_of(p) for p in [*active, *succeeded_pods]}
@@ -231,9 +246,12 @@ class JobController:
         meta = job["metadata"]
         template = copy.deepcopy(get_path(job, "spec", "template", default={}))
         tmeta = template.get("metadata") or {}
-        pod_meta: Obj = {"generateName": f"{meta['name']}-" if index is None else f"{meta['name']}-{index}-",
-                         "namespace": meta["namespace"], "labels": dict(tmeta.get("labels") or {}),
-                         "ownerReferences": [controller_ref(job)]}
+        pod_meta: Obj = {
+            "generateName": f"{meta['name']}-" if index is None else f"{meta['name']}-{index}-",
+            "namespace": meta["namespace"],
+            "labels": dict(tmeta.get("labels") or {}),
+            "ownerReferences": [controller_ref(job)],
+        }
         annotations = dict(tmeta.get("annotations") or {})
         if index is not None:
             annotations[COMPLETION_INDEX_ANNOTATION] = str(index)
@@ -254,7 +272,9 @@ class JobController:
     def _delete(self, job: Obj, pod: Obj) -> None:
         meta = pod["metadata"]
         try:
-            self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]})
+            self.objects.delete(
+                self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]}
+            )
         except errors.StatusError as exc:
             if exc.code not in (404, 409):
                 raise

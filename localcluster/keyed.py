@@ -80,7 +80,11 @@ async def watch_storage(storage: Storage, key: str, handle: Callable[[StoredEven
     while True:
         with storage.subscribe(key) as sub:
             for entry in list(storage.iter_entries(key)):
-                handle(StoredEvent("ADDED", entry.rv, None, entry.raw, entry.namespace, entry.labels, entry.fields))
+                handle(
+                    StoredEvent(
+                        "ADDED", entry.rv, None, entry.raw, entry.namespace, entry.labels, entry.fields
+                    )
+                )
             while not sub.closed:
                 await sub.wait()
                 for ev in sub.drain():

@@ -60,14 +60,32 @@ LEASE_NAMESPACE = "kube-node-lease"
 PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
 # (reason when False, message when False, reason when True, message when True), as the kubelet's setters.
 _CONDITION_TEXT: dict[str, tuple[str, str, str, str]] = {
-    "MemoryPressure": ("KubeletHasSufficientMemory", "kubelet has sufficient memory available",
-                       "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"),
-    "DiskPressure": ("KubeletHasNoDiskPressure", "kubelet has no disk pressure",
-                     "KubeletHasDiskPressure", "kubelet has disk pressure"),
-    "PIDPressure": ("KubeletHasSufficientPID", "kubelet has sufficient PID available",
-                    "KubeletHasInsufficientPID", "kubelet has insufficient PID available"),
-    "NetworkUnavailable": ("RouteCreated", "RouteController created a route", "NoRouteCreated", "Node created without a route"),
+    "MemoryPressure": (
+        "KubeletHasSufficientMemory",
+        "kubelet has sufficient memory available",
+        "KubeletHasInsufficientMemory",
+        "kubelet has insufficient memory available",
+    ),
+    "DiskPressure": (
+        "KubeletHasNoDiskPressure",
+        "kubelet has no disk pressure",
+        "KubeletHasDiskPressure",
+        "kubelet has disk pressure",
+    ),
+    "PIDPressure": (
+        "KubeletHasSufficientPID",
+        "kubelet has sufficient PID available",
+        "KubeletHasInsufficientPID",
+        "kubelet has insufficient PID available",
+    ),
+    "NetworkUnavailable": (
+        "RouteCreated",
+        "RouteController created a route",
+        "NoRouteCreated",
+        "Node created without a route",
+    ),
 }
+
 
 def node_conditions(
     *, ready: bool, not_ready_message: str, pressure: Mapping[str, bool], old: list[Obj], now: str
@@ -80,9 +98,16 @@ def node_conditions(
     def put(type_: str, status: str, reason: str, message: str) -> None:
         before = previous.get(type_) or {}
         changed = before.get("status") != status
-        out.append({"type": type_, "status": status, "lastHeartbeatTime": now,
-                    "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),
-                    "reason": reason, "message": message})
+        out.append(
+            {
+                "type": type_,
+                "status": status,
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now if changed else before.get("lastTransitionTime", now),
+                "reason": reason,
+                "message": message,
+            }
+        )
 
     for type_, (r_false, m_false, r_true, m_true) in _CONDITION_TEXT.items():
         if type_ == "NetworkUnavailable" and type_ not in pressure and type_ not in previous:
@@ -189,11 +214,22 @@ class Kubelet:
             name, image = c.get("name", ""), c.get("image", "")
             path = f"spec.containers{{{name}}}"
             if c.get("imagePullPolicy") != "Always" and image in self.images:
-                recorder.event(pod, "Normal", "Pulled", f'Container image "{image}" already present on machine', field_path=path)
+                recorder.event(
+                    pod,
+                    "Normal",
+                    "Pulled",
+                    f'Container image "{image}" already present on machine',
+                    field_path=path,
+                )
             else:
                 recorder.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', field_path=path)
-                recorder.event(pod, "Normal", "Pulled", f'Successfully pulled image "{image}" in {go_duration(pull_seconds)}',
-                               field_path=path)
+                recorder.event(
+                    pod,
+                    "Normal",
+                    "Pulled",
+                    f'Successfully pulled image "{image}" in {go_duration(pull_seconds)}',
+                    field_path=path,
+                )
                 self.images.add(image)
             recorder.event(pod, "Normal", "Created", f"Created container {name}", field_path=path)
             recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=path)
@@ -204,7 +240,13 @@ class Kubelet:
         for cs in (pod.get("status") or {}).get("containerStatuses") or []:
             if "running" in (cs.get("state") or {}):
                 name = cs.get("name", "")
-                recorder.event(pod, "Normal", "Killing", f"Stopping container {name}", field_path=f"spec.containers{{{name}}}")
+                recorder.event(
+                    pod,
+                    "Normal",
+                    "Killing",
+                    f"Stopping container {name}",
+                    field_path=f"spec.containers{{{name}}}",
+                )
 
     # -- controls ---------------------------------------------------------------------
     def stop(self) -> None:
@@ -229,7 +271,9 @@ class Kubelet:
     def set_condition(self, condition: str, status: bool) -> None:
         """Set MemoryPressure / DiskPressure / PIDPressure / NetworkUnavailable and post status."""
         if condition not in PRESSURE_CONDITIONS:
-            raise ValueError(f"unknown node condition {condition!r} (one of {', '.join(PRESSURE_CONDITIONS)})")
+            raise ValueError(
+                f"unknown node condition {condition!r} (one of {', '.join(PRESSURE_CONDITIONS)})"
+            )
         self.pressure[condition] = status
         self._fleet._post_status(self)
 
@@ -266,7 +310,10 @@ class Kubelets(Mapping[str, Kubelet]):
         self._started = False
         self.lag = LagStats()
         self.renewals = 0
-        rts = {p: objects.registry.get(g, "v1", p) for g, p in (("", "nodes"), ("", "pods"), ("coordination.k8s.io", "leases"))}
+        rts = {
+            p: objects.registry.get(g, "v1", p)
+            for g, p in (("", "nodes"), ("", "pods"), ("coordination.k8s.io", "leases"))
+        }
         assert all(rts.values())
         self._node_rt: ResourceType = rts["nodes"]  # type: ignore[assignment]
         self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
@@ -307,11 +354,27 @@ class Kubelets(Mapping[str, Kubelet]):
 
     def _schedule_heartbeats(self, kubelet: Kubelet, now: float) -> None:
         phase = _spread(kubelet.index)
-        self._push(now + self.config.scaled(self.config.lease_renew_interval) * phase, _LEASE, kubelet.name, kubelet.epoch)
-        self._push(now + self.config.scaled(self.config.status_report_interval) * phase, _STATUS, kubelet.name, kubelet.epoch)
+        self._push(
+            now + self.config.scaled(self.config.lease_renew_interval) * phase,
+            _LEASE,
+            kubelet.name,
+            kubelet.epoch,
+        )
+        self._push(
+            now + self.config.scaled(self.config.status_report_interval) * phase,
+            _STATUS,
+            kubelet.name,
+            kubelet.epoch,
+        )
 
     def _node_object(self, kubelet: Kubelet, labels: dict[str, str]) -> Obj:
-        capacity = {"cpu": "8", "memory": "32Gi", "pods": str(self.config.max_pods), "ephemeral-storage": "100Gi", "hugepages-2Mi": "0"}
+        capacity = {
+            "cpu": "8",
+            "memory": "32Gi",
+            "pods": str(self.config.max_pods),
+            "ephemeral-storage": "100Gi",
+            "hugepages-2Mi": "0",
+        }
         allocatable = dict(capacity, memory="31Gi", **{"ephemeral-storage": "95Gi"})
         name, i = kubelet.name, kubelet.index
         cidr = f"10.{(i >> 8) & 255}.{i & 255}.0/24"
@@ -320,29 +383,53 @@ class Kubelets(Mapping[str, Kubelet]):
             "kind": "Node",
             "metadata": {
                 "name": name,
-                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                           "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", **labels},
-                "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "beta.kubernetes.io/os": "linux",
+                    "beta.kubernetes.io/arch": "amd64",
+                    **labels,
+                },
+                "annotations": {
+                    "node.alpha.kubernetes.io/ttl": "0",
+                    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                },
             },
             "spec": {"podCIDR": cidr, "podCIDRs": [cidr]},
             "status": {
                 "capacity": capacity,
                 "allocatable": allocatable,
                 "conditions": self._conditions(kubelet, []),
-                "addresses": [{"type": "InternalIP", "address": kubelet.host_ip}, {"type": "Hostname", "address": name}],
+                "addresses": [
+                    {"type": "InternalIP", "address": kubelet.host_ip},
+                    {"type": "Hostname", "address": name},
+                ],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "nodeInfo": {
-                    "machineID": secrets.token_hex(16), "systemUUID": secrets.token_hex(16), "bootID": secrets.token_hex(16),
-                    "kernelVersion": "6.1.0", "osImage": "aiokcm simulated node", "containerRuntimeVersion": "containerd://1.7.22",
-                    "kubeletVersion": "v1.32.0", "kubeProxyVersion": "v1.32.0", "operatingSystem": "linux", "architecture": "amd64",
+                    "machineID": secrets.token_hex(16),
+                    "systemUUID": secrets.token_hex(16),
+                    "bootID": secrets.token_hex(16),
+                    "kernelVersion": "6.1.0",
+                    "osImage": "aiokcm simulated node",
+                    "containerRuntimeVersion": "containerd://1.7.22",
+                    "kubeletVersion": "v1.32.0",
+                    "kubeProxyVersion": "v1.32.0",
+                    "operatingSystem": "linux",
+                    "architecture": "amd64",
                 },
             },
         }
 
     def _conditions(self, kubelet: Kubelet, old: list[Obj]) -> list[Obj]:
         """The kubelet's condition setters (see `node_conditions`)."""
-        return node_conditions(ready=kubelet.ready, not_ready_message=kubelet.not_ready_message,
-                               pressure=kubelet.pressure, old=old, now=now_rfc3339())
+        return node_conditions(
+            ready=kubelet.ready,
+            not_ready_message=kubelet.not_ready_message,
+            pressure=kubelet.pressure,
+            old=old,
+            now=now_rfc3339(),
+        )
 
     # -- heartbeats ---------------------------------------------------------------------
     def _renew_lease(self, kubelet: Kubelet) -> None:
@@ -356,8 +443,11 @@ class Kubelets(Mapping[str, Kubelet]):
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {"name": kubelet.name, "namespace": LEASE_NAMESPACE, "ownerReferences": owner},
-            "spec": {"holderIdentity": kubelet.name, "leaseDurationSeconds": self.config.lease_duration_seconds,
-                     "renewTime": micro_time()},
+            "spec": {
+                "holderIdentity": kubelet.name,
+                "leaseDurationSeconds": self.config.lease_duration_seconds,
+                "renewTime": micro_time(),
+            },
         }
         self.renewals += 1
         try:
@@ -370,7 +460,9 @@ class Kubelets(Mapping[str, Kubelet]):
             node = self.objects.storage.get("nodes", "", kubelet.name)
             kubelet.node_uid = node.load()["metadata"]["uid"] if node is not None else None
             lease["metadata"]["ownerReferences"] = (
-                [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": kubelet.node_uid}] if kubelet.node_uid else []
+                [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": kubelet.node_uid}]
+                if kubelet.node_uid
+                else []
             )
             self.objects.create(self._lease_rt, LEASE_NAMESPACE, lease)
 
@@ -394,8 +486,12 @@ class Kubelets(Mapping[str, Kubelet]):
             kubelet.node_uid = None
         self._renew_lease(kubelet)
         self._post_status(kubelet)
-        self._push(now + self.config.scaled(self.config.lease_renew_interval), _LEASE, kubelet.name, kubelet.epoch)
-        self._push(now + self.config.scaled(self.config.status_report_interval), _STATUS, kubelet.name, kubelet.epoch)
+        self._push(
+            now + self.config.scaled(self.config.lease_renew_interval), _LEASE, kubelet.name, kubelet.epoch
+        )
+        self._push(
+            now + self.config.scaled(self.config.status_report_interval), _STATUS, kubelet.name, kubelet.epoch
+        )
         for entry in self.objects.storage.iter_entries("pods"):
             if entry.fields.get("spec.nodeName") == kubelet.name:
                 self._on_pod(entry.load())
@@ -419,7 +515,11 @@ class Kubelets(Mapping[str, Kubelet]):
                 self._push(now + self.config.scaled(grace), _FINISH, kubelet.name, key)
             return
         status = pod.get("status") or {}
-        if status.get("phase", "Pending") == "Pending" and not status.get("startTime") and uid not in self._pending:
+        if (
+            status.get("phase", "Pending") == "Pending"
+            and not status.get("startTime")
+            and uid not in self._pending
+        ):
             self._pending[uid] = _START
             self._push(now + self.config.scaled(self.config.pod_start_delay), _START, kubelet.name, key)
 
@@ -458,7 +558,11 @@ class Kubelets(Mapping[str, Kubelet]):
             return
         pod = entry.load()
         meta = pod["metadata"]
-        if meta["uid"] != uid or meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
+        if (
+            meta["uid"] != uid
+            or meta.get("deletionTimestamp")
+            or (pod.get("status") or {}).get("phase") != "Running"
+        ):
             return
         try:
             code = int((meta.get("annotations") or {}).get(EXIT_CODE_ANNOTATION, 0))
@@ -582,7 +686,9 @@ class Kubelets(Mapping[str, Kubelet]):
                 self._push(due + self.config.scaled(self.config.lease_renew_interval), _LEASE, node, payload)
             else:
                 self._post_status(kubelet)
-                self._push(due + self.config.scaled(self.config.status_report_interval), _STATUS, node, payload)
+                self._push(
+                    due + self.config.scaled(self.config.status_report_interval), _STATUS, node, payload
+                )
             return
         if not kubelet.running:
             self._pending.pop(payload[2], None)  # picked up again by `start()`
@@ -618,8 +724,13 @@ def running_status(pod: Obj, *, pod_ip: str, host_ip: str, ready: bool) -> Obj:
     scheduled = next((c for c in old.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
     statuses = [
         {
-            "name": c["name"], "image": c.get("image", ""), "imageID": f"{c.get('image', '')}@sha256:{secrets.token_hex(32)}",
-            "containerID": f"containerd://{secrets.token_hex(32)}", "ready": ready, "started": True, "restartCount": 0,
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": f"{c.get('image', '')}@sha256:{secrets.token_hex(32)}",
+            "containerID": f"containerd://{secrets.token_hex(32)}",
+            "ready": ready,
+            "started": True,
+            "restartCount": 0,
             "state": {"running": {"startedAt": now}},
         }
         for c in spec.get("containers") or []
@@ -627,14 +738,22 @@ def running_status(pod: Obj, *, pod_ip: str, host_ip: str, ready: bool) -> Obj:
     status: Obj = {
         "phase": "Running",
         "conditions": [
-            {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
+            {
+                "type": "PodReadyToStartContainers",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": now,
+            },
             {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
             {"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
             {"type": "ContainersReady", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
-            scheduled or {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
+            scheduled
+            or {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
         ],
-        "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-        "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
         "startTime": now,
         "containerStatuses": statuses,
         "qosClass": old.get("qosClass", "BestEffort"),
@@ -657,9 +776,16 @@ def terminated_status(pod: Obj, *, exit_code: int) -> Obj:
     succeeded = exit_code == 0
     statuses = []
     for cs in status.get("containerStatuses") or []:
-        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt") or status.get("startTime") or now
-        terminated = {"exitCode": exit_code, "reason": "Completed" if succeeded else "Error", "startedAt": started,
-                      "finishedAt": now, "containerID": cs.get("containerID", "")}
+        started = (
+            ((cs.get("state") or {}).get("running") or {}).get("startedAt") or status.get("startTime") or now
+        )
+        terminated = {
+            "exitCode": exit_code,
+            "reason": "Completed" if succeeded else "Error",
+            "startedAt": started,
+            "finishedAt": now,
+            "containerID": cs.get("containerID", ""),
+        }
         statuses.append({**cs, "ready": False, "started": False, "state": {"terminated": terminated}})
     status["containerStatuses"] = statuses
     status["phase"] = "Succeeded" if succeeded else "Failed"
@@ -692,10 +818,23 @@ def restarted_status(pod: Obj, *, exit_code: int) -> Obj:
     statuses = []
     for cs in status.get("containerStatuses") or []:
         started = ((cs.get("state") or {}).get("running") or {}).get("startedAt") or now
-        last = {"terminated": {"exitCode": exit_code, "reason": "Error", "startedAt": started, "finishedAt": now,
-                               "containerID": cs.get("containerID", "")}}
-        statuses.append({**cs, "restartCount": int(cs.get("restartCount") or 0) + 1, "lastState": last,
-                         "state": {"running": {"startedAt": now}}})
+        last = {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": "Error",
+                "startedAt": started,
+                "finishedAt": now,
+                "containerID": cs.get("containerID", ""),
+            }
+        }
+        statuses.append(
+            {
+                **cs,
+                "restartCount": int(cs.get("restartCount") or 0) + 1,
+                "lastState": last,
+                "state": {"running": {"startedAt": now}},
+            }
+        )
     status["containerStatuses"] = statuses
     return status
 

@@ -37,7 +37,12 @@ class ListOptions:
     def from_cache(self) -> bool:
         """Served by the watch cache rather than read from etcd (`!shouldDelegateList`)."""
         rv = self.resource_version
-        return not (rv == "" or self.continue_token or (self.limit > 0 and rv != "0") or self.resource_version_match == EXACT)
+        return not (
+            rv == ""
+            or self.continue_token
+            or (self.limit > 0 and rv != "0")
+            or self.resource_version_match == EXACT
+        )
 
 
 def from_query(query: Mapping[str, str], *, watch: bool) -> ListOptions:
@@ -47,7 +52,12 @@ def from_query(query: Mapping[str, str], *, watch: bool) -> ListOptions:
         limit = int(limit_text) if limit_text else 0
     except ValueError as exc:
         raise errors.bad_request(f"invalid limit: {limit_text!r}") from exc
-    opts = ListOptions(query.get("resourceVersion") or "", query.get("resourceVersionMatch") or "", query.get("continue") or "", limit)
+    opts = ListOptions(
+        query.get("resourceVersion") or "",
+        query.get("resourceVersionMatch") or "",
+        query.get("continue") or "",
+        limit,
+    )
     if watch and "sendInitialEvents" in query:
         validate_watch_list(opts)
     else:
@@ -61,12 +71,18 @@ def validate_watch_list(opts: ListOptions) -> None:
     errs: list[FieldError] = []
     path, match = "resourceVersionMatch", opts.resource_version_match
     if match != NOT_OLDER_THAN:
-        errs.append(FieldError.forbidden(path, f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}"))
+        errs.append(
+            FieldError.forbidden(
+                path, f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}"
+            )
+        )
     if match:
         if match != NOT_OLDER_THAN:
             errs.append(FieldError.not_supported(path, match, (NOT_OLDER_THAN,)))
         if opts.continue_token:
-            errs.append(FieldError.forbidden(path, "resourceVersionMatch is forbidden when continue is provided"))
+            errs.append(
+                FieldError.forbidden(path, "resourceVersionMatch is forbidden when continue is provided")
+            )
     if errs:
         raise errors.invalid("ListOptions", "", errs, group="meta.k8s.io")
 
@@ -81,13 +97,17 @@ def validate(opts: ListOptions, *, watch: bool) -> None:
     if watch:
         errs.append(FieldError.forbidden(path, "resourceVersionMatch is forbidden for watch"))
     if not opts.resource_version:
-        errs.append(FieldError.forbidden(path, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        errs.append(
+            FieldError.forbidden(path, "resourceVersionMatch is forbidden unless resourceVersion is provided")
+        )
     if opts.continue_token:
         errs.append(FieldError.forbidden(path, "resourceVersionMatch is forbidden when continue is provided"))
     if match not in (EXACT, NOT_OLDER_THAN):
         errs.append(FieldError.not_supported(path, match, (EXACT, NOT_OLDER_THAN, "")))
     if match == EXACT and opts.resource_version == "0":
-        errs.append(FieldError.forbidden(path, 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+        errs.append(
+            FieldError.forbidden(path, 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+        )
     if errs:
         raise errors.invalid("ListOptions", "", errs, group="meta.k8s.io")
 
@@ -98,4 +118,6 @@ def parse_rv(text: str) -> int:
         return 0
     if text.isdigit():
         return int(text)
-    raise errors.storage_failure(f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing "{text}": invalid syntax')
+    raise errors.storage_failure(
+        f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing "{text}": invalid syntax'
+    )

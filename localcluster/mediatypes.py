@@ -53,7 +53,11 @@ def negotiate(accept: str) -> Shape:
         as_ = params.get("as", "")
         if not as_:
             return PLAIN
-        if as_ in (TABLE, PARTIAL, PARTIAL_LIST) and params.get("g") == "meta.k8s.io" and params.get("v") in _VERSIONS:
+        if (
+            as_ in (TABLE, PARTIAL, PARTIAL_LIST)
+            and params.get("g") == "meta.k8s.io"
+            and params.get("v") in _VERSIONS
+        ):
             return Shape(as_, params["v"])
     return PLAIN
 
@@ -68,13 +72,15 @@ def _go_type(group: str, kind: str, *, custom: bool) -> str:
 def check_single(shape: Shape, *, group: str, kind: str, custom: bool) -> None:
     if shape.as_ == PARTIAL_LIST:
         raise errors.not_acceptable(
-            f"you requested {PARTIAL_LIST}, but the requested object is not a list ({_go_type(group, kind, custom=custom)})")
+            f"you requested {PARTIAL_LIST}, but the requested object is not a list ({_go_type(group, kind, custom=custom)})"
+        )
 
 
 def check_list(shape: Shape, *, group: str, kind: str, custom: bool) -> None:
     if shape.as_ == PARTIAL:
         raise errors.not_acceptable(
-            f"you requested {PARTIAL}, but the requested object is a list ({_go_type(group, kind + 'List', custom=custom)})")
+            f"you requested {PARTIAL}, but the requested object is a list ({_go_type(group, kind + 'List', custom=custom)})"
+        )
 
 
 def partial_object(raw: bytes, shape: Shape) -> bytes:
@@ -83,7 +89,9 @@ def partial_object(raw: bytes, shape: Shape) -> bytes:
     return orjson.dumps({"kind": PARTIAL, "apiVersion": shape.api_version, "metadata": meta})
 
 
-def partial_list(items: list[bytes], shape: Shape, *, resource_version: str, continue_token: str | None) -> bytes:
+def partial_list(
+    items: list[bytes], shape: Shape, *, resource_version: str, continue_token: str | None
+) -> bytes:
     """Already-converted items (`partial_object`) as a `PartialObjectMetadataList`."""
     meta: dict[str, str] = {"resourceVersion": resource_version}
     if continue_token:

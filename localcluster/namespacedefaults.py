@@ -40,10 +40,19 @@ KUBERNETES_SERVICE_IP = "10.96.0.1"
 def kubernetes_service(port: int) -> Obj:
     """The Service `bootstrap.Controller` keeps for the API server."""
     return {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
-        "spec": {"type": "ClusterIP", "clusterIP": KUBERNETES_SERVICE_IP, "sessionAffinity": "None",
-                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"component": "apiserver", "provider": "kubernetes"},
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": KUBERNETES_SERVICE_IP,
+            "sessionAffinity": "None",
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+        },
     }
 
 
@@ -91,8 +100,15 @@ class NamespaceDefaults:
         storage = self.objects.storage
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_storage, storage, "namespaces", self._on_namespace)
-            tg.start_soon(watch_storage, storage, "serviceaccounts", self._on_named(DEFAULT_SERVICE_ACCOUNT, deleted_only=True))
-            tg.start_soon(watch_storage, storage, "configmaps", self._on_named(ROOT_CA_CONFIGMAP, deleted_only=False))
+            tg.start_soon(
+                watch_storage,
+                storage,
+                "serviceaccounts",
+                self._on_named(DEFAULT_SERVICE_ACCOUNT, deleted_only=True),
+            )
+            tg.start_soon(
+                watch_storage, storage, "configmaps", self._on_named(ROOT_CA_CONFIGMAP, deleted_only=False)
+            )
             tg.start_soon(self.loop.run)
 
     def _on_namespace(self, ev: StoredEvent) -> None:
@@ -103,8 +119,13 @@ class NamespaceDefaults:
         marker = f'"name":"{name}"'.encode()
 
         def handle(ev: StoredEvent) -> None:
-            if (ev.type == "DELETED" or not deleted_only) and marker in ev.raw and ev.obj["metadata"]["name"] == name:
+            if (
+                (ev.type == "DELETED" or not deleted_only)
+                and marker in ev.raw
+                and ev.obj["metadata"]["name"] == name
+            ):
                 self.loop.add(ev.namespace)
+
         return handle
 
     def sync(self, namespace: str) -> float | None:
@@ -113,7 +134,10 @@ class NamespaceDefaults:
         if entry is None:
             return None
         ns = entry.load()
-        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase", "Active") != "Active":
+        if (
+            ns["metadata"].get("deletionTimestamp")
+            or (ns.get("status") or {}).get("phase", "Active") != "Active"
+        ):
             return None
         try:
             self._ensure_service_account(namespace)
@@ -133,7 +157,10 @@ class NamespaceDefaults:
         if entry is None:
             return
         ns = entry.load()
-        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase", "Active") != "Active":
+        if (
+            ns["metadata"].get("deletionTimestamp")
+            or (ns.get("status") or {}).get("phase", "Active") != "Active"
+        ):
             return
         self._ensure_service_account(namespace)
 
@@ -145,8 +172,17 @@ class NamespaceDefaults:
         data = {"ca.crt": self.root_ca}
         entry = self.objects.storage.get("configmaps", namespace, ROOT_CA_CONFIGMAP)
         if entry is None:
-            self.objects.create(self._cm_rt, namespace, {
-                "metadata": {"name": ROOT_CA_CONFIGMAP, "annotations": {DESCRIPTION_ANNOTATION: DESCRIPTION}}, "data": data})
+            self.objects.create(
+                self._cm_rt,
+                namespace,
+                {
+                    "metadata": {
+                        "name": ROOT_CA_CONFIGMAP,
+                        "annotations": {DESCRIPTION_ANNOTATION: DESCRIPTION},
+                    },
+                    "data": data,
+                },
+            )
             return
         cm = entry.load()
         annotations = cm["metadata"].get("annotations") or {}

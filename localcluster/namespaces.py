@@ -28,7 +28,9 @@ RECHECK_INTERVAL = 0.1
 
 
 def _terminating(obj: Obj) -> bool:
-    return bool(obj["metadata"].get("deletionTimestamp")) and FINALIZER in ((obj.get("spec") or {}).get("finalizers") or [])
+    return bool(obj["metadata"].get("deletionTimestamp")) and FINALIZER in (
+        (obj.get("spec") or {}).get("finalizers") or []
+    )
 
 
 class NamespaceController:

@@ -21,8 +21,13 @@ def negotiated(request: web.Request, response: web.StreamResponse) -> web.Stream
     kept as JSON for a kind without one if the client takes JSON too, else 406 (kube-apiserver's
     content negotiation)."""
     accept = request.headers.get("Accept", "")
-    if (protobuf.CONTENT_TYPE not in accept or response.prepared or not isinstance(response, web.Response)
-            or response.content_type != JSON or not isinstance(response.body, bytes)):
+    if (
+        protobuf.CONTENT_TYPE not in accept
+        or response.prepared
+        or not isinstance(response, web.Response)
+        or response.content_type != JSON
+        or not isinstance(response.body, bytes)
+    ):
         return response
     encodings = protobuf.negotiate(accept)
     if encodings[:1] != ("protobuf",):
@@ -42,5 +47,8 @@ def negotiated(request: web.Request, response: web.StreamResponse) -> web.Stream
 
 def wants_protobuf(request: web.Request, api_version: str, kind: str) -> bool:
     accept = request.headers.get("Accept", "")
-    return (protobuf.CONTENT_TYPE in accept and protobuf.negotiate(accept)[:1] == ("protobuf",)
-            and protobuf.can_encode(api_version, kind))
+    return (
+        protobuf.CONTENT_TYPE in accept
+        and protobuf.negotiate(accept)[:1] == ("protobuf",)
+        and protobuf.can_encode(api_version, kind)
+    )

@@ -46,7 +46,17 @@ _GENERATE_NAME_ATTEMPTS = 8
 def _random_suffix() -> str:
     """Five characters from the alphabet `names.SimpleNameGenerator` uses (no vowels, no 0/1/3)."""
     return "".join(secrets.choice(_GENERATE_ALPHABET) for _ in range(5))
-_IMMUTABLE_META = ("name", "namespace", "uid", "creationTimestamp", "generateName", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+_IMMUTABLE_META = (
+    "name",
+    "namespace",
+    "uid",
+    "creationTimestamp",
+    "generateName",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -149,7 +159,9 @@ class ObjectAPI:
         labels = obj["metadata"].get("labels") or {}
         if opts.dry_run:
             return self._dry_entry(rt, obj, new=new)
-        return self.storage.write(rt.storage_key, obj, labels=labels, fields=self._fields(rt, obj), expect_new=new)
+        return self.storage.write(
+            rt.storage_key, obj, labels=labels, fields=self._fields(rt, obj), expect_new=new
+        )
 
     def _dry_entry(self, rt: ResourceType, obj: Obj, *, new: bool) -> Entry:
         """`dryRun=All`: the would-be object, never stored and never seen by a watch. A dry-run
@@ -158,7 +170,14 @@ class ObjectAPI:
         if new:
             meta.pop("resourceVersion", None)
         rv = int(meta.get("resourceVersion") or 0)
-        return Entry(orjson.dumps(obj), rv, meta.get("namespace", "") or "", meta["name"], meta.get("labels") or {}, self._fields(rt, obj))
+        return Entry(
+            orjson.dumps(obj),
+            rv,
+            meta.get("namespace", "") or "",
+            meta["name"],
+            meta.get("labels") or {},
+            self._fields(rt, obj),
+        )
 
     def _check_unknown_fields(self, rt: ResourceType, opts: WriteOptions) -> None:
         """`fieldValidation`: what pruning dropped (and duplicates the decoder saw) is an error
@@ -171,7 +190,8 @@ class ObjectAPI:
             problems += [f'duplicate field "{p}"' for p in opts.duplicates]
             if problems:
                 raise errors.bad_request(
-                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: ' + ", ".join(problems)
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: '
+                    + ", ".join(problems)
                 )
             return
         opts.warnings.extend(problems)
@@ -179,16 +199,26 @@ class ObjectAPI:
     def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None, *, status: bool = False) -> None:
         strategy = rt.strategy
         errs: list[FieldError] = validate_meta(
-            obj.get("metadata"), label_name=getattr(strategy, "label_names", False), namespaced=rt.namespaced,
+            obj.get("metadata"),
+            label_name=getattr(strategy, "label_names", False),
+            namespaced=rt.namespaced,
             segment_name=getattr(strategy, "path_segment_names", False),
         )
         if old is not None:
             old_finalizers = set(old["metadata"].get("finalizers") or [])
             new_finalizers = set(obj["metadata"].get("finalizers") or [])
             if old["metadata"].get("deletionTimestamp") and new_finalizers - old_finalizers:
-                errs.append(FieldError.forbidden("metadata.finalizers", "no new finalizers can be added if the object is being deleted"))
+                errs.append(
+                    FieldError.forbidden(
+                        "metadata.finalizers", "no new finalizers can be added if the object is being deleted"
+                    )
+                )
         if not errs:
-            errs = strategy.validate_status(obj, old) if status and old is not None else strategy.validate(obj, old)
+            errs = (
+                strategy.validate_status(obj, old)
+                if status and old is not None
+                else strategy.validate(obj, old)
+            )
         if errs:
             raise errors.invalid(rt.kind, obj["metadata"].get("name", ""), errs, group=rt.group)
 
@@ -198,14 +228,18 @@ class ObjectAPI:
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if rt.strategy.requires_type_meta and (not kind or not api_version):
             missing = "Kind" if not kind else "apiVersion"
-            raise errors.bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                                     f"Object '{missing}' is missing in '{orjson.dumps(obj).decode()}'")
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"Object '{missing}' is missing in '{orjson.dumps(obj).decode()}'"
+            )
         if api_version is not None and api_version != rt.api_version:
             raise errors.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
             )
         if kind is not None and kind != rt.kind:
-            raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+            raise errors.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+            )
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         meta = obj.get("metadata")
         if meta is None:
@@ -260,7 +294,9 @@ class ObjectAPI:
             limit = 0  # the watch cache answers everything in one page
         elif resource_version:
             rv = listoptions.parse_rv(resource_version)
-            if resource_version_match == listoptions.EXACT or (not resource_version_match and limit > 0 and rv > 0):
+            if resource_version_match == listoptions.EXACT or (
+                not resource_version_match and limit > 0 and rv > 0
+            ):
                 if rv > storage.rv:
                     raise errors.storage_failure("etcdserver: mvcc: required revision is a future revision")
                 at = list_rv = rv
@@ -271,7 +307,9 @@ class ObjectAPI:
                 storage.check_readable(key, at)
             except Compacted as exc:
                 if continue_token:
-                    raise errors.gone(_INCONSISTENT_CONTINUE, continue_token=encode_continue(-1, after or "")) from exc
+                    raise errors.gone(
+                        _INCONSISTENT_CONTINUE, continue_token=encode_continue(-1, after or "")
+                    ) from exc
                 raise errors.gone("The resourceVersion for the provided list is too old.") from exc
         ns = namespace if rt.namespaced else None
         out: list[Entry] = []
@@ -314,12 +352,17 @@ class ObjectAPI:
         allowed = rt.strategy.field_labels | {"metadata.name", "metadata.namespace"}
         for req in field_reqs:
             if req.field not in allowed:
-                raise errors.bad_request(f'field label not supported: {req.field}')
+                raise errors.bad_request(f"field label not supported: {req.field}")
         return label_sel, field_reqs
 
     # -- create -------------------------------------------------------------------------
     def create(
-        self, rt: ResourceType, namespace: str | None, body: Any, *, opts: WriteOptions = _NO_OPTIONS,
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        body: Any,
+        *,
+        opts: WriteOptions = _NO_OPTIONS,
         owners: managed.Managed | None = None,
     ) -> Entry:
         """POST. `owners` are the managedFields an apply computed; otherwise the creator owns
@@ -330,7 +373,9 @@ class ObjectAPI:
         ns = self._namespace_of(rt, namespace or meta.get("namespace"))
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != ns:
-                raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             meta["namespace"] = ns
             self._check_namespace_exists(ns)
             self._check_namespace_active(rt, ns, meta)
@@ -347,7 +392,13 @@ class ObjectAPI:
         for admit in self.mutating_admission:
             admit(rt, obj)
         requested_rv = meta.get("resourceVersion")
-        for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "selfLink", "managedFields"):
+        for key in (
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "resourceVersion",
+            "selfLink",
+            "managedFields",
+        ):
             meta.pop(key, None)
         meta["uid"] = identity[1] if identity is not None else str(uuid.uuid4())
         meta["creationTimestamp"] = identity[2] if identity is not None else now_rfc3339()
@@ -361,15 +412,27 @@ class ObjectAPI:
             raise errors.storage_failure("resourceVersion should not be set on objects to be created")
         if owners is None and opts.field_manager is not None:
             start = None if managed.is_reset(requested) else managed.decode(requested)
-            owners = managed.update({}, obj, start or {}, opts.field_manager, rt.api_version, "",
-                                    kinds.kind_type(rt), kinds.reset_fields(rt, None, obj))
+            owners = managed.update(
+                {},
+                obj,
+                start or {},
+                opts.field_manager,
+                rt.api_version,
+                "",
+                kinds.kind_type(rt),
+                kinds.reset_fields(rt, None, obj),
+            )
         if owners:
             meta["managedFields"] = managed.encode(owners)
         # As kube-apiserver since 1.31 (RetryGenerateName): a generated name that is taken is drawn
         # again, up to 8 attempts in all, before the create fails with AlreadyExists. With 27^5
         # suffixes, one ReplicaSet of 5,000 pods would otherwise almost surely see a collision.
         for _ in range(_GENERATE_NAME_ATTEMPTS - 1):
-            if not generated or identity is not None or self.storage.get(rt.storage_key, ns, meta["name"]) is None:
+            if (
+                not generated
+                or identity is not None
+                or self.storage.get(rt.storage_key, ns, meta["name"]) is None
+            ):
                 break
             meta["name"] = meta["generateName"] + _random_suffix()
         if self.storage.get(rt.storage_key, ns, meta["name"]) is not None:
@@ -378,7 +441,13 @@ class ObjectAPI:
 
     # -- update -------------------------------------------------------------------------
     def update(
-        self, rt: ResourceType, namespace: str | None, name: str, body: Any, *, subresource: str | None = None,
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
         opts: WriteOptions = _NO_OPTIONS,
     ) -> Entry:
         """PUT: the body replaces the object (status or not, per `subresource`)."""
@@ -387,9 +456,13 @@ class ObjectAPI:
         entry = self._entry(rt, ns, name)
         meta = obj["metadata"]
         if meta.get("name") not in (None, name):
-            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
         if rt.namespaced and meta.get("namespace") not in (None, "", ns):
-            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != str(entry.rv):
             raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
@@ -397,13 +470,23 @@ class ObjectAPI:
         old = entry.load()
         if uid and uid != old["metadata"]["uid"]:
             raise errors.conflict(
-                rt.group_resource, name, f"Precondition failed: UID in precondition: {old['metadata']['uid']}, UID in object meta: {uid}",
-                group=rt.group, kind=rt.plural,
+                rt.group_resource,
+                name,
+                f"Precondition failed: UID in precondition: {old['metadata']['uid']}, UID in object meta: {uid}",
+                group=rt.group,
+                kind=rt.plural,
             )
         return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts)
 
     def _apply_update(
-        self, rt: ResourceType, obj: Obj, old: Obj, entry: Entry, *, subresource: str | None, opts: WriteOptions = _NO_OPTIONS,
+        self,
+        rt: ResourceType,
+        obj: Obj,
+        old: Obj,
+        entry: Entry,
+        *,
+        subresource: str | None,
+        opts: WriteOptions = _NO_OPTIONS,
         owners: managed.Managed | None = None,
     ) -> Entry:
         meta, old_meta = obj["metadata"], old["metadata"]
@@ -431,7 +514,11 @@ class ObjectAPI:
         if obj == old:
             return entry  # a no-op write: no new RV, no event (as etcd's guaranteed update)
         self._validate(rt, obj, old, status=status)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+        ):
             # a terminating namespace goes only once its spec.finalizers are gone too
             # (`ShouldDeleteNamespaceDuringUpdate`)
             if not (rt.storage_key == "namespaces" and (obj.get("spec") or {}).get("finalizers")):
@@ -439,8 +526,14 @@ class ObjectAPI:
         return self._store(rt, obj, new=False, opts=opts)
 
     def _track_owners(
-        self, rt: ResourceType, obj: Obj, old: Obj, subresource: str | None, opts: WriteOptions,
-        requested: Any, owners: managed.Managed | None,
+        self,
+        rt: ResourceType,
+        obj: Obj,
+        old: Obj,
+        subresource: str | None,
+        opts: WriteOptions,
+        requested: Any,
+        owners: managed.Managed | None,
     ) -> None:
         """`metadata.managedFields` of an update: an apply's entries as computed, or the
         writer's Update entry (`decodeLiveOrNew`: entries the request sends replace the live
@@ -450,15 +543,26 @@ class ObjectAPI:
         if owners is None and opts.field_manager is not None:
             start: managed.Managed = {}
             if not managed.is_reset(requested):
-                start = ((managed.decode(requested, stored=requested == live_entries) if requested else None)
-                         or managed.decode(live_entries, stored=True) or {})
+                start = (
+                    (managed.decode(requested, stored=requested == live_entries) if requested else None)
+                    or managed.decode(live_entries, stored=True)
+                    or {}
+                )
             if not start:
                 # `skipNonAppliedManager`: an object without entries (none ever, or cleared by
                 # `managedFields: []`) gains none from an update; only an apply starts tracking
                 return
             old_view = {**old, "metadata": {k: v for k, v in old_meta.items() if k != "managedFields"}}
-            owners = managed.update(old_view, obj, start, opts.field_manager, rt.api_version, subresource or "",
-                                    kinds.kind_type(rt), kinds.reset_fields(rt, subresource, obj))
+            owners = managed.update(
+                old_view,
+                obj,
+                start,
+                opts.field_manager,
+                rt.api_version,
+                subresource or "",
+                kinds.kind_type(rt),
+                kinds.reset_fields(rt, subresource, obj),
+            )
         if owners is not None:
             encoded = managed.encode(owners)
             if encoded:
@@ -468,25 +572,39 @@ class ObjectAPI:
 
     # -- apply --------------------------------------------------------------------------
     def apply(
-        self, rt: ResourceType, namespace: str | None, name: str, body: bytes, *,
-        subresource: str | None = None, opts: WriteOptions,
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: bytes,
+        *,
+        subresource: str | None = None,
+        opts: WriteOptions,
     ) -> tuple[Entry, bool]:
         """Server-side apply (`application/apply-patch+yaml`): (the stored entry, created)."""
         if not opts.field_manager:
-            raise errors.invalid("PatchOptions", "", [FieldError.required("fieldManager", "Required value: is required for apply patch")],
-                                 group="meta.k8s.io")
+            raise errors.invalid(
+                "PatchOptions",
+                "",
+                [FieldError.required("fieldManager", "Required value: is required for apply patch")],
+                group="meta.k8s.io",
+            )
         config = patch.decode_body(body, patch.APPLY_PATCH)
         if not isinstance(config, dict):
             raise errors.bad_request("the patch must be a JSON object")
         if config.get("apiVersion") != rt.api_version:
-            raise errors.bad_request(f"Incorrect version specified in apply patch. Specified patch version: "
-                                     f"{config.get('apiVersion') or ''}, expected: {rt.api_version}")
+            raise errors.bad_request(
+                f"Incorrect version specified in apply patch. Specified patch version: "
+                f"{config.get('apiVersion') or ''}, expected: {rt.api_version}"
+            )
         if isinstance(config.get("metadata"), dict) and config["metadata"].get("managedFields") is not None:
             raise errors.bad_request("metadata.managedFields must be nil")
         config = self._check_type(rt, config)
         meta = config["metadata"]
         if meta.get("name", name) != name:
-            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
         ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
         t = kinds.kind_type(rt)
         entry = self.storage.get(rt.storage_key, ns, name)
@@ -494,25 +612,53 @@ class ObjectAPI:
             if subresource:
                 raise errors.not_found(rt.group_resource, name, group=rt.group, kind=rt.plural)
             meta["name"] = name
-            merged, owners = managed.apply({}, config, {}, opts.field_manager, "", t, force=opts.force,
-                                           ignored=kinds.reset_fields(rt, None, config))
-            merged.get("metadata", {}).pop("resourceVersion", None)  # apply's create is `store.Update`'s, not POST's
+            merged, owners = managed.apply(
+                {},
+                config,
+                {},
+                opts.field_manager,
+                "",
+                t,
+                force=opts.force,
+                ignored=kinds.reset_fields(rt, None, config),
+            )
+            merged.get("metadata", {}).pop(
+                "resourceVersion", None
+            )  # apply's create is `store.Update`'s, not POST's
             return self.create(rt, namespace, merged, opts=opts, owners=owners), True
         old = entry.load()
         live = entry.load()
         entries = managed.decode(live["metadata"].pop("managedFields", None), stored=True) or {}
         if not entries:
             # the first apply to an object nobody owns gives what it has to `before-first-apply`
-            entries = managed.update({}, live, {}, managed.BEFORE_FIRST_APPLY, rt.api_version, subresource or "", t,
-                                     kinds.reset_fields(rt, subresource, live))
+            entries = managed.update(
+                {},
+                live,
+                {},
+                managed.BEFORE_FIRST_APPLY,
+                rt.api_version,
+                subresource or "",
+                t,
+                kinds.reset_fields(rt, subresource, live),
+            )
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != str(entry.rv):
             raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
-        merged, owners = managed.apply(live, config, entries, opts.field_manager, subresource or "", t, force=opts.force,
-                                       ignored=kinds.reset_fields(rt, subresource, config),
-                                       allowed=managed.last_applied_fields(live, rt.api_version, t))
+        merged, owners = managed.apply(
+            live,
+            config,
+            entries,
+            opts.field_manager,
+            subresource or "",
+            t,
+            force=opts.force,
+            ignored=kinds.reset_fields(rt, subresource, config),
+            allowed=managed.last_applied_fields(live, rt.api_version, t),
+        )
         obj = self._check_type(rt, merged)
-        return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts, owners=owners), False
+        return self._apply_update(
+            rt, obj, old, entry, subresource=subresource, opts=opts, owners=owners
+        ), False
 
     def update_status(self, rt: ResourceType, namespace: str | None, name: str, body: Any) -> Entry:
         return self.update(rt, namespace, name, body, subresource="status")
@@ -540,12 +686,16 @@ class ObjectAPI:
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
         if meta.get("name", name) != name:
-            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != str(entry.rv):
             raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
         if meta.get("uid") not in (None, old["metadata"]["uid"]):
-            raise errors.conflict(rt.group_resource, name, "Precondition failed: UID mismatch", group=rt.group, kind=rt.plural)
+            raise errors.conflict(
+                rt.group_resource, name, "Precondition failed: UID mismatch", group=rt.group, kind=rt.plural
+            )
         obj = self._check_type(rt, patched)
         return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts)
 
@@ -569,18 +719,33 @@ class ObjectAPI:
         pre = preconditions or {}
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
             raise errors.conflict(
-                rt.group_resource, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
-                group=rt.group, kind=rt.plural,
+                rt.group_resource,
+                name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+                group=rt.group,
+                kind=rt.plural,
             )
         if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(entry.rv):
             raise errors.conflict(
-                rt.group_resource, name,
+                rt.group_resource,
+                name,
                 f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {entry.rv}",
-                group=rt.group, kind=rt.plural,
+                group=rt.group,
+                kind=rt.plural,
             )
-        if propagation_policy is not None and propagation_policy not in ("Orphan", "Background", "Foreground"):
+        if propagation_policy is not None and propagation_policy not in (
+            "Orphan",
+            "Background",
+            "Foreground",
+        ):
             raise errors.invalid(
-                "DeleteOptions", "", [FieldError.not_supported("propagationPolicy", propagation_policy, ("Foreground", "Background", "Orphan"))]
+                "DeleteOptions",
+                "",
+                [
+                    FieldError.not_supported(
+                        "propagationPolicy", propagation_policy, ("Foreground", "Background", "Orphan")
+                    )
+                ],
             )
         if orphan_dependents is not None and propagation_policy is None:
             propagation_policy = "Orphan" if orphan_dependents else "Background"
@@ -620,7 +785,9 @@ class ObjectAPI:
             return DeleteResult(self._store_if_changed(rt, obj, before, entry, opts), False)
         return DeleteResult(self._remove(rt, obj, opts), True)
 
-    def _delete_namespace(self, rt: ResourceType, obj: Obj, before: Obj, entry: Entry, opts: WriteOptions) -> DeleteResult:
+    def _delete_namespace(
+        self, rt: ResourceType, obj: Obj, before: Obj, entry: Entry, opts: WriteOptions
+    ) -> DeleteResult:
         """Namespace REST `Delete`: the first DELETE only marks the namespace (deletionTimestamp,
         phase Terminating); the namespace controller (`localcluster.namespaces`) empties it and
         removes the `kubernetes` finalizer through `/finalize`, which deletes it. A DELETE of a
@@ -643,18 +810,29 @@ class ObjectAPI:
         if not entry.load()["metadata"].get("deletionTimestamp"):
             return
         name = meta.get("name") or meta.get("generateName") or "Unknown"
-        details: dict[str, Any] = {"name": name, "kind": rt.plural, "causes": [
-            {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated", "field": "metadata.namespace"}
-        ]}
+        details: dict[str, Any] = {
+            "name": name,
+            "kind": rt.plural,
+            "causes": [
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ],
+        }
         if rt.group:
             details["group"] = rt.group
         raise errors.StatusError(
-            403, "Forbidden",
+            403,
+            "Forbidden",
             f'{rt.group_resource} "{name}" is forbidden: unable to create new content in namespace {namespace} because it is being terminated',
             details,
         )
 
-    def _store_if_changed(self, rt: ResourceType, obj: Obj, before: Obj, entry: Entry, opts: WriteOptions = _NO_OPTIONS) -> Entry:
+    def _store_if_changed(
+        self, rt: ResourceType, obj: Obj, before: Obj, entry: Entry, opts: WriteOptions = _NO_OPTIONS
+    ) -> Entry:
         if obj == before:
             return entry
         return self._store(rt, obj, new=False, opts=opts)
@@ -681,16 +859,32 @@ class ObjectAPI:
         meta = obj["metadata"]
         uid = (binding.get("metadata") or {}).get("uid")
         if uid and uid != meta["uid"]:
-            raise errors.conflict(rt.group_resource, name, "Precondition failed: UID mismatch", kind=rt.plural)
+            raise errors.conflict(
+                rt.group_resource, name, "Precondition failed: UID mismatch", kind=rt.plural
+            )
         if meta.get("deletionTimestamp"):
-            raise errors.conflict(rt.group_resource, name, "pod is being deleted, cannot be assigned to a host", kind=rt.plural)
+            raise errors.conflict(
+                rt.group_resource, name, "pod is being deleted, cannot be assigned to a host", kind=rt.plural
+            )
         spec = obj["spec"]
         if spec.get("nodeName"):
-            raise errors.conflict(rt.group_resource, name, f"pod {name} is already assigned to node \"{spec['nodeName']}\"", kind=rt.plural)
+            raise errors.conflict(
+                rt.group_resource,
+                name,
+                f'pod {name} is already assigned to node "{spec["nodeName"]}"',
+                kind=rt.plural,
+            )
         spec["nodeName"] = target
         conditions = obj.setdefault("status", {}).setdefault("conditions", [])
         conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_rfc3339()})
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_rfc3339(),
+            }
+        )
         self._store(rt, obj, new=False)
 
     def get_scale(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
@@ -707,7 +901,11 @@ class ObjectAPI:
                 selector = str(selectors.from_label_selector(selector))
             if selector is not None:
                 status["selector"] = selector
-        scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
+        scale_meta = {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        }
         return {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
@@ -716,12 +914,25 @@ class ObjectAPI:
             "status": status,
         }
 
-    def update_scale(self, rt: ResourceType, namespace: str | None, name: str, scale: Any, *, opts: WriteOptions = _NO_OPTIONS) -> Obj:
+    def update_scale(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        scale: Any,
+        *,
+        opts: WriteOptions = _NO_OPTIONS,
+    ) -> Obj:
         if not isinstance(scale, dict) or not isinstance(scale.get("spec"), dict):
             raise errors.bad_request("scale must be an object with a spec")
         replicas = scale["spec"].get("replicas", 0)
         if not isinstance(replicas, int) or replicas < 0:
-            raise errors.invalid("Scale", name, [FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0")], group="autoscaling")
+            raise errors.invalid(
+                "Scale",
+                name,
+                [FieldError.invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
+                group="autoscaling",
+            )
         obj = self.get(rt, namespace, name)
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv and str(rv) != obj["metadata"]["resourceVersion"]:
@@ -732,7 +943,14 @@ class ObjectAPI:
         return self._scale_of(rt, updated.load())
 
     def patch_scale(
-        self, rt: ResourceType, namespace: str | None, name: str, patch_body: bytes, content_type: str, *, opts: WriteOptions = _NO_OPTIONS
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch_body: bytes,
+        content_type: str,
+        *,
+        opts: WriteOptions = _NO_OPTIONS,
     ) -> Obj:
         current = self.get_scale(rt, namespace, name)
         patched = patch.apply_patch(content_type, current, patch_body, None)

@@ -145,7 +145,10 @@ def custom_resource_schema(rt: ResourceType, schema: Schema | None, ref_prefix: 
         "type": "string",
         "description": "APIVersion defines the versioned schema of this representation of an object.",
     }
-    props["kind"] = {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}
+    props["kind"] = {
+        "type": "string",
+        "description": "Kind is a string value representing the REST resource this object represents.",
+    }
     meta = {"description": "Standard object's metadata.", "allOf": [{"$ref": ref_prefix + _OBJECT_META}]}
     props["metadata"] = meta
     out["properties"] = props
@@ -163,7 +166,9 @@ def _definition_key(rt: ResourceType) -> str:
 
 
 def _operation(rt: ResourceType, action: str, verb: str, ref: str, *, write: bool) -> Schema:
-    params: list[Schema] = [{"name": "pretty", "in": "query", "schema": {"type": "string", "uniqueItems": True}}]
+    params: list[Schema] = [
+        {"name": "pretty", "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+    ]
     if write:
         for name in ("dryRun", "fieldManager", "fieldValidation"):
             params.append({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}})
@@ -174,7 +179,9 @@ def _operation(rt: ResourceType, action: str, verb: str, ref: str, *, write: boo
     op: Schema = {
         "operationId": f"{verb}{gv or 'CoreV1'}{scope}{rt.kind}",
         "parameters": params,
-        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}},
+        "responses": {
+            "200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}
+        },
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
     }
@@ -201,8 +208,10 @@ def _paths(rt: ResourceType, ref: str) -> dict[str, Schema]:
     if "status" in rt.subresources:
         paths[f"{base}/{rt.plural}/{{name}}/status"] = {
             "get": _operation(rt, "get", "read", ref, write=False) | {"operationId": f"read{rt.kind}Status"},
-            "put": _operation(rt, "put", "replace", ref, write=True) | {"operationId": f"replace{rt.kind}Status"},
-            "patch": _operation(rt, "patch", "patch", ref, write=True) | {"operationId": f"patch{rt.kind}Status"},
+            "put": _operation(rt, "put", "replace", ref, write=True)
+            | {"operationId": f"replace{rt.kind}Status"},
+            "patch": _operation(rt, "patch", "patch", ref, write=True)
+            | {"operationId": f"patch{rt.kind}Status"},
         }
     return paths
 
@@ -244,7 +253,9 @@ class OpenAPI:
             paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={gen:016X}"}
         return {"paths": paths}
 
-    def _schemas_for(self, types: list[ResourceType], ref_prefix: str) -> tuple[dict[str, Schema], dict[str, str]]:
+    def _schemas_for(
+        self, types: list[ResourceType], ref_prefix: str
+    ) -> tuple[dict[str, Schema], dict[str, str]]:
         """Component schemas reachable from `types`, and each type's component name."""
         builtin_roots: set[str] = {_STATUS, _PATCH}
         custom: dict[str, Schema] = {}
@@ -258,7 +269,9 @@ class OpenAPI:
                 names[rt.plural] = upstream
             else:
                 key = _definition_key(rt)
-                custom[key] = custom_resource_schema(rt, provider.openapi_schema() if provider else None, ref_prefix)
+                custom[key] = custom_resource_schema(
+                    rt, provider.openapi_schema() if provider else None, ref_prefix
+                )
                 builtin_roots.add(_OBJECT_META)
                 names[rt.plural] = key
         schemas = {name: _component(name, ref_prefix) for name in _closure(builtin_roots)}
@@ -290,8 +303,12 @@ class OpenAPI:
         """Swagger 2.0 definitions of every served kind (JSON; clients asking protobuf get 406)."""
         if self._v2 is None:
             schemas, _ = self._schemas_for(self._registry.all(), _V2_REF)
-            doc = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": {},
-                   "definitions": schemas}
+            doc = {
+                "swagger": "2.0",
+                "info": {"title": "Kubernetes", "version": "v1.32.0"},
+                "paths": {},
+                "definitions": schemas,
+            }
             self._v2 = orjson.dumps(doc)
         return self._v2
 

@@ -57,22 +57,30 @@ def apply_patch(content_type: str, original: Any, body: bytes, rt: ResourceType 
         try:
             return jsonpatch.apply_patch(original, doc, in_place=True)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-            raise errors.StatusError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}") from exc
+            raise errors.StatusError(
+                422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+            ) from exc
     if not isinstance(doc, dict):
         raise errors.bad_request("the patch must be a JSON object")
     if media == MERGE_PATCH:
         return merge_patch(original, doc)
     if media in (STRATEGIC_PATCH, APPLY_PATCH):
-        if rt is not None and schemas.kind_schema(rt.group, rt.version, rt.kind) is None and media == STRATEGIC_PATCH:
+        if (
+            rt is not None
+            and schemas.kind_schema(rt.group, rt.version, rt.kind) is None
+            and media == STRATEGIC_PATCH
+        ):
             if rt.group not in ("", "autoscaling"):
                 raise errors.StatusError(
-                    415, "UnsupportedMediaType",
+                    415,
+                    "UnsupportedMediaType",
                     f"the body of the request was in an unknown format - accepted media types include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}",
                 )
         schema = schemas.kind_schema(rt.group, rt.version, rt.kind) if rt is not None else None
         return strategic_merge(original, doc, schema)
     raise errors.StatusError(
-        415, "UnsupportedMediaType",
+        415,
+        "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: {', '.join(PATCH_TYPES)}",
     )
 
@@ -95,7 +103,9 @@ def strategic_merge(original: Any, patch: dict[str, Any], schema: schemas.Schema
     return _merge_map(original if isinstance(original, dict) else {}, patch, schema)
 
 
-def _merge_map(original: dict[str, Any], patch: dict[str, Any], schema: schemas.Schema | None) -> dict[str, Any] | None:
+def _merge_map(
+    original: dict[str, Any], patch: dict[str, Any], schema: schemas.Schema | None
+) -> dict[str, Any] | None:
     directive = patch.get("$patch")
     if directive == "replace":
         return {k: v for k, v in patch.items() if k != "$patch"}
@@ -126,8 +136,12 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], schema: schemas.
                 result[key] = merged
         elif isinstance(value, list):
             order = patch.get(f"$setElementOrder/{key}")
-            result[key] = _merge_list(current if isinstance(current, list) else [], value, sub_schema,
-                                      order=order if isinstance(order, list) else None)
+            result[key] = _merge_list(
+                current if isinstance(current, list) else [],
+                value,
+                sub_schema,
+                order=order if isinstance(order, list) else None,
+            )
         else:
             result[key] = value
     if isinstance(retain, list):
@@ -144,7 +158,9 @@ def _merge_list(
     strategy = str((resolved or {}).get("x-kubernetes-patch-strategy") or "")
     merge_key = (resolved or {}).get("x-kubernetes-patch-merge-key")
     if "merge" not in strategy.split(","):
-        return [_strip_directives(v) for v in patch if not (isinstance(v, dict) and v.get("$patch") == "delete")]
+        return [
+            _strip_directives(v) for v in patch if not (isinstance(v, dict) and v.get("$patch") == "delete")
+        ]
     if any(isinstance(v, dict) and v.get("$patch") == "replace" for v in patch):
         return [v for v in patch if not (isinstance(v, dict) and "$patch" in v)]
     item_schema = schemas.items(schema)
@@ -161,7 +177,9 @@ def _merge_list(
         if merge_key not in element:
             raise errors.bad_request(f"map: {element} does not contain declared merge key: {merge_key}")
         key_value = element[merge_key]
-        index = next((i for i, o in enumerate(result) if isinstance(o, dict) and o.get(merge_key) == key_value), None)
+        index = next(
+            (i for i, o in enumerate(result) if isinstance(o, dict) and o.get(merge_key) == key_value), None
+        )
         if element.get("$patch") == "delete":
             if index is not None:
                 del result[index]
@@ -178,12 +196,16 @@ def _merge_list(
     return _normalize_order(result, original, order if order is not None else live_patch, merge_key)
 
 
-def _normalize_order(merged: list[Any], original: list[Any], patch_order: list[Any], merge_key: str | None) -> list[Any]:
+def _normalize_order(
+    merged: list[Any], original: list[Any], patch_order: list[Any], merge_key: str | None
+) -> list[Any]:
     """strategicpatch's `normalizeElementOrder` + `mergeSortedSlice` for one merged list."""
 
     def ident(value: Any) -> Any:
         if merge_key is None:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if isinstance(value, dict | list) else value
+            return (
+                orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if isinstance(value, dict | list) else value
+            )
         return value.get(merge_key) if isinstance(value, dict) else value
 
     patch_index: dict[Any, int] = {}
@@ -193,8 +215,10 @@ def _normalize_order(merged: list[Any], original: list[Any], patch_order: list[A
     for i, v in enumerate(original):
         server_index.setdefault(ident(v), i)
     patch_items = sorted((v for v in merged if ident(v) in patch_index), key=lambda v: patch_index[ident(v)])
-    server_only = sorted((v for v in merged if ident(v) not in patch_index),
-                         key=lambda v: server_index.get(ident(v), len(server_index)))
+    server_only = sorted(
+        (v for v in merged if ident(v) not in patch_index),
+        key=lambda v: server_index.get(ident(v), len(server_index)),
+    )
     out: list[Any] = []
     i = j = 0
     while i < len(server_only) or j < len(patch_items):

@@ -68,8 +68,13 @@ class PodGC:
             try:
                 self._mark_failed(pod)
                 meta = pod["metadata"]
-                self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], grace_period_seconds=0,
-                                    preconditions={"uid": meta["uid"]})
+                self.objects.delete(
+                    self._pod_rt,
+                    meta["namespace"],
+                    meta["name"],
+                    grace_period_seconds=0,
+                    preconditions={"uid": meta["uid"]},
+                )
                 self.deleted += 1
             except errors.StatusError:
                 continue  # gone meanwhile, or refused: the next quarantine looks again
@@ -82,9 +87,16 @@ class PodGC:
             return
         status["phase"] = "Failed"
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": now_rfc3339(), "reason": "DeletionByPodGC",
-                           "message": "PodGC: node no longer exists"})
+        conditions.append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_rfc3339(),
+                "reason": "DeletionByPodGC",
+                "message": "PodGC: node no longer exists",
+            }
+        )
         status["conditions"] = conditions
         meta = pod["metadata"]
         self.objects.update_status(self._pod_rt, meta["namespace"], meta["name"], pod)

@@ -51,12 +51,20 @@ def container_lines(pod: Obj, container: Obj, status: Obj) -> list[tuple[dt.date
     started = _parse(running.get("startedAt") or terminated.get("startedAt")) or dt.datetime.now(dt.UTC)
     node = (pod.get("spec") or {}).get("nodeName", "")
     lines = [
-        (started, f"simulated container {container['name']} started from image {container.get('image', '')} on node {node}"),
+        (
+            started,
+            f"simulated container {container['name']} started from image {container.get('image', '')} on node {node}",
+        ),
         (started, "localcluster runs no processes: this log records what the simulated kubelet did"),
     ]
     if terminated:
         finished = _parse(terminated.get("finishedAt")) or started
-        lines.append((finished, f"stopped with exit code {terminated.get('exitCode', 0)} ({terminated.get('reason', '')})"))
+        lines.append(
+            (
+                finished,
+                f"stopped with exit code {terminated.get('exitCode', 0)} ({terminated.get('reason', '')})",
+            )
+        )
     return lines
 
 
@@ -91,19 +99,24 @@ class PodLogs:
 
     async def handle_log(self, request: web.Request, target: Any) -> web.StreamResponse:
         if request.method != "GET":
-            raise errors.method_not_allowed(f"the server does not allow this method on the requested resource ({request.method} pods)")
+            raise errors.method_not_allowed(
+                f"the server does not allow this method on the requested resource ({request.method} pods)"
+            )
         q = request.query
         pod = self.objects.get(self._pod_rt, target.namespace, target.name)
         container, status = _container(pod, q.get("container"))
         if q.get("previous") in ("true", "1"):
-            raise errors.bad_request(f'previous terminated container "{container["name"]}" in pod "{pod["metadata"]["name"]}" not found')
+            raise errors.bad_request(
+                f'previous terminated container "{container["name"]}" in pod "{pod["metadata"]["name"]}" not found'
+            )
         lines: list[tuple[dt.datetime, str]] = []
         if (pod.get("spec") or {}).get("nodeName"):
             state = (status or {}).get("state") or {}
             if not state.get("running") and not state.get("terminated"):
                 reason = (state.get("waiting") or {}).get("reason") or "ContainerCreating"
                 raise errors.bad_request(
-                    f'container "{container["name"]}" in pod "{pod["metadata"]["name"]}" is waiting to start: {reason}')
+                    f'container "{container["name"]}" in pod "{pod["metadata"]["name"]}" is waiting to start: {reason}'
+                )
             lines = container_lines(pod, container, status or {})
         body = self._render(lines, q)
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
@@ -125,15 +138,19 @@ class PodLogs:
             lines = [(when, text) for when, text in lines if when >= cutoff]
         tail = q.get("tailLines")
         if tail and tail.isdigit():
-            lines = lines[len(lines) - int(tail):] if int(tail) else []
+            lines = lines[len(lines) - int(tail) :] if int(tail) else []
         stamped = q.get("timestamps") in ("true", "1")
-        body = "".join(f"{_stamp(when)} {text}\n" if stamped else f"{text}\n" for when, text in lines).encode()
+        body = "".join(
+            f"{_stamp(when)} {text}\n" if stamped else f"{text}\n" for when, text in lines
+        ).encode()
         limit = q.get("limitBytes")
         if limit and limit.isdigit():
             body = body[: int(limit)]
         return body
 
-    async def _follow(self, request: web.Request, response: web.StreamResponse, pod: Obj, container: str, q: Any) -> None:
+    async def _follow(
+        self, request: web.Request, response: web.StreamResponse, pod: Obj, container: str, q: Any
+    ) -> None:
         """Hold the stream until the container stops (its last line is written), the pod goes
         or the client does (looked at every few seconds, as nothing is written meanwhile)."""
         meta = pod["metadata"]
@@ -155,15 +172,22 @@ class PodLogs:
                     statuses = (obj.get("status") or {}).get("containerStatuses") or []
                     status = next((s for s in statuses if s.get("name") == container), {})
                     if (status.get("state") or {}).get("terminated"):
-                        spec = next(c for c in (obj.get("spec") or {}).get("containers") or [] if c.get("name") == container)
+                        spec = next(
+                            c
+                            for c in (obj.get("spec") or {}).get("containers") or []
+                            if c.get("name") == container
+                        )
                         last = container_lines(obj, spec, status)[-1:]
-                        await response.write(self._render(last, {k: v for k, v in q.items() if k == "timestamps"}))
+                        await response.write(
+                            self._render(last, {k: v for k, v in q.items() if k == "timestamps"})
+                        )
                         return
 
     async def handle_unsupported(self, request: web.Request, target: Any) -> web.StreamResponse:
         raise errors.bad_request(
             f"{target.subresource} is not supported by the embedded cluster: its containers are simulated and run no "
-            "processes (use a real cluster for kubectl exec, attach and port-forward)")
+            "processes (use a real cluster for kubectl exec, attach and port-forward)"
+        )
 
 
 def install(rest: Any, objects: ObjectAPI) -> PodLogs:

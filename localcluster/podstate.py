@@ -13,7 +13,9 @@ def phase(pod: Obj) -> str:
 
 
 def ready_condition(pod: Obj) -> Obj | None:
-    return next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None)
+    return next(
+        (c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None
+    )
 
 
 def is_ready(pod: Obj) -> bool:

@@ -36,12 +36,31 @@ from localcluster.registry import Obj, ResourceType
 from localcluster.storage import StoredEvent
 
 LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
-_SIMPLE_COUNTS = {"pods": "pods", "services": "services", "configmaps": "configmaps", "secrets": "secrets",
-                  "persistentvolumeclaims": "persistentvolumeclaims", "replicationcontrollers": "replicationcontrollers",
-                  "resourcequotas": "resourcequotas"}
+_SIMPLE_COUNTS = {
+    "pods": "pods",
+    "services": "services",
+    "configmaps": "configmaps",
+    "secrets": "secrets",
+    "persistentvolumeclaims": "persistentvolumeclaims",
+    "replicationcontrollers": "replicationcontrollers",
+    "resourcequotas": "resourcequotas",
+}
 #: What the controller watches to keep usage current.
-WATCHED = ("resourcequotas", "pods", "services", "configmaps", "secrets", "persistentvolumeclaims", "replicationcontrollers",
-           "jobs.batch", "cronjobs.batch", "deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps")
+WATCHED = (
+    "resourcequotas",
+    "pods",
+    "services",
+    "configmaps",
+    "secrets",
+    "persistentvolumeclaims",
+    "replicationcontrollers",
+    "jobs.batch",
+    "cronjobs.batch",
+    "deployments.apps",
+    "replicasets.apps",
+    "statefulsets.apps",
+    "daemonsets.apps",
+)
 
 
 def _containers(pod: Obj) -> list[Obj]:
@@ -66,7 +85,7 @@ def _pod_resource(pod: Obj, kind: str, name: str) -> Decimal:
 def object_usage(storage_key: str, obj: Obj, resource: str) -> Decimal:
     """What one object of `storage_key` adds to the quota resource `resource`."""
     if resource.startswith("count/"):
-        return Decimal(1) if resource[len("count/"):] == storage_key else Decimal(0)
+        return Decimal(1) if resource[len("count/") :] == storage_key else Decimal(0)
     if storage_key == "pods":
         if _pod_terminal(obj):
             return Decimal(0)
@@ -82,7 +101,11 @@ def object_usage(storage_key: str, obj: Obj, resource: str) -> Decimal:
         if resource == "services.loadbalancers":
             return Decimal(service_type == "LoadBalancer")
         if resource == "services.nodeports":
-            return Decimal(len(get_path(obj, "spec", "ports", default=[]))) if service_type in ("NodePort", "LoadBalancer") else Decimal(0)
+            return (
+                Decimal(len(get_path(obj, "spec", "ports", default=[])))
+                if service_type in ("NodePort", "LoadBalancer")
+                else Decimal(0)
+            )
     if storage_key == "persistentvolumeclaims" and resource == "requests.storage":
         return quantity.parse(get_path(obj, "spec", "resources", "requests", "storage")) or Decimal(0)
     return Decimal(_SIMPLE_COUNTS.get(resource) == storage_key)
@@ -90,7 +113,7 @@ def object_usage(storage_key: str, obj: Obj, resource: str) -> Decimal:
 
 def _storage_keys(resource: str) -> Iterable[str]:
     if resource.startswith("count/"):
-        return (resource[len("count/"):],)
+        return (resource[len("count/") :],)
     if resource in ("services.nodeports", "services.loadbalancers"):
         return ("services",)
     if resource == "requests.storage":
@@ -141,11 +164,19 @@ class Admission:
         if name:
             entry = self.objects.storage.get("priorityclasses.scheduling.k8s.io", "", name)
             if entry is None:
-                raise errors.forbidden("pods", pod["metadata"].get("name", ""), f"no PriorityClass with name {name} was found")
+                raise errors.forbidden(
+                    "pods", pod["metadata"].get("name", ""), f"no PriorityClass with name {name} was found"
+                )
             cls = entry.load()
         else:
-            cls = next((e.load() for e in self.objects.storage.iter_entries("priorityclasses.scheduling.k8s.io")
-                        if b'"globalDefault":true' in e.raw), None)
+            cls = next(
+                (
+                    e.load()
+                    for e in self.objects.storage.iter_entries("priorityclasses.scheduling.k8s.io")
+                    if b'"globalDefault":true' in e.raw
+                ),
+                None,
+            )
             if cls is None:
                 return
             spec["priorityClassName"] = cls["metadata"]["name"]
@@ -154,8 +185,12 @@ class Admission:
 
     def _limit_ranger(self, pod: Obj) -> None:
         namespace = pod["metadata"].get("namespace", "")
-        items = [item for e in self.objects.storage.iter_entries("limitranges", namespace)
-                 for item in get_path(e.load(), "spec", "limits", default=[]) if isinstance(item, dict) and item.get("type") == "Container"]
+        items = [
+            item
+            for e in self.objects.storage.iter_entries("limitranges", namespace)
+            for item in get_path(e.load(), "spec", "limits", default=[])
+            if isinstance(item, dict) and item.get("type") == "Container"
+        ]
         if not items:
             return
         notes: list[str] = []
@@ -191,16 +226,32 @@ class Admission:
                 limit = get_path(container, "resources", "limits", resource)
                 over = quantity.parse(limit) if limit is not None else None
                 if limit is None:
-                    raise errors.forbidden("pods", name, f"maximum {resource} usage per Container is {bound}.  No limit is specified")
+                    raise errors.forbidden(
+                        "pods",
+                        name,
+                        f"maximum {resource} usage per Container is {bound}.  No limit is specified",
+                    )
                 if over is not None and over > (quantity.parse(bound) or Decimal(0)):
-                    raise errors.forbidden("pods", name, f"maximum {resource} usage per Container is {bound}, but limit is {limit}")
+                    raise errors.forbidden(
+                        "pods",
+                        name,
+                        f"maximum {resource} usage per Container is {bound}, but limit is {limit}",
+                    )
             for resource, bound in (item.get("min") or {}).items():
                 request = get_path(container, "resources", "requests", resource)
                 under = quantity.parse(request) if request is not None else None
                 if request is None:
-                    raise errors.forbidden("pods", name, f"minimum {resource} usage per Container is {bound}.  No request is specified")
+                    raise errors.forbidden(
+                        "pods",
+                        name,
+                        f"minimum {resource} usage per Container is {bound}.  No request is specified",
+                    )
                 if under is not None and under < (quantity.parse(bound) or Decimal(0)):
-                    raise errors.forbidden("pods", name, f"minimum {resource} usage per Container is {bound}, but request is {request}")
+                    raise errors.forbidden(
+                        "pods",
+                        name,
+                        f"minimum {resource} usage per Container is {bound}, but request is {request}",
+                    )
 
     # -- validating -----------------------------------------------------------------------
     def validate(self, rt: ResourceType, obj: Obj) -> None:
@@ -214,9 +265,15 @@ class Admission:
             if not requested:
                 continue
             used = namespace_usage(self.objects, namespace, requested)
-            over = sorted(r for r, v in requested.items() if used[r] + v > (quantity.parse(hard[r]) or Decimal(0)))
+            over = sorted(
+                r for r, v in requested.items() if used[r] + v > (quantity.parse(hard[r]) or Decimal(0))
+            )
             if over:
-                raise errors.forbidden(rt.group_resource, obj["metadata"].get("name", ""), _exceeded(quota, over, requested, used))
+                raise errors.forbidden(
+                    rt.group_resource,
+                    obj["metadata"].get("name", ""),
+                    _exceeded(quota, over, requested, used),
+                )
 
 
 def _exceeded(quota: Obj, over: list[str], requested: dict[str, Decimal], used: dict[str, Decimal]) -> str:
@@ -226,8 +283,10 @@ def _exceeded(quota: Obj, over: list[str], requested: dict[str, Decimal], used: 
     def show(values: Callable[[str], str]) -> str:
         return ",".join(f"{r}={values(r)}" for r in over)
 
-    return (f"exceeded quota: {quota['metadata']['name']}, requested: {show(lambda r: quantity.format_like(requested[r], r))}, "
-            f"used: {show(lambda r: quantity.format_like(used[r], r))}, limited: {show(lambda r: str(hard[r]))}")
+    return (
+        f"exceeded quota: {quota['metadata']['name']}, requested: {show(lambda r: quantity.format_like(requested[r], r))}, "
+        f"used: {show(lambda r: quantity.format_like(used[r], r))}, limited: {show(lambda r: str(hard[r]))}"
+    )
 
 
 class QuotaController:
@@ -247,7 +306,11 @@ class QuotaController:
             tg.start_soon(self.loop.run)
 
     def _on_event(self, ev: StoredEvent) -> None:
-        if ev.namespace and next(iter(self.objects.storage.iter_entries("resourcequotas", ev.namespace)), None) is not None:
+        if (
+            ev.namespace
+            and next(iter(self.objects.storage.iter_entries("resourcequotas", ev.namespace)), None)
+            is not None
+        ):
             self.loop.add(ev.namespace)
 
     def sync(self, namespace: str) -> float | None:
@@ -265,5 +328,3 @@ class QuotaController:
                     return 0.05
                 raise
         return None
-
-

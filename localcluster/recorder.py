@@ -27,8 +27,14 @@ _CACHE_SIZE = 4096
 
 def _involved(obj: Obj, namespace: str, field_path: str) -> Obj:
     meta = obj["metadata"]
-    ref = {"kind": obj.get("kind"), "namespace": namespace, "name": meta["name"], "uid": meta.get("uid"),
-           "apiVersion": obj.get("apiVersion"), "resourceVersion": meta.get("resourceVersion")}
+    ref = {
+        "kind": obj.get("kind"),
+        "namespace": namespace,
+        "name": meta["name"],
+        "uid": meta.get("uid"),
+        "apiVersion": obj.get("apiVersion"),
+        "resourceVersion": meta.get("resourceVersion"),
+    }
     if field_path:
         ref["fieldPath"] = field_path
     return ref
@@ -42,7 +48,9 @@ class EventRecorder:
         rt = objects.registry.get("", "v1", "events")
         assert rt is not None
         self._rt: ResourceType = rt
-        self._seen: dict[tuple[str, str, str, str], str] = {}  # (namespace, uid, reason, message) -> event name
+        self._seen: dict[
+            tuple[str, str, str, str], str
+        ] = {}  # (namespace, uid, reason, message) -> event name
 
     def event(self, obj: Obj, type_: str, reason: str, message: str, *, field_path: str = "") -> None:
         """Record; never raises for an API refusal (a terminating namespace, a race)."""
@@ -55,13 +63,24 @@ class EventRecorder:
                 return
             now = now_rfc3339()
             name = f"{meta['name']}.{time.time_ns():x}"
-            self.objects.create(self._rt, namespace, {
-                "metadata": {"name": name, "namespace": namespace},
-                "involvedObject": _involved(obj, namespace, field_path),
-                "reason": reason, "message": message, "source": dict(self.source),
-                "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": type_,
-                "eventTime": None, "reportingComponent": "", "reportingInstance": "",
-            })
+            self.objects.create(
+                self._rt,
+                namespace,
+                {
+                    "metadata": {"name": name, "namespace": namespace},
+                    "involvedObject": _involved(obj, namespace, field_path),
+                    "reason": reason,
+                    "message": message,
+                    "source": dict(self.source),
+                    "firstTimestamp": now,
+                    "lastTimestamp": now,
+                    "count": 1,
+                    "type": type_,
+                    "eventTime": None,
+                    "reportingComponent": "",
+                    "reportingInstance": "",
+                },
+            )
         except errors.StatusError:
             return
         if len(self._seen) >= _CACHE_SIZE:
@@ -97,12 +116,23 @@ class NewEventRecorder:
         namespace = meta.get("namespace") or "default"
         now = dt.datetime.now(dt.UTC)
         try:
-            self.objects.create(self._rt, namespace, {
-                "metadata": {"name": f"{meta['name']}.{time.time_ns():x}", "namespace": namespace},
-                "involvedObject": _involved(regarding, namespace, ""), "reason": reason, "message": note,
-                "source": {}, "firstTimestamp": None, "lastTimestamp": None, "type": type_,
-                "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "action": action,
-                "reportingComponent": self.controller, "reportingInstance": self.instance,
-            })
+            self.objects.create(
+                self._rt,
+                namespace,
+                {
+                    "metadata": {"name": f"{meta['name']}.{time.time_ns():x}", "namespace": namespace},
+                    "involvedObject": _involved(regarding, namespace, ""),
+                    "reason": reason,
+                    "message": note,
+                    "source": {},
+                    "firstTimestamp": None,
+                    "lastTimestamp": None,
+                    "type": type_,
+                    "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                    "action": action,
+                    "reportingComponent": self.controller,
+                    "reportingInstance": self.instance,
+                },
+            )
         except errors.StatusError:
             return

@@ -29,7 +29,16 @@ from typing import Any, Literal
 
 Obj = dict[str, Any]
 
-DEFAULT_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+DEFAULT_VERBS: tuple[str, ...] = (
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +62,9 @@ class FieldError:
     @staticmethod
     def not_supported(path: str, value: Any, supported: Iterable[str]) -> FieldError:
         values = ", ".join(f'"{v}"' for v in supported)
-        return FieldError("FieldValueNotSupported", path, f"Unsupported value: {_show(value)}: supported values: {values}")
+        return FieldError(
+            "FieldValueNotSupported", path, f"Unsupported value: {_show(value)}: supported values: {values}"
+        )
 
     @staticmethod
     def forbidden(path: str, message: str) -> FieldError:

@@ -45,7 +45,7 @@ class Write:
         if "namespaces" in parts[:-1]:
             i = parts.index("namespaces")
             if i + 2 < len(parts):
-                parts = parts[i + 2:]
+                parts = parts[i + 2 :]
             else:
                 return "namespaces"
         else:
@@ -92,6 +92,14 @@ class RequestLog:
             status = exc.status
             raise
         finally:
-            self.writes.append(Write(at, request.method, request.path, request.headers.get("User-Agent", ""),
-                                     fingerprint(request.headers.get("Authorization", "")), status,
-                                     request.headers.get("Content-Type", "").split(";", 1)[0].strip()))
+            self.writes.append(
+                Write(
+                    at,
+                    request.method,
+                    request.path,
+                    request.headers.get("User-Agent", ""),
+                    fingerprint(request.headers.get("Authorization", "")),
+                    status,
+                    request.headers.get("Content-Type", "").split(";", 1)[0].strip(),
+                )
+            )

@@ -92,7 +92,12 @@ def _custom(rt: ResourceType) -> bool:
 
 class RestHandlers:
     def __init__(
-        self, registry: Registry, objects: ObjectAPI, *, bookmark_interval: float = 10.0, first_bookmark_after: float = 1.0
+        self,
+        registry: Registry,
+        objects: ObjectAPI,
+        *,
+        bookmark_interval: float = 10.0,
+        first_bookmark_after: float = 1.0,
     ) -> None:
         self.registry = registry
         self.objects = objects
@@ -101,7 +106,10 @@ class RestHandlers:
         self.subresource_handlers: dict[tuple[str, str], SubresourceHandler] = {}
         #: Validating webhooks, when the cluster calls them; `user_of` says who is asking.
         self.admission: ValidatingAdmission | None = None
-        self.user_of: UserOf = lambda _request: {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
+        self.user_of: UserOf = lambda _request: {
+            "username": "system:anonymous",
+            "groups": ["system:unauthenticated"],
+        }
         #: (group, plural) -> served at several versions; `_render` runs per event per watcher,
         #: so the registry scan is memoized and forgotten on every (un)registration.
         self._multi_version: dict[tuple[str, str], bool] = {}
@@ -141,7 +149,9 @@ class RestHandlers:
             raise not_found
         return Target(rt, namespace, name, sub, watch)
 
-    async def _dispatch(self, request: web.Request, group: str, version: str, parts: list[str]) -> web.StreamResponse:
+    async def _dispatch(
+        self, request: web.Request, group: str, version: str, parts: list[str]
+    ) -> web.StreamResponse:
         try:
             target = self.resolve(group, version, parts)
             handler = self.subresource_handlers.get((target.rt.storage_key, target.subresource or ""))
@@ -168,7 +178,9 @@ class RestHandlers:
                 return await self._delete_collection(request, t, await _optional_body(request))
             raise _not_allowed(method, t)
         if t.watch and method == "GET":  # legacy /watch/<plural>/<name>
-            request = request.clone(rel_url=request.rel_url.update_query({"fieldSelector": f"metadata.name={t.name}"}))
+            request = request.clone(
+                rel_url=request.rel_url.update_query({"fieldSelector": f"metadata.name={t.name}"})
+            )
             t.name = None
             return await self._watch(request, t)
         if t.subresource in ("scale",):
@@ -177,11 +189,18 @@ class RestHandlers:
             if method != "POST":
                 raise _not_allowed(method, t)
             self.objects.bind(t.rt, t.namespace or "", t.name, await _body(request))
-            return _json(orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}), 201)
+            return _json(
+                orjson.dumps(
+                    {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+                ),
+                201,
+            )
         sub = t.subresource
         if sub == "finalize" and method == "PUT":  # namespaces/<name>/finalize
             opts = _write_options(request, "UpdateOptions")
-            entry = await self._admitted(request, t, "UPDATE", await _body(request, opts, t.rt), opts, self._update_write(t))
+            entry = await self._admitted(
+                request, t, "UPDATE", await _body(request, opts, t.rt), opts, self._update_write(t)
+            )
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if sub not in (None, "status"):
             raise errors.resource_not_found()
@@ -198,13 +217,30 @@ class RestHandlers:
         if method == "PUT":
             opts = _write_options(request, "UpdateOptions")
             body = await _body(request, opts, t.rt)
-            if (sub is None and t.rt.strategy.allow_create_on_update
-                    and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None):
-                entry = await self._admitted(request, t, "CREATE", body, opts, lambda b, o: self._create_on_update(t, b, o))
+            if (
+                sub is None
+                and t.rt.strategy.allow_create_on_update
+                and self.objects.storage.get(t.rt.storage_key, t.namespace or "", t.name) is None
+            ):
+                entry = await self._admitted(
+                    request, t, "CREATE", body, opts, lambda b, o: self._create_on_update(t, b, o)
+                )
                 return _warned(_json(entry.raw, 201), opts)
-            if not t.rt.strategy.allow_unconditional_update and not ((body or {}).get("metadata") or {}).get("resourceVersion"):
-                raise errors.invalid(t.rt.plural, t.name, [FieldError(
-                    "FieldValueInvalid", "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")], group=t.rt.group)
+            if not t.rt.strategy.allow_unconditional_update and not ((body or {}).get("metadata") or {}).get(
+                "resourceVersion"
+            ):
+                raise errors.invalid(
+                    t.rt.plural,
+                    t.name,
+                    [
+                        FieldError(
+                            "FieldValueInvalid",
+                            "metadata.resourceVersion",
+                            "Invalid value: 0x0: must be specified for an update",
+                        )
+                    ],
+                    group=t.rt.group,
+                )
             entry = await self._admitted(request, t, "UPDATE", body, opts, self._update_write(t))
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
         if method == "PATCH":
@@ -223,14 +259,22 @@ class RestHandlers:
                     created.append(made)
                     return entry
 
-                entry = await self._admitted(request, t, "UPDATE" if exists else "CREATE", raw, opts, applied, reapply=True)
+                entry = await self._admitted(
+                    request, t, "UPDATE" if exists else "CREATE", raw, opts, applied, reapply=True
+                )
                 return _warned(_json(self._render(t.rt, entry.raw), 201 if created[-1] else 200), opts)
             if "force" in request.query:
-                raise errors.invalid("PatchOptions", "", [FieldError.forbidden("force", "may not be specified for non-apply patch")],
-                                     group="meta.k8s.io")
+                raise errors.invalid(
+                    "PatchOptions",
+                    "",
+                    [FieldError.forbidden("force", "may not be specified for non-apply patch")],
+                    group="meta.k8s.io",
+                )
 
             def patched(body: bytes, o: WriteOptions) -> Entry:
-                return self.objects.patch(t.rt, t.namespace, name, body, content_type, subresource=sub, opts=o)
+                return self.objects.patch(
+                    t.rt, t.namespace, name, body, content_type, subresource=sub, opts=o
+                )
 
             entry = await self._admitted(request, t, "UPDATE", raw, opts, patched)
             return _warned(_json(self._render(t.rt, entry.raw)), opts)
@@ -271,8 +315,14 @@ class RestHandlers:
             return _json(orjson.dumps(table))
         if shape.as_ == mediatypes.PARTIAL_LIST:
             items = [mediatypes.partial_object(e.raw, shape) for e in result.entries]
-            return _json(mediatypes.partial_list(items, shape, resource_version=str(result.resource_version),
-                                                 continue_token=result.continue_token))
+            return _json(
+                mediatypes.partial_list(
+                    items,
+                    shape,
+                    resource_version=str(result.resource_version),
+                    continue_token=result.continue_token,
+                )
+            )
         meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
         if result.continue_token:
             meta["continue"] = result.continue_token
@@ -283,7 +333,7 @@ class RestHandlers:
             # large LIST does not hold the event loop
             items = []
             for i in range(0, len(result.entries), _ENCODE_BATCH):
-                batch = [self._render(t.rt, e.raw) for e in result.entries[i:i + _ENCODE_BATCH]]
+                batch = [self._render(t.rt, e.raw) for e in result.entries[i : i + _ENCODE_BATCH]]
                 items.append(protobuf.encode_items(t.rt.api_version, t.rt.kind, batch))
                 await asyncio.sleep(0)
             body = protobuf.encode_list(t.rt.api_version, t.rt.list_kind, meta, b"".join(items))
@@ -295,7 +345,9 @@ class RestHandlers:
     async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
         q = request.query
         listoptions.from_query(q, watch=True)
-        label_sel, field_reqs = self.objects.parse_selectors(t.rt, q.get("labelSelector"), q.get("fieldSelector"))
+        label_sel, field_reqs = self.objects.parse_selectors(
+            t.rt, q.get("labelSelector"), q.get("fieldSelector")
+        )
         rv_text = q.get("resourceVersion") or ""
         rv = None if rv_text in ("", "0") else listoptions.parse_rv(rv_text)
         timeout = _int(q.get("timeoutSeconds"), "timeoutSeconds")
@@ -319,13 +371,22 @@ class RestHandlers:
         partial = shape.as_ == mediatypes.PARTIAL
 
         def initial() -> tuple[list[Entry], int]:
-            result = self.objects.list(t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"))
+            result = self.objects.list(
+                t.rt,
+                t.namespace,
+                label_selector=q.get("labelSelector"),
+                field_selector=q.get("fieldSelector"),
+            )
             return result.entries, result.resource_version
 
         def render(kind: str, raw: bytes) -> bytes:
             if table:
                 obj = orjson.loads(raw)
-                return orjson.dumps(self._table_of(t.rt, [obj], int(obj["metadata"].get("resourceVersion", 0)), shape.api_version))
+                return orjson.dumps(
+                    self._table_of(
+                        t.rt, [obj], int(obj["metadata"].get("resourceVersion", 0)), shape.api_version
+                    )
+                )
             if partial:
                 return mediatypes.partial_object(raw, shape)
             return self._render(t.rt, raw)
@@ -337,7 +398,9 @@ class RestHandlers:
             subscribe=lambda rv_, flt: storage.subscribe(t.rt.storage_key, rv_, flt),
             initial=initial,
             render=render,
-            framing=PROTOBUF_FRAMING if not table and negotiation.wants_protobuf(request, t.rt.api_version, t.rt.kind) else JSON_FRAMING,
+            framing=PROTOBUF_FRAMING
+            if not table and negotiation.wants_protobuf(request, t.rt.api_version, t.rt.kind)
+            else JSON_FRAMING,
         )
 
     def _create_on_update(self, t: Target, body: Any, opts: WriteOptions) -> Entry:
@@ -348,7 +411,9 @@ class RestHandlers:
             meta = body.setdefault("metadata", {})
             if isinstance(meta, dict):
                 if meta.get("name") not in (None, t.name):
-                    raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({t.name})")
+                    raise errors.bad_request(
+                        f"the name of the object ({meta.get('name')}) does not match the name on the URL ({t.name})"
+                    )
                 meta["name"] = t.name
                 meta.pop("resourceVersion", None)
         return self.objects.create(t.rt, t.namespace, body, opts=opts)
@@ -366,21 +431,37 @@ class RestHandlers:
             orphan = _bool(q.get("orphanDependents"))
         opts = _write_options(request, "DeleteOptions", options)
         result = self.objects.delete(
-            t.rt, t.namespace, t.name, grace_period_seconds=grace, propagation_policy=policy,
-            preconditions=options.get("preconditions"), orphan_dependents=orphan, opts=opts,
+            t.rt,
+            t.namespace,
+            t.name,
+            grace_period_seconds=grace,
+            propagation_policy=policy,
+            preconditions=options.get("preconditions"),
+            orphan_dependents=orphan,
+            opts=opts,
         )
         if result.deleted and not t.rt.strategy.return_deleted_object:
             obj = orjson.loads(result.entry.raw)
             details: dict[str, Any] = {"name": t.name, "kind": t.rt.plural, "uid": obj["metadata"].get("uid")}
             if t.rt.group:
                 details["group"] = t.rt.group
-            body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+            body = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": details,
+            }
             return _json(orjson.dumps(body))
         return _json(self._render(t.rt, result.entry.raw))
 
-    async def _delete_collection(self, request: web.Request, t: Target, options: dict[str, Any]) -> web.Response:
+    async def _delete_collection(
+        self, request: web.Request, t: Target, options: dict[str, Any]
+    ) -> web.Response:
         q = request.query
-        result = self.objects.list(t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector"))
+        result = self.objects.list(
+            t.rt, t.namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector")
+        )
         raws = []
         grace = _int(q.get("gracePeriodSeconds"), "gracePeriodSeconds")
         opts = _write_options(request, "DeleteOptions", options)
@@ -388,15 +469,25 @@ class RestHandlers:
             try:
                 await self._admit_delete(request, t, entry.namespace or None, entry.name, options)
                 deleted = self.objects.delete(
-                    t.rt, entry.namespace or None, entry.name, grace_period_seconds=grace,
-                    propagation_policy=q.get("propagationPolicy") or options.get("propagationPolicy"), opts=opts,
+                    t.rt,
+                    entry.namespace or None,
+                    entry.name,
+                    grace_period_seconds=grace,
+                    propagation_policy=q.get("propagationPolicy") or options.get("propagationPolicy"),
+                    opts=opts,
                 )
             except errors.StatusError as exc:
                 if exc.code == 404:
                     continue
                 raise
             raws.append(self._render(t.rt, deleted.entry.raw))
-        head = orjson.dumps({"kind": t.rt.list_kind, "apiVersion": t.rt.api_version, "metadata": {"resourceVersion": str(self.objects.storage.rv)}})
+        head = orjson.dumps(
+            {
+                "kind": t.rt.list_kind,
+                "apiVersion": t.rt.api_version,
+                "metadata": {"resourceVersion": str(self.objects.storage.rv)},
+            }
+        )
         return _json(head[:-1] + b',"items":[' + b",".join(raws) + b"]}")
 
     # -- validating admission -------------------------------------------------------------
@@ -406,14 +497,26 @@ class RestHandlers:
     def _update_write(self, t: Target) -> Write:
         name = t.name
         assert name is not None
-        return lambda body, opts: self.objects.update(t.rt, t.namespace, name, body, subresource=t.subresource, opts=opts)
+        return lambda body, opts: self.objects.update(
+            t.rt, t.namespace, name, body, subresource=t.subresource, opts=opts
+        )
 
-    def admission_request(self, request: web.Request, t: Target, operation: str, name: str, *,
-                          namespace: str | None = None, kind: tuple[str, str, str] | None = None,
-                          options: dict[str, Any] | None = None) -> Request:
+    def admission_request(
+        self,
+        request: web.Request,
+        t: Target,
+        operation: str,
+        name: str,
+        *,
+        namespace: str | None = None,
+        kind: tuple[str, str, str] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Request:
         """The attributes webhooks are matched on and sent (`admission.NewAttributesRecord`)."""
         q = request.query
-        options_kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}[operation]
+        options_kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}[
+            operation
+        ]
         opts: dict[str, Any] = {"kind": options_kind, "apiVersion": "meta.k8s.io/v1"}
         for key, value in (options or {}).items():
             if key not in ("kind", "apiVersion") and value is not None:
@@ -428,14 +531,29 @@ class RestHandlers:
         if t.rt.storage_key == "namespaces" and not t.subresource:
             ns = name  # a Namespace's requests carry its own name as their namespace
         return Request(
-            operation=operation, group=t.rt.group, version=t.rt.version, resource=t.rt.plural,
-            subresource=t.subresource or "", kind=kind or (t.rt.group, t.rt.version, t.rt.kind), namespace=ns or "",
-            name=name, dry_run=bool(dry), user=self.user_of(request), options=opts,
+            operation=operation,
+            group=t.rt.group,
+            version=t.rt.version,
+            resource=t.rt.plural,
+            subresource=t.subresource or "",
+            kind=kind or (t.rt.group, t.rt.version, t.rt.kind),
+            namespace=ns or "",
+            name=name,
+            dry_run=bool(dry),
+            user=self.user_of(request),
+            options=opts,
         )
 
     async def _admitted(
-        self, request: web.Request, t: Target, operation: str, body: Any, opts: WriteOptions, write: Write,
-        *, reapply: bool = False,
+        self,
+        request: web.Request,
+        t: Target,
+        operation: str,
+        body: Any,
+        opts: WriteOptions,
+        write: Write,
+        *,
+        reapply: bool = False,
     ) -> Entry:
         """`write(body, opts)`, judged first by the validating webhooks that match it.
 
@@ -460,11 +578,18 @@ class RestHandlers:
         namespace = (t.namespace or str(meta.get("namespace") or "")) if t.rt.namespaced else ""
         for _ in range(_ADMISSION_RETRIES):
             current = storage.get(key, namespace, name) if operation == "UPDATE" else None
-            rehearsal = WriteOptions(dry_run=True, field_validation=opts.field_validation, duplicates=opts.duplicates,
-                                     field_manager=opts.field_manager, force=opts.force)
+            rehearsal = WriteOptions(
+                dry_run=True,
+                field_validation=opts.field_validation,
+                duplicates=opts.duplicates,
+                field_manager=opts.field_manager,
+                force=opts.force,
+            )
             would_be = orjson.loads(write(copy.deepcopy(body), rehearsal).raw)
             attrs.obj, attrs.old = would_be, current.load() if current is not None else None
-            if not attrs.name:  # a generated name is the request's from here on (`AdmissionToValidateObjectFunc`)
+            if (
+                not attrs.name
+            ):  # a generated name is the request's from here on (`AdmissionToValidateObjectFunc`)
                 attrs.name = str(would_be["metadata"].get("name") or "")
             await admission.validate(attrs, candidates, opts.warnings)
             latest = storage.get(key, namespace, name) if current is not None else None
@@ -475,15 +600,21 @@ class RestHandlers:
             opts.warnings[:0] = rehearsal.warnings  # decoding warnings come before the webhooks'
             if reapply:
                 return write(body, opts)
-            opts.field_validation = "Ignore"  # the judged object is already pruned; its warnings are kept above
+            opts.field_validation = (
+                "Ignore"  # the judged object is already pruned; its warnings are kept above
+            )
             if operation == "CREATE":
                 judged = would_be["metadata"]
                 opts.identity = (judged["name"], judged["uid"], judged["creationTimestamp"])
                 return write(would_be, opts)
-            return self.objects.update(t.rt, t.namespace, name, would_be, subresource=t.subresource, opts=opts)
+            return self.objects.update(
+                t.rt, t.namespace, name, would_be, subresource=t.subresource, opts=opts
+            )
         raise errors.conflict(t.rt.group_resource, name, errors.STALE, group=t.rt.group, kind=t.rt.plural)
 
-    async def _admit_delete(self, request: web.Request, t: Target, namespace: str | None, name: str, options: dict[str, Any]) -> None:
+    async def _admit_delete(
+        self, request: web.Request, t: Target, namespace: str | None, name: str, options: dict[str, Any]
+    ) -> None:
         """DELETE: the webhooks see the stored object as the old one (a missing one is the 404 the delete gives)."""
         admission = self.admission
         if admission is None or not admission.active():
@@ -492,7 +623,9 @@ class RestHandlers:
         candidates = admission.candidates(attrs)
         if not candidates:
             return
-        current = self.objects.storage.get(t.rt.storage_key, (namespace or "") if t.rt.namespaced else "", name)
+        current = self.objects.storage.get(
+            t.rt.storage_key, (namespace or "") if t.rt.namespaced else "", name
+        )
         if current is None:
             return
         attrs.old = current.load()
@@ -512,12 +645,16 @@ class RestHandlers:
             opts = _write_options(request, "PatchOptions")
             raw = await request.read()
             content_type = request.headers.get("Content-Type", "")
-            await self._admit_scale(request, t, lambda old: patch.apply_patch(content_type, copy.deepcopy(old), raw, None))
+            await self._admit_scale(
+                request, t, lambda old: patch.apply_patch(content_type, copy.deepcopy(old), raw, None)
+            )
             scale = self.objects.patch_scale(t.rt, t.namespace, t.name, raw, content_type, opts=opts)
             return _json(orjson.dumps(scale))
         raise _not_allowed(method, t)
 
-    async def _admit_scale(self, request: web.Request, t: Target, updated: Callable[[dict[str, Any]], Any]) -> None:
+    async def _admit_scale(
+        self, request: web.Request, t: Target, updated: Callable[[dict[str, Any]], Any]
+    ) -> None:
         """`/scale` writes are UPDATEs of an autoscaling/v1 Scale: the webhooks see the new and the old one."""
         admission = self.admission
         if admission is None or not admission.active():
@@ -537,7 +674,9 @@ class RestHandlers:
         """Rewrite apiVersion when a resource is served at several versions (CRDs)."""
         multi = self._multi_version.get((rt.group, rt.plural))
         if multi is None:
-            multi = self._multi_version[(rt.group, rt.plural)] = len(self.registry.by_group_resource(rt.group, rt.plural)) > 1
+            multi = self._multi_version[(rt.group, rt.plural)] = (
+                len(self.registry.by_group_resource(rt.group, rt.plural)) > 1
+            )
         if not multi:
             return raw
         obj = orjson.loads(raw)
@@ -549,7 +688,9 @@ class RestHandlers:
     def _table(self, rt: ResourceType, entries: list[Entry], rv: int, api_version: str) -> dict[str, Any]:
         return self._table_of(rt, [orjson.loads(e.raw) for e in entries], rv, api_version)
 
-    def _table_of(self, rt: ResourceType, objs: list[dict[str, Any]], rv: int, api_version: str) -> dict[str, Any]:
+    def _table_of(
+        self, rt: ResourceType, objs: list[dict[str, Any]], rv: int, api_version: str
+    ) -> dict[str, Any]:
         """A `Table` at `api_version` (meta.k8s.io/v1 or v1beta1, as asked), rows carrying metadata."""
         extra: list[TableColumn] = []
         rows = []
@@ -575,22 +716,56 @@ class RestHandlers:
             probe = rt.strategy.table({"metadata": {}})
             if probe is not None:
                 extra = probe[0]
-        name_col = {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}
-        age_col = {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}
-        cols = [name_col, *({"name": c.name, "type": c.type, "format": c.format, "description": c.description, "priority": c.priority} for c in extra)]
+        name_col = {
+            "name": "Name",
+            "type": "string",
+            "format": "name",
+            "description": "Name must be unique within a namespace.",
+            "priority": 0,
+        }
+        age_col = {
+            "name": "Age",
+            "type": "string",
+            "format": "",
+            "description": "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            "priority": 0,
+        }
+        cols = [
+            name_col,
+            *(
+                {
+                    "name": c.name,
+                    "type": c.type,
+                    "format": c.format,
+                    "description": c.description,
+                    "priority": c.priority,
+                }
+                for c in extra
+            ),
+        ]
         if age_column is not None and not any(c.name == age_column for c in extra):
             cols.append(age_col)
-        return {"kind": "Table", "apiVersion": api_version, "metadata": {"resourceVersion": str(rv)}, "columnDefinitions": cols, "rows": rows}
+        return {
+            "kind": "Table",
+            "apiVersion": api_version,
+            "metadata": {"resourceVersion": str(rv)},
+            "columnDefinitions": cols,
+            "rows": rows,
+        }
 
 
 def _not_allowed(method: str, t: Target) -> errors.StatusError:
-    return errors.method_not_allowed(f"the server does not allow this method on the requested resource ({method} {t.rt.plural})")
+    return errors.method_not_allowed(
+        f"the server does not allow this method on the requested resource ({method} {t.rt.plural})"
+    )
 
 
 _FIELD_MANAGER_MAX = 128
 
 
-def _write_options(request: web.Request, kind: str, body_options: dict[str, Any] | None = None) -> WriteOptions:
+def _write_options(
+    request: web.Request, kind: str, body_options: dict[str, Any] | None = None
+) -> WriteOptions:
     """`dryRun` and `fieldValidation` of a write (query, or DeleteOptions body for DELETE).
     Absent `fieldValidation` means Warn, as kube-apiserver >= 1.27 (kubectl 1.32 sends Strict)."""
     q = request.query
@@ -599,15 +774,32 @@ def _write_options(request: web.Request, kind: str, body_options: dict[str, Any]
         dry = list(body_options.get("dryRun") or [])
     bad = [v for v in dry if v != "All"]
     if bad:
-        raise errors.invalid(kind, "", [FieldError.not_supported("dryRun", bad[0], ("All",))], group="meta.k8s.io")
+        raise errors.invalid(
+            kind, "", [FieldError.not_supported("dryRun", bad[0], ("All",))], group="meta.k8s.io"
+        )
     validation = q.get("fieldValidation") or "Warn"
     if validation not in FIELD_VALIDATION:
-        raise errors.invalid(kind, "", [FieldError.not_supported("fieldValidation", validation, FIELD_VALIDATION)], group="meta.k8s.io")
+        raise errors.invalid(
+            kind,
+            "",
+            [FieldError.not_supported("fieldValidation", validation, FIELD_VALIDATION)],
+            group="meta.k8s.io",
+        )
     # `managerOrUserAgent`: without `fieldManager`, the User-Agent up to its first "/"
     manager = q.get("fieldManager") or request.headers.get("User-Agent", "").split("/", 1)[0]
     if len(q.get("fieldManager") or "") > _FIELD_MANAGER_MAX:
-        raise errors.invalid(kind, "", [FieldError("FieldValueTooLong", "fieldManager",
-                                                   f"Too long: must have at most {_FIELD_MANAGER_MAX} bytes")], group="meta.k8s.io")
+        raise errors.invalid(
+            kind,
+            "",
+            [
+                FieldError(
+                    "FieldValueTooLong",
+                    "fieldManager",
+                    f"Too long: must have at most {_FIELD_MANAGER_MAX} bytes",
+                )
+            ],
+            group="meta.k8s.io",
+        )
     return WriteOptions(dry_run=bool(dry), field_validation=validation, field_manager=manager)
 
 
@@ -651,7 +843,9 @@ def _duplicate_paths(value: Any, path: str, found: list[str]) -> None:
             _duplicate_paths(sub, f"{path}[{i}]", found)
 
 
-async def _body(request: web.Request, opts: WriteOptions | None = None, rt: ResourceType | None = None) -> Any:
+async def _body(
+    request: web.Request, opts: WriteOptions | None = None, rt: ResourceType | None = None
+) -> Any:
     """The request's object; `rt` is the kind a protobuf body without apiVersion and kind is read as."""
     raw = await request.read()
     content_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip()

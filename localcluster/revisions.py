@@ -71,8 +71,14 @@ def controller_of(obj: Obj) -> Obj | None:
 def controller_ref(owner: Obj) -> Obj:
     """`metav1.NewControllerRef`."""
     meta = owner["metadata"]
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
-            "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 @dataclass(slots=True)
@@ -118,20 +124,32 @@ class Revisions:
             match = equal[-1]
             if match is not revisions[-1]:
                 match["revision"] = newest + 1
-                match = self.objects.update(self._rt, match["metadata"]["namespace"], match["metadata"]["name"], match).load()
-                revisions = [r for r in revisions if r["metadata"]["name"] != match["metadata"]["name"]] + [match]
+                match = self.objects.update(
+                    self._rt, match["metadata"]["namespace"], match["metadata"]["name"], match
+                ).load()
+                revisions = [r for r in revisions if r["metadata"]["name"] != match["metadata"]["name"]] + [
+                    match
+                ]
             return History(revisions, match)
         meta = owner["metadata"]
         collisions = get_int(owner, "status", "collisionCount")
-        template_labels = ((owner.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
+        template_labels = ((owner.get("spec") or {}).get("template") or {}).get("metadata", {}).get(
+            "labels"
+        ) or {}
         while True:
             digest = hash_of(patch_bytes(data), collisions)
             name = f"{meta['name'][:223]}-{digest}"
             body: Obj = {
-                "apiVersion": "apps/v1", "kind": "ControllerRevision",
-                "metadata": {"name": name, "namespace": meta["namespace"], "labels": {**template_labels, hash_label: digest},
-                             "ownerReferences": [controller_ref(owner)]},
-                "data": data, "revision": newest + 1,
+                "apiVersion": "apps/v1",
+                "kind": "ControllerRevision",
+                "metadata": {
+                    "name": name,
+                    "namespace": meta["namespace"],
+                    "labels": {**template_labels, hash_label: digest},
+                    "ownerReferences": [controller_ref(owner)],
+                },
+                "data": data,
+                "revision": newest + 1,
             }
             if annotations and meta.get("annotations"):
                 body["metadata"]["annotations"] = dict(meta["annotations"])

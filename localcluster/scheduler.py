@@ -59,18 +59,32 @@ class NodeInfo:
     capacity: int
 
     def signature(self) -> tuple[Any, ...]:
-        return (tuple(sorted(self.labels.items())), repr(self.taints), self.unschedulable, self.ready, self.capacity)
+        return (
+            tuple(sorted(self.labels.items())),
+            repr(self.taints),
+            self.unschedulable,
+            self.ready,
+            self.capacity,
+        )
 
     @staticmethod
     def from_node(node: Obj) -> NodeInfo:
         meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+        )
         try:
             capacity = int((status.get("allocatable") or {}).get("pods", 110))
         except (TypeError, ValueError):
             capacity = 110
-        return NodeInfo(meta["name"], dict(meta.get("labels") or {}), list(spec.get("taints") or []),
-                        bool(spec.get("unschedulable")), ready, capacity)
+        return NodeInfo(
+            meta["name"],
+            dict(meta.get("labels") or {}),
+            list(spec.get("taints") or []),
+            bool(spec.get("unschedulable")),
+            ready,
+            capacity,
+        )
 
 
 def tolerates(tolerations: Iterable[Obj], taint: Obj) -> bool:
@@ -110,8 +124,9 @@ def matches_node_affinity(pod_spec: Obj, node: NodeInfo) -> bool:
     for key, value in (pod_spec.get("nodeSelector") or {}).items():
         if node.labels.get(key) != value:
             return False
-    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     if not required:
         return True
     for term in required.get("nodeSelectorTerms") or []:
@@ -211,7 +226,9 @@ class Scheduler:
     # -- scheduling ---------------------------------------------------------------------
     def _reasons(self, spec: Obj, node: NodeInfo) -> str | None:
         """Why `node` cannot take the pod (the real plugin's message), or None if it fits."""
-        if node.unschedulable and not tolerates(spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
+        if node.unschedulable and not tolerates(
+            spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+        ):
             return "node(s) were unschedulable"
         tolerations = spec.get("tolerations") or []
         if not node.ready and not tolerates(tolerations, NOT_READY_TAINT):
@@ -265,24 +282,32 @@ class Scheduler:
             self._mark_unschedulable(pod, reasons)
             return
         try:
-            self.objects.bind(self._pod_rt, namespace, name, {"target": {"name": node}, "metadata": {"uid": uid}})
+            self.objects.bind(
+                self._pod_rt, namespace, name, {"target": {"name": node}, "metadata": {"uid": uid}}
+            )
         except errors.StatusError:
             return
         self.bound += 1
         self._assume(uid, node)
         if self.events is not None:
-            self.events.eventf(pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {namespace}/{name} to {node}")
+            self.events.eventf(
+                pod, "Normal", "Scheduled", "Binding", f"Successfully assigned {namespace}/{name} to {node}"
+            )
 
     def _mark_unschedulable(self, pod: Obj, reasons: Counter[str]) -> None:
         total = len(self._nodes)
         detail = ", ".join(sorted(f"{n} {why}" for why, n in reasons.items()))  # as FitError.Error sorts them
         message = f"0/{total} nodes are available: {detail}." if detail else f"0/{total} nodes are available."
-        message += f" preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+        message += (
+            f" preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+        )
         self._set_scheduled_false(pod, "Unschedulable", message)
 
     def _mark_gated(self, pod: Obj) -> None:
         """What the scheduler's PreEnqueue (SchedulingGates plugin) reports for a gated pod."""
-        self._set_scheduled_false(pod, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
+        self._set_scheduled_false(
+            pod, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates"
+        )
 
     def _set_scheduled_false(self, pod: Obj, reason: str, message: str) -> None:
         status = pod.setdefault("status", {})
@@ -291,8 +316,16 @@ class Scheduler:
         if current is not None and current.get("status") == "False" and current.get("message") == message:
             return
         conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "False", "lastProbeTime": None,
-                           "lastTransitionTime": now_rfc3339(), "reason": reason, "message": message})
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_rfc3339(),
+                "reason": reason,
+                "message": message,
+            }
+        )
         if reason == "Unschedulable" and self.events is not None:  # once per new reason, not per retry
             self.events.eventf(pod, "Warning", "FailedScheduling", "Scheduling", message)
         meta = pod["metadata"]
@@ -317,7 +350,12 @@ class Scheduler:
                 for entry in list(storage.iter_entries(key)):
                     obj = entry.load()
                     seen.add(obj["metadata"]["name"] if key == "nodes" else obj["metadata"]["uid"])
-                    self._on_event(StoredEvent("ADDED", entry.rv, obj, entry.raw, entry.namespace, entry.labels, entry.fields), key)
+                    self._on_event(
+                        StoredEvent(
+                            "ADDED", entry.rv, obj, entry.raw, entry.namespace, entry.labels, entry.fields
+                        ),
+                        key,
+                    )
                 self._forget_unseen(key, seen)  # deleted while our watch was down (a dropped-watches fault)
                 while not sub.closed:
                     await sub.wait()

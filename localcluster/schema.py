@@ -28,7 +28,7 @@ from localcluster.cel import CelError, CelSyntaxError, Program, compile_rule
 from localcluster.registry import FieldError
 
 __all__ = [
-        "apply_defaults",
+    "apply_defaults",
     "check_schema",
     "prune",
     "validate",
@@ -107,10 +107,15 @@ def check_schema(schema: Schema, path: str = "spec.versions[0].schema.openAPIV3S
     """Structural and rule checks done when a CRD is created or updated (422 on any cause)."""
     causes: list[FieldError] = []
     if schema.get("type") != "object":
-        causes.append(FieldError("FieldValueRequired" if "type" not in schema else "FieldValueInvalid",
-                            f"{path}.type", "Required value: must be object at the root"
-                            if "type" not in schema else
-                            f"Invalid value: {format_value(schema.get('type'))}: must be object at the root"))
+        causes.append(
+            FieldError(
+                "FieldValueRequired" if "type" not in schema else "FieldValueInvalid",
+                f"{path}.type",
+                "Required value: must be object at the root"
+                if "type" not in schema
+                else f"Invalid value: {format_value(schema.get('type'))}: must be object at the root",
+            )
+        )
     _check_node(schema, path, causes, root=True)
     return causes
 
@@ -121,11 +126,23 @@ def _check_node(node: Schema, path: str, causes: list[FieldError], *, root: bool
         return
     loose = node.get("x-kubernetes-int-or-string") or node.get("x-kubernetes-preserve-unknown-fields")
     if "type" not in node and not loose and not root and ("properties" in node or "items" in node):
-        causes.append(FieldError("FieldValueRequired", f"{path}.type", "Required value: must not be empty for specified "
-                            + ("object" if "properties" in node else "array") + " fields"))
+        causes.append(
+            FieldError(
+                "FieldValueRequired",
+                f"{path}.type",
+                "Required value: must not be empty for specified "
+                + ("object" if "properties" in node else "array")
+                + " fields",
+            )
+        )
     if "properties" in node and "additionalProperties" in node:
-        causes.append(FieldError("FieldValueForbidden", f"{path}.additionalProperties",
-                            "Forbidden: additionalProperties and properties are mutual exclusive"))
+        causes.append(
+            FieldError(
+                "FieldValueForbidden",
+                f"{path}.additionalProperties",
+                "Forbidden: additionalProperties and properties are mutual exclusive",
+            )
+        )
     if node.get("type") == "array" and "items" not in node:
         causes.append(FieldError("FieldValueRequired", f"{path}.items", "Required value: must be specified"))
     for i, rule in enumerate(node.get("x-kubernetes-validations") or []):
@@ -137,16 +154,36 @@ def _check_node(node: Schema, path: str, causes: list[FieldError], *, root: bool
         try:
             compile_rule(expr, node, resource_root=root or bool(node.get("x-kubernetes-embedded-resource")))
         except CelSyntaxError as exc:
-            causes.append(FieldError("FieldValueInvalid", f"{rpath}.rule",
-                                f"Invalid value: {format_value(expr)}: compilation failed: {exc}"))
+            causes.append(
+                FieldError(
+                    "FieldValueInvalid",
+                    f"{rpath}.rule",
+                    f"Invalid value: {format_value(expr)}: compilation failed: {exc}",
+                )
+            )
         if "messageExpression" in rule:
-            causes.append(FieldError("FieldValueForbidden", f"{rpath}.messageExpression",
-                                "Forbidden: messageExpression is not supported by this local cluster; use message"))
+            causes.append(
+                FieldError(
+                    "FieldValueForbidden",
+                    f"{rpath}.messageExpression",
+                    "Forbidden: messageExpression is not supported by this local cluster; use message",
+                )
+            )
     for name, sub in (node.get("properties") or {}).items():
-        if root and name == "metadata" and isinstance(sub, dict) and set(sub.get("properties") or {}) - {"name", "generateName"}:
-            causes.append(FieldError("FieldValueForbidden", f"{path}.properties[metadata]",
-                                "Forbidden: must not specify anything other than name and generateName, "
-                                "but metadata is implicitly specified"))
+        if (
+            root
+            and name == "metadata"
+            and isinstance(sub, dict)
+            and set(sub.get("properties") or {}) - {"name", "generateName"}
+        ):
+            causes.append(
+                FieldError(
+                    "FieldValueForbidden",
+                    f"{path}.properties[metadata]",
+                    "Forbidden: must not specify anything other than name and generateName, "
+                    "but metadata is implicitly specified",
+                )
+            )
         _check_node(sub, f"{path}.properties[{name}]", causes)
     if isinstance(node.get("items"), dict):
         _check_node(node["items"], f"{path}.items", causes)
@@ -240,17 +277,27 @@ def _validate(value: Any, node: Schema, path: str, old: Any, walk: _Walk) -> Non
     causes = walk.causes
     if value is None:
         if not node.get("nullable") and "type" in node:
-            causes.append(_invalid(path, "null", f"{_body_path(path)} must be of type {node['type']}: \"null\""))
+            causes.append(
+                _invalid(path, "null", f'{_body_path(path)} must be of type {node["type"]}: "null"')
+            )
         return
     typ = node.get("type")
     if node.get("x-kubernetes-int-or-string"):
         if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
             actual = _json_type(value)
-            causes.append(_invalid(path, actual, f"{_body_path(path)} must be of type integer-or-string: {format_value(actual)}"))
+            causes.append(
+                _invalid(
+                    path,
+                    actual,
+                    f"{_body_path(path)} must be of type integer-or-string: {format_value(actual)}",
+                )
+            )
             return
     elif typ and not _type_ok(typ, value):
         actual = _json_type(value)
-        causes.append(_invalid(path, actual, f"{_body_path(path)} must be of type {typ}: {format_value(actual)}"))
+        causes.append(
+            _invalid(path, actual, f"{_body_path(path)} must be of type {typ}: {format_value(actual)}")
+        )
         return
     before = len(causes)
     _check_enum(value, node, path, causes)
@@ -267,8 +314,13 @@ def _check_enum(value: Any, node: Schema, path: str, causes: list[FieldError]) -
     enum = node.get("enum")
     if enum is not None and value not in enum:
         supported = ", ".join(format_value(v) for v in enum)
-        causes.append(FieldError("FieldValueNotSupported", path,
-                            f"Unsupported value: {format_value(value)}: supported values: {supported}"))
+        causes.append(
+            FieldError(
+                "FieldValueNotSupported",
+                path,
+                f"Unsupported value: {format_value(value)}: supported values: {supported}",
+            )
+        )
 
 
 def _check_scalar(value: Any, node: Schema, path: str, causes: list[FieldError]) -> None:
@@ -290,21 +342,38 @@ def _check_scalar(value: Any, node: Schema, path: str, causes: list[FieldError])
         if "minLength" in node and len(value) < node["minLength"]:
             causes.append(_invalid(path, value, f"{where} should be at least {node['minLength']} chars long"))
         if "maxLength" in node and len(value) > node["maxLength"]:
-            causes.append(FieldError("FieldValueTooLong", path, f"Too long: may not be more than {node['maxLength']} bytes"))
+            causes.append(
+                FieldError(
+                    "FieldValueTooLong", path, f"Too long: may not be more than {node['maxLength']} bytes"
+                )
+            )
         if "pattern" in node and re.search(node["pattern"], value) is None:
             causes.append(_invalid(path, value, f"{where} should match '{node['pattern']}'"))
 
 
-def _validate_object(value: dict[str, Any], node: Schema, path: str, old: dict[str, Any] | None, walk: _Walk) -> None:
+def _validate_object(
+    value: dict[str, Any], node: Schema, path: str, old: dict[str, Any] | None, walk: _Walk
+) -> None:
     causes = walk.causes
     for name in node.get("required") or []:
         if name not in value:
             causes.append(_required(_child(path, name)))
     if "minProperties" in node and len(value) < node["minProperties"]:
-        causes.append(_invalid(path, len(value), f"{_body_path(path)} should have at least {node['minProperties']} properties"))
+        causes.append(
+            _invalid(
+                path,
+                len(value),
+                f"{_body_path(path)} should have at least {node['minProperties']} properties",
+            )
+        )
     if "maxProperties" in node and len(value) > node["maxProperties"]:
-        causes.append(FieldError("FieldValueTooMany", path,
-                            f"Too many: {len(value)}: must have at most {node['maxProperties']} items"))
+        causes.append(
+            FieldError(
+                "FieldValueTooMany",
+                path,
+                f"Too many: {len(value)}: must have at most {node['maxProperties']} items",
+            )
+        )
     props = node.get("properties") or {}
     addl = node.get("additionalProperties")
     for key, sub in value.items():
@@ -318,9 +387,17 @@ def _validate_object(value: dict[str, Any], node: Schema, path: str, old: dict[s
 def _validate_array(value: list[Any], node: Schema, path: str, old: list[Any] | None, walk: _Walk) -> None:
     causes = walk.causes
     if "minItems" in node and len(value) < node["minItems"]:
-        causes.append(_invalid(path, len(value), f"{_body_path(path)} should have at least {node['minItems']} items"))
+        causes.append(
+            _invalid(path, len(value), f"{_body_path(path)} should have at least {node['minItems']} items")
+        )
     if "maxItems" in node and len(value) > node["maxItems"]:
-        causes.append(FieldError("FieldValueTooMany", path, f"Too many: {len(value)}: must have at most {node['maxItems']} items"))
+        causes.append(
+            FieldError(
+                "FieldValueTooMany",
+                path,
+                f"Too many: {len(value)}: must have at most {node['maxItems']} items",
+            )
+        )
     list_type = node.get("x-kubernetes-list-type")
     keys = node.get("x-kubernetes-list-map-keys") or []
     if node.get("uniqueItems") or list_type == "set":
@@ -328,7 +405,11 @@ def _validate_array(value: list[Any], node: Schema, path: str, old: list[Any] | 
         for i, item in enumerate(value):
             enc = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
             if enc in seen:
-                causes.append(FieldError("FieldValueDuplicate", f"{path}[{i}]", f"Duplicate value: {format_value(item)}"))
+                causes.append(
+                    FieldError(
+                        "FieldValueDuplicate", f"{path}[{i}]", f"Duplicate value: {format_value(item)}"
+                    )
+                )
             seen.add(enc)
     old_by_key: dict[tuple[Any, ...], Any] = {}
     if list_type == "map" and keys:
@@ -338,7 +419,11 @@ def _validate_array(value: list[Any], node: Schema, path: str, old: list[Any] | 
                 k = tuple(item.get(n) for n in keys)
                 if k in seen_keys:
                     dup = {n: item.get(n) for n in keys}
-                    causes.append(FieldError("FieldValueDuplicate", f"{path}[{i}]", f"Duplicate value: {format_value(dup)}"))
+                    causes.append(
+                        FieldError(
+                            "FieldValueDuplicate", f"{path}[{i}]", f"Duplicate value: {format_value(dup)}"
+                        )
+                    )
                 seen_keys.add(k)
         for item in old or []:
             if isinstance(item, dict):
@@ -347,7 +432,11 @@ def _validate_array(value: list[Any], node: Schema, path: str, old: list[Any] | 
     if isinstance(items, dict):
         for i, item in enumerate(value):
             # Only map-type lists correlate items with the old object (for transition rules).
-            old_item = old_by_key.get(tuple(item.get(n) for n in keys)) if old_by_key and isinstance(item, dict) else None
+            old_item = (
+                old_by_key.get(tuple(item.get(n) for n in keys))
+                if old_by_key and isinstance(item, dict)
+                else None
+            )
             _validate(item, items, f"{path}[{i}]", old_item, walk)
 
 
@@ -369,8 +458,10 @@ def _check_rules(value: Any, node: Schema, path: str, old: Any, causes: list[Fie
             ok = program.evaluate(value, old, node)
         except CelError as exc:
             if str(exc).startswith("no such overload"):  # the apiserver's words for a dyn value's type error
-                detail = (f"'{exc}': call arguments did not match a supported operator, function or macro "
-                          f"signature for rule: {_rule_text(rule)}")
+                detail = (
+                    f"'{exc}': call arguments did not match a supported operator, function or macro "
+                    f"signature for rule: {_rule_text(rule)}"
+                )
             else:
                 detail = f"{exc} evaluating rule: {_rule_text(rule)}"
             causes.append(_invalid(where, typ, detail))

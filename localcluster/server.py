@@ -15,7 +15,9 @@ from localcluster.registry import Registry
 from localcluster.rest import RestHandlers
 
 
-def build_app(registry: Registry, objects: ObjectAPI, *, bookmark_interval: float = 10.0) -> tuple[web.Application, RestHandlers]:
+def build_app(
+    registry: Registry, objects: ObjectAPI, *, bookmark_interval: float = 10.0
+) -> tuple[web.Application, RestHandlers]:
     app = web.Application(client_max_size=16 * 1024 * 1024)
     discovery.setup_routes(app, registry)
     openapi.setup_routes(app, registry)

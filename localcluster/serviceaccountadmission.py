@@ -52,9 +52,16 @@ class ServiceAccountAdmission:
             if storage.get("serviceaccounts", namespace, account) is not None:
                 return
         # the admission runs before the name is generated: a generated pod is named by its prefix
-        name = str(meta.get("generateName") or meta.get("name") or "") if _generated(meta) else str(meta.get("name") or "")
-        raise errors.forbidden("pods", name, f'error looking up service account {namespace}/{account}: '
-                                             f'serviceaccount "{account}" not found')
+        name = (
+            str(meta.get("generateName") or meta.get("name") or "")
+            if _generated(meta)
+            else str(meta.get("name") or "")
+        )
+        raise errors.forbidden(
+            "pods",
+            name,
+            f'error looking up service account {namespace}/{account}: serviceaccount "{account}" not found',
+        )
 
 
 def _generated(meta: Obj) -> bool:

@@ -136,7 +136,9 @@ class StatefulSetController:
         again = self._write_status(sts, pods, current["metadata"]["name"], update["metadata"]["name"])
         live = {current["metadata"]["name"], update["metadata"]["name"]}
         live.update(str((p["metadata"].get("labels") or {}).get(REVISION_LABEL)) for p in pods)
-        self.revisions.truncate(history.revisions, live, get_int(sts, "spec", "revisionHistoryLimit", default=10))
+        self.revisions.truncate(
+            history.revisions, live, get_int(sts, "spec", "revisionHistoryLimit", default=10)
+        )
         return again
 
     def _act(self, sts: Obj, current: Obj, update: Obj) -> None:
@@ -161,7 +163,11 @@ class StatefulSetController:
         first_unhealthy = unhealthy[0] if unhealthy else None
 
         for index, pod in enumerate(replicas):
-            if pod is not None and podstate.phase(pod) in ("Failed", "Succeeded") and not podstate.is_terminating(pod):
+            if (
+                pod is not None
+                and podstate.phase(pod) in ("Failed", "Succeeded")
+                and not podstate.is_terminating(pod)
+            ):
                 self._delete(sts, pod)
                 return  # made again once it is gone
             if pod is None:
@@ -196,7 +202,9 @@ class StatefulSetController:
             pod = replicas[index]
             if pod is None:
                 return
-            if (pod["metadata"].get("labels") or {}).get(REVISION_LABEL) != update_name and not podstate.is_terminating(pod):
+            if (pod["metadata"].get("labels") or {}).get(
+                REVISION_LABEL
+            ) != update_name and not podstate.is_terminating(pod):
                 self._delete(sts, pod)
                 return
             if not self._healthy(pod):
@@ -212,14 +220,31 @@ class StatefulSetController:
         strategy = spec.get("updateStrategy") or {}
         partition = get_int(strategy, "rollingUpdate", "partition")
         below_partition = ordinal - start_ordinal(sts) < partition
-        revision = current if strategy.get("type", "RollingUpdate") == "RollingUpdate" and below_partition else update
-        template = template_of(revision) if revision is not update else copy.deepcopy(spec.get("template") or {})
+        revision = (
+            current
+            if strategy.get("type", "RollingUpdate") == "RollingUpdate" and below_partition
+            else update
+        )
+        template = (
+            template_of(revision) if revision is not update else copy.deepcopy(spec.get("template") or {})
+        )
         name = f"{sts['metadata']['name']}-{ordinal}"
         tmeta = template.get("metadata") or {}
         labels = dict(tmeta.get("labels") or {})
-        labels.update({POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal), REVISION_LABEL: revision["metadata"]["name"]})
-        meta: Obj = {"name": name, "generateName": f"{sts['metadata']['name']}-", "namespace": sts["metadata"]["namespace"],
-                     "labels": labels, "ownerReferences": [controller_ref(sts)]}
+        labels.update(
+            {
+                POD_NAME_LABEL: name,
+                POD_INDEX_LABEL: str(ordinal),
+                REVISION_LABEL: revision["metadata"]["name"],
+            }
+        )
+        meta: Obj = {
+            "name": name,
+            "generateName": f"{sts['metadata']['name']}-",
+            "namespace": sts["metadata"]["namespace"],
+            "labels": labels,
+            "ownerReferences": [controller_ref(sts)],
+        }
         for key in ("annotations", "finalizers"):
             if tmeta.get(key):
                 meta[key] = copy.deepcopy(tmeta[key])
@@ -235,24 +260,40 @@ class StatefulSetController:
             self.objects.create(self._pod_rt, pod["metadata"]["namespace"], pod)
         except errors.StatusError as exc:
             if exc.code != 409:
-                self.events.event(sts, "Warning", "FailedCreate",
-                                  f"create Pod {name} in StatefulSet {set_name} failed error: {exc.message}")
+                self.events.event(
+                    sts,
+                    "Warning",
+                    "FailedCreate",
+                    f"create Pod {name} in StatefulSet {set_name} failed error: {exc.message}",
+                )
                 raise
             return
-        self.events.event(sts, "Normal", "SuccessfulCreate", f"create Pod {name} in StatefulSet {set_name} successful")
+        self.events.event(
+            sts, "Normal", "SuccessfulCreate", f"create Pod {name} in StatefulSet {set_name} successful"
+        )
 
     def _delete(self, sts: Obj, pod: Obj) -> None:
         meta = pod["metadata"]
         self.objects.delete(self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]})
-        self.events.event(sts, "Normal", "SuccessfulDelete",
-                          f"delete Pod {meta['name']} in StatefulSet {sts['metadata']['name']} successful")
+        self.events.event(
+            sts,
+            "Normal",
+            "SuccessfulDelete",
+            f"delete Pod {meta['name']} in StatefulSet {sts['metadata']['name']} successful",
+        )
 
     def _write_status(self, sts: Obj, pods: list[Obj], current: str, update: str) -> float | None:
         """`computeReplicaStatus` + `completeRollingUpdate`; written only when it changed."""
         spec = sts.get("spec") or {}
         min_ready = get_int(sts, "spec", "minReadySeconds")
         now = dt.datetime.now(dt.UTC)
-        counts = {"replicas": 0, "readyReplicas": 0, "availableReplicas": 0, "currentReplicas": 0, "updatedReplicas": 0}
+        counts = {
+            "replicas": 0,
+            "readyReplicas": 0,
+            "availableReplicas": 0,
+            "currentReplicas": 0,
+            "updatedReplicas": 0,
+        }
         wait: float | None = None
         for pod in pods:
             if not podstate.phase(pod):
@@ -269,12 +310,18 @@ class StatefulSetController:
                 revision = (pod["metadata"].get("labels") or {}).get(REVISION_LABEL)
                 counts["currentReplicas"] += revision == current
                 counts["updatedReplicas"] += revision == update
-        if ((spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
-                and counts["updatedReplicas"] == counts["replicas"] and counts["readyReplicas"] == counts["replicas"]):
+        if (
+            (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
+            and counts["updatedReplicas"] == counts["replicas"]
+            and counts["readyReplicas"] == counts["replicas"]
+        ):
             counts["currentReplicas"] = counts["updatedReplicas"]
             current = update
         old = sts.get("status") or {}
-        status: dict[str, Any] = {"observedGeneration": sts["metadata"].get("generation", 1), "replicas": counts["replicas"]}
+        status: dict[str, Any] = {
+            "observedGeneration": sts["metadata"].get("generation", 1),
+            "replicas": counts["replicas"],
+        }
         for key in ("readyReplicas", "currentReplicas", "updatedReplicas"):
             if counts[key]:
                 status[key] = counts[key]

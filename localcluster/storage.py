@@ -93,8 +93,21 @@ class StoredEvent:
     pay nothing. `framed` caches the watch line (`{"type":..,"object":..}\n`) so N watchers
     of one event share one serialization."""
 
-    __slots__ = ("_obj", "at", "fields", "framed", "key", "labels", "namespace", "prev", "prev_fields", "prev_labels", "raw", "rv",
-                 "type")
+    __slots__ = (
+        "_obj",
+        "at",
+        "fields",
+        "framed",
+        "key",
+        "labels",
+        "namespace",
+        "prev",
+        "prev_fields",
+        "prev_labels",
+        "raw",
+        "rv",
+        "type",
+    )
 
     def __init__(
         self,
@@ -137,13 +150,25 @@ class StoredEvent:
 
     def retyped(self, kind: str) -> StoredEvent:
         """The same change seen as another type (a selector turned MODIFIED into ADDED/DELETED)."""
-        return StoredEvent(kind, self.rv, self._obj, self.raw, self.namespace, self.labels, self.fields, key=self.key)
+        return StoredEvent(
+            kind, self.rv, self._obj, self.raw, self.namespace, self.labels, self.fields, key=self.key
+        )
 
     def slim(self) -> StoredEvent:
         """A copy without the parsed object (for the history window and replays from it)."""
         return StoredEvent(
-            self.type, self.rv, None, self.raw, self.namespace, self.labels, self.fields, self.prev_labels, self.prev_fields,
-            key=self.key, prev=self.prev, at=self.at,
+            self.type,
+            self.rv,
+            None,
+            self.raw,
+            self.namespace,
+            self.labels,
+            self.fields,
+            self.prev_labels,
+            self.prev_fields,
+            key=self.key,
+            prev=self.prev,
+            at=self.at,
         )
 
     def __repr__(self) -> str:
@@ -309,7 +334,11 @@ class _SortedKeys:
                     return
                 i = j = 0
             else:
-                i = bisect.bisect_right(self._maxes, key) if exclusive else bisect.bisect_left(self._maxes, key)
+                i = (
+                    bisect.bisect_right(self._maxes, key)
+                    if exclusive
+                    else bisect.bisect_left(self._maxes, key)
+                )
                 if i == len(chunks):
                     return
                 j = bisect.bisect_right(chunks[i], key) if exclusive else bisect.bisect_left(chunks[i], key)
@@ -325,8 +354,18 @@ class _Bucket:
     `window_len` events are the watch cache's window. `cache_rv` is the watch cache's
     resourceVersion (its start, then its newest event), what a list served from it reports."""
 
-    __slots__ = ("base_rv", "cache_rv", "capacity", "dropped_rv", "history", "items", "keys", "popped", "subscribers",
-                 "window_len")
+    __slots__ = (
+        "base_rv",
+        "cache_rv",
+        "capacity",
+        "dropped_rv",
+        "history",
+        "items",
+        "keys",
+        "popped",
+        "subscribers",
+        "window_len",
+    )
 
     def __init__(self, rv: int, capacity: int) -> None:
         self.items: dict[str, Entry] = {}
@@ -427,7 +466,9 @@ class Storage:
         """The watch cache's resourceVersion for a resource: what a list it serves reports."""
         return self._bucket(key).cache_rv
 
-    def iter_entries(self, key: str, namespace: str | None = None, after: str | None = None) -> Iterator[Entry]:
+    def iter_entries(
+        self, key: str, namespace: str | None = None, after: str | None = None
+    ) -> Iterator[Entry]:
         """Entries in key order, optionally in one namespace and after a key (exclusive)."""
         bucket = self._bucket(key)
         items = bucket.items
@@ -467,7 +508,9 @@ class Storage:
         if rv < self.compacted_rv or rv < self._bucket(key).dropped_rv:
             raise Compacted(rv)
 
-    def iter_entries_at(self, key: str, rv: int, namespace: str | None = None, after: str | None = None) -> Iterator[Entry]:
+    def iter_entries_at(
+        self, key: str, rv: int, namespace: str | None = None, after: str | None = None
+    ) -> Iterator[Entry]:
         """`iter_entries` as of `rv` (call `check_readable` first): a consistent page of a list
         whose first page was read at `rv`, whatever was written since."""
         snap = self._snapshot(key, rv)
@@ -477,10 +520,18 @@ class Storage:
         bucket = self._bucket(key)
         items, overrides = bucket.items, snap.overrides
         prefix = f"{namespace}/" if namespace else ""
-        lo = bisect.bisect_right(snap.sorted_keys, after) if after is not None else bisect.bisect_left(snap.sorted_keys, prefix)
+        lo = (
+            bisect.bisect_right(snap.sorted_keys, after)
+            if after is not None
+            else bisect.bisect_left(snap.sorted_keys, prefix)
+        )
         # keys that had an object at `rv` and have none now: merged into the walk of today's keys
         keys = snap.sorted_keys
-        gone = (k for k in map(keys.__getitem__, range(lo, len(keys))) if k not in items and overrides[k] is not None)
+        gone = (
+            k
+            for k in map(keys.__getitem__, range(lo, len(keys)))
+            if k not in items and overrides[k] is not None
+        )
         gone_in_ns = (k for k in gone if k.startswith(prefix)) if prefix else gone
         for k in heapq.merge(self._keys_from(bucket, namespace, after), gone_in_ns):
             if k in overrides:
@@ -492,7 +543,9 @@ class Storage:
                 if entry is not None:
                     yield entry
 
-    def count_entries_at(self, key: str, rv: int, namespace: str | None = None, after: str | None = None) -> int:
+    def count_entries_at(
+        self, key: str, rv: int, namespace: str | None = None, after: str | None = None
+    ) -> int:
         """`count_entries` as of `rv`: today's count corrected by the keys changed since."""
         count = self.count_entries(key, namespace, after)
         snap = self._snapshot(key, rv)
@@ -592,7 +645,9 @@ class Storage:
         """Drop events outside the window that compaction (or `HISTORY_LIMIT`) took away."""
         history = bucket.history
         compacted = self.compacted_rv
-        while len(history) > bucket.window_len and (history[0].rv <= compacted or len(history) > HISTORY_LIMIT):
+        while len(history) > bucket.window_len and (
+            history[0].rv <= compacted or len(history) > HISTORY_LIMIT
+        ):
             bucket.dropped_rv = history.popleft().rv
 
     def _emit(self, key: str, bucket: _Bucket, ev: StoredEvent) -> None:
@@ -625,7 +680,20 @@ class Storage:
             bucket.keys.add(k)
             ev = StoredEvent("ADDED", rv, obj, raw, namespace, labels, fields, key=k, at=at)
         else:
-            ev = StoredEvent("MODIFIED", rv, obj, raw, namespace, labels, fields, old.labels, old.fields, key=k, prev=old, at=at)
+            ev = StoredEvent(
+                "MODIFIED",
+                rv,
+                obj,
+                raw,
+                namespace,
+                labels,
+                fields,
+                old.labels,
+                old.fields,
+                key=k,
+                prev=old,
+                at=at,
+            )
         self._emit(key, bucket, ev)
         return entry
 
@@ -640,7 +708,9 @@ class Storage:
         rv = self._next_rv()
         meta["resourceVersion"] = str(rv)
         raw = _compact(orjson.dumps(obj))
-        ev = StoredEvent("DELETED", rv, obj, raw, namespace, old.labels, old.fields, key=k, prev=old, at=self._clock())
+        ev = StoredEvent(
+            "DELETED", rv, obj, raw, namespace, old.labels, old.fields, key=k, prev=old, at=self._clock()
+        )
         self._emit(key, bucket, ev)
         return Entry(raw, rv, namespace, meta["name"], old.labels, old.fields)
 
@@ -654,7 +724,9 @@ class Storage:
                 sub.close()
 
     # -- watch --------------------------------------------------------------------------
-    def subscribe(self, key: str, resource_version: int | None = None, flt: Filter | None = None) -> Subscription:
+    def subscribe(
+        self, key: str, resource_version: int | None = None, flt: Filter | None = None
+    ) -> Subscription:
         """Events after `resource_version` (replayed from the window), then live ones.
 
         `None` starts with the live stream only (the caller sends the initial state, as the

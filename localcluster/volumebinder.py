@@ -33,7 +33,10 @@ _ALL = ("", "*")  # one key: every pass looks at all claims and volumes
 class VolumeBinder:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        pv, pvc = objects.registry.get("", "v1", "persistentvolumes"), objects.registry.get("", "v1", "persistentvolumeclaims")
+        pv, pvc = (
+            objects.registry.get("", "v1", "persistentvolumes"),
+            objects.registry.get("", "v1", "persistentvolumeclaims"),
+        )
         assert pv is not None and pvc is not None
         self._pv_rt: ResourceType = pv
         self._pvc_rt: ResourceType = pvc
@@ -57,7 +60,10 @@ class VolumeBinder:
 
     def _sync(self) -> None:
         volumes = [e.load() for e in self.objects.storage.iter_entries("persistentvolumes")]
-        claims = {(e.namespace, e.name): e.load() for e in self.objects.storage.iter_entries("persistentvolumeclaims")}
+        claims = {
+            (e.namespace, e.name): e.load()
+            for e in self.objects.storage.iter_entries("persistentvolumeclaims")
+        }
         for volume in volumes:
             ref = get_path(volume, "spec", "claimRef")
             claim = claims.get((ref.get("namespace", ""), ref.get("name", ""))) if ref else None
@@ -68,7 +74,9 @@ class VolumeBinder:
                 volume["status"] = {"phase": phase}
                 self.objects.update_status(self._pv_rt, None, volume["metadata"]["name"], volume)
         for claim in claims.values():
-            if get_path(claim, "status", "phase") == "Pending" and not claim["metadata"].get("deletionTimestamp"):
+            if get_path(claim, "status", "phase") == "Pending" and not claim["metadata"].get(
+                "deletionTimestamp"
+            ):
                 volume = self._match(claim, volumes)
                 if volume is not None:
                     self._bind(volume, claim)
@@ -82,13 +90,18 @@ class VolumeBinder:
         for volume in volumes:
             vspec = volume.get("spec") or {}
             ref = vspec.get("claimRef")
-            if ref and (ref.get("namespace"), ref.get("name")) != (claim["metadata"]["namespace"], claim["metadata"]["name"]):
+            if ref and (ref.get("namespace"), ref.get("name")) != (
+                claim["metadata"]["namespace"],
+                claim["metadata"]["name"],
+            ):
                 continue
             if spec.get("volumeName") and spec["volumeName"] != volume["metadata"]["name"]:
                 continue
             if (vspec.get("storageClassName") or "") != (spec.get("storageClassName") or ""):
                 continue
-            if not modes <= set(vspec.get("accessModes") or []) or vspec.get("volumeMode", "Filesystem") != spec.get("volumeMode", "Filesystem"):
+            if not modes <= set(vspec.get("accessModes") or []) or vspec.get(
+                "volumeMode", "Filesystem"
+            ) != spec.get("volumeMode", "Filesystem"):
                 continue
             if selector is not None and not selector.matches(volume["metadata"].get("labels") or {}):
                 continue
@@ -99,8 +112,14 @@ class VolumeBinder:
 
     def _bind(self, volume: Obj, claim: Obj) -> None:
         cmeta = claim["metadata"]
-        volume["spec"]["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": cmeta["namespace"], "name": cmeta["name"],
-                                      "uid": cmeta["uid"], "apiVersion": "v1", "resourceVersion": cmeta.get("resourceVersion", "")}
+        volume["spec"]["claimRef"] = {
+            "kind": "PersistentVolumeClaim",
+            "namespace": cmeta["namespace"],
+            "name": cmeta["name"],
+            "uid": cmeta["uid"],
+            "apiVersion": "v1",
+            "resourceVersion": cmeta.get("resourceVersion", ""),
+        }
         vmeta = volume["metadata"]
         annotations = vmeta.setdefault("annotations", {}) or {}
         annotations[BOUND_BY_CONTROLLER] = "yes"
@@ -114,6 +133,9 @@ class VolumeBinder:
         cmeta["annotations"] = annotations
         claim = self.objects.update(self._pvc_rt, cmeta["namespace"], cmeta["name"], claim).load()
         vspec = volume.get("spec") or {}
-        claim["status"] = {"phase": "Bound", "accessModes": list(vspec.get("accessModes") or []),
-                           "capacity": dict(vspec.get("capacity") or {})}
+        claim["status"] = {
+            "phase": "Bound",
+            "accessModes": list(vspec.get("accessModes") or []),
+            "capacity": dict(vspec.get("capacity") or {}),
+        }
         self.objects.update_status(self._pvc_rt, cmeta["namespace"], cmeta["name"], claim)

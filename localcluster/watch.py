@@ -90,7 +90,10 @@ def make_filter(opts: WatchOptions) -> Callable[[StoredEvent], str | None] | Non
     return flt
 
 
-_PREFIXES = {kind: b'{"type":"' + kind.encode() + b'","object":' for kind in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")}
+_PREFIXES = {
+    kind: b'{"type":"' + kind.encode() + b'","object":'
+    for kind in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")
+}
 
 
 def frame(kind: str, raw: bytes) -> bytes:
@@ -126,11 +129,15 @@ def _framer(render: Render, framing: Framing) -> Callable[[StoredEvent], bytes]:
     return encode
 
 
-def bookmark(rt: ResourceType, rv: int, *, initial_end: bool = False, framing: Framing = JSON_FRAMING) -> bytes:
+def bookmark(
+    rt: ResourceType, rv: int, *, initial_end: bool = False, framing: Framing = JSON_FRAMING
+) -> bytes:
     meta: dict[str, object] = {"resourceVersion": str(rv)}
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return framing.frame("BOOKMARK", orjson.dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}))
+    return framing.frame(
+        "BOOKMARK", orjson.dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta})
+    )
 
 
 async def serve_watch(
@@ -147,7 +154,9 @@ async def serve_watch(
     flt = make_filter(opts)
     encode = _framer(render, framing)
     frame = framing.frame
-    response = web.StreamResponse(status=200, headers={"Content-Type": framing.content_type, "Cache-Control": "no-cache, private"})
+    response = web.StreamResponse(
+        status=200, headers={"Content-Type": framing.content_type, "Cache-Control": "no-cache, private"}
+    )
     response.enable_chunked_encoding()
     entries: list[Entry] = []
     initial_end = b""
@@ -173,7 +182,9 @@ async def serve_watch(
     try:
         await response.prepare(request)
         for i in range(0, len(entries), MAX_BATCH):
-            await response.write(b"".join([frame("ADDED", render("ADDED", e.raw)) for e in entries[i : i + MAX_BATCH]]))
+            await response.write(
+                b"".join([frame("ADDED", render("ADDED", e.raw)) for e in entries[i : i + MAX_BATCH]])
+            )
         entries = []
         if initial_end:
             await response.write(initial_end)

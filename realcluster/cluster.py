@@ -54,21 +54,37 @@ _CLUSTER_SCOPED = (
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
 )
 _KEPT_CONFIGMAPS = frozenset({"kube-root-ca.crt", "extension-apiserver-authentication"})
-VALIDATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-                                           "ValidatingWebhookConfiguration", False)
+VALIDATINGWEBHOOKCONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    False,
+)
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
-CUSTOMRESOURCEDEFINITIONS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                                     "CustomResourceDefinition", False)
+CUSTOMRESOURCEDEFINITIONS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
 # CRDs that outlive a test: installing one takes a while and every test that needs it installs it.
 KEPT_CRDS = frozenset({"nodemaintenances.maintenance.aiokcm.io"})
-_NODEMAINTENANCES = Resource("maintenance.aiokcm.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", False)
+_NODEMAINTENANCES = Resource(
+    "maintenance.aiokcm.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", False
+)
 
 
 class RealCluster:
     """`async with RealCluster(plane, nodes=3) as cluster:` — a clean world with `nodes` Ready nodes."""
 
-    def __init__(self, plane: ControlPlane, *, nodes: int = 3, pod_start_delay: float = 1.0,
-                 termination_cap: float = 2.0, untaint_not_ready: bool = True, kubelets: bool = True) -> None:
+    def __init__(
+        self,
+        plane: ControlPlane,
+        *,
+        nodes: int = 3,
+        pod_start_delay: float = 1.0,
+        termination_cap: float = 2.0,
+        untaint_not_ready: bool = True,
+        kubelets: bool = True,
+    ) -> None:
         self.plane = plane
         self.nodes = nodes
         self.url = plane.url
@@ -76,8 +92,10 @@ class RealCluster:
         self._admin: KubeClient | None = None
         self.kubelets: ApiKubelets
         self._kubelet_options: dict[str, Any] = {
-            "pod_start_delay": pod_start_delay, "termination_cap": termination_cap,
-            "untaint_not_ready": untaint_not_ready, "run_pods": kubelets,
+            "pod_start_delay": pod_start_delay,
+            "termination_cap": termination_cap,
+            "untaint_not_ready": untaint_not_ready,
+            "run_pods": kubelets,
         }
         self._background: asyncio.Task[None] | None = None
 
@@ -101,8 +119,9 @@ class RealCluster:
             await self._background  # raises what stopped the kubelets
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._background is not None:
             self._background.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -131,7 +150,9 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
         for nm in (await client.list(_NODEMAINTENANCES)).get("items") or []:
             name = nm["metadata"]["name"]
             if nm["metadata"].get("finalizers"):
-                await _ignore_missing(client.patch(_NODEMAINTENANCES, name, {"metadata": {"finalizers": None}}))
+                await _ignore_missing(
+                    client.patch(_NODEMAINTENANCES, name, {"metadata": {"finalizers": None}})
+                )
             await _ignore_missing(client.delete(_NODEMAINTENANCES, name))
     for ns in namespaces:
         for res in _NAMESPACED:
@@ -140,8 +161,9 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
                     if cm["metadata"]["name"] not in _KEPT_CONFIGMAPS:
                         await _ignore_missing(client.delete(res, cm["metadata"]["name"], namespace=ns))
                 continue
-            await _ignore_missing(client.request(
-                "DELETE", _collection_path(res, ns), query={"propagationPolicy": "Background"}))
+            await _ignore_missing(
+                client.request("DELETE", _collection_path(res, ns), query={"propagationPolicy": "Background"})
+            )
         if ns not in ("kube-system",):
             await _ignore_missing(client.request("DELETE", _collection_path(LEASES, ns)))
         await _clear_pods(client, ns)
@@ -151,17 +173,27 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
         for obj in (await client.list(res)).get("items") or []:
             if not obj["metadata"]["name"].startswith("system-"):
                 await _ignore_missing(client.delete(res, obj["metadata"]["name"]))
-    crds = [c["metadata"]["name"] for c in (await client.list(CUSTOMRESOURCEDEFINITIONS)).get("items") or []
-            if c["metadata"]["name"] not in KEPT_CRDS]
+    crds = [
+        c["metadata"]["name"]
+        for c in (await client.list(CUSTOMRESOURCEDEFINITIONS)).get("items") or []
+        if c["metadata"]["name"] not in KEPT_CRDS
+    ]
     for crd in crds:
         await _ignore_missing(client.delete(CUSTOMRESOURCEDEFINITIONS, crd))
     with anyio.fail_after(timeout):
         while True:
             left = [p for p in (await client.list(PODS)).get("items") or []]
             names = {ns["metadata"]["name"] for ns in (await client.list(NAMESPACES)).get("items") or []}
-            crds_left = {c["metadata"]["name"] for c in (await client.list(CUSTOMRESOURCEDEFINITIONS)).get("items") or []}
-            if (not left and not (names & terminating) and not (await client.list(NODES)).get("items")
-                    and not crds_left.intersection(crds)):
+            crds_left = {
+                c["metadata"]["name"]
+                for c in (await client.list(CUSTOMRESOURCEDEFINITIONS)).get("items") or []
+            }
+            if (
+                not left
+                and not (names & terminating)
+                and not (await client.list(NODES)).get("items")
+                and not crds_left.intersection(crds)
+            ):
                 return
             for pod in left:
                 await _clear_pods(client, pod["metadata"]["namespace"])
@@ -172,7 +204,9 @@ async def _clear_pods(client: KubeClient, namespace: str) -> None:
     for pod in (await client.list(PODS, namespace=namespace)).get("items") or []:
         name = pod["metadata"]["name"]
         if pod["metadata"].get("finalizers"):
-            await _ignore_missing(client.patch(PODS, name, {"metadata": {"finalizers": None}}, namespace=namespace))
+            await _ignore_missing(
+                client.patch(PODS, name, {"metadata": {"finalizers": None}}, namespace=namespace)
+            )
         await _ignore_missing(client.delete(PODS, name, namespace=namespace, grace_period_seconds=0))
 
 

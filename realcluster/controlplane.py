@@ -156,36 +156,82 @@ class ControlPlane:
 
     def _define_components(self) -> None:
         a, d = self.assets, self.workdir
-        self._define("etcd", [
-            str(a.etcd), "--data-dir", str(d / "etcd"),
-            "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
-            "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
-            "--listen-peer-urls", f"http://127.0.0.1:{self.etcd_peer_port}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.etcd_peer_port}",
-            "--initial-cluster", f"default=http://127.0.0.1:{self.etcd_peer_port}",
-        ])
-        self._define("kube-apiserver", [
-            str(a.kube_apiserver), "--etcd-servers", f"http://127.0.0.1:{self.etcd_port}",
-            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-            "--secure-port", str(self.api_port), "--cert-dir", str(d / "certs"),
-            "--token-auth-file", str(d / "tokens.csv"), "--authorization-mode", "Node,RBAC",
-            "--service-account-issuer", "https://kubernetes.default.svc",
-            "--service-account-key-file", str(d / "sa.key"),
-            "--service-account-signing-key-file", str(d / "sa.key"),
-            "--service-cluster-ip-range", "10.96.0.0/16",
-            "--feature-gates", "CustomResourceValidationExpressions=true",
-            "--max-requests-inflight", "800", "--max-mutating-requests-inflight", "400",
-            "--v", "1", *self._audit_flags(), *self.apiserver_flags,
-        ])
+        self._define(
+            "etcd",
+            [
+                str(a.etcd),
+                "--data-dir",
+                str(d / "etcd"),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{self.etcd_peer_port}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{self.etcd_peer_port}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{self.etcd_peer_port}",
+            ],
+        )
+        self._define(
+            "kube-apiserver",
+            [
+                str(a.kube_apiserver),
+                "--etcd-servers",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--bind-address",
+                "127.0.0.1",
+                "--advertise-address",
+                "127.0.0.1",
+                "--secure-port",
+                str(self.api_port),
+                "--cert-dir",
+                str(d / "certs"),
+                "--token-auth-file",
+                str(d / "tokens.csv"),
+                "--authorization-mode",
+                "Node,RBAC",
+                "--service-account-issuer",
+                "https://kubernetes.default.svc",
+                "--service-account-key-file",
+                str(d / "sa.key"),
+                "--service-account-signing-key-file",
+                str(d / "sa.key"),
+                "--service-cluster-ip-range",
+                "10.96.0.0/16",
+                "--feature-gates",
+                "CustomResourceValidationExpressions=true",
+                "--max-requests-inflight",
+                "800",
+                "--max-mutating-requests-inflight",
+                "400",
+                "--v",
+                "1",
+                *self._audit_flags(),
+                *self.apiserver_flags,
+            ],
+        )
         if self.scheduler:
             if a.kube_scheduler is None:
                 raise ControlPlaneError(f"no kube-scheduler in {a.folder}")
-            self._define("kube-scheduler", [
-                str(a.kube_scheduler), "--kubeconfig", str(self.kubeconfig("sched")),
-                "--authentication-kubeconfig", str(self.kubeconfig("sched")),
-                "--authorization-kubeconfig", str(self.kubeconfig("sched")),
-                "--leader-elect=false", "--secure-port", "0", "--v", "1",
-            ])
+            self._define(
+                "kube-scheduler",
+                [
+                    str(a.kube_scheduler),
+                    "--kubeconfig",
+                    str(self.kubeconfig("sched")),
+                    "--authentication-kubeconfig",
+                    str(self.kubeconfig("sched")),
+                    "--authorization-kubeconfig",
+                    str(self.kubeconfig("sched")),
+                    "--leader-elect=false",
+                    "--secure-port",
+                    "0",
+                    "--v",
+                    "1",
+                ],
+            )
         for user in self._tokens:
             self.write_kubeconfig(self.kubeconfig(user), self._tokens[user])
 
@@ -197,12 +243,28 @@ class ControlPlane:
         if not self.audit:
             return []
         policy = self.workdir / "audit-policy.yaml"
-        policy.write_text(yaml.safe_dump({
-            "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
-            "rules": [{"level": "Metadata"}],
-        }))
-        return ["--audit-policy-file", str(policy), "--audit-log-path", str(self.audit_log),
-                "--audit-log-format", "json", "--audit-log-mode", "batch", "--audit-log-batch-max-wait", "1s"]
+        policy.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "omitStages": ["RequestReceived"],
+                    "rules": [{"level": "Metadata"}],
+                }
+            )
+        )
+        return [
+            "--audit-policy-file",
+            str(policy),
+            "--audit-log-path",
+            str(self.audit_log),
+            "--audit-log-format",
+            "json",
+            "--audit-log-mode",
+            "batch",
+            "--audit-log-batch-max-wait",
+            "1s",
+        ]
 
     def pid(self, name: str) -> int | None:
         comp = self._components.get(name)
@@ -216,13 +278,31 @@ class ControlPlane:
         if self.assets.kube_controller_manager is None:
             raise ControlPlaneError(f"no kube-controller-manager in {self.assets.folder}")
         self.kill("kube-controller-manager")
-        self._define("kube-controller-manager", [
-            str(self.assets.kube_controller_manager), "--kubeconfig", str(self.kubeconfig("kcm")),
-            "--leader-elect=false", "--secure-port", "0", "--controllers", controllers,
-            "--service-account-private-key-file", str(self.workdir / "sa.key"),
-            "--root-ca-file", str(self.ca_file), "--use-service-account-credentials=true",
-            "--kube-api-qps", "20", "--kube-api-burst", "30", "--v", "1", *extra,
-        ])
+        self._define(
+            "kube-controller-manager",
+            [
+                str(self.assets.kube_controller_manager),
+                "--kubeconfig",
+                str(self.kubeconfig("kcm")),
+                "--leader-elect=false",
+                "--secure-port",
+                "0",
+                "--controllers",
+                controllers,
+                "--service-account-private-key-file",
+                str(self.workdir / "sa.key"),
+                "--root-ca-file",
+                str(self.ca_file),
+                "--use-service-account-credentials=true",
+                "--kube-api-qps",
+                "20",
+                "--kube-api-burst",
+                "30",
+                "--v",
+                "1",
+                *extra,
+            ],
+        )
         self.start_component("kube-controller-manager")
 
     def apiserver_disabled_admission(self) -> set[str]:
@@ -241,8 +321,12 @@ class ControlPlane:
             return
         with comp.log.open("ab") as log:
             comp.process = subprocess.Popen(
-                comp.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.workdir,
+                comp.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.workdir,
             )
 
     def kill(self, name: str, *, sig: signal.Signals = signal.SIGKILL, timeout: float = 10.0) -> None:
@@ -302,9 +386,13 @@ class ControlPlane:
             for name in ("etcd", "kube-apiserver"):
                 comp = self._components.get(name)
                 if comp is not None and comp.process is not None and comp.process.poll() is not None:
-                    raise ControlPlaneError(f"{name} exited with {comp.process.returncode}:\n{self.log_tail(name)}")
+                    raise ControlPlaneError(
+                        f"{name} exited with {comp.process.returncode}:\n{self.log_tail(name)}"
+                    )
             time.sleep(0.2)
-        raise ControlPlaneError(f"kube-apiserver not ready after {timeout:.0f} s:\n{self.log_tail('kube-apiserver')}")
+        raise ControlPlaneError(
+            f"kube-apiserver not ready after {timeout:.0f} s:\n{self.log_tail('kube-apiserver')}"
+        )
 
     # -- credentials ----------------------------------------------------------------------
 
@@ -315,7 +403,9 @@ class ControlPlane:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "real", "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)}}],
+            "clusters": [
+                {"name": "real", "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)}}
+            ],
             "users": [{"name": "user", "user": {"token": token}}],
             "contexts": [{"name": "real", "context": context}],
             "current-context": "real",

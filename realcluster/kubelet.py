@@ -187,7 +187,9 @@ class ApiKubelets:
         if self._watch_scope is not None:
             self._watch_scope.cancel()
 
-    async def _retry(self, what: Callable[[], Awaitable[T]], *, give_up: tuple[int, ...] = (404,)) -> T | None:
+    async def _retry(
+        self, what: Callable[[], Awaitable[T]], *, give_up: tuple[int, ...] = (404,)
+    ) -> T | None:
         """Retry through transport errors, 5xx and 429 until it succeeds; None on a status in `give_up`."""
         delay = 0.2
         while True:
@@ -207,9 +209,17 @@ class ApiKubelets:
         body: Obj = {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": kubelet.name, "labels": {
-                "kubernetes.io/hostname": kubelet.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64", **kubelet.labels}},
+            "metadata": {
+                "name": kubelet.name,
+                "labels": {
+                    "kubernetes.io/hostname": kubelet.name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "beta.kubernetes.io/os": "linux",
+                    "beta.kubernetes.io/arch": "amd64",
+                    **kubelet.labels,
+                },
+            },
             "spec": {"podCIDR": f"10.244.{kubelet.index}.0/24", "podCIDRs": [f"10.244.{kubelet.index}.0/24"]},
         }
         await self._retry(lambda: self.client.create(NODES, body), give_up=(409,))
@@ -218,7 +228,9 @@ class ApiKubelets:
             taints = (node or {}).get("spec", {}).get("taints") or []
             kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
             if len(kept) != len(taints):
-                await self._retry(lambda: self.client.patch(NODES, kubelet.name, {"spec": {"taints": kept or None}}))
+                await self._retry(
+                    lambda: self.client.patch(NODES, kubelet.name, {"spec": {"taints": kept or None}})
+                )
         await self._post_status(kubelet, initial=True)
         await self._renew_lease(kubelet)
 
@@ -229,37 +241,74 @@ class ApiKubelets:
         if node is None:
             return
         old = (node.get("status") or {}).get("conditions") or []
-        status: Obj = {"conditions": node_conditions(ready=kubelet.ready, not_ready_message=kubelet.not_ready_message,
-                                                     pressure=kubelet.pressure, old=old, now=_now())}
+        status: Obj = {
+            "conditions": node_conditions(
+                ready=kubelet.ready,
+                not_ready_message=kubelet.not_ready_message,
+                pressure=kubelet.pressure,
+                old=old,
+                now=_now(),
+            )
+        }
         if initial:
-            capacity = {"cpu": "32", "memory": "128Gi", "pods": str(self.max_pods), "ephemeral-storage": "100Gi"}
+            capacity = {
+                "cpu": "32",
+                "memory": "128Gi",
+                "pods": str(self.max_pods),
+                "ephemeral-storage": "100Gi",
+            }
             status |= {
                 "capacity": capacity,
                 "allocatable": dict(capacity),
-                "addresses": [{"type": "InternalIP", "address": kubelet.host_ip}, {"type": "Hostname", "address": kubelet.name}],
+                "addresses": [
+                    {"type": "InternalIP", "address": kubelet.host_ip},
+                    {"type": "Hostname", "address": kubelet.name},
+                ],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "nodeInfo": {
-                    "machineID": secrets.token_hex(16), "systemUUID": secrets.token_hex(16), "bootID": secrets.token_hex(16),
-                    "kernelVersion": "6.1.0", "osImage": "aiokcm simulated node", "containerRuntimeVersion": "fake://1",
-                    "kubeletVersion": "v1.24.0", "kubeProxyVersion": "v1.24.0", "operatingSystem": "linux",
+                    "machineID": secrets.token_hex(16),
+                    "systemUUID": secrets.token_hex(16),
+                    "bootID": secrets.token_hex(16),
+                    "kernelVersion": "6.1.0",
+                    "osImage": "aiokcm simulated node",
+                    "containerRuntimeVersion": "fake://1",
+                    "kubeletVersion": "v1.24.0",
+                    "kubeProxyVersion": "v1.24.0",
+                    "operatingSystem": "linux",
                     "architecture": "amd64",
                 },
             }
-        await self._retry(lambda: self.client.patch(
-            NODES, kubelet.name, {"status": status}, subresource="status", patch_type="strategic"))
+        await self._retry(
+            lambda: self.client.patch(
+                NODES, kubelet.name, {"status": status}, subresource="status", patch_type="strategic"
+            )
+        )
 
     async def _renew_lease(self, kubelet: ApiKubelet) -> None:
         node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
-        owner = [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": node["metadata"]["uid"]}] if node else []
-        spec = {"holderIdentity": kubelet.name, "leaseDurationSeconds": self.lease_duration_seconds,
-                "renewTime": _micro_now()}
-        renewed = await self._retry(lambda: self.client.patch(
-            LEASES, kubelet.name, {"spec": spec}, namespace=LEASE_NAMESPACE))
+        owner = (
+            [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": node["metadata"]["uid"]}]
+            if node
+            else []
+        )
+        spec = {
+            "holderIdentity": kubelet.name,
+            "leaseDurationSeconds": self.lease_duration_seconds,
+            "renewTime": _micro_now(),
+        }
+        renewed = await self._retry(
+            lambda: self.client.patch(LEASES, kubelet.name, {"spec": spec}, namespace=LEASE_NAMESPACE)
+        )
         if renewed is None:
-            lease: Obj = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                          "metadata": {"name": kubelet.name, "namespace": LEASE_NAMESPACE, "ownerReferences": owner},
-                          "spec": spec}
-            await self._retry(lambda: self.client.create(LEASES, lease, namespace=LEASE_NAMESPACE), give_up=(409,))
+            lease: Obj = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": kubelet.name, "namespace": LEASE_NAMESPACE, "ownerReferences": owner},
+                "spec": spec,
+            }
+            await self._retry(
+                lambda: self.client.create(LEASES, lease, namespace=LEASE_NAMESPACE), give_up=(409,)
+            )
 
     async def _heartbeats(self) -> None:
         since_status = 0.0
@@ -289,7 +338,9 @@ class ApiKubelets:
                 version = str(listed["metadata"]["resourceVersion"])
                 with anyio.CancelScope() as scope:
                     self._watch_scope = scope  # `resync_pods` ends the watch: relist at once
-                    async with self.client.watch(PODS, resource_version=version, timeout_seconds=300) as events:
+                    async with self.client.watch(
+                        PODS, resource_version=version, timeout_seconds=300
+                    ) as events:
                         async for event in events:
                             if event.type == "ERROR":
                                 break
@@ -312,7 +363,9 @@ class ApiKubelets:
             self._pending.add(meta["uid"])
             self._tg.start_soon(self._finish, pod, min(float(grace), self.termination_cap))
             return
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+        )
         failing = key in kubelet.failing or self._never_ready(pod)
         if status.get("phase") in ("Succeeded", "Failed"):
             return
@@ -350,14 +403,26 @@ class ApiKubelets:
             flag = "True" if ready else "False"
             started = (pod.get("status") or {}).get("startTime") or _now()
             now = _now()
-            containers = [{
-                "name": c["name"], "ready": ready, "started": True, "restartCount": 0, "image": c.get("image", ""),
-                "imageID": "fake://" + str(c.get("image", "")), "containerID": f"fake://{meta['uid'][:12]}{c['name']}",
-                "state": {"running": {"startedAt": started}},
-            } for c in (pod.get("spec") or {}).get("containers") or []]
+            containers = [
+                {
+                    "name": c["name"],
+                    "ready": ready,
+                    "started": True,
+                    "restartCount": 0,
+                    "image": c.get("image", ""),
+                    "imageID": "fake://" + str(c.get("image", "")),
+                    "containerID": f"fake://{meta['uid'][:12]}{c['name']}",
+                    "state": {"running": {"startedAt": started}},
+                }
+                for c in (pod.get("spec") or {}).get("containers") or []
+            ]
             ip = f"10.244.{kubelet.index}.{(hash(meta['uid']) % 250) + 2}"
             status: Obj = {
-                "phase": "Running", "hostIP": kubelet.host_ip, "podIP": ip, "podIPs": [{"ip": ip}], "startTime": started,
+                "phase": "Running",
+                "hostIP": kubelet.host_ip,
+                "podIP": ip,
+                "podIPs": [{"ip": ip}],
+                "startTime": started,
                 "conditions": [
                     {"type": "Initialized", "status": "True", "lastTransitionTime": now},
                     {"type": "Ready", "status": flag, "lastTransitionTime": now},
@@ -365,9 +430,17 @@ class ApiKubelets:
                 ],
                 "containerStatuses": containers,
             }
-            await self._retry(lambda: self.client.patch(
-                PODS, meta["name"], {"status": status, "metadata": {"uid": meta["uid"]}},
-                namespace=meta["namespace"], subresource="status", patch_type="strategic"), give_up=(404, 409, 422))
+            await self._retry(
+                lambda: self.client.patch(
+                    PODS,
+                    meta["name"],
+                    {"status": status, "metadata": {"uid": meta["uid"]}},
+                    namespace=meta["namespace"],
+                    subresource="status",
+                    patch_type="strategic",
+                ),
+                give_up=(404, 409, 422),
+            )
         finally:
             self._pending.discard(meta["uid"])
 
@@ -375,8 +448,15 @@ class ApiKubelets:
         meta = pod["metadata"]
         try:
             await anyio.sleep(delay)
-            await self._retry(lambda: self.client.delete(
-                PODS, meta["name"], namespace=meta["namespace"], grace_period_seconds=0,
-                preconditions={"uid": meta["uid"]}), give_up=(404, 409))
+            await self._retry(
+                lambda: self.client.delete(
+                    PODS,
+                    meta["name"],
+                    namespace=meta["namespace"],
+                    grace_period_seconds=0,
+                    preconditions={"uid": meta["uid"]},
+                ),
+                give_up=(404, 409),
+            )
         finally:
             self._pending.discard(meta["uid"])

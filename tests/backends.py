@@ -43,8 +43,9 @@ async def cluster_on_backend(request: pytest.FixtureRequest, **local_options: An
     if backend_of(request) == "real":
         bare = not local_options.get("scheduler", True) and not local_options.get("gc", True)
         plane = request.getfixturevalue("real_bare_plane" if bare else "real_plane")
-        async with RealCluster(plane, nodes=local_options.get("nodes", 3),
-                               kubelets=local_options.get("kubelets", True)) as real:
+        async with RealCluster(
+            plane, nodes=local_options.get("nodes", 3), kubelets=local_options.get("kubelets", True)
+        ) as real:
             yield real
         return
     if not local_options.get("scheduler", True) and not local_options.get("gc", True):

@@ -43,7 +43,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if any(_real_outcomes.values()):
         terminalreporter.write_line(
-            "real-apiserver tier: {passed} passed, {failed} failed, {skipped} skipped".format(**_real_outcomes))
+            "real-apiserver tier: {passed} passed, {failed} failed, {skipped} skipped".format(
+                **_real_outcomes
+            )
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -67,8 +70,12 @@ def real_bare_plane() -> Iterator[ControlPlane]:
     Nobody creates the `default` service accounts, so the ServiceAccount admission plugin, which
     refuses pods until one exists, is off.
     """
-    with ControlPlane(real_assets_or_skip(), kcm_controllers="namespace", scheduler=False,
-                      apiserver_flags=("--disable-admission-plugins=ServiceAccount",)) as plane:
+    with ControlPlane(
+        real_assets_or_skip(),
+        kcm_controllers="namespace",
+        scheduler=False,
+        apiserver_flags=("--disable-admission-plugins=ServiceAccount",),
+    ) as plane:
         yield plane
 
 

@@ -18,7 +18,10 @@ def test_label_selector_nil_matches_nothing_empty_matches_everything() -> None:
     assert not selectors.from_label_selector(None).matches({"a": "b"})
     assert selectors.from_label_selector({}).matches({"a": "b"})
     sel = selectors.from_label_selector(
-        {"matchLabels": {"app": "x"}, "matchExpressions": [{"key": "v", "operator": "NotIn", "values": ["1"]}]}
+        {
+            "matchLabels": {"app": "x"},
+            "matchExpressions": [{"key": "v", "operator": "NotIn", "values": ["1"]}],
+        }
     )
     assert sel.matches({"app": "x"})
     assert not sel.matches({"app": "x", "v": "1"})

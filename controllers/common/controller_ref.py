@@ -78,7 +78,9 @@ def fresh_getter(client: KubeClient, res: Resource, owner: Obj) -> Callable[[], 
         fresh = await client.get(res, str(meta.get("name")), namespace=meta.get("namespace"))
         fresh_uid = (fresh.get("metadata") or {}).get("uid")
         if fresh_uid != meta.get("uid"):
-            raise AdoptionRefused(f"original {res.kind} {meta.get('name')} is gone: got uid {fresh_uid}, wanted {meta.get('uid')}")
+            raise AdoptionRefused(
+                f"original {res.kind} {meta.get('name')} is gone: got uid {fresh_uid}, wanted {meta.get('uid')}"
+            )
         return fresh
 
     return get

@@ -35,7 +35,9 @@ class Expectations:
 class ControllerExpectations:
     """Per-controller-key counts of pending creations and deletions, with a TTL."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic, timeout: float = EXPECTATIONS_TIMEOUT) -> None:
+    def __init__(
+        self, *, clock: Callable[[], float] = time.monotonic, timeout: float = EXPECTATIONS_TIMEOUT
+    ) -> None:
         self._clock = clock
         self._timeout = timeout
         self._store: dict[str, Expectations] = {}
@@ -88,7 +90,9 @@ class UIDTrackingControllerExpectations:
     it, because deletions are expected by pod key here, not by count.
     """
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic, timeout: float = EXPECTATIONS_TIMEOUT) -> None:
+    def __init__(
+        self, *, clock: Callable[[], float] = time.monotonic, timeout: float = EXPECTATIONS_TIMEOUT
+    ) -> None:
         self.counts = ControllerExpectations(clock=clock, timeout=timeout)
         self._uids: dict[str, set[str]] = {}
 

@@ -32,4 +32,6 @@ def scaled_value(value: int | str | None, total: int, *, round_up: bool, default
             raise IntOrStringError(f"invalid value for IntOrString: invalid value {text!r}") from exc
         # Integer arithmetic: Go's float64 ceil/floor gives the same result without float noise.
         return -((-percent * total) // 100) if round_up else (percent * total) // 100
-    raise IntOrStringError(f"invalid value for IntOrString: invalid type: string is not a percentage: {text!r}")
+    raise IntOrStringError(
+        f"invalid value for IntOrString: invalid type: string is not a percentage: {text!r}"
+    )

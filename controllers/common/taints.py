@@ -119,7 +119,9 @@ def taint_set_diff(new: Sequence[Taint], old: Sequence[Taint]) -> tuple[list[Tai
     return to_add, to_remove
 
 
-def swap_taints(current: Sequence[Taint], add: Sequence[Taint], remove: Sequence[Taint]) -> list[dict[str, Any]] | None:
+def swap_taints(
+    current: Sequence[Taint], add: Sequence[Taint], remove: Sequence[Taint]
+) -> list[dict[str, Any]] | None:
     """The node's taints after removing `remove` and adding (or updating) `add`; None if unchanged.
 
     As `AddOrUpdateTaintOnNode` + `RemoveTaintOffNode` in one write: a taint to add that is

@@ -77,7 +77,11 @@ class DeploymentController(Controller):
         ensure_orphan_index(self.rs_informer)
         self.pod_informer = ctx.informers.informer(PODS)
         self.d_informer.add_event_handler(
-            ResourceEventHandler(on_add=self._enqueue_obj, on_update=lambda _o, n: self._enqueue_obj(n), on_delete=self._delete_deployment)
+            ResourceEventHandler(
+                on_add=self._enqueue_obj,
+                on_update=lambda _o, n: self._enqueue_obj(n),
+                on_delete=self._delete_deployment,
+            )
         )
         self.rs_informer.add_event_handler(
             ResourceEventHandler(on_add=self._add_rs, on_update=self._update_rs, on_delete=self._delete_rs)
@@ -184,7 +188,11 @@ class DeploymentController(Controller):
     def _pod_matters_for_evacuation(self, rs: Obj, d: Obj, *pods: Obj) -> bool:
         if not is_evacuation_ready(rs):
             return False
-        return replicas_to_evacuate(rs) > 0 or replicas_to_evacuate(d) > 0 or any(has_evacuation_request(p) for p in pods)
+        return (
+            replicas_to_evacuate(rs) > 0
+            or replicas_to_evacuate(d) > 0
+            or any(has_evacuation_request(p) for p in pods)
+        )
 
     def _add_pod(self, pod: Obj) -> None:
         rs, d = self._deployment_for_pod(pod)
@@ -220,7 +228,10 @@ class DeploymentController(Controller):
 
     def pod_map(self, rs_list: list[RS]) -> dict[str, list[Obj]]:
         """`getPodMapForDeployment`: pods grouped by the UID of the owning ReplicaSet."""
-        return {uid_of(rs): list(self.pod_informer.lister.by_index(CONTROLLER_UID_INDEX, uid_of(rs))) for rs in rs_list}
+        return {
+            uid_of(rs): list(self.pod_informer.lister.by_index(CONTROLLER_UID_INDEX, uid_of(rs)))
+            for rs in rs_list
+        }
 
     async def replica_sets_for(self, d: RS) -> list[RS]:
         """`getReplicaSetsForDeployment`: adopt matching orphans, release owned non-matching ones."""
@@ -239,7 +250,11 @@ class DeploymentController(Controller):
         # Only ours and orphans can be claimed, so the indexes find them without a namespace scan.
         namespace = meta(d).get("namespace")
         lister = self.rs_informer.lister
-        owned = [rs for rs in lister.by_index(CONTROLLER_UID_INDEX, uid_of(d)) if meta(rs).get("namespace") == namespace]
+        owned = [
+            rs
+            for rs in lister.by_index(CONTROLLER_UID_INDEX, uid_of(d))
+            if meta(rs).get("namespace") == namespace
+        ]
         orphans = lister.by_index(ORPHAN_INDEX, str(namespace)) if namespace else []
         return await manager.claim(owned + orphans)
 
@@ -266,7 +281,12 @@ class DeploymentController(Controller):
     async def _reconcile(self, d: RS) -> None:
         s = self.syncer
         if (d.get("spec") or {}).get("selector") == {}:
-            self.recorder.event(d, "Warning", "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required.")
+            self.recorder.event(
+                d,
+                "Warning",
+                "SelectingAll",
+                "This deployment is selecting all pods. A non-empty selector is required.",
+            )
             status = copy.deepcopy(d.get("status") or {})
             if int(status.get("observedGeneration") or 0) < int(meta(d).get("generation") or 0):
                 status["observedGeneration"] = meta(d).get("generation")
@@ -300,7 +320,9 @@ class DeploymentController(Controller):
         s = self.syncer
         if not evacuation.can_answer(d, [rs for rs in rs_list if (rs.get("spec") or {}).get("replicas")]):
             return False
-        new_rs, old_rss = await s.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
+        new_rs, old_rss = await s.get_all_replica_sets_and_sync_revision(
+            d, rs_list, create_if_not_existed=False
+        )
         steady = evacuation.steady_replica_set(d, new_rs, old_rss)
         if steady is None:
             return False

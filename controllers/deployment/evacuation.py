@@ -153,7 +153,9 @@ def plan(d: Obj, rs: Obj, pods: Sequence[Obj], *, now: datetime) -> EvacuationPl
     return EvacuationPlan(spec, r, "wait")
 
 
-async def reconcile(s: DeploymentSync, d: RS, rs: RS, pods: Sequence[Obj], *, now: datetime) -> EvacuationPlan:
+async def reconcile(
+    s: DeploymentSync, d: RS, rs: RS, pods: Sequence[Obj], *, now: datetime
+) -> EvacuationPlan:
     """Carry out `plan` on the ReplicaSet; the caller syncs the Deployment's status afterwards.
 
     A step is one scale of the ReplicaSet, announced as KCM announces any scale (one
@@ -164,7 +166,13 @@ async def reconcile(s: DeploymentSync, d: RS, rs: RS, pods: Sequence[Obj], *, no
         return step
     op = "up" if step.step == "surge" else "down"
     await s.scale_replica_set(rs, step.replicas, d, op)
-    log.info("evacuation step", step=step.step, replicaset=name_of(rs), replicas=step.replicas, requested=step.requested)
+    log.info(
+        "evacuation step",
+        step=step.step,
+        replicaset=name_of(rs),
+        replicas=step.replicas,
+        requested=step.requested,
+    )
     return step
 
 
@@ -177,7 +185,9 @@ async def sync_marks(s: DeploymentSync, d: RS, rs_list: Sequence[RS], *, enabled
         want = answer and replicas(rs) > 0
         if want != is_evacuation_ready(rs) and (want or EVACUATION_READY_ANNOTATION in annotations_of(rs)):
             value = "true" if want else None
-            rs = await s.patch_replica_set(rs, {"metadata": {"annotations": {EVACUATION_READY_ANNOTATION: value}}})
+            rs = await s.patch_replica_set(
+                rs, {"metadata": {"annotations": {EVACUATION_READY_ANNOTATION: value}}}
+            )
         out.append(rs)
     total = sum(replicas_to_evacuate(rs) for rs in rs_list) if enabled else 0
     patch = count_annotation_patch(d, REPLICAS_TO_EVACUATE_ANNOTATION, total)

@@ -59,14 +59,18 @@ def deployment_condition(
     condition_type: str, status: str, reason: str, message: str, *, now: datetime | None = None
 ) -> dict[str, Any]:
     """A Deployment condition: both `lastUpdateTime` and `lastTransitionTime` stamped."""
-    return new_condition(condition_type, status, reason=reason, message=message, now=now, with_update_time=True)
+    return new_condition(
+        condition_type, status, reason=reason, message=message, now=now, with_update_time=True
+    )
 
 
 def generation(d: Obj) -> int:
     return int(meta(d).get("generation") or 0)
 
 
-def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, *, now: datetime | None = None) -> dict[str, Any]:
+def calculate_status(
+    all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, *, now: datetime | None = None
+) -> dict[str, Any]:
     """`calculateStatus`: counts from the ReplicaSets, conditions carried over, `Available` set."""
     old_status = d.get("status") or {}
     available = available_replica_count(all_rss)
@@ -83,10 +87,16 @@ def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, 
         status["collisionCount"] = old_status["collisionCount"]
     status["conditions"] = copy.deepcopy(list(old_status.get("conditions") or []))
     if available >= replicas(d) - max_unavailable(d):
-        cond = deployment_condition(AVAILABLE, "True", MIN_REPLICAS_AVAILABLE, "Deployment has minimum availability.", now=now)
+        cond = deployment_condition(
+            AVAILABLE, "True", MIN_REPLICAS_AVAILABLE, "Deployment has minimum availability.", now=now
+        )
     else:
         cond = deployment_condition(
-            AVAILABLE, "False", MIN_REPLICAS_UNAVAILABLE, "Deployment does not have minimum availability.", now=now
+            AVAILABLE,
+            "False",
+            MIN_REPLICAS_UNAVAILABLE,
+            "Deployment does not have minimum availability.",
+            now=now,
         )
     set_condition(status, cond)
     return status
@@ -162,7 +172,9 @@ def replica_failures(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> list[
     return found
 
 
-def rollout_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, *, now: datetime) -> dict[str, Any]:
+def rollout_status(
+    all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, *, now: datetime
+) -> dict[str, Any]:
     """`syncRolloutStatus` without the write: the status a rollout step should leave behind."""
     status = calculate_status(all_rss, new_rs, d, now=now)
     if not has_progress_deadline(d):
@@ -176,10 +188,20 @@ def rollout_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, *,
     if has_progress_deadline(d) and not complete_already:
         rs_name = name_of(new_rs) if new_rs is not None else None
         if deployment_complete(d, status):
-            msg = f'ReplicaSet "{rs_name}" has successfully progressed.' if rs_name else f'Deployment "{name_of(d)}" has successfully progressed.'
-            set_condition(status, deployment_condition(PROGRESSING, "True", NEW_RS_AVAILABLE_REASON, msg, now=now))
+            msg = (
+                f'ReplicaSet "{rs_name}" has successfully progressed.'
+                if rs_name
+                else f'Deployment "{name_of(d)}" has successfully progressed.'
+            )
+            set_condition(
+                status, deployment_condition(PROGRESSING, "True", NEW_RS_AVAILABLE_REASON, msg, now=now)
+            )
         elif deployment_progressing(d, status):
-            msg = f'ReplicaSet "{rs_name}" is progressing.' if rs_name else f'Deployment "{name_of(d)}" is progressing.'
+            msg = (
+                f'ReplicaSet "{rs_name}" is progressing.'
+                if rs_name
+                else f'Deployment "{name_of(d)}" is progressing.'
+            )
             cond = deployment_condition(PROGRESSING, "True", RS_UPDATED_REASON, msg, now=now)
             # Progress refreshes lastUpdateTime even with the same reason, which set_condition
             # would not do: replace the condition, keeping lastTransitionTime when already True.
@@ -189,7 +211,11 @@ def rollout_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, *,
                 remove_condition(status, PROGRESSING)
             set_condition(status, cond)
         elif deployment_timed_out(d, status, now):
-            msg = f'ReplicaSet "{rs_name}" has timed out progressing.' if rs_name else f'Deployment "{name_of(d)}" has timed out progressing.'
+            msg = (
+                f'ReplicaSet "{rs_name}" has timed out progressing.'
+                if rs_name
+                else f'Deployment "{name_of(d)}" has timed out progressing.'
+            )
             set_condition(status, deployment_condition(PROGRESSING, "False", TIMED_OUT_REASON, msg, now=now))
     failures = replica_failures(all_rss, new_rs)
     if failures:

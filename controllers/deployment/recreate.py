@@ -33,7 +33,9 @@ async def rollout_recreate(
         await s.sync_rollout_status(all_rss, new_rs, d)
         return
     if new_rs is None:
-        new_rs, old_rss = await s.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=True)
+        new_rs, old_rss = await s.get_all_replica_sets_and_sync_revision(
+            d, rs_list, create_if_not_existed=True
+        )
         all_rss = [*old_rss, new_rs]
     if new_rs is not None:
         await s.scale_replica_set_and_record_event(new_rs, replicas(d), d)

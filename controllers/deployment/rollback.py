@@ -66,7 +66,9 @@ async def rollback(s: DeploymentSync, d: RS, rs_list: Sequence[RS]) -> None:
                 await _clear_rollback_to(s, d, None)
                 return
             await _clear_rollback_to(s, d, rs)
-            s.recorder.event(d, "Normal", ROLLBACK_DONE, f'Rolled back deployment "{name_of(d)}" to revision {target}')
+            s.recorder.event(
+                d, "Normal", ROLLBACK_DONE, f'Rolled back deployment "{name_of(d)}" to revision {target}'
+            )
             return
     s.recorder.event(d, "Warning", ROLLBACK_REVISION_NOT_FOUND, "Unable to find the revision to rollback to.")
     await _clear_rollback_to(s, d, None)

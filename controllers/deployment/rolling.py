@@ -50,7 +50,9 @@ async def rollout_rolling(
     await s.sync_rollout_status(all_rss, new_rs, d)
 
 
-async def reconcile_new_replica_set(s: DeploymentSync, all_rss: Sequence[RS | None], new_rs: RS, d: RS) -> bool:
+async def reconcile_new_replica_set(
+    s: DeploymentSync, all_rss: Sequence[RS | None], new_rs: RS, d: RS
+) -> bool:
     """Scale the new ReplicaSet towards spec.replicas within the surge budget."""
     if replicas(new_rs) == replicas(d):
         return False

@@ -158,7 +158,9 @@ class DeploymentSync:
         """The cache still holds a version of `d` or of one of its ReplicaSets that this
         controller has already written over: the informer will deliver the write and wake the
         Deployment again, so this sync would only act on what it has already changed."""
-        return self.written.superseded(_d_key(d), d) or any(self.written.superseded(_rs_key(rs), rs) for rs in rs_list)
+        return self.written.superseded(_d_key(d), d) or any(
+            self.written.superseded(_rs_key(rs), rs) for rs in rs_list
+        )
 
     # -- new and old ReplicaSets ------------------------------------------------------------
 
@@ -168,7 +170,9 @@ class DeploymentSync:
         """`getAllReplicaSetsAndSyncRevision`: the new ReplicaSet (maybe created) and the old ones."""
         existing = find_new_replica_set(d, rs_list)
         old_rss = [dict(rs) for rs in find_old_replica_sets(existing, rs_list)]
-        new_rs = await self.get_new_replica_set(d, rs_list, old_rss, create_if_not_existed=create_if_not_existed)
+        new_rs = await self.get_new_replica_set(
+            d, rs_list, old_rss, create_if_not_existed=create_if_not_existed
+        )
         return new_rs, old_rss
 
     async def get_new_replica_set(
@@ -188,7 +192,10 @@ class DeploymentSync:
         min_ready = (d.get("spec") or {}).get("minReadySeconds") or 0
         min_ready_update = ((existing.get("spec") or {}).get("minReadySeconds") or 0) != min_ready
         if annotations_updated or min_ready_update:
-            body: dict[str, Any] = {"metadata": {"annotations": rs_ann}, "spec": {"minReadySeconds": min_ready}}
+            body: dict[str, Any] = {
+                "metadata": {"annotations": rs_ann},
+                "spec": {"minReadySeconds": min_ready},
+            }
             return await self.patch_replica_set(existing, body)
         rs = dict(existing)
         rs_revision = annotations_of(rs).get(REVISION_ANNOTATION)
@@ -199,7 +206,12 @@ class DeploymentSync:
         if has_progress_deadline(d) and get_condition(d.get("status") or {}, progress.PROGRESSING) is None:
             new_status = copy.deepcopy(d.get("status") or {})
             msg = f'Found new replica set "{name_of(rs)}"'
-            set_condition(new_status, progress.deployment_condition(progress.PROGRESSING, "True", progress.FOUND_NEW_RS_REASON, msg))
+            set_condition(
+                new_status,
+                progress.deployment_condition(
+                    progress.PROGRESSING, "True", progress.FOUND_NEW_RS_REASON, msg
+                ),
+            )
         if revision or new_status is not None:
             await self.update_status(d, new_status, annotations=revision)  # one write, as KCM's
         return rs
@@ -242,7 +254,10 @@ class DeploymentSync:
                 status = copy.deepcopy(d.get("status") or {})
                 msg = f'Failed to create new replica set "{new_rs["metadata"]["name"]}": {exc}'
                 set_condition(
-                    status, progress.deployment_condition(progress.PROGRESSING, "False", progress.FAILED_RS_CREATE_REASON, msg)
+                    status,
+                    progress.deployment_condition(
+                        progress.PROGRESSING, "False", progress.FAILED_RS_CREATE_REASON, msg
+                    ),
                 )
                 await self.update_status(d, status)
                 self.recorder.event(d, "Warning", progress.FAILED_RS_CREATE_REASON, msg)
@@ -259,7 +274,10 @@ class DeploymentSync:
             created = found  # we created it before but our cache had not seen it
         if not already_exists and new_replicas > 0:
             self.recorder.event(
-                d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name_of(created)} from 0 to {new_replicas}"
+                d,
+                "Normal",
+                "ScalingReplicaSet",
+                f"Scaled up replica set {name_of(created)} from 0 to {new_replicas}",
             )
         revision: dict[str, str | None] = {}
         if annotations_of(d).get(REVISION_ANNOTATION) != str(new_revision):
@@ -268,7 +286,12 @@ class DeploymentSync:
         if not already_exists and has_progress_deadline(d):
             new_status = copy.deepcopy(d.get("status") or {})
             msg = f'Created new replica set "{name_of(created)}"'
-            set_condition(new_status, progress.deployment_condition(progress.PROGRESSING, "True", progress.NEW_RS_CREATED_REASON, msg))
+            set_condition(
+                new_status,
+                progress.deployment_condition(
+                    progress.PROGRESSING, "True", progress.NEW_RS_CREATED_REASON, msg
+                ),
+            )
         if revision or new_status is not None:
             await self.update_status(d, new_status, annotations=revision)  # one write, as KCM's
         return created
@@ -292,10 +315,15 @@ class DeploymentSync:
             return False, rs
         rs_ann: dict[str, str] = {}
         set_replicas_annotations(rs_ann, desired, max_total)
-        updated = await self.patch_replica_set(rs, {"metadata": {"annotations": rs_ann}, "spec": {"replicas": new_scale}})
+        updated = await self.patch_replica_set(
+            rs, {"metadata": {"annotations": rs_ann}, "spec": {"replicas": new_scale}}
+        )
         if size_changed:
             self.recorder.event(
-                d, "Normal", "ScalingReplicaSet", f"Scaled {op} replica set {name_of(rs)} from {replicas(rs)} to {new_scale}"
+                d,
+                "Normal",
+                "ScalingReplicaSet",
+                f"Scaled {op} replica set {name_of(rs)} from {replicas(rs)} to {new_scale}",
             )
         return size_changed, updated
 
@@ -321,7 +349,9 @@ class DeploymentSync:
 
     async def is_scaling_event(self, d: RS, rs_list: Sequence[RS]) -> bool:
         """`isScalingEvent`: an active ReplicaSet was last sized for another spec.replicas."""
-        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
+        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(
+            d, rs_list, create_if_not_existed=False
+        )
         for rs in filter_active([*old_rss, new_rs]):
             desired = desired_replicas_annotation(rs)
             if desired is not None and desired != replicas(d):
@@ -370,14 +400,18 @@ class DeploymentSync:
 
     async def sync(self, d: RS, rs_list: Sequence[RS]) -> None:
         """`sync`: scaling events and paused Deployments: scale, clean up, update status."""
-        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
+        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(
+            d, rs_list, create_if_not_existed=False
+        )
         await self.scale(d, new_rs, old_rss)
         if (d.get("spec") or {}).get("paused"):
             await self.cleanup_deployment(old_rss, d)
         await self.sync_deployment_status([*old_rss, new_rs], new_rs, d)
 
     async def sync_status_only(self, d: RS, rs_list: Sequence[RS]) -> None:
-        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
+        new_rs, old_rss = await self.get_all_replica_sets_and_sync_revision(
+            d, rs_list, create_if_not_existed=False
+        )
         await self.sync_deployment_status([*old_rss, new_rs], new_rs, d)
 
     async def check_paused_conditions(self, d: RS) -> None:
@@ -390,9 +424,13 @@ class DeploymentSync:
         paused_cond = cond is not None and cond.get("reason") == progress.PAUSED_DEPLOY_REASON
         paused = bool((d.get("spec") or {}).get("paused"))
         if paused and not paused_cond:
-            new = progress.deployment_condition(progress.PROGRESSING, "Unknown", progress.PAUSED_DEPLOY_REASON, "Deployment is paused")
+            new = progress.deployment_condition(
+                progress.PROGRESSING, "Unknown", progress.PAUSED_DEPLOY_REASON, "Deployment is paused"
+            )
         elif not paused and paused_cond:
-            new = progress.deployment_condition(progress.PROGRESSING, "Unknown", progress.RESUMED_DEPLOY_REASON, "Deployment is resumed")
+            new = progress.deployment_condition(
+                progress.PROGRESSING, "Unknown", progress.RESUMED_DEPLOY_REASON, "Deployment is resumed"
+            )
         else:
             return
         status = copy.deepcopy(d.get("status") or {})

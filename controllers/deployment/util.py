@@ -101,7 +101,9 @@ def _rolling_params(d: Obj) -> Mapping[str, Any]:
     return ((d.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
 
 
-def resolve_fenceposts(max_surge: int | str | None, max_unavailable: int | str | None, desired: int) -> tuple[int, int]:
+def resolve_fenceposts(
+    max_surge: int | str | None, max_unavailable: int | str | None, desired: int
+) -> tuple[int, int]:
     """`ResolveFenceposts`: surge rounds up, unavailable rounds down; both 0 means unavailable 1.
 
     A rollout with neither surge nor unavailability could never make progress, so Kubernetes
@@ -254,10 +256,15 @@ def set_new_replica_set_annotations(
     return changed
 
 
-def set_replicas_annotations(rs_annotations: MutableMapping[str, str], desired: int, max_replicas: int) -> bool:
+def set_replicas_annotations(
+    rs_annotations: MutableMapping[str, str], desired: int, max_replicas: int
+) -> bool:
     """Record the Deployment size (and size + surge) this ReplicaSet was last scaled for."""
     changed = False
-    for key, value in ((DESIRED_REPLICAS_ANNOTATION, str(desired)), (MAX_REPLICAS_ANNOTATION, str(max_replicas))):
+    for key, value in (
+        (DESIRED_REPLICAS_ANNOTATION, str(desired)),
+        (MAX_REPLICAS_ANNOTATION, str(max_replicas)),
+    ):
         if rs_annotations.get(key) != value:
             rs_annotations[key] = value
             changed = True
@@ -266,7 +273,9 @@ def set_replicas_annotations(rs_annotations: MutableMapping[str, str], desired: 
 
 def replicas_annotations_need_update(rs: Obj, desired: int, max_replicas: int) -> bool:
     ann = annotations_of(rs)
-    return ann.get(DESIRED_REPLICAS_ANNOTATION) != str(desired) or ann.get(MAX_REPLICAS_ANNOTATION) != str(max_replicas)
+    return ann.get(DESIRED_REPLICAS_ANNOTATION) != str(desired) or ann.get(MAX_REPLICAS_ANNOTATION) != str(
+        max_replicas
+    )
 
 
 def _int_annotation(obj: Obj, key: str) -> int | None:

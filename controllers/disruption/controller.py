@@ -374,7 +374,11 @@ class DisruptionController(Controller):
             self.stale_queue.add_after(key, wait)
             return
         old = get_pod_condition(pod, DISRUPTION_TARGET) or {}
-        cond: dict[str, Any] = {"type": DISRUPTION_TARGET, "status": "False", "lastTransitionTime": format_time(now)}
+        cond: dict[str, Any] = {
+            "type": DISRUPTION_TARGET,
+            "status": "False",
+            "lastTransitionTime": format_time(now),
+        }
         # UpdatePodCondition replaces the whole condition: clear the old reason and message too.
         for field_name in ("reason", "message"):
             if old.get(field_name):

@@ -26,7 +26,9 @@ from controllers.disruption.budget import BudgetError, ControllerScale
 Obj = Mapping[str, Any]
 
 #: Group/versions of the `Scale` kind a scale client can read (`scale.NewScaleConverter().ScaleVersions()`).
-_SCALE_VERSIONS = frozenset({("autoscaling", "v1"), ("extensions", "v1beta1"), ("apps", "v1beta1"), ("apps", "v1beta2")})
+_SCALE_VERSIONS = frozenset(
+    {("autoscaling", "v1"), ("extensions", "v1beta1"), ("apps", "v1beta1"), ("apps", "v1beta2")}
+)
 _DISCOVERY_TTL = 30.0
 
 
@@ -156,7 +158,9 @@ class ControllerFinder:
         if not _verify(ref, "ReplicationController", ("",)):
             return None
         rc = self.rcs.get(str(ref.get("name", "")), namespace)
-        return ControllerScale(str(ref.get("uid")), _replicas(rc)) if rc is not None and _same(rc, ref) else None
+        return (
+            ControllerScale(str(ref.get("uid")), _replicas(rc)) if rc is not None and _same(rc, ref) else None
+        )
 
     def deployment(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
         if not _verify(ref, "ReplicaSet", ("apps", "extensions")):
@@ -187,7 +191,9 @@ class ControllerFinder:
         if not _verify(ref, "StatefulSet", ("apps",)):
             return None
         ss = self.statefulsets.get(str(ref.get("name", "")), namespace)
-        return ControllerScale(str(ref.get("uid")), _replicas(ss)) if ss is not None and _same(ss, ref) else None
+        return (
+            ControllerScale(str(ref.get("uid")), _replicas(ss)) if ss is not None and _same(ss, ref) else None
+        )
 
     async def __call__(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
         for finder in (self.replication_controller, self.deployment, self.replicaset, self.statefulset):

@@ -144,19 +144,31 @@ class EvictionSurgeController(Controller):
         self._record(request, facts, decision, now)
         return admission.response(request.uid, decision)
 
-    def _record(self, request: admission.EvictionRequest, facts: Facts, decision: Decision, now: datetime) -> None:
-        metrics.DECISIONS.labels(decision="deny" if decision.holds_back else "allow", why=decision.why.value).inc()
+    def _record(
+        self, request: admission.EvictionRequest, facts: Facts, decision: Decision, now: datetime
+    ) -> None:
+        metrics.DECISIONS.labels(
+            decision="deny" if decision.holds_back else "allow", why=decision.why.value
+        ).inc()
         key = f"{request.namespace}/{request.name}"
-        if decision.why is not Why.DRY_RUN and facts.pod is not None and (
-                decision.holds_back or requested_by_us(facts.pod)):
+        if (
+            decision.why is not Why.DRY_RUN
+            and facts.pod is not None
+            and (decision.holds_back or requested_by_us(facts.pod))
+        ):
             self.last_eviction[key] = now
         if decision.request:
             self.wanted.add(key)
         if decision.request or decision.why is Why.SURGE_TIMED_OUT:
             self.enqueue(key)
         if decision.why not in (Why.DRY_RUN, Why.UNKNOWN_POD, Why.NOT_RUNNING, Why.NO_ANSWER):
-            log.info("eviction reviewed", controller=self.name, key=key, allowed=decision.allowed,
-                     why=decision.why.value)
+            log.info(
+                "eviction reviewed",
+                controller=self.name,
+                key=key,
+                allowed=decision.allowed,
+                why=decision.why.value,
+            )
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -179,10 +191,18 @@ class EvictionSurgeController(Controller):
             return None  # someone else's evacuation is under way
         if (now - last).total_seconds() >= self.retry_window:
             return None  # the drainer has gone away since
-        await request_evacuation(self.client, pod, message="an eviction is waiting for a replacement", now=now)
-        self.log.info("requested evacuation", key=key, reason="eviction held back until a replacement is available")
-        self.recorder.event(pod, "Normal", EVENT_REQUESTED,
-                            "Eviction held back: asked the owner to start a replacement on another node first")
+        await request_evacuation(
+            self.client, pod, message="an eviction is waiting for a replacement", now=now
+        )
+        self.log.info(
+            "requested evacuation", key=key, reason="eviction held back until a replacement is available"
+        )
+        self.recorder.event(
+            pod,
+            "Normal",
+            EVENT_REQUESTED,
+            "Eviction held back: asked the owner to start a replacement on another node first",
+        )
         metrics.REQUESTS.labels(action="request").inc()
         return Result(requeue_after=self.retry_window)
 
@@ -195,8 +215,12 @@ class EvictionSurgeController(Controller):
             await withdraw_evacuation(self.client, pod)
             self.last_eviction.pop(key, None)
             self.log.info("withdrew evacuation request", key=key, idle_seconds=round(idle, 1))
-            self.recorder.event(pod, "Normal", EVENT_WITHDRAWN,
-                                f"No eviction retried within {self.retry_window:g}s: evacuation request withdrawn")
+            self.recorder.event(
+                pod,
+                "Normal",
+                EVENT_WITHDRAWN,
+                f"No eviction retried within {self.retry_window:g}s: evacuation request withdrawn",
+            )
             metrics.REQUESTS.labels(action="withdraw").inc()
             return None
         waits = [self.retry_window - idle]
@@ -205,12 +229,18 @@ class EvictionSurgeController(Controller):
         if now >= timed_out_at:
             if self.reported.get(key) != marker:
                 self.reported[key] = marker
-                self.log.warning("evacuation did not finish in time, eviction no longer held back", key=key,
-                                 timeout_seconds=self.surge_timeout)
+                self.log.warning(
+                    "evacuation did not finish in time, eviction no longer held back",
+                    key=key,
+                    timeout_seconds=self.surge_timeout,
+                )
                 self.recorder.event(
-                    pod, "Warning", EVENT_TIMED_OUT,
+                    pod,
+                    "Warning",
+                    EVENT_TIMED_OUT,
                     f"No replacement became available within {self.surge_timeout:g}s: evictions are no longer "
-                    f"held back, the PodDisruptionBudget decides")
+                    f"held back, the PodDisruptionBudget decides",
+                )
                 metrics.REQUESTS.labels(action="timed-out").inc()
         else:
             waits.append((timed_out_at - now).total_seconds())

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from prometheus_client import Counter
 
-DECISIONS = Counter("aiokcm_eviction_surge_decisions_total", "Evictions reviewed by the eviction-surge webhook.",
-                    ["decision", "why"])
-REQUESTS = Counter("aiokcm_eviction_surge_requests_total",
-                   "Evacuation requests the eviction-surge webhook wrote, withdrew or gave up on.", ["action"])
+DECISIONS = Counter(
+    "aiokcm_eviction_surge_decisions_total",
+    "Evictions reviewed by the eviction-surge webhook.",
+    ["decision", "why"],
+)
+REQUESTS = Counter(
+    "aiokcm_eviction_surge_requests_total",
+    "Evacuation requests the eviction-surge webhook wrote, withdrew or gave up on.",
+    ["action"],
+)

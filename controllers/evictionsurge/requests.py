@@ -42,8 +42,9 @@ def request_ops(pod: Obj, *, message: str, now: datetime) -> list[dict[str, Any]
         "message": message,
         "lastTransitionTime": format_time(now),
     }
-    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion",
-                                  "value": str(meta.get("resourceVersion", ""))}]
+    ops: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": str(meta.get("resourceVersion", ""))}
+    ]
     index = _index(pod, EVACUATION_REQUEST)
     if index is not None:
         ops.append({"op": "replace", "path": f"/status/conditions/{index}", "value": condition})

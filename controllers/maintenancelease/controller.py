@@ -63,10 +63,15 @@ class MaintenanceLeaseController(Controller):
         lease_inf = ctx.informers.informer(LEASES, namespace=NAMESPACE)
         self.node_lister = node_inf.lister
         self.lease_lister = lease_inf.lister
-        node_inf.add_event_handler(ResourceEventHandler(on_add=self._node_added, on_update=self._node_updated))
-        lease_inf.add_event_handler(ResourceEventHandler(
-            on_add=self._enqueue, on_update=lambda _old, new: self._enqueue(new),
-        ))
+        node_inf.add_event_handler(
+            ResourceEventHandler(on_add=self._node_added, on_update=self._node_updated)
+        )
+        lease_inf.add_event_handler(
+            ResourceEventHandler(
+                on_add=self._enqueue,
+                on_update=lambda _old, new: self._enqueue(new),
+            )
+        )
         metrics.COLLECTOR.watch(self, lambda c: c.lease_lister.list(NAMESPACE))
 
     def _enqueue(self, obj: Obj) -> None:
@@ -119,7 +124,9 @@ class MaintenanceLeaseController(Controller):
         else:
             refs.append(ref)
         # A merge patch carrying the resourceVersion read: 409 if anyone wrote since (then we look again).
-        patch = {"metadata": {"resourceVersion": str(meta.get("resourceVersion", "")), "ownerReferences": refs}}
+        patch = {
+            "metadata": {"resourceVersion": str(meta.get("resourceVersion", "")), "ownerReferences": refs}
+        }
         try:
             await self.client.patch(LEASES, str(meta.get("name")), patch, namespace=NAMESPACE)
         except ApiError as exc:

@@ -237,13 +237,17 @@ async def namespace_exists(client: KubeClient) -> bool:
 async def ensure_namespace(client: KubeClient) -> None:
     """Create `kube-node-maintenance` unless it exists (as kube-node-lease is created)."""
     try:
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        await client.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
     except ApiError as exc:
         if not exc.already_exists:
             raise
 
 
-async def create_lease(client: KubeClient, node: Mapping[str, Any], *, spec: Mapping[str, Any] | None = None) -> Obj | None:
+async def create_lease(
+    client: KubeClient, node: Mapping[str, Any], *, spec: Mapping[str, Any] | None = None
+) -> Obj | None:
     """Create the node's lease (and the namespace if missing); None when it already exists."""
     body = lease_body(node, spec)
     for _ in range(2):
@@ -296,10 +300,17 @@ async def acquire(
         now = clock()
         if obj is None:
             stamp = format_microtime(now)
-            created = await _create_held(client, node, {
-                "holderIdentity": holder, "leaseDurationSeconds": duration_seconds,
-                "acquireTime": stamp, "renewTime": stamp, "leaseTransitions": 0,
-            })
+            created = await _create_held(
+                client,
+                node,
+                {
+                    "holderIdentity": holder,
+                    "leaseDurationSeconds": duration_seconds,
+                    "acquireTime": stamp,
+                    "renewTime": stamp,
+                    "leaseTransitions": 0,
+                },
+            )
             if created is None:
                 continue  # another holder created it first: read it and see who holds it
             return LeaseState.from_obj(created)
@@ -444,7 +455,9 @@ async def maintenance_lease(
         while True:
             await anyio.sleep(interval)
             try:
-                held.state = await renew(client, node, holder=holder, duration_seconds=duration_seconds, clock=clock)
+                held.state = await renew(
+                    client, node, holder=holder, duration_seconds=duration_seconds, clock=clock
+                )
             except LeaseLostError as exc:
                 log.warning("maintenance lease lost", node=node, holder=holder, error=str(exc))
                 held.lost = True

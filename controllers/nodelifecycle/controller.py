@@ -118,7 +118,8 @@ def controller_no_schedule_taints(node: Mapping[str, Any]) -> list[Taint]:
     return [
         t
         for t in node_taints(node)
-        if t.get("effect") == NO_SCHEDULE and (t.get("key") == TAINT_NODE_UNSCHEDULABLE or t.get("key") in CONDITION_TAINT_KEYS)
+        if t.get("effect") == NO_SCHEDULE
+        and (t.get("key") == TAINT_NODE_UNSCHEDULABLE or t.get("key") in CONDITION_TAINT_KEYS)
     ]
 
 
@@ -194,10 +195,19 @@ class NodeLifecycleController(Controller):
         tg.start_soon(self.pod_worker.run, self.pod_queue)
 
     def start_loops(self, tg: TaskGroup) -> None:
-        tg.start_soon(functools.partial(self.every, self.monitor_period, self.monitor_node_health,
-                                        what="monitoring node health"))
-        tg.start_soon(functools.partial(self.every, NO_EXECUTE_TAINTING_PERIOD, self.do_no_execute_tainting_pass,
-                                        what="NoExecute tainting pass"))
+        tg.start_soon(
+            functools.partial(
+                self.every, self.monitor_period, self.monitor_node_health, what="monitoring node health"
+            )
+        )
+        tg.start_soon(
+            functools.partial(
+                self.every,
+                NO_EXECUTE_TAINTING_PERIOD,
+                self.do_no_execute_tainting_pass,
+                what="NoExecute tainting pass",
+            )
+        )
 
     # -- NoSchedule tainting (the node queue) ------------------------------------------
 
@@ -225,7 +235,10 @@ class NodeLifecycleController(Controller):
             new = swap_taints(node_taints(node), stamped, remove)
             if new is None:
                 return True
-            patch = {"metadata": {"resourceVersion": _meta(node).get("resourceVersion")}, "spec": {"taints": new or None}}
+            patch = {
+                "metadata": {"resourceVersion": _meta(node).get("resourceVersion")},
+                "spec": {"taints": new or None},
+            }
             try:
                 await self.client.patch(NODES, name, patch)
                 return True
@@ -272,7 +285,9 @@ class NodeLifecycleController(Controller):
                 self.log.warning("tainting node failed", node=name, error=str(exc))
             just_failed = current != "True" and observed == "True"
             if just_failed:
-                self.recorder.event(node, "Normal", "NodeNotReady", f"Node {name} status is now: NodeNotReady")
+                self.recorder.event(
+                    node, "Normal", "NodeNotReady", f"Node {name} status is now: NodeNotReady"
+                )
             if just_failed or (name in self.nodes_to_retry and observed != "True"):
                 try:
                     await self.mark_pods_not_ready(self.pod_lister.by_index(NODE_NAME_INDEX, name), name)
@@ -339,7 +354,11 @@ class NodeLifecycleController(Controller):
         taints = node_taints(node)
         tainter = self._ensure_zone(zone_key(node))
         if ready in ("False", "Unknown"):
-            wanted, other = (NOT_READY_TAINT, UNREACHABLE_TAINT) if ready == "False" else (UNREACHABLE_TAINT, NOT_READY_TAINT)
+            wanted, other = (
+                (NOT_READY_TAINT, UNREACHABLE_TAINT)
+                if ready == "False"
+                else (UNREACHABLE_TAINT, NOT_READY_TAINT)
+            )
             if taint_exists(taints, other):
                 # Already judged and tainted once: swap at once, no rate limit (Go does the same).
                 await self.swap_node_taints(name, [wanted], [other])
@@ -366,7 +385,9 @@ class NodeLifecycleController(Controller):
         for zone, tainter in list(self.tainters.items()):
             pending: list[tuple[str, Taint, Taint]] = []
 
-            def decide(value: TimedValue, pending: list[tuple[str, Taint, Taint]] = pending) -> tuple[bool, float]:
+            def decide(
+                value: TimedValue, pending: list[tuple[str, Taint, Taint]] = pending
+            ) -> tuple[bool, float]:
                 node = self.node_lister.get(value.value)
                 if node is None:
                     return True, 0.0
@@ -389,7 +410,9 @@ class NodeLifecycleController(Controller):
 
     # -- zones -----------------------------------------------------------------------------
 
-    async def handle_disruption(self, zone_ready: Mapping[str, Sequence[str | None]], nodes: Sequence[Mapping[str, Any]]) -> None:
+    async def handle_disruption(
+        self, zone_ready: Mapping[str, Sequence[str | None]], nodes: Sequence[Mapping[str, Any]]
+    ) -> None:
         """`handleDisruption`: new zone states, each zone's rate, and the all-zones-down stop."""
         new_states: dict[str, ZoneState] = {}
         all_fully_disrupted = True

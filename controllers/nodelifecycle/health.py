@@ -72,7 +72,11 @@ def observe(
         health = NodeHealth(ready, now, now, health.lease_renew)
     elif saved is not None and ready is None:
         health = NodeHealth(None, now, now, health.lease_renew)
-    elif saved is not None and ready is not None and saved.get("lastHeartbeatTime") != ready.get("lastHeartbeatTime"):
+    elif (
+        saved is not None
+        and ready is not None
+        and saved.get("lastHeartbeatTime") != ready.get("lastHeartbeatTime")
+    ):
         moved = saved.get("lastTransitionTime") != ready.get("lastTransitionTime")
         health = NodeHealth(ready, now, now if moved else health.ready_transition, health.lease_renew)
     observed_renew = lease_renew_time(lease)
@@ -94,20 +98,24 @@ def unknown_conditions(node: Mapping[str, Any]) -> list[dict[str, Any]]:
     for condition_type in UNKNOWN_CONDITION_TYPES:
         current = get_condition(node.get("status"), condition_type)
         if current is None:
-            out.append({
-                "type": condition_type,
-                "status": "Unknown",
-                "reason": "NodeStatusNeverUpdated",
-                "message": "Kubelet never posted node status.",
-                "lastHeartbeatTime": created,
-                "lastTransitionTime": stamp,
-            })
+            out.append(
+                {
+                    "type": condition_type,
+                    "status": "Unknown",
+                    "reason": "NodeStatusNeverUpdated",
+                    "message": "Kubelet never posted node status.",
+                    "lastHeartbeatTime": created,
+                    "lastTransitionTime": stamp,
+                }
+            )
         elif current.get("status") != "Unknown":
-            out.append({
-                **current,
-                "status": "Unknown",
-                "reason": "NodeStatusUnknown",
-                "message": "Kubelet stopped posting node status.",
-                "lastTransitionTime": stamp,
-            })
+            out.append(
+                {
+                    **current,
+                    "status": "Unknown",
+                    "reason": "NodeStatusUnknown",
+                    "message": "Kubelet stopped posting node status.",
+                    "lastTransitionTime": stamp,
+                }
+            )
     return out

@@ -40,7 +40,9 @@ class TokenBucketLimiter:
     Starts full (`burst` tokens), refills at `qps` per second; `qps <= 0` never accepts.
     """
 
-    def __init__(self, qps: float, burst: int = EVICTION_RATE_LIMITER_BURST, *, now: Callable[[], float] = _loop_time) -> None:
+    def __init__(
+        self, qps: float, burst: int = EVICTION_RATE_LIMITER_BURST, *, now: Callable[[], float] = _loop_time
+    ) -> None:
         self.qps = qps
         self.burst = max(1, burst)
         self._now = now

@@ -50,7 +50,9 @@ def excluded_from_disruption(node: Mapping[str, Any]) -> bool:
     return EXCLUDE_DISRUPTION_LABEL in labels
 
 
-def compute_zone_state(ready_statuses: Sequence[str | None], unhealthy_threshold: float) -> tuple[int, ZoneState]:
+def compute_zone_state(
+    ready_statuses: Sequence[str | None], unhealthy_threshold: float
+) -> tuple[int, ZoneState]:
     """`ComputeZoneState` over the zone's Ready statuses (None = no Ready condition)."""
     ready = sum(1 for s in ready_statuses if s == "True")
     not_ready = len(ready_statuses) - ready
@@ -62,7 +64,12 @@ def compute_zone_state(ready_statuses: Sequence[str | None], unhealthy_threshold
 
 
 def zone_rate(
-    state: ZoneState, zone_size: int, *, eviction_rate: float, secondary_rate: float, large_cluster_threshold: int
+    state: ZoneState,
+    zone_size: int,
+    *,
+    eviction_rate: float,
+    secondary_rate: float,
+    large_cluster_threshold: int,
 ) -> float:
     """The tainting rate for a zone in `state` (`setLimiterInZone`)."""
     if state is ZoneState.PARTIAL_DISRUPTION:

@@ -32,7 +32,12 @@ MAINTENANCES_ANNOTATION = f"{GROUP}/maintenances"
 ORIGINAL_UNSCHEDULABLE_ANNOTATION = f"{GROUP}/original-unschedulable"
 
 # Pod conditions from the KEP (PodConditionType and the requester's reason) live in controllers.common.
-__all__ = ["EVACUATION_INITIATED", "EVACUATION_REQUEST", "GATE_DECLARATIVE_NODE_MAINTENANCE", "REASON_NODE_MAINTENANCE"]
+__all__ = [
+    "EVACUATION_INITIATED",
+    "EVACUATION_REQUEST",
+    "GATE_DECLARATIVE_NODE_MAINTENANCE",
+    "REASON_NODE_MAINTENANCE",
+]
 
 DEFAULT_EVACUATION_TIMEOUT_SECONDS = 180.0
 
@@ -137,7 +142,9 @@ def _drain_options(spec: Mapping[str, Any]) -> tuple[DrainOptions, str]:
         force=spec.get("force") is True,
         delete_emptydir_data=spec.get("deleteEmptyDirData") is True,
         pod_selector=selector,
-        grace_period_seconds=int(grace) if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0 else None,
+        grace_period_seconds=int(grace)
+        if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0
+        else None,
     )
     return options, invalid
 

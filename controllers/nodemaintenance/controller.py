@@ -99,28 +99,54 @@ class NodeMaintenanceController(Controller):
         pod_inf = factory.informer(PODS)
         # The pods' owners, to tell who will answer an EvacuationRequest (workload.py).
         owners = {res.kind: factory.informer(res).lister for res in (REPLICASETS, DEPLOYMENTS, STATEFULSETS)}
-        self.listers = Listers(nm_inf.lister, node_inf.lister, pod_inf.lister, owners,
-                               surge_answers=bool(ctx.options.get(SURGE_ANSWERS_OPTION, True)))
+        self.listers = Listers(
+            nm_inf.lister,
+            node_inf.lister,
+            pod_inf.lister,
+            owners,
+            surge_answers=bool(ctx.options.get(SURGE_ANSWERS_OPTION, True)),
+        )
         self.state = DrainState()
         self.node_sync = NodeSync(
-            client=self.client, listers=self.listers, state=self.state, gate=gate,
-            recorder=self.recorder, enqueue_maintenance=self.enqueue,
-            batch_maintenance=lambda name: self.queue.add_after(name, STATUS_BATCH_SECONDS), clock=clock,
+            client=self.client,
+            listers=self.listers,
+            state=self.state,
+            gate=gate,
+            recorder=self.recorder,
+            enqueue_maintenance=self.enqueue,
+            batch_maintenance=lambda name: self.queue.add_after(name, STATUS_BATCH_SECONDS),
+            clock=clock,
         )
         self.maintenance_sync = MaintenanceSync(
-            client=self.client, listers=self.listers, state=self.state,
-            recorder=self.recorder, enqueue_node=self.node_queue.add, clock=clock,
+            client=self.client,
+            listers=self.listers,
+            state=self.state,
+            recorder=self.recorder,
+            enqueue_node=self.node_queue.add,
+            clock=clock,
             max_unschedulable=ctx.options.get(MAX_UNSCHEDULABLE_OPTION, DEFAULT_MAX_UNSCHEDULABLE),
         )
-        nm_inf.add_event_handler(ResourceEventHandler(
-            on_add=self._maintenance_added, on_update=self._maintenance_updated, on_delete=self._maintenance_deleted,
-        ))
-        node_inf.add_event_handler(ResourceEventHandler(
-            on_add=self._node_added, on_update=self._node_updated, on_delete=self._node_deleted,
-        ))
-        pod_inf.add_event_handler(ResourceEventHandler(
-            on_add=self._pod_changed, on_update=lambda _old, new: self._pod_changed(new), on_delete=self._pod_deleted,
-        ))
+        nm_inf.add_event_handler(
+            ResourceEventHandler(
+                on_add=self._maintenance_added,
+                on_update=self._maintenance_updated,
+                on_delete=self._maintenance_deleted,
+            )
+        )
+        node_inf.add_event_handler(
+            ResourceEventHandler(
+                on_add=self._node_added,
+                on_update=self._node_updated,
+                on_delete=self._node_deleted,
+            )
+        )
+        pod_inf.add_event_handler(
+            ResourceEventHandler(
+                on_add=self._pod_changed,
+                on_update=lambda _old, new: self._pod_changed(new),
+                on_delete=self._pod_deleted,
+            )
+        )
 
     # -- handlers --------------------------------------------------------------------------------
 
@@ -153,7 +179,8 @@ class NodeMaintenanceController(Controller):
         if api.applied_maintenances(node):
             return True
         return any(
-            selector_matches(o.get("spec", {}).get("nodeSelector"), node) for o in self.listers.maintenances.list()
+            selector_matches(o.get("spec", {}).get("nodeSelector"), node)
+            for o in self.listers.maintenances.list()
         )
 
     def _enqueue_related_maintenances(self, node: Obj) -> None:

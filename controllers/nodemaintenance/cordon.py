@@ -20,7 +20,9 @@ def is_unschedulable(node: Mapping[str, Any]) -> bool:
     return bool((node.get("spec") or {}).get("unschedulable", False))
 
 
-def plan_cordon(node: Mapping[str, Any], *, want_cordon: bool) -> tuple[dict[str, Any], dict[str, str | None]]:
+def plan_cordon(
+    node: Mapping[str, Any], *, want_cordon: bool
+) -> tuple[dict[str, Any], dict[str, str | None]]:
     """The `spec` and `metadata.annotations` parts of a node merge patch (empty when nothing to do)."""
     annotations = (node.get("metadata") or {}).get("annotations") or {}
     original = annotations.get(ORIGINAL_UNSCHEDULABLE_ANNOTATION)

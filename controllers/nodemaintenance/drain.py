@@ -107,7 +107,9 @@ class DrainOptions:
     grace_period_seconds: int | None = None
 
     def selects(self, pod: Mapping[str, Any]) -> bool:
-        return self.pod_selector is None or self.pod_selector.matches((pod.get("metadata") or {}).get("labels"))
+        return self.pod_selector is None or self.pod_selector.matches(
+            (pod.get("metadata") or {}).get("labels")
+        )
 
     def refusal(self, pod: Mapping[str, Any]) -> tuple[str, str] | None:
         """Why the eviction fallback must not delete `pod` (kubectl's reason and message), if it must not."""
@@ -209,8 +211,11 @@ def plan_pod(
         if status == "False" and answered_at is not None and answered_at >= requested_at:
             return _evict(pod, opts, "the owner answered that it cannot evacuate the pod")
     if work.evict_promptly:
-        why = ("the pod has no controller to answer the EvacuationRequest" if work.answer is Answer.NONE
-               else f"{work.owner} cannot answer the EvacuationRequest")
+        why = (
+            "the pod has no controller to answer the EvacuationRequest"
+            if work.answer is Answer.NONE
+            else f"{work.owner} cannot answer the EvacuationRequest"
+        )
         return _evict(pod, opts, why)
     if wait is None:
         return PodPlan(Action.WAIT, None)
@@ -246,8 +251,12 @@ def stale_plan_is_conflict() -> Iterator[None]:
         yield
     except ApiError as exc:
         if exc.invalid and exc.message.startswith(PATCH_NOT_APPLICABLE):
-            raise ApiError(409, {"reason": "Conflict", "message": f"stale plan, the object changed: {exc.message}"},
-                           method=exc.method, path=exc.path) from exc
+            raise ApiError(
+                409,
+                {"reason": "Conflict", "message": f"stale plan, the object changed: {exc.message}"},
+                method=exc.method,
+                path=exc.path,
+            ) from exc
         raise
 
 
@@ -256,7 +265,9 @@ def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str]:
     return str(meta.get("namespace", "")), str(meta.get("name", "")), str(meta.get("resourceVersion", ""))
 
 
-async def request_evacuation(client: KubeClient, pod: Mapping[str, Any], *, message: str, now: datetime) -> None:
+async def request_evacuation(
+    client: KubeClient, pod: Mapping[str, Any], *, message: str, now: datetime
+) -> None:
     """Set `EvacuationRequest=True` with a JSON patch guarded by the resourceVersion we planned on.
 
     JSON patch rather than a merge patch because a merge patch replaces the whole conditions list
@@ -324,11 +335,17 @@ def failure_backoff(failures: int) -> float:
 
 def refusal_message(exc: ApiError) -> str:
     """The server's message with its causes, which name the budget ("The disruption budget web needs ...")."""
-    causes = [str(c.get("message")) for c in exc.details.get("causes") or [] if isinstance(c, dict) and c.get("message")]
+    causes = [
+        str(c.get("message"))
+        for c in exc.details.get("causes") or []
+        if isinstance(c, dict) and c.get("message")
+    ]
     return " ".join([exc.message, *causes]) if causes else exc.message
 
 
-async def evict(client: KubeClient, pod: Mapping[str, Any], *, grace_period_seconds: int | None = None) -> EvictionOutcome:
+async def evict(
+    client: KubeClient, pod: Mapping[str, Any], *, grace_period_seconds: int | None = None
+) -> EvictionOutcome:
     """One eviction attempt, as `kubectl drain`'s `evictPods` makes one per round."""
     namespace, name, _rv = _pod_ref(pod)
     uid = (pod.get("metadata") or {}).get("uid")
@@ -345,7 +362,9 @@ async def evict(client: KubeClient, pod: Mapping[str, Any], *, grace_period_seco
         if exc.conflict:
             # A precondition on the uid (a new pod took the name) or a budget updated concurrently:
             # neither is an error nor a refusal; the next look sees which.
-            return EvictionOutcome(message=exc.message, retry_after=EVICTION_CONFLICT_RETRY_SECONDS, conflict=True)
+            return EvictionOutcome(
+                message=exc.message, retry_after=EVICTION_CONFLICT_RETRY_SECONDS, conflict=True
+            )
         if exc.too_many_requests:
             wait = exc.retry_after_seconds or EVICTION_RETRY_SECONDS
             return EvictionOutcome(BLOCK_EVICTION_REFUSED, refusal_message(exc), max(wait, 1.0))
@@ -363,7 +382,9 @@ def combine(options: Sequence[DrainOptions]) -> DrainOptions:
     return DrainOptions(
         force=bool(options) and all(o.force for o in options),
         delete_emptydir_data=bool(options) and all(o.delete_emptydir_data for o in options),
-        grace_period_seconds=max(g for g in graces if g is not None) if graces and None not in graces else None,
+        grace_period_seconds=max(g for g in graces if g is not None)
+        if graces and None not in graces
+        else None,
     )
 
 
@@ -397,7 +418,9 @@ def preview(pod: Mapping[str, Any], *, options: DrainOptions, workload: Workload
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
         return Preview("wait", "already terminating")
     if workload.answer is Answer.WILL:
-        return Preview("surge", f"{workload.describe()}: a replacement becomes available elsewhere before the pod goes")
+        return Preview(
+            "surge", f"{workload.describe()}: a replacement becomes available elsewhere before the pod goes"
+        )
     refused = options.refusal(pod)
     wait = workload.timeout if workload.timeout is not None else (timeout if timeout > 0 else None)
     if workload.evict_promptly:
@@ -405,7 +428,9 @@ def preview(pod: Mapping[str, Any], *, options: DrainOptions, workload: Workload
             return Preview("block", refused[1])
         who = "no controller" if workload.answer is Answer.NONE else workload.describe()
         return Preview("evict", f"{who}: evicted as soon as the node drains, under its PodDisruptionBudget")
-    then = "then blocks: " + refused[1] if refused is not None else "then evicted under its PodDisruptionBudget"
+    then = (
+        "then blocks: " + refused[1] if refused is not None else "then evicted under its PodDisruptionBudget"
+    )
     if wait is None:
         return Preview("wait", f"{workload.describe()}: waits for its owner, no eviction deadline")
     return Preview("wait", f"{workload.describe()}: waits {wait:g}s for its owner to answer, {then}")
@@ -441,7 +466,9 @@ def kubectl_filter(
     return verdict
 
 
-def _kubectl_daemonset(pod: Mapping[str, Any], force: bool, _e: bool, ignore: bool, error: str | None) -> KubectlVerdict:
+def _kubectl_daemonset(
+    pod: Mapping[str, Any], force: bool, _e: bool, ignore: bool, error: str | None
+) -> KubectlVerdict:
     if not is_daemonset_pod(pod) or is_finished(pod):
         return KubectlVerdict(True, "Okay")
     if error is not None:
@@ -457,7 +484,9 @@ def _kubectl_mirror(pod: Mapping[str, Any], _f: bool, _e: bool, _i: bool, _d: st
     return KubectlVerdict(False, "Skip") if is_mirror_pod(pod) else KubectlVerdict(True, "Okay")
 
 
-def _kubectl_local_storage(pod: Mapping[str, Any], _f: bool, allow: bool, _i: bool, _d: str | None) -> KubectlVerdict:
+def _kubectl_local_storage(
+    pod: Mapping[str, Any], _f: bool, allow: bool, _i: bool, _d: str | None
+) -> KubectlVerdict:
     if not has_local_storage(pod) or is_finished(pod):
         return KubectlVerdict(True, "Okay")
     if not allow:
@@ -465,7 +494,9 @@ def _kubectl_local_storage(pod: Mapping[str, Any], _f: bool, allow: bool, _i: bo
     return KubectlVerdict(True, "Warning", LOCAL_STORAGE_WARNING)
 
 
-def _kubectl_unreplicated(pod: Mapping[str, Any], force: bool, _e: bool, _i: bool, _d: str | None) -> KubectlVerdict:
+def _kubectl_unreplicated(
+    pod: Mapping[str, Any], force: bool, _e: bool, _i: bool, _d: str | None
+) -> KubectlVerdict:
     if is_finished(pod) or controller_ref(pod) is not None:
         return KubectlVerdict(True, "Okay")
     if force:

@@ -36,10 +36,14 @@ DRAIN_DURATION = Histogram(
     "Time from spec.drain to Drained=True",
     buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200),
 )
-BLOCKED_PODS = Gauge("aiokcm_nodemaintenance_blocked_pods", "Pods not yet gone from nodes being drained, by reason",
-                     ["reason"])
-NODES_WAITING = Gauge("aiokcm_nodemaintenance_nodes_waiting",
-                      "Selected nodes a maintenance has not started, by the limit that holds them back", ["limit"])
+BLOCKED_PODS = Gauge(
+    "aiokcm_nodemaintenance_blocked_pods", "Pods not yet gone from nodes being drained, by reason", ["reason"]
+)
+NODES_WAITING = Gauge(
+    "aiokcm_nodemaintenance_nodes_waiting",
+    "Selected nodes a maintenance has not started, by the limit that holds them back",
+    ["limit"],
+)
 EVICTIONS = Counter("aiokcm_nodemaintenance_evictions_total", "Eviction fallback attempts", ["result"])
 
 
@@ -52,7 +56,9 @@ class NodeGauges:
         self._blocked: dict[str, Counter_[str]] = {}
         self._reasons: set[str] = set()
 
-    def set(self, node: str, *, phase: str | None, pending: int, blocked: Mapping[str, str] | None = None) -> None:
+    def set(
+        self, node: str, *, phase: str | None, pending: int, blocked: Mapping[str, str] | None = None
+    ) -> None:
         """`blocked` maps each blocking pod of the node to its reason."""
         if phase is None:
             self._phase.pop(node, None)

@@ -50,10 +50,12 @@ def scaled(value: object, total: int, *, field_name: str, minimum: int = 1) -> i
     if isinstance(value, str):
         match = _PERCENT.match(value.strip())
         if match is None:
-            raise LimitError(f"{field_name}: must be an integer or a percentage like \"25%\", got {value!r}")
+            raise LimitError(f'{field_name}: must be an integer or a percentage like "25%", got {value!r}')
         percent = int(match.group(1))
         if percent > 100 or percent < min(minimum, 1):
-            raise LimitError(f"{field_name}: a percentage must be between {min(minimum, 1)}% and 100%, got {value}")
+            raise LimitError(
+                f"{field_name}: a percentage must be between {min(minimum, 1)}% and 100%, got {value}"
+            )
         return max(math.floor(total * percent / 100), 1) if percent > 0 else 0
     raise LimitError(f"{field_name}: must be an integer or a percentage, got {value!r}")
 
@@ -124,13 +126,17 @@ def admit(
             continue
         if slots <= 0:
             ahead = f", {len(held_nodes)} ahead of it held back by the cluster limit" if held_nodes else ""
-            waiting[c.name] = (f"waiting for its turn: {in_progress + len(new)} of at most {limit} "
-                               f"nodes in progress (spec.maxConcurrentNodes){ahead}")
+            waiting[c.name] = (
+                f"waiting for its turn: {in_progress + len(new)} of at most {limit} "
+                f"nodes in progress (spec.maxConcurrentNodes){ahead}"
+            )
             continue
         if not c.unschedulable and not override and unschedulable + 1 > cluster.max_unschedulable:
-            reason = (f"cordoning {c.name} would make {unschedulable + 1} of {cluster.nodes} nodes unschedulable; "
-                      f"the cluster allows {cluster.max_unschedulable} (--node-maintenance-max-unschedulable; "
-                      "spec.overrideMaxUnschedulable: true to go beyond)")
+            reason = (
+                f"cordoning {c.name} would make {unschedulable + 1} of {cluster.nodes} nodes unschedulable; "
+                f"the cluster allows {cluster.max_unschedulable} (--node-maintenance-max-unschedulable; "
+                "spec.overrideMaxUnschedulable: true to go beyond)"
+            )
             waiting[c.name] = reason
             held = held or reason
             held_nodes.add(c.name)
@@ -140,8 +146,14 @@ def admit(
         slots -= 1
         if not c.unschedulable:
             unschedulable += 1
-    return Admission(frozenset(working | set(new)), tuple(new), waiting, in_progress + len(new), held,
-                     frozenset(held_nodes))
+    return Admission(
+        frozenset(working | set(new)),
+        tuple(new),
+        waiting,
+        in_progress + len(new),
+        held,
+        frozenset(held_nodes),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +180,9 @@ def from_status(uid: str, status: object) -> Working:
     nodes = status.get("nodes") if isinstance(status, dict) else None
     if not isinstance(nodes, dict):
         return Working(uid)
-    phases = {name: (entry or {}).get("phase") for name, entry in nodes.items() if isinstance(entry, dict | None)}
+    phases = {
+        name: (entry or {}).get("phase") for name, entry in nodes.items() if isinstance(entry, dict | None)
+    }
     return Working(
         uid,
         frozenset(n for n, p in phases.items() if p in CORDON_STARTED),

@@ -109,11 +109,15 @@ def node_progress(
     """
     unschedulable = bool((node.get("spec") or {}).get("unschedulable", False))
     if lease_holder is not None and (cordon or drain):
-        return NodeProgress(api.PHASE_WAITING_FOR_LEASE, unschedulable=unschedulable,
-                            message=f"maintenance lease held by {lease_holder}")
+        return NodeProgress(
+            api.PHASE_WAITING_FOR_LEASE,
+            unschedulable=unschedulable,
+            message=f"maintenance lease held by {lease_holder}",
+        )
     if not drain or invalid:
-        return NodeProgress(api.PHASE_CORDONED if cordon else api.PHASE_PLANNING, unschedulable=unschedulable,
-                            message=invalid)
+        return NodeProgress(
+            api.PHASE_CORDONED if cordon else api.PHASE_PLANNING, unschedulable=unschedulable, message=invalid
+        )
     opts = options or DrainOptions()
     blocks = eviction_blocks or {}
     pending = evacuating = 0
@@ -180,7 +184,9 @@ def set_condition(
                 "reason": reason,
                 "message": message,
                 "observedGeneration": generation,
-                "lastTransitionTime": format_time(now) if moved else cond.get("lastTransitionTime") or format_time(now),
+                "lastTransitionTime": format_time(now)
+                if moved
+                else cond.get("lastTransitionTime") or format_time(now),
             }
         )
     if not found:
@@ -233,15 +239,21 @@ def build_status(
 
     def put(type_: str, status: bool, reason: str, message: str) -> None:
         nonlocal conds
-        conds = set_condition(conds, type_=type_, status=status, reason=reason, message=message, now=now,
-                              generation=gen)
+        conds = set_condition(
+            conds, type_=type_, status=status, reason=reason, message=message, now=now, generation=gen
+        )
 
     if nodes:
         put(COND_NODES_SELECTED, True, "NodesSelected", f"{len(nodes)} nodes selected")
         unselected = ""
     elif missing:
         unselected = "NodeNotFound"
-        put(COND_NODES_SELECTED, False, unselected, f"the selected nodes were deleted: {', '.join(sorted(missing))}")
+        put(
+            COND_NODES_SELECTED,
+            False,
+            unselected,
+            f"the selected nodes were deleted: {', '.join(sorted(missing))}",
+        )
     else:
         unselected = "NoNodesSelected"
         put(COND_NODES_SELECTED, False, unselected, "spec.nodeSelector matches no node")
@@ -254,34 +266,58 @@ def build_status(
         put(COND_CORDONED, False, "WaitingForLease", f"node lease held by someone else ({holders})")
     else:
         done = len(cordoned) == len(nodes)
-        put(COND_CORDONED, done, "NodesCordoned" if done else "Cordoning",
-            f"{len(cordoned)}/{len(nodes)} selected nodes unschedulable")
+        put(
+            COND_CORDONED,
+            done,
+            "NodesCordoned" if done else "Cordoning",
+            f"{len(cordoned)}/{len(nodes)} selected nodes unschedulable",
+        )
     if not m.drain:
         put(COND_DRAINED, False, "DrainNotRequested", "spec.drain is false")
     elif m.invalid:
         put(COND_DRAINED, False, "InvalidSpec", m.invalid)
     elif missing:
-        put(COND_DRAINED, False, "NodeNotFound",
-            f"deleted before they drained: {', '.join(sorted(missing))} (their pods were not evacuated)")
+        put(
+            COND_DRAINED,
+            False,
+            "NodeNotFound",
+            f"deleted before they drained: {', '.join(sorted(missing))} (their pods were not evacuated)",
+        )
     elif unselected:
         put(COND_DRAINED, False, unselected, "spec.nodeSelector matches no node")
     else:
         drained = all(p.phase == api.PHASE_DRAINED for p in nodes.values())
         left = sum(1 for p in nodes.values() if p.phase != api.PHASE_DRAINED)
-        msg = f"{len(nodes)} nodes drained" if drained else (
-            f"{pending} pods pending evacuation; {left} of {len(nodes)} nodes not drained yet")
+        msg = (
+            f"{len(nodes)} nodes drained"
+            if drained
+            else (f"{pending} pods pending evacuation; {left} of {len(nodes)} nodes not drained yet")
+        )
         put(COND_DRAINED, drained, "Drained" if drained else "Draining", msg)
     put(COND_SPEC_VALID, not m.invalid, "InvalidSpec" if m.invalid else "Valid", m.invalid)
-    put(COND_CLUSTER_LIMIT, bool(held_by_cluster), "MaxUnschedulable" if held_by_cluster else "WithinLimit",
-        held_by_cluster)
+    put(
+        COND_CLUSTER_LIMIT,
+        bool(held_by_cluster),
+        "MaxUnschedulable" if held_by_cluster else "WithinLimit",
+        held_by_cluster,
+    )
     count, names = _blocking_summary(nodes)
     stuck = [b for p in nodes.values() for b in p.blocking if b.reason not in NOT_BLOCKING]
-    put(COND_BLOCKED, bool(stuck), "PodsBlocking" if stuck else ("WaitingForOwners" if count else "NotBlocked"),
-        f"{count} pods not moving yet: {names}" if count else "")
+    put(
+        COND_BLOCKED,
+        bool(stuck),
+        "PodsBlocking" if stuck else ("WaitingForOwners" if count else "NotBlocked"),
+        f"{count} pods not moving yet: {names}" if count else "",
+    )
     entries = {name: p.as_dict() for name, p in sorted(nodes.items())}
     for name in missing:
-        entries[name] = {"phase": api.PHASE_NODE_NOT_FOUND, "podsPendingEvacuation": 0, "podsEvacuating": 0,
-                         "blockingPods": [], "message": "the node was deleted before it drained"}
+        entries[name] = {
+            "phase": api.PHASE_NODE_NOT_FOUND,
+            "podsPendingEvacuation": 0,
+            "podsEvacuating": 0,
+            "blockingPods": [],
+            "message": "the node was deleted before it drained",
+        }
     out: dict[str, Any] = {
         "observedGeneration": gen,
         "nodeCount": len(nodes),

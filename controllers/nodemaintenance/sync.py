@@ -177,8 +177,12 @@ class NodeSync:
         node: Obj = cached
         applied = api.applied_maintenances(node)
         selecting = api.oldest_first(
-            [w for m in self.listers.all_maintenances() if m.active and selector_matches(m.selector, node)
-             if (w := self._as_started(m, node_name, node)) is not None]
+            [
+                w
+                for m in self.listers.all_maintenances()
+                if m.active and selector_matches(m.selector, node)
+                if (w := self._as_started(m, node_name, node)) is not None
+            ]
         )
         granted, waiting = await self._leases(node_name, selecting)
         wanted_names = sorted(m.name for m in selecting)
@@ -234,11 +238,20 @@ class NodeSync:
                 holder = decision.holder or "someone else"
                 waiting[m.name] = holder
                 if self.state.waiting_for_lease(node, m.name) != holder:
-                    log.info("waiting for the node's maintenance lease", maintenance=m.name, node=node, holder=holder)
+                    log.info(
+                        "waiting for the node's maintenance lease",
+                        maintenance=m.name,
+                        node=node,
+                        holder=holder,
+                    )
                     target = self.listers.maintenances.get(m.name)
                     if target is not None:
-                        self.recorder.event(target, "Warning", "WaitingForLease",
-                                            f"node {node}: maintenance lease held by {holder}")
+                        self.recorder.event(
+                            target,
+                            "Warning",
+                            "WaitingForLease",
+                            f"node {node}: maintenance lease held by {holder}",
+                        )
         if waiting:
             self.state.lease_waiting[node] = waiting
         else:
@@ -270,7 +283,9 @@ class NodeSync:
             self.recorder.event(updated, "Normal", "Cordoned", f"cordoned by NodeMaintenance {owners}")
         return updated
 
-    async def _pods(self, node: str, granted: list[api.Maintenance], now: datetime, *, released: str) -> float | None:
+    async def _pods(
+        self, node: str, granted: list[api.Maintenance], now: datetime, *, released: str
+    ) -> float | None:
         """Requests, withdrawals and evictions for every pod on the node; the soonest recheck."""
         drainers = [m for m in granted if m.drain and not m.invalid]
         retry: float | None = None
@@ -281,8 +296,12 @@ class NodeSync:
             selecting = [m for m in drainers if m.options.selects(pod)]
             workload = self.listers.workload(pod)
             plan = drain.plan_pod(
-                pod, draining=bool(selecting), timeout=drain.combine_timeouts([m.evacuation_timeout for m in selecting]),
-                now=now, options=drain.combine([m.options for m in selecting]), workload=workload,
+                pod,
+                draining=bool(selecting),
+                timeout=drain.combine_timeouts([m.evacuation_timeout for m in selecting]),
+                now=now,
+                options=drain.combine([m.options for m in selecting]),
+                workload=workload,
             )
             step = _Step(pod, plan, workload, selecting, node, released)
             try:
@@ -301,8 +320,11 @@ class NodeSync:
             self.state.blocks.pop(node, None)
         evicted = self.state.evicted.get(node)
         if evicted:  # forget what the cache now shows going or gone
-            evicted &= {_uid(p) for p in self.listers.node_pods(node) if not (p.get("metadata") or {}).get(
-                "deletionTimestamp")}
+            evicted &= {
+                _uid(p)
+                for p in self.listers.node_pods(node)
+                if not (p.get("metadata") or {}).get("deletionTimestamp")
+            }
             if not evicted:
                 self.state.evicted.pop(node, None)
         if first_error is not None:
@@ -325,7 +347,12 @@ class NodeSync:
         return None
 
     async def _act(
-        self, step: _Step, *, now: datetime, blocks: dict[str, BlockingPod], evicting_owners: set[str],
+        self,
+        step: _Step,
+        *,
+        now: datetime,
+        blocks: dict[str, BlockingPod],
+        evicting_owners: set[str],
     ) -> float | None:
         action, plan, pod = step.plan.action, step.plan, step.pod
         ns, name = step.key.split("/", 1)
@@ -358,8 +385,12 @@ class NodeSync:
             return None  # evicted already; the cache has not caught up (its update re-enqueues the node)
         sibling = self._sibling_leaving(step, evicting_owners)
         if sibling is not None:
-            blocks[step.key] = BlockingPod(ns, name, drain.BLOCK_ONE_AT_A_TIME,
-                                           f"{step.workload.owner} is evicted one pod at a time; waiting for {sibling}")
+            blocks[step.key] = BlockingPod(
+                ns,
+                name,
+                drain.BLOCK_ONE_AT_A_TIME,
+                f"{step.workload.owner} is evicted one pod at a time; waiting for {sibling}",
+            )
             return drain.EVICTION_RETRY_SECONDS
         options = drain.combine([m.options for m in step.drainers])
         outcome = await drain.evict(self.client, pod, grace_period_seconds=options.grace_period_seconds)
@@ -409,10 +440,19 @@ class NodeSync:
         node_name = str(node["metadata"]["name"])
         pods = self.listers.node_pods(node_name)
         progresses: list[NodeProgress] = [
-            node_progress(node=node, pods=pods, cordon=m.cordon, drain=m.drain, timeout=m.evacuation_timeout,
-                          now=now, lease_holder=self.state.waiting_for_lease(node_name, m.name),
-                          eviction_blocks=self.state.blocks.get(node_name),
-                          options=m.options, workload=self.listers.workload, invalid=m.invalid)
+            node_progress(
+                node=node,
+                pods=pods,
+                cordon=m.cordon,
+                drain=m.drain,
+                timeout=m.evacuation_timeout,
+                now=now,
+                lease_holder=self.state.waiting_for_lease(node_name, m.name),
+                eviction_blocks=self.state.blocks.get(node_name),
+                options=m.options,
+                workload=self.listers.workload,
+                invalid=m.invalid,
+            )
             for m in selecting
         ]
         phase = node_phase(progresses)
@@ -436,7 +476,9 @@ class NodeSync:
         updated = await self._patch_node(node, patch)
         if "unschedulable" in spec and spec["unschedulable"] is None:
             log.info("uncordoned node", node=node_name, maintenance=",".join(api.applied_maintenances(node)))
-            self.recorder.event(updated, "Normal", "Uncordoned", "no NodeMaintenance cordons the node any more")
+            self.recorder.event(
+                updated, "Normal", "Uncordoned", "no NodeMaintenance cordons the node any more"
+            )
         return pending
 
 
@@ -510,8 +552,11 @@ class MaintenanceSync:
         """Remove the finalizer once no node lists us: cordons and requests are then undone."""
         if not m.has_finalizer:
             return
-        holding = [str(n["metadata"]["name"]) for n in self.listers.nodes.list()
-                   if m.name in api.applied_maintenances(n)]
+        holding = [
+            str(n["metadata"]["name"])
+            for n in self.listers.nodes.list()
+            if m.name in api.applied_maintenances(n)
+        ]
         if holding:
             for node in holding:
                 self.enqueue_node(node)
@@ -528,7 +573,9 @@ class MaintenanceSync:
         except ApiError as exc:
             if not exc.not_found:
                 raise
-        self.recorder.event(obj, "Normal", "MaintenanceReleased", "nodes uncordoned and evacuation requests withdrawn")
+        self.recorder.event(
+            obj, "Normal", "MaintenanceReleased", "nodes uncordoned and evacuation requests withdrawn"
+        )
 
     def _progress(self, m: api.Maintenance, node: Obj, now: datetime) -> NodeProgress:
         node_name = str(node["metadata"]["name"])
@@ -556,8 +603,9 @@ class MaintenanceSync:
         names = {str(n["metadata"]["name"]) for n in nodes}
         cordoned = {str(n["metadata"]["name"]) for n in nodes if cordon.is_unschedulable(n)}
         cordoned |= (self.state.cordoning_elsewhere(name) | cordoning) & names
-        cap = rollout.scaled(self.max_unschedulable, len(nodes), field_name="--node-maintenance-max-unschedulable",
-                             minimum=0)
+        cap = rollout.scaled(
+            self.max_unschedulable, len(nodes), field_name="--node-maintenance-max-unschedulable", minimum=0
+        )
         return rollout.Cluster(len(nodes), len(cordoned), cap)
 
     def _plan_nodes(self, obj: Obj, m: api.Maintenance, now: datetime) -> tuple[dict[str, NodeProgress], str]:
@@ -566,7 +614,11 @@ class MaintenanceSync:
         Decided without a suspension point, so two maintenances never both take the last room the
         cluster-wide guard leaves. Returns the progress and why the guard holds this maintenance back.
         """
-        selected = {str(n["metadata"]["name"]): n for n in self.listers.nodes.list() if selector_matches(m.selector, n)}
+        selected = {
+            str(n["metadata"]["name"]): n
+            for n in self.listers.nodes.list()
+            if selector_matches(m.selector, n)
+        }
         if not m.paced:
             self.state.working.pop(m.name, None)
             self.state.held_by_cluster.discard(m.name)
@@ -574,48 +626,83 @@ class MaintenanceSync:
             return {name: self._progress(m, node, now) for name, node in selected.items()}, ""
         before = self.state.working_on(m, obj)
         if not self.state.knows(m):  # first look since a start: cordons it holds count as started
-            before = replace(before, cordoning=before.cordoning | {n for n, node in selected.items() if _holds(m, node)})
+            before = replace(
+                before, cordoning=before.cordoning | {n for n, node in selected.items() if _holds(m, node)}
+            )
         cordoning = before.cordoning & selected.keys()
         draining = before.draining & selected.keys()
         stage = draining if m.drain else cordoning
-        progress = {n: self._progress(m if n in stage else replace(m, drain=False), selected[n], now)
-                    for n in sorted(cordoning | stage)}
+        progress = {
+            n: self._progress(m if n in stage else replace(m, drain=False), selected[n], now)
+            for n in sorted(cordoning | stage)
+        }
         elsewhere = self.state.cordoning_elsewhere(m.name)
         candidates = [
             rollout.Candidate(
-                name, started=name in stage,
-                done=(name in stage and progress[name].phase == api.PHASE_DRAINED and _advertised(node) ==
-                      api.PHASE_DRAINED) if m.drain else cordon.is_unschedulable(node),
+                name,
+                started=name in stage,
+                done=(
+                    name in stage
+                    and progress[name].phase == api.PHASE_DRAINED
+                    and _advertised(node) == api.PHASE_DRAINED
+                )
+                if m.drain
+                else cordon.is_unschedulable(node),
                 unschedulable=cordon.is_unschedulable(node) or name in cordoning or name in elsewhere,
             )
             for name, node in selected.items()
         ]
         limit = m.concurrent_nodes(len(selected))
-        admission = rollout.admit(candidates, limit=limit, cluster=self._cluster(m.name, cordoning),
-                                  override=m.override_max_unschedulable, frozen=bool(m.invalid))
+        admission = rollout.admit(
+            candidates,
+            limit=limit,
+            cluster=self._cluster(m.name, cordoning),
+            override=m.override_max_unschedulable,
+            frozen=bool(m.invalid),
+        )
         new = frozenset(admission.new)
         self.state.working[m.name] = rollout.Working(
-            m.uid, cordoning | new, (draining | new) if m.drain else draining)
-        self.state.waiting.set(m.name, own=len(admission.waiting) - len(admission.held), cluster=len(admission.held))
+            m.uid, cordoning | new, (draining | new) if m.drain else draining
+        )
+        self.state.waiting.set(
+            m.name, own=len(admission.waiting) - len(admission.held), cluster=len(admission.held)
+        )
         if admission.held_by_cluster:
             self.state.held_by_cluster.add(m.name)
         else:
             self.state.held_by_cluster.discard(m.name)
         for name in admission.new:
             progress[name] = self._progress(m, selected[name], now)
-            log.info("started maintenance on node", maintenance=m.name, node=name,
-                     in_progress=admission.in_progress, limit=limit)
-            self.recorder.event(obj, "Normal", "NodeStarted",
-                                f"node {name}: {admission.in_progress} of at most {limit} nodes in progress")
+            log.info(
+                "started maintenance on node",
+                maintenance=m.name,
+                node=name,
+                in_progress=admission.in_progress,
+                limit=limit,
+            )
+            self.recorder.event(
+                obj,
+                "Normal",
+                "NodeStarted",
+                f"node {name}: {admission.in_progress} of at most {limit} nodes in progress",
+            )
             self.enqueue_node(name)
         for name, why in admission.waiting.items():
             node = selected[name]
             if name in cordoning:  # cordoned, its drain waits for its turn
-                progress[name] = NodeProgress(api.PHASE_CORDONED, self._targeted(m, name),
-                                              unschedulable=cordon.is_unschedulable(node), message=why)
+                progress[name] = NodeProgress(
+                    api.PHASE_CORDONED,
+                    self._targeted(m, name),
+                    unschedulable=cordon.is_unschedulable(node),
+                    message=why,
+                )
             else:
-                progress[name] = NodeProgress(api.PHASE_WAITING, self._targeted(m, name),
-                                              unschedulable=cordon.is_unschedulable(node), message=why)
+                progress[name] = NodeProgress(
+                    api.PHASE_WAITING,
+                    self._targeted(m, name),
+                    unschedulable=cordon.is_unschedulable(node),
+                    message=why,
+                )
         return dict(sorted(progress.items())), admission.held_by_cluster
 
     async def _status(self, obj: Obj, m: api.Maintenance) -> None:
@@ -643,10 +730,14 @@ class MaintenanceSync:
             now_status.pop("drainStartTime", None)
         self.state.written[m.name] = (m.uid, now_status)
         for name in missing:
-            if name not in (previous.get("nodes") or {}) or (previous["nodes"][name] or {}).get("phase") \
-                    != api.PHASE_NODE_NOT_FOUND:
+            if (
+                name not in (previous.get("nodes") or {})
+                or (previous["nodes"][name] or {}).get("phase") != api.PHASE_NODE_NOT_FOUND
+            ):
                 log.info("selected node deleted before it drained", maintenance=m.name, node=name)
-                self.recorder.event(obj, "Warning", "NodeNotFound", f"node {name} was deleted before it drained")
+                self.recorder.event(
+                    obj, "Warning", "NodeNotFound", f"node {name} was deleted before it drained"
+                )
         self._announce(obj, m, previous, status, now)
 
     def _announce(self, obj: Obj, m: api.Maintenance, previous: Obj, status: Obj, now: datetime) -> None:
@@ -659,20 +750,37 @@ class MaintenanceSync:
             log.info("maintenance drained", maintenance=m.name, nodes=status.get("nodeCount", 0))
             self.recorder.event(obj, "Normal", "Drained", f"{status.get('nodeCount', 0)} nodes drained")
         if _cond_status(status, "Blocked") == "True" and _cond_status(previous, "Blocked") != "True":
-            msg = next((c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "Blocked"), "")
+            msg = next(
+                (c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "Blocked"),
+                "",
+            )
             log.info("drain blocked", maintenance=m.name, message=str(msg))
             self.recorder.event(obj, "Warning", "DrainBlocked", str(msg))
-        if _cond_status(status, "ClusterLimitReached") == "True" \
-                and _cond_status(previous, "ClusterLimitReached") != "True":
-            msg = next((c.get("message", "") for c in status.get("conditions") or []
-                        if c.get("type") == "ClusterLimitReached"), "")
-            log.info("maintenance held back by the cluster's unschedulable limit", maintenance=m.name, message=str(msg))
+        if (
+            _cond_status(status, "ClusterLimitReached") == "True"
+            and _cond_status(previous, "ClusterLimitReached") != "True"
+        ):
+            msg = next(
+                (
+                    c.get("message", "")
+                    for c in status.get("conditions") or []
+                    if c.get("type") == "ClusterLimitReached"
+                ),
+                "",
+            )
+            log.info(
+                "maintenance held back by the cluster's unschedulable limit",
+                maintenance=m.name,
+                message=str(msg),
+            )
             self.recorder.event(obj, "Warning", "MaxUnschedulableReached", str(msg))
         if _cond_status(status, "SpecValid") == "False" and _cond_status(previous, "SpecValid") != "False":
             log.info("invalid maintenance spec", maintenance=m.name, message=m.invalid)
             self.recorder.event(obj, "Warning", "InvalidSpec", m.invalid)
-        if _cond_reason(status, "NodesSelected") == "NoNodesSelected" \
-                and _cond_reason(previous, "NodesSelected") != "NoNodesSelected":
+        if (
+            _cond_reason(status, "NodesSelected") == "NoNodesSelected"
+            and _cond_reason(previous, "NodesSelected") != "NoNodesSelected"
+        ):
             log.info("no node selected", maintenance=m.name)
             self.recorder.event(obj, "Warning", "NoNodesSelected", "spec.nodeSelector matches no node")
 

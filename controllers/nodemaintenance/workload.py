@@ -76,8 +76,9 @@ class Workload:
     def describe(self) -> str:
         if self.answer is Answer.NONE:
             return "no controller"
-        verb = {Answer.WILL: "answers by surging", Answer.MAY: "may answer",
-                Answer.CANNOT: "cannot answer"}[self.answer]
+        verb = {Answer.WILL: "answers by surging", Answer.MAY: "may answer", Answer.CANNOT: "cannot answer"}[
+            self.answer
+        ]
         return f"{self.owner} {verb}"
 
 
@@ -117,8 +118,9 @@ def surging_deployment(deployment: Obj | None) -> bool:
     return is_rolling_update(deployment) and max_surge(deployment) > 0
 
 
-def _answer(kind: str, owner: Obj | None, namespace: str, lookup: Lookup,
-            surge_answers: bool = True) -> tuple[Answer, Obj | None]:
+def _answer(
+    kind: str, owner: Obj | None, namespace: str, lookup: Lookup, surge_answers: bool = True
+) -> tuple[Answer, Obj | None]:
     """The owner's answer, and the Deployment behind a ReplicaSet when there is one."""
     if owner is None:
         return (Answer.CANNOT if kind in CANNOT_ANSWER_KINDS else Answer.MAY), None
@@ -154,7 +156,9 @@ def workload_of(pod: Obj, lookup: Lookup, *, surge_answers: bool = True) -> Work
     if owner is None and kind in CANNOT_ANSWER_KINDS and kind in LOOKED_UP_KINDS:
         # Its annotations are unknown (not in the cache yet): waiting is the safe guess.
         answer = Answer.MAY
-    described = f"Deployment {(deployment.get('metadata') or {}).get('name')}" if deployment else f"{kind} {name}"
+    described = (
+        f"Deployment {(deployment.get('metadata') or {}).get('name')}" if deployment else f"{kind} {name}"
+    )
     wait = _wants_wait(pod)
     timeout = _timeout(pod)
     for holder in (owner, deployment):

@@ -86,7 +86,9 @@ async def _call_collecting(fn: Callable[[], Awaitable[None]], errors: list[BaseE
         errors.append(exc)
 
 
-async def slow_start_batch(count: int, initial_batch_size: int, fn: Callable[[], Awaitable[None]]) -> tuple[int, BaseException | None]:
+async def slow_start_batch(
+    count: int, initial_batch_size: int, fn: Callable[[], Awaitable[None]]
+) -> tuple[int, BaseException | None]:
     """Call `fn` `count` times in batches of 1, 2, 4, ... run concurrently; stop after a failing batch.
 
     Returns the number of successful calls and the first error (as `slowStartBatch`): a quota or
@@ -135,7 +137,10 @@ def count_replicas(rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], now
 
 
 def calculate_status(
-    rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], manage_error: BaseException | None, now: datetime
+    rs: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    manage_error: BaseException | None,
+    now: datetime,
 ) -> Obj:
     """`calculateStatus`: counters plus the `ReplicaFailure` condition (set on error, cleared on success).
 
@@ -149,7 +154,9 @@ def calculate_status(
     if manage_error is not None and failure is None:
         diff = len(pods) - desired_replicas(rs)
         reason = "FailedCreate" if diff < 0 else "FailedDelete" if diff > 0 else ""
-        set_condition(status, new_condition(REPLICA_FAILURE, "True", reason=reason, message=str(manage_error), now=now))
+        set_condition(
+            status, new_condition(REPLICA_FAILURE, "True", reason=reason, message=str(manage_error), now=now)
+        )
     elif manage_error is None and failure is not None:
         remove_condition(status, REPLICA_FAILURE)
     status["replicas"] = counts.replicas
@@ -179,7 +186,9 @@ def status_patch(rs: Mapping[str, Any], new_status: Mapping[str, Any]) -> Obj | 
     return {"status": body}
 
 
-def with_evacuation_count(patch: Obj | None, rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Obj | None:
+def with_evacuation_count(
+    patch: Obj | None, rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+) -> Obj | None:
     """`patch` plus the published count of pods asked to evacuate, when that count changed."""
     requested = sum(1 for p in pods if has_evacuation_request(p))
     count = count_annotation_patch(rs, REPLICAS_TO_EVACUATE_ANNOTATION, requested)
@@ -315,7 +324,11 @@ class ReplicaSetSync:
             raise RequeueAfter(COUNT_HOLD_SECONDS)
         min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
         desired = desired_replicas(rs)
-        if min_ready > 0 and new_status["readyReplicas"] == desired and new_status["availableReplicas"] != desired:
+        if (
+            min_ready > 0
+            and new_status["readyReplicas"] == desired
+            and new_status["availableReplicas"] != desired
+        ):
             raise RequeueAfter(float(min_ready))
 
     def _hold_count(self, key: str, rs: Obj, pods: Sequence[Obj], now: datetime) -> bool:
@@ -361,7 +374,9 @@ class ReplicaSetSync:
         meta = rs.get("metadata") or {}
         owned = self.pod_lister.by_index(CONTROLLER_UID_INDEX, str(meta.get("uid")))
         orphans = self.pod_lister.by_index(ORPHAN_INDEX, str(meta.get("namespace")))
-        return filter_active_pods([p for p in owned if p.get("metadata", {}).get("namespace") == meta.get("namespace")] + orphans)
+        return filter_active_pods(
+            [p for p in owned if p.get("metadata", {}).get("namespace") == meta.get("namespace")] + orphans
+        )
 
     async def claim_pods(self, rs: Obj, selector: Selector, pods: list[Obj]) -> list[Obj]:
         can_adopt = recheck_deletion_timestamp(fresh_getter(self.client, REPLICASETS, rs))
@@ -370,7 +385,9 @@ class ReplicaSetSync:
         )
         return await manager.claim(pods)
 
-    async def manage_replicas(self, key: str, rs: Obj, pods: list[Obj], changes: _PodChanges | None = None) -> None:
+    async def manage_replicas(
+        self, key: str, rs: Obj, pods: list[Obj], changes: _PodChanges | None = None
+    ) -> None:
         changes = changes if changes is not None else _PodChanges()
         diff = len(pods) - desired_replicas(rs)
         if diff < 0:
@@ -402,7 +419,9 @@ class ReplicaSetSync:
                 raise
             if changes is not None:
                 changes.created.append(created)
-            self.recorder.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+            self.recorder.event(
+                rs, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}"
+            )
 
         successes, error = await slow_start_batch(count, SLOW_START_INITIAL_BATCH_SIZE, create)
         skipped = count - successes
@@ -470,7 +489,7 @@ class ReplicaSetSync:
             for start in range(0, len(candidates), SCAN_SLICE):
                 if start:
                     await anyio.lowlevel.checkpoint()
-                for pod in candidates[start:start + SCAN_SLICE]:
+                for pod in candidates[start : start + SCAN_SLICE]:
                     if not selector.empty and not selector.matches_obj(pod):
                         continue  # (an empty selector matches every pod, as the lister's)
                     uid = str(pod["metadata"].get("uid"))

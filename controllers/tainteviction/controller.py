@@ -104,12 +104,17 @@ class TaintEvictionController(Controller):
         super().__init__(ctx)
         count = shards or ctx.options.workers(self.name, self.default_workers)
         self.updates: ShardedQueue[Item] = ShardedQueue(
-            max(1, count), shard_key=lambda item: item[1], priority=lambda item: item[0], name=self.name + "-updates"
+            max(1, count),
+            shard_key=lambda item: item[1],
+            priority=lambda item: item[0],
+            name=self.name + "-updates",
         )
         self.update_worker: Worker[Item] = self.make_worker(self._handle, describe=_describe)
         # A deletion that keeps failing is retried with backoff, then dropped until the pod is judged again.
         self.eviction_worker: Worker[str] = self.make_worker(self._delete_pod, on_drop=self._eviction_dropped)
-        self.evictions: TimedWorkerQueue[str] = self.eviction_worker.timed_queue(name=self.name + "-evictions")
+        self.evictions: TimedWorkerQueue[str] = self.eviction_worker.timed_queue(
+            name=self.name + "-evictions"
+        )
         self.tainted: dict[str, list[Taint]] = {}
         # Loop time each pod's deletion is (or was) due, for the latency histogram; and the UID
         # it was scheduled for, so a pod recreated under the same name is judged afresh.
@@ -120,10 +125,14 @@ class TaintEvictionController(Controller):
         self.node_lister = self.node_informer.lister
         self.pod_lister = self.pod_informer.lister
         self.node_informer.add_event_handler(
-            ResourceEventHandler(on_add=self._node_added, on_update=self._node_updated, on_delete=self._node_deleted)
+            ResourceEventHandler(
+                on_add=self._node_added, on_update=self._node_updated, on_delete=self._node_deleted
+            )
         )
         self.pod_informer.add_event_handler(
-            ResourceEventHandler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted)
+            ResourceEventHandler(
+                on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted
+            )
         )
 
     # -- event handlers: only enqueue ---------------------------------------------------
@@ -133,7 +142,9 @@ class TaintEvictionController(Controller):
             self.updates.add((NODE_ITEM, str(_meta(node).get("name")), "", ""))
 
     def _node_updated(self, old: Obj, new: Obj) -> None:
-        if taints_with_effect(node_taints(old), NO_EXECUTE) == taints_with_effect(node_taints(new), NO_EXECUTE):
+        if taints_with_effect(node_taints(old), NO_EXECUTE) == taints_with_effect(
+            node_taints(new), NO_EXECUTE
+        ):
             return
         self.updates.add((NODE_ITEM, str(_meta(new).get("name")), "", ""))
 
@@ -312,7 +323,11 @@ class TaintEvictionController(Controller):
         meta = _meta(pod)
         namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), meta.get("uid")
         current = get_pod_condition(dict(pod), DISRUPTION_TARGET)
-        if not (current and current.get("status") == "True" and current.get("reason") == REASON_DELETION_BY_TAINT_MANAGER):
+        if not (
+            current
+            and current.get("status") == "True"
+            and current.get("reason") == REASON_DELETION_BY_TAINT_MANAGER
+        ):
             condition = new_condition(
                 DISRUPTION_TARGET,
                 "True",

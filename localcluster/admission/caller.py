@@ -42,10 +42,15 @@ class Endpoint:
 
 def _generic_response_error(code: int, body: bytes) -> str:
     """`errors.NewGenericServerResponse`'s wording for a non-2xx answer that is not a Status."""
-    known = {400: "the server rejected our request for an unknown reason",
-             401: "Unauthorized", 403: "forbidden", 404: "the server could not find the requested resource",
-             405: "the server does not allow this method on the requested resource",
-             409: "the server reported a conflict", 429: "the server has received too many requests and has asked us to try again later"}
+    known = {
+        400: "the server rejected our request for an unknown reason",
+        401: "Unauthorized",
+        403: "forbidden",
+        404: "the server could not find the requested resource",
+        405: "the server does not allow this method on the requested resource",
+        409: "the server reported a conflict",
+        429: "the server has received too many requests and has asked us to try again later",
+    }
     if code in known:
         return known[code]
     text = body.decode("utf-8", "replace").strip()
@@ -109,26 +114,38 @@ class Caller:
         except (ssl.SSLError, ValueError) as exc:
             raise CallError(f"could not get REST client: unable to load root certificates: {exc}") from None
         if self._session is None:
-            self._session = aiohttp.ClientSession(headers={"User-Agent": USER_AGENT, "Accept": "application/json, */*"})
+            self._session = aiohttp.ClientSession(
+                headers={"User-Agent": USER_AGENT, "Accept": "application/json, */*"}
+            )
         headers = {"Content-Type": "application/json"}
         if endpoint.host_header:
             headers["Host"] = endpoint.host_header
         target_host = endpoint.connect.split("://", 1)[-1].split("/", 1)[0]
         try:
             async with self._session.post(
-                endpoint.connect, data=orjson.dumps(review), headers=headers, ssl=context,
-                server_hostname=endpoint.server_hostname, timeout=aiohttp.ClientTimeout(total=timeout),
+                endpoint.connect,
+                data=orjson.dumps(review),
+                headers=headers,
+                ssl=context,
+                server_hostname=endpoint.server_hostname,
+                timeout=aiohttp.ClientTimeout(total=timeout),
             ) as response:
                 body = await response.read()
                 status = response.status
         except TimeoutError:
             raise CallError(f'Post "{endpoint.url}": context deadline exceeded') from None
         except aiohttp.ClientConnectorCertificateError as exc:
-            raise CallError(f'Post "{endpoint.url}": {_certificate_problem(exc, endpoint.server_hostname or exc.host)}') from None
+            raise CallError(
+                f'Post "{endpoint.url}": {_certificate_problem(exc, endpoint.server_hostname or exc.host)}'
+            ) from None
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, ConnectionRefusedError):
-                raise CallError(f'Post "{endpoint.url}": dial tcp {target_host}: connect: connection refused') from None
-            raise CallError(f'Post "{endpoint.url}": dial tcp {target_host}: {exc.os_error.strerror or exc}') from None
+                raise CallError(
+                    f'Post "{endpoint.url}": dial tcp {target_host}: connect: connection refused'
+                ) from None
+            raise CallError(
+                f'Post "{endpoint.url}": dial tcp {target_host}: {exc.os_error.strerror or exc}'
+            ) from None
         except aiohttp.ClientError as exc:
             raise CallError(f'Post "{endpoint.url}": {exc}') from None
         if not 200 <= status < 300:

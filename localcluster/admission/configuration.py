@@ -62,8 +62,13 @@ def _validate_rule(rule: Obj, path: str) -> list[FieldError]:
     if not operations:
         errs.append(FieldError.required(f"{path}.operations"))
     elif "*" in operations and len(operations) > 1:
-        errs.append(FieldError("FieldValueInvalid", f"{path}.operations",
-                               f"Invalid value: {_go_list(operations)}: if '*' is present, must not specify other operations"))
+        errs.append(
+            FieldError(
+                "FieldValueInvalid",
+                f"{path}.operations",
+                f"Invalid value: {_go_list(operations)}: if '*' is present, must not specify other operations",
+            )
+        )
     for i, op in enumerate(operations):
         if op not in OPERATIONS:
             errs.append(FieldError.not_supported(f"{path}.operations[{i}]", op, OPERATIONS))
@@ -72,11 +77,19 @@ def _validate_rule(rule: Obj, path: str) -> list[FieldError]:
         if not values:
             errs.append(FieldError.required(f"{path}.{key}"))
         elif "*" in values and len(values) > 1:
-            errs.append(FieldError("FieldValueInvalid", f"{path}.{key}",
-                                   f"Invalid value: {_go_list(values)}: if '*' is present, must not specify other {what}"))
+            errs.append(
+                FieldError(
+                    "FieldValueInvalid",
+                    f"{path}.{key}",
+                    f"Invalid value: {_go_list(values)}: if '*' is present, must not specify other {what}",
+                )
+            )
         if key == "apiVersions":
-            errs.extend(FieldError.required(f"{path}.{key}[{i}]", "Required value: must not be empty")
-                        for i, v in enumerate(values) if v == "")
+            errs.extend(
+                FieldError.required(f"{path}.{key}[{i}]", "Required value: must not be empty")
+                for i, v in enumerate(values)
+                if v == ""
+            )
     resources = list(rule.get("resources") or [])
     if not resources:
         errs.append(FieldError.required(f"{path}.resources"))
@@ -118,7 +131,11 @@ def _validate_service(service: Obj, path: str) -> list[FieldError]:
         errs.append(FieldError.invalid(f"{path}.path", svc_path, "must start with a '/'"))
     port = service.get("port")
     if not isinstance(port, int) or not 1 <= port <= 65535:
-        errs.append(FieldError.invalid(f"{path}.port", port, "port is not valid: must be between 1 and 65535, inclusive"))
+        errs.append(
+            FieldError.invalid(
+                f"{path}.port", port, "port is not valid: must be between 1 and 65535, inclusive"
+            )
+        )
     return errs
 
 
@@ -128,38 +145,67 @@ def validate_webhook(hook: Obj, path: str) -> list[FieldError]:
     if not name:
         errs.append(FieldError.required(f"{path}.name"))
     elif name.count(".") < 2:
-        errs.append(FieldError.invalid(f"{path}.name", name, "should be a domain with at least three segments separated by dots"))
+        errs.append(
+            FieldError.invalid(
+                f"{path}.name", name, "should be a domain with at least three segments separated by dots"
+            )
+        )
     for i, rule in enumerate(hook.get("rules") or ()):
         errs.extend(_validate_rule(rule if isinstance(rule, dict) else {}, f"{path}.rules[{i}]"))
     if hook.get("failurePolicy") not in FAILURE_POLICIES:
-        errs.append(FieldError.not_supported(f"{path}.failurePolicy", hook.get("failurePolicy"), FAILURE_POLICIES))
+        errs.append(
+            FieldError.not_supported(f"{path}.failurePolicy", hook.get("failurePolicy"), FAILURE_POLICIES)
+        )
     if hook.get("matchPolicy") not in MATCH_POLICIES:
         errs.append(FieldError.not_supported(f"{path}.matchPolicy", hook.get("matchPolicy"), MATCH_POLICIES))
     side_effects = hook.get("sideEffects")
     if side_effects is None:
-        errs.append(FieldError.required(f"{path}.sideEffects", "Required value: must specify one of None, NoneOnDryRun"))
+        errs.append(
+            FieldError.required(
+                f"{path}.sideEffects", "Required value: must specify one of None, NoneOnDryRun"
+            )
+        )
     elif side_effects not in SIDE_EFFECTS:
         errs.append(FieldError.not_supported(f"{path}.sideEffects", side_effects, SIDE_EFFECTS))
     timeout = hook.get("timeoutSeconds")
     if not isinstance(timeout, int) or not 1 <= timeout <= 30:
-        errs.append(FieldError.invalid(f"{path}.timeoutSeconds", timeout, "the timeout value must be between 1 and 30 seconds"))
+        errs.append(
+            FieldError.invalid(
+                f"{path}.timeoutSeconds", timeout, "the timeout value must be between 1 and 30 seconds"
+            )
+        )
     for key in ("namespaceSelector", "objectSelector"):
         errs.extend(validate_label_selector(hook.get(key), f"{path}.{key}"))
     client = hook.get("clientConfig") or {}
     url, service = client.get("url"), client.get("service")
     if (url is None) == (service is None):
-        errs.append(FieldError.required(f"{path}.clientConfig", "Required value: exactly one of url or service is required"))
+        errs.append(
+            FieldError.required(
+                f"{path}.clientConfig", "Required value: exactly one of url or service is required"
+            )
+        )
     elif url is not None:
         errs.extend(_validate_url(url, f"{path}.clientConfig.url"))
     else:
-        errs.extend(_validate_service(service if isinstance(service, dict) else {}, f"{path}.clientConfig.service"))
+        errs.extend(
+            _validate_service(service if isinstance(service, dict) else {}, f"{path}.clientConfig.service")
+        )
     versions = list(hook.get("admissionReviewVersions") or [])
     if not versions:
-        errs.append(FieldError.required(f"{path}.admissionReviewVersions",
-                                        f"Required value: must specify one of {', '.join(REVIEW_VERSIONS)}"))
+        errs.append(
+            FieldError.required(
+                f"{path}.admissionReviewVersions",
+                f"Required value: must specify one of {', '.join(REVIEW_VERSIONS)}",
+            )
+        )
     elif not any(v in REVIEW_VERSIONS for v in versions):
-        errs.append(FieldError("FieldValueInvalid", f"{path}.admissionReviewVersions",
-                               f"Invalid value: {_go_list(versions)}: must include at least one of {', '.join(REVIEW_VERSIONS)}"))
+        errs.append(
+            FieldError(
+                "FieldValueInvalid",
+                f"{path}.admissionReviewVersions",
+                f"Invalid value: {_go_list(versions)}: must include at least one of {', '.join(REVIEW_VERSIONS)}",
+            )
+        )
     return errs
 
 
@@ -192,7 +238,14 @@ class ValidatingWebhookConfigurationStrategy(BuiltinStrategy):
 
 
 def register(registry: Registry) -> ResourceType:
-    rt = ResourceType(GROUP, "v1", PLURAL, "ValidatingWebhookConfiguration", False,
-                      strategy=ValidatingWebhookConfigurationStrategy(), categories=("api-extensions",))
+    rt = ResourceType(
+        GROUP,
+        "v1",
+        PLURAL,
+        "ValidatingWebhookConfiguration",
+        False,
+        strategy=ValidatingWebhookConfigurationStrategy(),
+        categories=("api-extensions",),
+    )
     registry.register(rt)
     return rt

@@ -32,7 +32,9 @@ _EXEMPT = frozenset({(GROUP, "validatingwebhookconfigurations"), (GROUP, "mutati
 def _calling_failed(name: str, reason: str) -> errors.StatusError:
     """`apierrors.NewInternalError(ErrCallingWebhook)`: a 500 with the error as its one cause."""
     text = f'failed calling webhook "{name}": {reason}'
-    return errors.StatusError(500, "InternalError", f"Internal error occurred: {text}", {"causes": [{"message": text}]})
+    return errors.StatusError(
+        500, "InternalError", f"Internal error occurred: {text}", {"causes": [{"message": text}]}
+    )
 
 
 class ValidatingAdmission:
@@ -69,7 +71,11 @@ class ValidatingAdmission:
             return []
         equivalents: list[tuple[str, str]] = []
         if not request.subresource:
-            equivalents = [(v, k) for v, k in self._served_versions(request.group, request.resource) if v != request.version]
+            equivalents = [
+                (v, k)
+                for v, k in self._served_versions(request.group, request.resource)
+                if v != request.version
+            ]
         found: list[Invocation] = []
         for hook in self.webhooks():
             invocation = match_rules(hook, request, equivalents)
@@ -80,7 +86,9 @@ class ValidatingAdmission:
     def _served_versions(self, group: str, resource: str) -> list[tuple[str, str]]:
         served = self._served.get((group, resource))
         if served is None:
-            served = self._served[(group, resource)] = [(rt.version, rt.kind) for rt in self.registry.by_group_resource(group, resource)]
+            served = self._served[(group, resource)] = [
+                (rt.version, rt.kind) for rt in self.registry.by_group_resource(group, resource)
+            ]
         return served
 
     # -- dispatch ------------------------------------------------------------------------
@@ -101,8 +109,13 @@ class ValidatingAdmission:
         entry = self.storage.get("namespaces", "", namespace)
         return None if entry is None else dict(entry.labels)
 
-    async def _call(self, invocation: Invocation, request: Request, warnings: list[str],
-                    failures: list[errors.StatusError]) -> None:
+    async def _call(
+        self,
+        invocation: Invocation,
+        request: Request,
+        warnings: list[str],
+        failures: list[errors.StatusError],
+    ) -> None:
         hook = invocation.webhook
         if request.dry_run and hook.side_effects not in ("None", "NoneOnDryRun"):
             failures.append(errors.bad_request(f'admission webhook "{hook.name}" does not support dry run'))
@@ -112,8 +125,11 @@ class ValidatingAdmission:
             answer = await self.caller.post(hook, body)
             response = review.verify(uid, answer, body["apiVersion"])
         except (CallError, review.UndecodableResponse, review.InvalidResponse) as exc:
-            reason = (f"received invalid webhook response: {exc}" if isinstance(exc, review.InvalidResponse)
-                      else f"failed to call webhook: {exc}")
+            reason = (
+                f"received invalid webhook response: {exc}"
+                if isinstance(exc, review.InvalidResponse)
+                else f"failed to call webhook: {exc}"
+            )
             if hook.failure_policy == "Ignore":
                 log.warning("failed calling webhook, failing open", webhook=hook.name, error=reason)
                 return

@@ -35,9 +35,13 @@ class Rule:
             head, _, tail = res.partition("/")
             return head, tail
 
-        return Rule(frozenset(rule.get("operations") or ()), frozenset(rule.get("apiGroups") or ()),
-                    frozenset(rule.get("apiVersions") or ()), tuple(split(str(r)) for r in rule.get("resources") or ()),
-                    str(rule.get("scope") or "*"))
+        return Rule(
+            frozenset(rule.get("operations") or ()),
+            frozenset(rule.get("apiGroups") or ()),
+            frozenset(rule.get("apiVersions") or ()),
+            tuple(split(str(r)) for r in rule.get("resources") or ()),
+            str(rule.get("scope") or "*"),
+        )
 
     def matches(self, request: Request, group: str, version: str, resource: str) -> bool:
         """`rules.Matcher.Matches`: operation, group, version, resource/subresource and scope."""
@@ -92,12 +96,20 @@ class Webhook:
             ns_sel = obj_sel = selectors.NOTHING
             problem = str(exc)
         return Webhook(
-            name=str(hook.get("name", "")), configuration=configuration,
+            name=str(hook.get("name", "")),
+            configuration=configuration,
             rules=tuple(Rule.parse(r) for r in hook.get("rules") or () if isinstance(r, dict)),
-            failure_policy=str(hook.get("failurePolicy") or "Fail"), match_policy=str(hook.get("matchPolicy") or "Equivalent"),
-            namespace_selector=ns_sel, object_selector=obj_sel, timeout=int(hook.get("timeoutSeconds") or 10),
-            side_effects=str(hook.get("sideEffects") or ""), url=client.get("url"), service=client.get("service"),
-            ca_bundle=ca, selector_error=problem, review_versions=tuple(hook.get("admissionReviewVersions") or ()),
+            failure_policy=str(hook.get("failurePolicy") or "Fail"),
+            match_policy=str(hook.get("matchPolicy") or "Equivalent"),
+            namespace_selector=ns_sel,
+            object_selector=obj_sel,
+            timeout=int(hook.get("timeoutSeconds") or 10),
+            side_effects=str(hook.get("sideEffects") or ""),
+            url=client.get("url"),
+            service=client.get("service"),
+            ca_bundle=ca,
+            selector_error=problem,
+            review_versions=tuple(hook.get("admissionReviewVersions") or ()),
         )
 
 
@@ -156,7 +168,11 @@ def match_selectors(hook: Webhook, request: Request, namespace_labels: dict[str,
         raise errors.internal(hook.selector_error)
     if (request.namespace or request.resource == NAMESPACES) and not hook.namespace_selector.empty:
         labels = namespace_labels
-        if request.resource == NAMESPACES and not request.subresource and request.operation in ("CREATE", "UPDATE"):
+        if (
+            request.resource == NAMESPACES
+            and not request.subresource
+            and request.operation in ("CREATE", "UPDATE")
+        ):
             labels = ((request.obj or {}).get("metadata") or {}).get("labels") or {}
         if labels is None:
             raise errors.not_found(NAMESPACES, request.namespace, kind=NAMESPACES)

@@ -73,14 +73,16 @@ def build(invocation: Invocation, request: Request) -> tuple[str, Obj]:
         body["name"] = request.name
     if request.namespace:
         body["namespace"] = request.namespace
-    body.update({
-        "operation": request.operation,
-        "userInfo": request.user,
-        "object": _in_version(request.obj, invocation, request),
-        "oldObject": _in_version(request.old, invocation, request),
-        "dryRun": request.dry_run,
-        "options": request.options,
-    })
+    body.update(
+        {
+            "operation": request.operation,
+            "userInfo": request.user,
+            "object": _in_version(request.obj, invocation, request),
+            "oldObject": _in_version(request.old, invocation, request),
+            "dryRun": request.dry_run,
+            "options": request.options,
+        }
+    )
     version = review_version(invocation.webhook.review_versions)
     return uid, {"kind": "AdmissionReview", "apiVersion": version, "request": body}
 
@@ -92,8 +94,10 @@ def verify(uid: str, review: Any, sent: str = API_VERSION) -> Obj:
         raise InvalidResponse("webhook response was absent")
     answered = review.get("apiVersion")
     if review.get("kind") == "AdmissionReview" and answered in (API_VERSION, V1BETA1) and answered != sent:
-        raise UndecodableResponse(f"converting ({answered.rsplit('/', 1)[-1]}.AdmissionReview) to "
-                                  f"({sent.rsplit('/', 1)[-1]}.AdmissionReview): unknown conversion")
+        raise UndecodableResponse(
+            f"converting ({answered.rsplit('/', 1)[-1]}.AdmissionReview) to "
+            f"({sent.rsplit('/', 1)[-1]}.AdmissionReview): unknown conversion"
+        )
     response = review.get("response")
     if not isinstance(response, dict):
         raise InvalidResponse("webhook response was absent")

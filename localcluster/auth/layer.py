@@ -97,7 +97,12 @@ class AuthLayer:
 
     def install(self, app: web.Application, rest: RestHandlers) -> None:
         app.middlewares.insert(0, self.middleware)
-        for plural in ("tokenreviews", "subjectaccessreviews", "selfsubjectaccessreviews", "localsubjectaccessreviews"):
+        for plural in (
+            "tokenreviews",
+            "subjectaccessreviews",
+            "selfsubjectaccessreviews",
+            "localsubjectaccessreviews",
+        ):
             group = "authentication.k8s.io" if plural == "tokenreviews" else "authorization.k8s.io"
             rest.subresource_handlers[(f"{plural}.{group}", "")] = self._review
         sa = self.registry.get("", "v1", "serviceaccounts")
@@ -149,7 +154,11 @@ class AuthLayer:
         sa_namespace = ""
         if name.startswith(SA_PREFIX) and name.count(":") == 3:
             sa_namespace, sa_name = name.removeprefix(SA_PREFIX).split(":")
-            asked.append(Attributes(user, "impersonate", namespace=sa_namespace, resource="serviceaccounts", name=sa_name))
+            asked.append(
+                Attributes(
+                    user, "impersonate", namespace=sa_namespace, resource="serviceaccounts", name=sa_name
+                )
+            )
         else:
             asked.append(Attributes(user, "impersonate", resource="users", name=name))
         asked += [Attributes(user, "impersonate", resource="groups", name=g) for g in groups]
@@ -169,7 +178,9 @@ class AuthLayer:
 
     async def _review(self, request: web.Request, t: Target) -> web.StreamResponse:
         if request.method != "POST" or t.name is not None:
-            raise errors.StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            raise errors.StatusError(
+                405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+            )
         body = await _body(request)
         if not isinstance(body, dict):
             raise errors.bad_request("the object provided is unrecognized")
@@ -181,11 +192,22 @@ class AuthLayer:
             if kind == "SelfSubjectAccessReview":
                 user: User = request.get(USER_KEY, ANONYMOUS)
             else:
-                user = User(str(spec.get("user", "")), tuple(spec.get("groups") or ()), str(spec.get("uid", "")),
-                            {k: tuple(v or ()) for k, v in (spec.get("extra") or {}).items()})
+                user = User(
+                    str(spec.get("user", "")),
+                    tuple(spec.get("groups") or ()),
+                    str(spec.get("uid", "")),
+                    {k: tuple(v or ()) for k, v in (spec.get("extra") or {}).items()},
+                )
                 if not user.name and not user.groups:
-                    raise errors.invalid(t.rt.kind, "", [FieldError.invalid(
-                        "spec.user", "", "at least one of user or group must be specified")])
+                    raise errors.invalid(
+                        t.rt.kind,
+                        "",
+                        [
+                            FieldError.invalid(
+                                "spec.user", "", "at least one of user or group must be specified"
+                            )
+                        ],
+                    )
             status = self._access_review(user, spec, t)
         meta = dict(body.get("metadata") or {})
         meta.setdefault("creationTimestamp", None)
@@ -206,17 +228,35 @@ class AuthLayer:
             namespace = str(res.get("namespace", ""))
             if t.rt.kind == "LocalSubjectAccessReview":
                 if namespace and namespace != t.namespace:
-                    raise errors.bad_request("spec.resourceAttributes.namespace must match the namespace of the request")
+                    raise errors.bad_request(
+                        "spec.resourceAttributes.namespace must match the namespace of the request"
+                    )
                 namespace = t.namespace or ""
-            attrs = Attributes(user, str(res.get("verb", "")), namespace=namespace,
-                               api_group=str(res.get("group", "")), api_version=str(res.get("version", "")),
-                               resource=str(res.get("resource", "")), subresource=str(res.get("subresource", "")),
-                               name=str(res.get("name", "")))
+            attrs = Attributes(
+                user,
+                str(res.get("verb", "")),
+                namespace=namespace,
+                api_group=str(res.get("group", "")),
+                api_version=str(res.get("version", "")),
+                resource=str(res.get("resource", "")),
+                subresource=str(res.get("subresource", "")),
+                name=str(res.get("name", "")),
+            )
         elif non is not None:
-            attrs = Attributes(user, str(non.get("verb", "")), resource_request=False, path=str(non.get("path", "")))
+            attrs = Attributes(
+                user, str(non.get("verb", "")), resource_request=False, path=str(non.get("path", ""))
+            )
         else:
-            raise errors.invalid(t.rt.kind, "", [FieldError.required(
-                "spec.resourceAttributes", "exactly one of nonResourceAttributes or resourceAttributes must be specified")])
+            raise errors.invalid(
+                t.rt.kind,
+                "",
+                [
+                    FieldError.required(
+                        "spec.resourceAttributes",
+                        "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                    )
+                ],
+            )
         allowed, reason = self.authorize(attrs)
         status: dict[str, Any] = {"allowed": allowed}
         if reason:
@@ -225,22 +265,45 @@ class AuthLayer:
 
     async def _token_request(self, request: web.Request, t: Target) -> web.StreamResponse:
         if request.method != "POST":
-            raise errors.StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            raise errors.StatusError(
+                405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+            )
         body = await _body(request)
         spec = dict((body or {}).get("spec") or {})
         seconds = spec.get("expirationSeconds")
         seconds = DEFAULT_EXPIRATION_SECONDS if seconds is None else int(seconds)
         if seconds < MIN_EXPIRATION_SECONDS:
-            raise errors.invalid("TokenRequest", t.name or "", [FieldError.invalid(
-                "spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes")])
+            raise errors.invalid(
+                "TokenRequest",
+                t.name or "",
+                [
+                    FieldError.invalid(
+                        "spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes"
+                    )
+                ],
+            )
         account = self.objects.get_entry(t.rt, t.namespace, t.name or "").load()
         audiences = spec.get("audiences") or list(DEFAULT_AUDIENCES)
-        token, expires = self.tokens.issue(t.namespace or "", t.name or "", str(account["metadata"]["uid"]),
-                                           expiration_seconds=seconds, audiences=audiences)
-        spec.update({"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": spec.get("boundObjectRef")})
+        token, expires = self.tokens.issue(
+            t.namespace or "",
+            t.name or "",
+            str(account["metadata"]["uid"]),
+            expiration_seconds=seconds,
+            audiences=audiences,
+        )
+        spec.update(
+            {
+                "audiences": audiences,
+                "expirationSeconds": seconds,
+                "boundObjectRef": spec.get("boundObjectRef"),
+            }
+        )
         stamp = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        out = {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
-               "metadata": {"name": t.name, "namespace": t.namespace, "creationTimestamp": None},
-               "spec": spec, "status": {"token": token, "expirationTimestamp": stamp}}
+        out = {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": t.name, "namespace": t.namespace, "creationTimestamp": None},
+            "spec": spec,
+            "status": {"token": token, "expirationTimestamp": stamp},
+        }
         return web.Response(status=201, body=orjson.dumps(out), content_type=JSON)
-

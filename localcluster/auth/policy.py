@@ -74,17 +74,28 @@ def _validate_rules(obj: Obj, *, namespaced: bool) -> list[FieldError]:
         urls = rule.get("nonResourceURLs") or []
         if urls:
             if namespaced:
-                errs.append(FieldError.invalid(f"{path}.nonResourceURLs", urls,
-                                               "namespaced rules cannot apply to non-resource URLs"))
+                errs.append(
+                    FieldError.invalid(
+                        f"{path}.nonResourceURLs", urls, "namespaced rules cannot apply to non-resource URLs"
+                    )
+                )
             if rule.get("apiGroups") or rule.get("resources"):
-                errs.append(FieldError.invalid(f"{path}.nonResourceURLs", urls,
-                                               "rules cannot apply to both regular resources and non-resource URLs"))
+                errs.append(
+                    FieldError.invalid(
+                        f"{path}.nonResourceURLs",
+                        urls,
+                        "rules cannot apply to both regular resources and non-resource URLs",
+                    )
+                )
             continue
         if not rule.get("apiGroups"):
-            errs.append(FieldError.required(f"{path}.apiGroups",
-                                            "resource rules must supply at least one api group"))
+            errs.append(
+                FieldError.required(f"{path}.apiGroups", "resource rules must supply at least one api group")
+            )
         if not rule.get("resources"):
-            errs.append(FieldError.required(f"{path}.resources", "resource rules must supply at least one resource"))
+            errs.append(
+                FieldError.required(f"{path}.resources", "resource rules must supply at least one resource")
+            )
     return errs
 
 
@@ -101,11 +112,18 @@ def _validate_binding(obj: Obj, old: Obj | None, *, kinds: tuple[str, ...]) -> l
         errs.append(FieldError.invalid("roleRef", ref, "cannot change roleRef"))
     for i, subject in enumerate(obj.get("subjects") or []):
         if subject.get("kind") not in ("User", "Group", "ServiceAccount"):
-            errs.append(FieldError.not_supported(f"subjects[{i}].kind", subject.get("kind", ""),
-                                                 ("Group", "ServiceAccount", "User")))
+            errs.append(
+                FieldError.not_supported(
+                    f"subjects[{i}].kind", subject.get("kind", ""), ("Group", "ServiceAccount", "User")
+                )
+            )
         if not subject.get("name"):
             errs.append(FieldError.required(f"subjects[{i}].name", "Required value"))
-        if subject.get("kind") == "ServiceAccount" and not subject.get("namespace") and obj.get("kind") == "ClusterRoleBinding":
+        if (
+            subject.get("kind") == "ServiceAccount"
+            and not subject.get("namespace")
+            and obj.get("kind") == "ClusterRoleBinding"
+        ):
             errs.append(FieldError.required(f"subjects[{i}].namespace", "Required value"))
     return errs
 
@@ -115,15 +133,39 @@ def resource_types() -> list[ResourceType]:
         ResourceType(RBAC_GROUP, "v1", "roles", "Role", True, strategy=RoleStrategy()),
         ResourceType(RBAC_GROUP, "v1", "clusterroles", "ClusterRole", False, strategy=ClusterRoleStrategy()),
         ResourceType(RBAC_GROUP, "v1", "rolebindings", "RoleBinding", True, strategy=RoleBindingStrategy()),
-        ResourceType(RBAC_GROUP, "v1", "clusterrolebindings", "ClusterRoleBinding", False,
-                     strategy=ClusterRoleBindingStrategy()),
+        ResourceType(
+            RBAC_GROUP,
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            False,
+            strategy=ClusterRoleBindingStrategy(),
+        ),
         ResourceType("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=CREATE_ONLY),
-        ResourceType("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False,
-                     verbs=CREATE_ONLY),
-        ResourceType("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
-                     verbs=CREATE_ONLY),
-        ResourceType("authorization.k8s.io", "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", True,
-                     verbs=CREATE_ONLY),
+        ResourceType(
+            "authorization.k8s.io",
+            "v1",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            False,
+            verbs=CREATE_ONLY,
+        ),
+        ResourceType(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            False,
+            verbs=CREATE_ONLY,
+        ),
+        ResourceType(
+            "authorization.k8s.io",
+            "v1",
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            True,
+            verbs=CREATE_ONLY,
+        ),
     ]
 
 
@@ -132,8 +174,14 @@ def register(registry: Registry) -> None:
         registry.register(rt)
 
 
-def _rule(verbs: list[str], *, groups: list[str] | None = None, resources: list[str] | None = None,
-          names: list[str] | None = None, urls: list[str] | None = None) -> dict[str, Any]:
+def _rule(
+    verbs: list[str],
+    *,
+    groups: list[str] | None = None,
+    resources: list[str] | None = None,
+    names: list[str] | None = None,
+    urls: list[str] | None = None,
+) -> dict[str, Any]:
     rule: dict[str, Any] = {"verbs": verbs}
     if urls is not None:
         rule["nonResourceURLs"] = urls
@@ -147,50 +195,111 @@ def _rule(verbs: list[str], *, groups: list[str] | None = None, resources: list[
 _HEALTH = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
 BOOTSTRAP_CLUSTER_ROLES: dict[str, list[dict[str, Any]]] = {
     "cluster-admin": [_rule(["*"], groups=["*"], resources=["*"]), _rule(["*"], urls=["*"])],
-    "system:discovery": [_rule(["get"], urls=["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
-                                              "/openapi", "/openapi/*", "/readyz", "/version", "/version/"])],
-    "system:basic-user": [_rule(["create"], groups=["authorization.k8s.io"],
-                                resources=["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
-                          _rule(["create"], groups=["authentication.k8s.io"], resources=["selfsubjectreviews"])],
+    "system:discovery": [
+        _rule(
+            ["get"],
+            urls=[
+                "/api",
+                "/api/*",
+                "/apis",
+                "/apis/*",
+                "/healthz",
+                "/livez",
+                "/openapi",
+                "/openapi/*",
+                "/readyz",
+                "/version",
+                "/version/",
+            ],
+        )
+    ],
+    "system:basic-user": [
+        _rule(
+            ["create"],
+            groups=["authorization.k8s.io"],
+            resources=["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+        ),
+        _rule(["create"], groups=["authentication.k8s.io"], resources=["selfsubjectreviews"]),
+    ],
     "system:public-info-viewer": [_rule(["get"], urls=_HEALTH)],
-    "system:auth-delegator": [_rule(["create"], groups=["authentication.k8s.io"], resources=["tokenreviews"]),
-                              _rule(["create"], groups=["authorization.k8s.io"], resources=["subjectaccessreviews"])],
+    "system:auth-delegator": [
+        _rule(["create"], groups=["authentication.k8s.io"], resources=["tokenreviews"]),
+        _rule(["create"], groups=["authorization.k8s.io"], resources=["subjectaccessreviews"]),
+    ],
 }
 BOOTSTRAP_CLUSTER_ROLE_BINDINGS: dict[str, tuple[str, list[str]]] = {
     "cluster-admin": ("cluster-admin", ["system:masters"]),
     "system:discovery": ("system:discovery", ["system:authenticated"]),
     "system:basic-user": ("system:basic-user", ["system:authenticated"]),
-    "system:public-info-viewer": ("system:public-info-viewer", ["system:authenticated", "system:unauthenticated"]),
+    "system:public-info-viewer": (
+        "system:public-info-viewer",
+        ["system:authenticated", "system:unauthenticated"],
+    ),
 }
 BOOTSTRAP_ROLES: dict[tuple[str, str], list[dict[str, Any]]] = {
     ("kube-system", "extension-apiserver-authentication-reader"): [
-        _rule(["get", "list", "watch"], resources=["configmaps"], names=["extension-apiserver-authentication"])],
+        _rule(
+            ["get", "list", "watch"], resources=["configmaps"], names=["extension-apiserver-authentication"]
+        )
+    ],
 }
 
 
 def bootstrap_objects() -> list[tuple[str, str | None, dict[str, Any]]]:
     """(plural, namespace, object) of the default policy, annotated as the API server's own."""
-    meta_extra = {"labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-                  "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}}
+    meta_extra = {
+        "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+    }
     out: list[tuple[str, str | None, dict[str, Any]]] = []
     for name, rules in BOOTSTRAP_CLUSTER_ROLES.items():
-        out.append(("clusterroles", None, {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole",
-                                           "metadata": {"name": name, **meta_extra}, "rules": rules}))
+        out.append(
+            (
+                "clusterroles",
+                None,
+                {
+                    "apiVersion": f"{RBAC_GROUP}/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": name, **meta_extra},
+                    "rules": rules,
+                },
+            )
+        )
     for name, (role, groups) in BOOTSTRAP_CLUSTER_ROLE_BINDINGS.items():
-        out.append(("clusterrolebindings", None, {
-            "apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name, **meta_extra},
-            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
-            "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": g} for g in groups]}))
+        out.append(
+            (
+                "clusterrolebindings",
+                None,
+                {
+                    "apiVersion": f"{RBAC_GROUP}/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": name, **meta_extra},
+                    "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
+                    "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": g} for g in groups],
+                },
+            )
+        )
     for (namespace, name), rules in BOOTSTRAP_ROLES.items():
-        out.append(("roles", namespace, {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "Role",
-                                         "metadata": {"name": name, "namespace": namespace, **meta_extra},
-                                         "rules": rules}))
+        out.append(
+            (
+                "roles",
+                namespace,
+                {
+                    "apiVersion": f"{RBAC_GROUP}/v1",
+                    "kind": "Role",
+                    "metadata": {"name": name, "namespace": namespace, **meta_extra},
+                    "rules": rules,
+                },
+            )
+        )
     return out
 
 
 def storage_source(storage: Storage) -> PolicySource:
     """The authorizer's view of the stored policy, read at each decision (no cache to go stale)."""
-    crb, rb, cr, r = (f"{p}.{RBAC_GROUP}" for p in ("clusterrolebindings", "rolebindings", "clusterroles", "roles"))
+    crb, rb, cr, r = (
+        f"{p}.{RBAC_GROUP}" for p in ("clusterrolebindings", "rolebindings", "clusterroles", "roles")
+    )
 
     def get(key: str, namespace: str, name: str) -> Obj | None:
         entry = storage.get(key, namespace, name)

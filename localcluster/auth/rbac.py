@@ -57,8 +57,12 @@ def resource_matches(rule: Obj, combined: str, subresource: str) -> bool:
     for resource in rule.get("resources") or ():
         if resource in ("*", combined):
             return True
-        if subresource and len(resource) == len(subresource) + 2 and resource.startswith("*/") \
-                and resource.endswith(subresource):
+        if (
+            subresource
+            and len(resource) == len(subresource) + 2
+            and resource.startswith("*/")
+            and resource.endswith(subresource)
+        ):
             return True
     return False
 
@@ -80,9 +84,12 @@ def non_resource_url_matches(rule: Obj, path: str) -> bool:
 def rule_allows(attrs: Attributes, rule: Obj) -> bool:
     if attrs.resource_request:
         combined = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-        return (verb_matches(rule, attrs.verb) and api_group_matches(rule, attrs.api_group)
-                and resource_matches(rule, combined, attrs.subresource)
-                and resource_name_matches(rule, attrs.name))
+        return (
+            verb_matches(rule, attrs.verb)
+            and api_group_matches(rule, attrs.api_group)
+            and resource_matches(rule, combined, attrs.subresource)
+            and resource_name_matches(rule, attrs.name)
+        )
     return verb_matches(rule, attrs.verb) and non_resource_url_matches(rule, attrs.path)
 
 
@@ -114,8 +121,11 @@ class RBACAuthorizer:
 
     def _rules(self, ref: Obj, namespace: str) -> Sequence[Obj]:
         kind, name = ref.get("kind"), ref.get("name", "")
-        role = self.source.cluster_role(name) if kind == "ClusterRole" else (
-            self.source.role(namespace, name) if kind == "Role" and namespace else None)
+        role = (
+            self.source.cluster_role(name)
+            if kind == "ClusterRole"
+            else (self.source.role(namespace, name) if kind == "Role" and namespace else None)
+        )
         return (role or {}).get("rules") or ()
 
     def authorize(self, attrs: Attributes) -> tuple[bool, str]:
@@ -139,6 +149,9 @@ class RBACAuthorizer:
     @staticmethod
     def _reason(kind: str, binding: Obj, attrs: Attributes) -> str:
         meta, ref = binding.get("metadata") or {}, binding.get("roleRef") or {}
-        where = f'"{meta.get("name", "")}"' if kind == "ClusterRoleBinding" else \
-            f'"{meta.get("name", "")}/{meta.get("namespace", "")}"'
+        where = (
+            f'"{meta.get("name", "")}"'
+            if kind == "ClusterRoleBinding"
+            else f'"{meta.get("name", "")}/{meta.get("namespace", "")}"'
+        )
         return f'RBAC: allowed by {kind} {where} of {ref.get("kind")} "{ref.get("name")}" to User "{attrs.user.name}"'

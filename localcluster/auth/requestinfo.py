@@ -14,8 +14,14 @@ from collections.abc import Mapping
 
 from localcluster.auth.rbac import Attributes, User
 
-_METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch",
-                 "DELETE": "delete"}
+_METHOD_VERBS = {
+    "POST": "create",
+    "GET": "get",
+    "HEAD": "get",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+}
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
@@ -52,5 +58,14 @@ def attributes(user: User, method: str, path: str, query: Mapping[str, str]) -> 
             name = selector.removeprefix("metadata.name=").removeprefix("=")
     if not name and verb == "delete":
         verb = "deletecollection"
-    return Attributes(user, verb, namespace=namespace, api_group=group, api_version=version, resource=resource,
-                      subresource=subresource, name=name, path=path)
+    return Attributes(
+        user,
+        verb,
+        namespace=namespace,
+        api_group=group,
+        api_version=version,
+        resource=resource,
+        subresource=subresource,
+        name=name,
+        path=path,
+    )

@@ -49,7 +49,9 @@ def _unb64(text: str) -> bytes:
 class TokenAuthenticator:
     """Token -> user; `service_account_uid(ns, name)` says whether an account still exists."""
 
-    def __init__(self, service_account_uid: ServiceAccountUID, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, service_account_uid: ServiceAccountUID, *, clock: Callable[[], float] = time.time
+    ) -> None:
         self.static: dict[str, User] = {ADMIN_TOKEN: ADMIN}
         self.webhooks: list[TokenWebhook] = []
         self._service_account_uid = service_account_uid
@@ -66,12 +68,23 @@ class TokenAuthenticator:
         """Ask `review` about tokens no static entry knows; it answers the user, or None to refuse."""
         self.webhooks.append(review)
 
-    def issue(self, namespace: str, name: str, uid: str, *, expiration_seconds: int,
-              audiences: Sequence[str] = DEFAULT_AUDIENCES) -> tuple[str, int]:
+    def issue(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        *,
+        expiration_seconds: int,
+        audiences: Sequence[str] = DEFAULT_AUDIENCES,
+    ) -> tuple[str, int]:
         """A signed service-account token and its expiry (unix seconds)."""
         now = int(self._clock())
         claims = {
-            "aud": list(audiences), "exp": now + expiration_seconds, "iat": now, "nbf": now, "iss": ISSUER,
+            "aud": list(audiences),
+            "exp": now + expiration_seconds,
+            "iat": now,
+            "nbf": now,
+            "iss": ISSUER,
             "sub": f"{SA_PREFIX}{namespace}:{name}",
             "kubernetes.io": {"namespace": namespace, "serviceaccount": {"name": name, "uid": uid}},
         }
@@ -99,8 +112,11 @@ class TokenAuthenticator:
         namespace, account = str(ref.get("namespace", "")), ref.get("serviceaccount") or {}
         if self._service_account_uid(namespace, str(account.get("name", ""))) != account.get("uid"):
             return None, ()
-        sa = User(str(claims["sub"]), ("system:serviceaccounts", f"system:serviceaccounts:{namespace}"),
-                  uid=str(account.get("uid", "")))
+        sa = User(
+            str(claims["sub"]),
+            ("system:serviceaccounts", f"system:serviceaccounts:{namespace}"),
+            uid=str(account.get("uid", "")),
+        )
         return _authenticated(sa), matched
 
     def _verified_claims(self, token: str) -> Mapping[str, Any] | None:

@@ -51,7 +51,9 @@ class WorkloadStrategy(BuiltinStrategy):
             sel_errs = validate_label_selector(selector, "spec.selector")
             errs.extend(sel_errs)
             if not sel_errs and selectors.from_label_selector(selector).empty:
-                errs.append(FieldError.invalid("spec.selector", selector, "empty selector is invalid for deployment"))
+                errs.append(
+                    FieldError.invalid("spec.selector", selector, "empty selector is invalid for deployment")
+                )
             selector_ok = not sel_errs
         template = spec.get("template")
         if not isinstance(template, dict):
@@ -63,7 +65,9 @@ class WorkloadStrategy(BuiltinStrategy):
         if selector_ok and not label_errs:
             if not selectors.from_label_selector(selector).matches(labels):
                 errs.append(
-                    FieldError.invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`")
+                    FieldError.invalid(
+                        "spec.template.metadata.labels", labels, "`selector` does not match template `labels`"
+                    )
                 )
         pod_spec = template.get("spec")
         if not isinstance(pod_spec, dict):
@@ -71,7 +75,11 @@ class WorkloadStrategy(BuiltinStrategy):
         else:
             errs.extend(validate_pod_spec(pod_spec, "spec.template.spec"))
             if pod_spec.get("restartPolicy") != "Always":
-                errs.append(FieldError.not_supported("spec.template.spec.restartPolicy", pod_spec.get("restartPolicy"), ("Always",)))
+                errs.append(
+                    FieldError.not_supported(
+                        "spec.template.spec.restartPolicy", pod_spec.get("restartPolicy"), ("Always",)
+                    )
+                )
         if old is not None:
             errs.extend(immutable(selector, get_path(old, "spec", "selector"), "spec.selector"))
         return errs
@@ -79,7 +87,14 @@ class WorkloadStrategy(BuiltinStrategy):
     def validate_status(self, obj: Obj, old: Obj) -> list[FieldError]:
         errs: list[FieldError] = []
         status = obj.get("status") or {}
-        for key in ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas", "fullyLabeledReplicas", "observedGeneration"):
+        for key in (
+            "replicas",
+            "readyReplicas",
+            "availableReplicas",
+            "updatedReplicas",
+            "fullyLabeledReplicas",
+            "observedGeneration",
+        ):
             errs.extend(non_negative(status.get(key), f"status.{key}"))
         return errs
 
@@ -96,7 +111,9 @@ class DeploymentStrategy(WorkloadStrategy):
         super().prepare_for_update(obj, old)
         old_meta, meta = old["metadata"], obj["metadata"]
         generation = old_meta.get("generation", 1)
-        if meta.get("generation") == generation and (meta.get("annotations") or {}) != (old_meta.get("annotations") or {}):
+        if meta.get("generation") == generation and (meta.get("annotations") or {}) != (
+            old_meta.get("annotations") or {}
+        ):
             meta["generation"] = generation + 1
 
     def prepare_for_status_update(self, obj: Obj, old: Obj) -> None:
@@ -131,28 +148,50 @@ class DeploymentStrategy(WorkloadStrategy):
         errs = super().validate(obj, old)
         strategy = get_path(obj, "spec", "strategy", default={})
         if strategy.get("type") not in ("RollingUpdate", "Recreate"):
-            errs.append(FieldError.not_supported("spec.strategy.type", strategy.get("type"), ("Recreate", "RollingUpdate")))
+            errs.append(
+                FieldError.not_supported(
+                    "spec.strategy.type", strategy.get("type"), ("Recreate", "RollingUpdate")
+                )
+            )
         elif strategy.get("type") == "Recreate" and strategy.get("rollingUpdate"):
-            errs.append(FieldError.forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
+            errs.append(
+                FieldError.forbidden(
+                    "spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"
+                )
+            )
         rolling = strategy.get("rollingUpdate")
         if strategy.get("type") == "RollingUpdate" and isinstance(rolling, dict):
             errs.extend(rolling_update_errors(rolling, "spec.strategy.rollingUpdate"))
         deadline = get_path(obj, "spec", "progressDeadlineSeconds")
         if isinstance(deadline, int) and deadline <= get_path(obj, "spec", "minReadySeconds", default=0):
-            errs.append(FieldError.invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"))
+            errs.append(
+                FieldError.invalid(
+                    "spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"
+                )
+            )
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        cols = columns(("Ready", "string"), ("Up-to-date", "string"), ("Available", "string"), ("Age", "string"),
-                       ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1), kind="Deployment")
+        cols = columns(
+            ("Ready", "string"),
+            ("Up-to-date", "string"),
+            ("Available", "string"),
+            ("Age", "string"),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+            kind="Deployment",
+        )
         names, images = template_containers(obj)
         return cols, [
             f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}",
             status.get("updatedReplicas", 0),
             status.get("availableReplicas", 0),
             None,
-            names, images, format_label_selector(spec.get("selector")),
+            names,
+            images,
+            format_label_selector(spec.get("selector")),
         ]
 
 
@@ -179,11 +218,26 @@ class ReplicaSetStrategy(WorkloadStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        cols = columns(("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"), ("Age", "string"),
-                       ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1), kind="ReplicaSet")
+        cols = columns(
+            ("Desired", "integer"),
+            ("Current", "integer"),
+            ("Ready", "integer"),
+            ("Age", "string"),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+            kind="ReplicaSet",
+        )
         names, images = template_containers(obj)
-        return cols, [spec.get("replicas", 0), status.get("replicas", 0), status.get("readyReplicas", 0), None,
-                      names, images, format_label_selector(spec.get("selector"))]
+        return cols, [
+            spec.get("replicas", 0),
+            status.get("replicas", 0),
+            status.get("readyReplicas", 0),
+            None,
+            names,
+            images,
+            format_label_selector(spec.get("selector")),
+        ]
 
 
 class StatefulSetStrategy(WorkloadStrategy):
@@ -199,7 +253,9 @@ class StatefulSetStrategy(WorkloadStrategy):
         if update.get("type") == "RollingUpdate":
             update.setdefault("rollingUpdate", {}).setdefault("partition", 0)
         spec.setdefault("revisionHistoryLimit", 10)
-        spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+        spec.setdefault(
+            "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"}
+        )
         _default_template(obj)
 
     def prepare_for_create(self, obj: Obj) -> None:
@@ -211,13 +267,27 @@ class StatefulSetStrategy(WorkloadStrategy):
         spec = obj.get("spec") or {}
         policy = spec.get("podManagementPolicy")
         if policy not in ("OrderedReady", "Parallel"):
-            errs.append(FieldError("FieldValueInvalid", "spec.podManagementPolicy",
-                                   f"Invalid value: {_quoted(policy)}: must be 'OrderedReady' or 'Parallel'"))
+            errs.append(
+                FieldError(
+                    "FieldValueInvalid",
+                    "spec.podManagementPolicy",
+                    f"Invalid value: {_quoted(policy)}: must be 'OrderedReady' or 'Parallel'",
+                )
+            )
         update = spec.get("updateStrategy") or {}
         if update.get("type") not in ("RollingUpdate", "OnDelete"):
-            errs.append(FieldError("FieldValueInvalid", "spec.updateStrategy",
-                                   f"Invalid value: {_quoted(update.get('type'))}: must be 'RollingUpdate' or 'OnDelete'"))
-        errs.extend(non_negative(get_path(update, "rollingUpdate", "partition"), "spec.updateStrategy.rollingUpdate.partition"))
+            errs.append(
+                FieldError(
+                    "FieldValueInvalid",
+                    "spec.updateStrategy",
+                    f"Invalid value: {_quoted(update.get('type'))}: must be 'RollingUpdate' or 'OnDelete'",
+                )
+            )
+        errs.extend(
+            non_negative(
+                get_path(update, "rollingUpdate", "partition"), "spec.updateStrategy.rollingUpdate.partition"
+            )
+        )
         errs.extend(non_negative(get_path(spec, "ordinals", "start"), "spec.ordinals.start"))
         return errs
 
@@ -265,21 +335,43 @@ class DaemonSetStrategy(WorkloadStrategy):
         errs = super().validate(obj, old)
         update = get_path(obj, "spec", "updateStrategy", default={})
         if update.get("type") not in ("RollingUpdate", "OnDelete"):
-            errs.append(FieldError.not_supported("spec.updateStrategy", update.get("type"), ("RollingUpdate", "OnDelete")))
+            errs.append(
+                FieldError.not_supported(
+                    "spec.updateStrategy", update.get("type"), ("RollingUpdate", "OnDelete")
+                )
+            )
         rolling = update.get("rollingUpdate") or {}
-        if update.get("type") == "RollingUpdate" and _zero(rolling.get("maxSurge", 0)) and _zero(rolling.get("maxUnavailable", 1)):
-            errs.append(FieldError.required("spec.updateStrategy.rollingUpdate.maxUnavailable", "Required value: cannot be 0 when maxSurge is 0"))
+        if (
+            update.get("type") == "RollingUpdate"
+            and _zero(rolling.get("maxSurge", 0))
+            and _zero(rolling.get("maxUnavailable", 1))
+        ):
+            errs.append(
+                FieldError.required(
+                    "spec.updateStrategy.rollingUpdate.maxUnavailable",
+                    "Required value: cannot be 0 when maxSurge is 0",
+                )
+            )
         return errs
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
-        obj["status"] = {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}
+        obj["status"] = {
+            "currentNumberScheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "numberReady": 0,
+        }
         obj["metadata"].setdefault("annotations", {})[TEMPLATE_GENERATION] = "1"
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         status = obj.get("status") or {}
         cols = columns(("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"))
-        return cols, [status.get("desiredNumberScheduled", 0), status.get("currentNumberScheduled", 0), status.get("numberReady", 0)]
+        return cols, [
+            status.get("desiredNumberScheduled", 0),
+            status.get("currentNumberScheduled", 0),
+            status.get("numberReady", 0),
+        ]
 
 
 class ControllerRevisionStrategy(BuiltinStrategy):
@@ -296,5 +388,10 @@ class ControllerRevisionStrategy(BuiltinStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         owner = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
-        controller = f"{str(owner.get('kind', '')).lower()}.apps/{owner.get('name', '')}" if owner else "<none>"
-        return columns(("Controller", "string"), ("Revision", "integer")), [controller, obj.get("revision", 0)]
+        controller = (
+            f"{str(owner.get('kind', '')).lower()}.apps/{owner.get('name', '')}" if owner else "<none>"
+        )
+        return columns(("Controller", "string"), ("Revision", "integer")), [
+            controller,
+            obj.get("revision", 0),
+        ]

@@ -28,8 +28,15 @@ class HorizontalPodAutoscalerStrategy(BuiltinStrategy):
             return
         spec.setdefault("minReplicas", 1)
         if not spec.get("metrics"):
-            spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": {
-                "type": "Utilization", "averageUtilization": DEFAULT_CPU_UTILIZATION}}}]
+            spec["metrics"] = [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": DEFAULT_CPU_UTILIZATION},
+                    },
+                }
+            ]
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
@@ -55,14 +62,20 @@ class HorizontalPodAutoscalerStrategy(BuiltinStrategy):
         elif high < 1:
             errs.append(FieldError.invalid("spec.maxReplicas", high, "must be greater than 0"))
         elif isinstance(low, int) and high < low:
-            errs.append(FieldError.invalid("spec.maxReplicas", high, "must be greater than or equal to `minReplicas`"))
+            errs.append(
+                FieldError.invalid("spec.maxReplicas", high, "must be greater than or equal to `minReplicas`")
+            )
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         ref = spec.get("scaleTargetRef") or {}
         targets = []
-        current = {get_path(m, "resource", "name"): m for m in status.get("currentMetrics") or [] if m.get("type") == "Resource"}
+        current = {
+            get_path(m, "resource", "name"): m
+            for m in status.get("currentMetrics") or []
+            if m.get("type") == "Resource"
+        }
         for metric in spec.get("metrics") or []:
             if metric.get("type") != "Resource":
                 targets.append("<unknown>")
@@ -75,6 +88,17 @@ class HorizontalPodAutoscalerStrategy(BuiltinStrategy):
                 targets.append(f"{shown}/{target['averageUtilization']}%")
             else:
                 targets.append(f"<unknown>/{target.get('averageValue') or target.get('value')}")
-        cols = columns(("Reference", "string"), ("Targets", "string"), ("MinPods", "string"), ("MaxPods", "integer"), ("Replicas", "integer"))
-        return cols, [f"{ref.get('kind', '')}/{ref.get('name', '')}", ", ".join(targets) or "<none>",
-                      str(spec.get("minReplicas", "<unset>")), spec.get("maxReplicas", 0), status.get("currentReplicas", 0)]
+        cols = columns(
+            ("Reference", "string"),
+            ("Targets", "string"),
+            ("MinPods", "string"),
+            ("MaxPods", "integer"),
+            ("Replicas", "integer"),
+        )
+        return cols, [
+            f"{ref.get('kind', '')}/{ref.get('name', '')}",
+            ", ".join(targets) or "<none>",
+            str(spec.get("minReplicas", "<unset>")),
+            spec.get("maxReplicas", 0),
+            status.get("currentReplicas", 0),
+        ]

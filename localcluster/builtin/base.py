@@ -29,7 +29,9 @@ class BuiltinStrategy(Strategy):
         try:
             self.last_pruned = schemas.prune_kind(obj, self.group, self.version, self.kind)
         except decoding.DecodeError as exc:
-            raise errors.bad_request(f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: {exc}') from exc
+            raise errors.bad_request(
+                f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: {exc}'
+            ) from exc
 
 
 def age(timestamp: str | None, now: dt.datetime | None = None) -> str:

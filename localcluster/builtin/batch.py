@@ -44,7 +44,13 @@ def validate_job_spec(spec: Any, path: str, *, generated_selector: bool) -> list
     if not isinstance(spec, dict):
         return [FieldError.required(path)]
     errs: list[FieldError] = []
-    for key in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+    for key in (
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "activeDeadlineSeconds",
+        "ttlSecondsAfterFinished",
+    ):
         errs.extend(non_negative(spec.get(key), f"{path}.{key}"))
     deadline = spec.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and deadline == 0:
@@ -67,7 +73,11 @@ def validate_job_spec(spec: Any, path: str, *, generated_selector: bool) -> list
     errs.extend(validate_pod_spec(pod_spec, f"{path}.template.spec"))
     if pod_spec.get("restartPolicy") not in ("OnFailure", "Never"):
         # kube-apiserver words it as a required value, not an unsupported one
-        errs.append(FieldError.required(f"{path}.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"'))
+        errs.append(
+            FieldError.required(
+                f"{path}.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"'
+            )
+        )
     return errs
 
 
@@ -165,9 +175,22 @@ class JobStrategy(BuiltinStrategy):
             duration = _duration(((end or dt.datetime.now(dt.UTC)) - start).total_seconds())
         template = get_path(obj, "spec", "template")
         names, images = _containers_images(template)
-        cols = columns(("Completions", "string"), ("Duration", "string"), ("Age", "string"),
-                       ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1))
-        return cols, [job_completions(obj), duration, None, names, images, _selector_text(get_path(obj, "spec", "selector"))]
+        cols = columns(
+            ("Completions", "string"),
+            ("Duration", "string"),
+            ("Age", "string"),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+        )
+        return cols, [
+            job_completions(obj),
+            duration,
+            None,
+            names,
+            images,
+            _selector_text(get_path(obj, "spec", "selector")),
+        ]
 
 
 def valid_schedule(schedule: str) -> bool:
@@ -222,7 +245,9 @@ class CronJobStrategy(BuiltinStrategy):
             errs.append(FieldError.invalid("spec.schedule", schedule, "unparseable cron schedule"))
         policy = spec.get("concurrencyPolicy")
         if policy not in ("Allow", "Forbid", "Replace"):
-            errs.append(FieldError.not_supported("spec.concurrencyPolicy", policy, ("Allow", "Forbid", "Replace")))
+            errs.append(
+                FieldError.not_supported("spec.concurrencyPolicy", policy, ("Allow", "Forbid", "Replace"))
+            )
         for key in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
             errs.extend(non_negative(spec.get(key), f"spec.{key}"))
         job_spec = get_path(spec, "jobTemplate", "spec")
@@ -235,7 +260,23 @@ class CronJobStrategy(BuiltinStrategy):
         last_text = "<none>" if last is None else _duration((dt.datetime.now(dt.UTC) - last).total_seconds())
         template = get_path(spec, "jobTemplate", "spec", "template")
         names, images = _containers_images(template)
-        cols = columns(("Schedule", "string"), ("Suspend", "boolean"), ("Active", "integer"), ("Last Schedule", "string"),
-                       ("Age", "string"), ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1))
-        return cols, [spec.get("schedule", ""), bool(spec.get("suspend")), len(status.get("active") or []), last_text, None,
-                      names, images, _selector_text(get_path(spec, "jobTemplate", "spec", "selector"))]
+        cols = columns(
+            ("Schedule", "string"),
+            ("Suspend", "boolean"),
+            ("Active", "integer"),
+            ("Last Schedule", "string"),
+            ("Age", "string"),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+        )
+        return cols, [
+            spec.get("schedule", ""),
+            bool(spec.get("suspend")),
+            len(status.get("active") or []),
+            last_text,
+            None,
+            names,
+            images,
+            _selector_text(get_path(spec, "jobTemplate", "spec", "selector")),
+        ]

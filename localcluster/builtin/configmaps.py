@@ -30,7 +30,10 @@ def configmap_content_errors(data: dict[str, Any], binary: dict[str, Any]) -> li
     """Each key of `data` then `binaryData`: the key rule and no key in both; then the total size."""
     errs: list[FieldError] = []
     total = 0
-    for field_name, own, other, other_name in (("data", data, binary, "binaryData"), ("binaryData", binary, data, "data")):
+    for field_name, own, other, other_name in (
+        ("data", data, binary, "binaryData"),
+        ("binaryData", binary, data, "data"),
+    ):
         for key, value in own.items():
             path = f"{field_name}[{key}]"
             errs.extend(FieldError.invalid(path, key, msg) for msg in config_key(str(key)))

@@ -17,8 +17,18 @@ from localcluster.registry import FieldError, Obj, TableColumn
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-_NODE_INFO_KEYS = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
-                   "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture")
+_NODE_INFO_KEYS = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 
@@ -54,7 +64,10 @@ class NodeStrategy(BuiltinStrategy):
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
             taints = spec.get("taints") or []
-            if not any(isinstance(t, dict) and t.get("key") == NOT_READY_TAINT and t.get("effect") == "NoSchedule" for t in taints):
+            if not any(
+                isinstance(t, dict) and t.get("key") == NOT_READY_TAINT and t.get("effect") == "NoSchedule"
+                for t in taints
+            ):
                 spec["taints"] = [*taints, {"key": NOT_READY_TAINT, "effect": "NoSchedule"}]
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
@@ -83,25 +96,45 @@ class NodeStrategy(BuiltinStrategy):
                 ready = "Ready" if cond.get("status") == "True" else "NotReady"
         status = ready + (",SchedulingDisabled" if get_path(obj, "spec", "unschedulable") else "")
         labels = obj["metadata"].get("labels") or {}
-        roles = {k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1]}
+        roles = {
+            k.split("/", 1)[1]
+            for k in labels
+            if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1]
+        }
         if labels.get("kubernetes.io/role"):
             roles.add(labels["kubernetes.io/role"])
-        cols = columns(("Status", "string"), ("Roles", "string"), ("Age", "string"), ("Version", "string"),
-                       ("Internal-IP", "string", 1), ("External-IP", "string", 1), ("OS-Image", "string", 1),
-                       ("Kernel-Version", "string", 1), ("Container-Runtime", "string", 1), kind="Node")
+        cols = columns(
+            ("Status", "string"),
+            ("Roles", "string"),
+            ("Age", "string"),
+            ("Version", "string"),
+            ("Internal-IP", "string", 1),
+            ("External-IP", "string", 1),
+            ("OS-Image", "string", 1),
+            ("Kernel-Version", "string", 1),
+            ("Container-Runtime", "string", 1),
+            kind="Node",
+        )
         addresses = get_path(obj, "status", "addresses", default=[])
         info = get_path(obj, "status", "nodeInfo", default={})
         return cols, [
-            status, ",".join(sorted(roles)) or "<none>", None, info.get("kubeletVersion", ""),
-            _node_address(addresses, "InternalIP"), _node_address(addresses, "ExternalIP"),
-            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+            status,
+            ",".join(sorted(roles)) or "<none>",
+            None,
+            info.get("kubeletVersion", ""),
+            _node_address(addresses, "InternalIP"),
+            _node_address(addresses, "ExternalIP"),
+            info.get("osImage") or "<unknown>",
+            info.get("kernelVersion") or "<unknown>",
             info.get("containerRuntimeVersion") or "<unknown>",
         ]
 
 
 def _node_address(addresses: list[Obj], kind: str) -> str:
     """The first address of a type, as `getNodeInternalIP` / `getNodeExternalIP` print it."""
-    return next((str(a.get("address")) for a in addresses if isinstance(a, dict) and a.get("type") == kind), "<none>")
+    return next(
+        (str(a.get("address")) for a in addresses if isinstance(a, dict) and a.get("type") == kind), "<none>"
+    )
 
 
 class NamespaceStrategy(BuiltinStrategy):
@@ -154,7 +187,9 @@ _NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
 
 
 def _wants_node_ports(spec: Obj) -> bool:
-    return spec.get("type") == "NodePort" or (spec.get("type") == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts", True))
+    return spec.get("type") == "NodePort" or (
+        spec.get("type") == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts", True)
+    )
 
 
 class ServiceStrategy(BuiltinStrategy):
@@ -216,7 +251,11 @@ class ServiceStrategy(BuiltinStrategy):
         kept = {p.get("nodePort") for p in spec.get("ports") or [] if isinstance(p, dict)}
         for port in get_path(old, "spec", "ports", default=[]):
             held = port.get("nodePort") if isinstance(port, dict) else None
-            if isinstance(held, int) and held not in kept and self._node_ports.get(held) == old["metadata"].get("uid"):
+            if (
+                isinstance(held, int)
+                and held not in kept
+                and self._node_ports.get(held) == old["metadata"].get("uid")
+            ):
                 del self._node_ports[held]
 
     def _claim_node_ports(self, obj: Obj) -> None:
@@ -247,8 +286,14 @@ class ServiceStrategy(BuiltinStrategy):
         spec = obj.get("spec") or {}
         if spec.get("type") in ("ClusterIP", "NodePort", "LoadBalancer") and not spec.get("ports"):
             errs.append(FieldError.required("spec.ports"))
-        if old is not None and get_path(old, "spec", "clusterIP") and spec.get("clusterIP") != get_path(old, "spec", "clusterIP"):
-            errs.append(FieldError("FieldValueInvalid", "spec.clusterIPs[0]", "Invalid value: field is immutable"))
+        if (
+            old is not None
+            and get_path(old, "spec", "clusterIP")
+            and spec.get("clusterIP") != get_path(old, "spec", "clusterIP")
+        ):
+            errs.append(
+                FieldError("FieldValueInvalid", "spec.clusterIPs[0]", "Invalid value: field is immutable")
+            )
         for i, port in enumerate(spec.get("ports") or []):
             if isinstance(port, dict):  # `validateServicePort`: port, then `ValidatePortNumOrName`
                 errs.extend(port_number(port.get("port", 0), f"spec.ports[{i}].port"))
@@ -260,22 +305,50 @@ class ServiceStrategy(BuiltinStrategy):
                 continue
             path = f"spec.ports[{i}].nodePort"
             if spec.get("type") not in _NODE_PORT_TYPES:
-                errs.append(FieldError.forbidden(path, f"may not be used when `type` is '{spec.get('type')}'"))
+                errs.append(
+                    FieldError.forbidden(path, f"may not be used when `type` is '{spec.get('type')}'")
+                )
             elif not isinstance(node_port, int) or node_port not in NODE_PORT_RANGE:
-                errs.append(FieldError.invalid(path, node_port, "provided port is not in the valid range. The range of valid ports is 30000-32767"))
+                errs.append(
+                    FieldError.invalid(
+                        path,
+                        node_port,
+                        "provided port is not in the valid range. The range of valid ports is 30000-32767",
+                    )
+                )
             elif self._node_ports.get(node_port) != uid:
                 errs.append(FieldError.invalid(path, node_port, "provided port is already allocated"))
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec = obj.get("spec") or {}
-        ports = ",".join(
-            f"{p.get('port')}:{p['nodePort']}/{p.get('protocol', 'TCP')}" if p.get("nodePort") else f"{p.get('port')}/{p.get('protocol', 'TCP')}"
-            for p in spec.get("ports") or []) or "<none>"
+        ports = (
+            ",".join(
+                f"{p.get('port')}:{p['nodePort']}/{p.get('protocol', 'TCP')}"
+                if p.get("nodePort")
+                else f"{p.get('port')}/{p.get('protocol', 'TCP')}"
+                for p in spec.get("ports") or []
+            )
+            or "<none>"
+        )
         external = "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
-        cols = columns(("Type", "string"), ("Cluster-IP", "string"), ("External-IP", "string"), ("Port(s)", "string"),
-                       ("Age", "string"), ("Selector", "string", 1), kind="Service")
-        return cols, [spec.get("type", ""), spec.get("clusterIP", ""), external, ports, None, format_labels(spec.get("selector"))]
+        cols = columns(
+            ("Type", "string"),
+            ("Cluster-IP", "string"),
+            ("External-IP", "string"),
+            ("Port(s)", "string"),
+            ("Age", "string"),
+            ("Selector", "string", 1),
+            kind="Service",
+        )
+        return cols, [
+            spec.get("type", ""),
+            spec.get("clusterIP", ""),
+            external,
+            ports,
+            None,
+            format_labels(spec.get("selector")),
+        ]
 
 
 class ConfigMapStrategy(BuiltinStrategy):
@@ -286,14 +359,18 @@ class ConfigMapStrategy(BuiltinStrategy):
         errs = []
         for field_name in ("data", "binaryData"):
             data = obj.get(field_name)
-            if data is not None and (not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values())):
+            if data is not None and (
+                not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values())
+            ):
                 errs.append(FieldError.invalid(field_name, "", "must be a map of strings"))
         if not errs:
             errs.extend(configmap_content_errors(obj.get("data") or {}, obj.get("binaryData") or {}))
         if obj.get("immutable") and old is not None and old.get("immutable"):
             for field_name in ("data", "binaryData"):
                 if obj.get(field_name) != old.get(field_name):
-                    errs.append(FieldError.forbidden(field_name, "field is immutable when `immutable` is set"))
+                    errs.append(
+                        FieldError.forbidden(field_name, "field is immutable when `immutable` is set")
+                    )
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
@@ -318,7 +395,9 @@ class SecretStrategy(BuiltinStrategy):
                 try:
                     decoded = base64.b64decode(text, validate=True)
                 except (binascii.Error, ValueError) as exc:
-                    raise errors.bad_request(f'Secret in version "v1" cannot be handled as a Secret: illegal base64 data: {exc}') from exc
+                    raise errors.bad_request(
+                        f'Secret in version "v1" cannot be handled as a Secret: illegal base64 data: {exc}'
+                    ) from exc
                 if text != value:
                     data[key] = base64.b64encode(decoded).decode()
         if not obj.get("type"):
@@ -340,10 +419,16 @@ class SecretStrategy(BuiltinStrategy):
             errs.extend(FieldError.invalid(f"data[{key}]", key, msg) for msg in config_key(str(key)))
         if old is not None:
             if obj.get("type") != old.get("type"):
-                errs.append(FieldError("FieldValueInvalid", "type", f"Invalid value: \"{obj.get('type')}\": field is immutable"))
+                errs.append(
+                    FieldError(
+                        "FieldValueInvalid", "type", f'Invalid value: "{obj.get("type")}": field is immutable'
+                    )
+                )
             if old.get("immutable"):
                 if not obj.get("immutable"):
-                    errs.append(FieldError.forbidden("immutable", "field is immutable when `immutable` is set"))
+                    errs.append(
+                        FieldError.forbidden("immutable", "field is immutable when `immutable` is set")
+                    )
                 if obj.get("data") != old.get("data"):
                     errs.append(FieldError.forbidden("data", "field is immutable when `immutable` is set"))
         return errs
@@ -352,7 +437,10 @@ class SecretStrategy(BuiltinStrategy):
         return {"type": str(obj.get("type") or "")}
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
-        return columns(("Type", "string"), ("Data", "string")), [obj.get("type", ""), str(len(obj.get("data") or {}))]
+        return columns(("Type", "string"), ("Data", "string")), [
+            obj.get("type", ""),
+            str(len(obj.get("data") or {})),
+        ]
 
 
 class ServiceAccountStrategy(BuiltinStrategy):
@@ -392,12 +480,19 @@ class EventStrategy(BuiltinStrategy):
             return [FieldError.required("involvedObject")]
         ns = obj["metadata"].get("namespace")
         if involved.get("namespace") and ns and involved["namespace"] != ns:
-            return [FieldError.invalid("involvedObject.namespace", involved["namespace"], "does not match event.namespace")]
+            return [
+                FieldError.invalid(
+                    "involvedObject.namespace", involved["namespace"], "does not match event.namespace"
+                )
+            ]
         return []
 
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
         involved = obj.get("involvedObject") or {}
-        out = {f"involvedObject.{k}": str(involved.get(k) or "") for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
+        out = {
+            f"involvedObject.{k}": str(involved.get(k) or "")
+            for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+        }
         out["reason"] = str(obj.get("reason") or "")
         out["reportingComponent"] = str(obj.get("reportingComponent") or "")
         out["source"] = str(get_path(obj, "source", "component", default=""))
@@ -407,4 +502,9 @@ class EventStrategy(BuiltinStrategy):
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         involved = obj.get("involvedObject") or {}
         cols = columns(("Type", "string"), ("Reason", "string"), ("Object", "string"), ("Message", "string"))
-        return cols, [obj.get("type", ""), obj.get("reason", ""), f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}", obj.get("message", "")]
+        return cols, [
+            obj.get("type", ""),
+            obj.get("reason", ""),
+            f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+            obj.get("message", ""),
+        ]

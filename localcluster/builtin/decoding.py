@@ -12,7 +12,9 @@ from typing import Any
 
 from localcluster import quantity
 
-QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+QUANTITY_FORMAT = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
 _QUANTITY_SHAPE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 _INDEX = re.compile(r"\[\d+\]")
 _INT_BOUNDS = {"int32": 2**31, "int64": 2**63}

@@ -46,7 +46,7 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         ),
         "Readiness Gates": (
             "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its c"
-            "ontainers are ready AND all conditions specified in the readiness gates have status equal to \"True\" "
+            'ontainers are ready AND all conditions specified in the readiness gates have status equal to "True" '
             "More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates"
         ),
     },
@@ -84,13 +84,13 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
     "Service": {
         "Type": (
             "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, C"
-            "lusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-b"
+            'lusterIP, NodePort, and LoadBalancer. "ClusterIP" allocates a cluster-internal IP address for load-b'
             "alancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manu"
-            "al construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual "
-            "IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"Nod"
-            "ePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as "
-            "the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported"
-            " in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases t"
+            'al construction of an Endpoints object or EndpointSlice objects. If clusterIP is "None", no virtual '
+            'IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. "Nod'
+            'ePort" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as '
+            'the clusterIP. "LoadBalancer" builds on NodePort and creates an external load-balancer (if supported'
+            ' in the current cloud) which routes to the same endpoints as the clusterIP. "ExternalName" aliases t'
             "his service to the specified externalName. Several other fields do not apply to ExternalName service"
             "s. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-s"
             "ervice-types"
@@ -101,8 +101,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
             "the service; otherwise creation of the service will fail. This field may not be changed through upda"
             "tes unless the type field is also being changed to ExternalName (which requires this field to be bla"
             "nk) or the type field is being changed from ExternalName (in which case this field may optionally be"
-            " specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. "
-            "Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpo"
+            ' specified, as describe above).  Valid values are "None", empty string (""), or a valid IP address. '
+            'Setting this to "None" makes a "headless service" (no virtual IP), which is useful when direct endpo'
             "int connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePo"
             "rt, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creat"
             "ion will fail. This field will be wiped when updating a Service to type ExternalName. More info: htt"

@@ -33,8 +33,13 @@ class EndpointsStrategy(BuiltinStrategy):
         for i, subset in enumerate(obj.get("subsets") or []):
             for j, port in enumerate((subset or {}).get("ports") or []):
                 if not _port_ok((port or {}).get("port")):
-                    errs.append(FieldError.invalid(f"subsets[{i}].ports[{j}].port", (port or {}).get("port"),
-                                                   "must be between 1 and 65535, inclusive"))
+                    errs.append(
+                        FieldError.invalid(
+                            f"subsets[{i}].ports[{j}].port",
+                            (port or {}).get("port"),
+                            "must be between 1 and 65535, inclusive",
+                        )
+                    )
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
@@ -43,7 +48,9 @@ class EndpointsStrategy(BuiltinStrategy):
             ports = [p.get("port") for p in (subset.get("ports") or [])] or [None]
             for address in subset.get("addresses") or []:
                 for port in ports:
-                    shown.append(f"{address.get('ip')}:{port}" if port is not None else str(address.get("ip")))
+                    shown.append(
+                        f"{address.get('ip')}:{port}" if port is not None else str(address.get("ip"))
+                    )
         return columns(("Endpoints", "string")), [_first_addresses(shown)]
 
 
@@ -69,11 +76,15 @@ class EndpointSliceStrategy(BuiltinStrategy):
         for i, endpoint in enumerate(obj.get("endpoints") or []):
             addresses = (endpoint or {}).get("addresses")
             if not addresses:
-                errs.append(FieldError.required(f"endpoints[{i}].addresses", "must contain at least 1 address"))
+                errs.append(
+                    FieldError.required(f"endpoints[{i}].addresses", "must contain at least 1 address")
+                )
         for i, port in enumerate(obj.get("ports") or []):
             value = (port or {}).get("port")
             if value is not None and not _port_ok(value):
-                errs.append(FieldError.invalid(f"ports[{i}].port", value, "must be between 1 and 65535, inclusive"))
+                errs.append(
+                    FieldError.invalid(f"ports[{i}].port", value, "must be between 1 and 65535, inclusive")
+                )
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:

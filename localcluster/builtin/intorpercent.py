@@ -13,8 +13,10 @@ from typing import Any
 
 from localcluster.registry import FieldError
 
-PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' "
-               "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")
+PERCENT_MSG = (
+    "a valid percent string must be a numeric string followed by an ending '%' "
+    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+)
 _PERCENT = re.compile(r"^[0-9]+%$")
 
 
@@ -67,7 +69,12 @@ def rolling_update_errors(rolling: dict[str, Any], path: str) -> list[FieldError
     errs = positive_int_or_percent(unavailable, f"{path}.maxUnavailable")
     errs += positive_int_or_percent(surge, f"{path}.maxSurge")
     if int_or_percent_value(unavailable) == 0 and int_or_percent_value(surge) == 0:
-        errs.append(_invalid(f"{path}.maxUnavailable", unavailable if unavailable is not None else 0,
-                             "may not be 0 when `maxSurge` is 0"))
+        errs.append(
+            _invalid(
+                f"{path}.maxUnavailable",
+                unavailable if unavailable is not None else 0,
+                "may not be 0 when `maxSurge` is 0",
+            )
+        )
     errs += not_more_than_100_percent(unavailable, f"{path}.maxUnavailable")
     return errs

@@ -26,13 +26,19 @@ class PodDisruptionBudgetStrategy(BuiltinStrategy):
         spec = obj.get("spec") or {}
         errs: list[FieldError] = []
         if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
-            errs.append(FieldError.invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
+            errs.append(
+                FieldError.invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set")
+            )
         for key in ("minAvailable", "maxUnavailable"):
             errs.extend(int_or_percent_in_range(spec.get(key), f"spec.{key}"))
         errs.extend(validate_label_selector(spec.get("selector"), "spec.selector"))
         policy = spec.get("unhealthyPodEvictionPolicy")
         if policy is not None and policy not in ("IfHealthyBudget", "AlwaysAllow"):
-            errs.append(FieldError.not_supported("spec.unhealthyPodEvictionPolicy", policy, ("AlwaysAllow", "IfHealthyBudget")))
+            errs.append(
+                FieldError.not_supported(
+                    "spec.unhealthyPodEvictionPolicy", policy, ("AlwaysAllow", "IfHealthyBudget")
+                )
+            )
         return errs
 
     def validate_status(self, obj: Obj, old: Obj) -> list[FieldError]:
@@ -44,7 +50,9 @@ class PodDisruptionBudgetStrategy(BuiltinStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec = obj.get("spec") or {}
-        cols = columns(("Min Available", "string"), ("Max Unavailable", "string"), ("Allowed Disruptions", "integer"))
+        cols = columns(
+            ("Min Available", "string"), ("Max Unavailable", "string"), ("Allowed Disruptions", "integer")
+        )
         return cols, [
             str(spec.get("minAvailable", "N/A")),
             str(spec.get("maxUnavailable", "N/A")),
@@ -77,7 +85,9 @@ class EventsV1Strategy(BuiltinStrategy):
     kind = "Event"
     tracks_generation = False
     allow_create_on_update = True
-    field_labels = frozenset({"reason", "type", "regarding.kind", "regarding.name", "regarding.namespace", "reportingController"})
+    field_labels = frozenset(
+        {"reason", "type", "regarding.kind", "regarding.name", "regarding.namespace", "reportingController"}
+    )
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []

@@ -23,7 +23,11 @@ def default_container(container: dict[str, Any]) -> None:
     image = str(container.get("image") or "")
     if "imagePullPolicy" not in container:
         last = image.rsplit("/", 1)[-1]
-        tag = last.split(":", 1)[1] if ":" in last and "@" not in last else ("" if "@" not in last else "digest")
+        tag = (
+            last.split(":", 1)[1]
+            if ":" in last and "@" not in last
+            else ("" if "@" not in last else "digest")
+        )
         container["imagePullPolicy"] = "Always" if tag in ("", "latest") else "IfNotPresent"
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
@@ -90,13 +94,22 @@ def add_default_tolerations(spec: dict[str, Any]) -> None:
         ):
             continue
         tolerations.append(
-            {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": DEFAULT_TOLERATION_SECONDS}
+            {
+                "key": key,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+            }
         )
 
 
 def qos_class(spec: dict[str, Any]) -> str:
     """`GetPodQOS`: Guaranteed when every container limits cpu and memory to its requests."""
-    containers = [c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])] if isinstance(c, dict)]
+    containers = [
+        c
+        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+        if isinstance(c, dict)
+    ]
     any_set = False
     guaranteed = True
     for c in containers:
@@ -211,8 +224,15 @@ class PodStrategy(BuiltinStrategy):
             if waiting:
                 phase = waiting
         cols = columns(
-            ("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("Age", "string"), ("IP", "string", 1),
-            ("Node", "string", 1), ("Nominated Node", "string", 1), ("Readiness Gates", "string", 1), kind="Pod",
+            ("Ready", "string"),
+            ("Status", "string"),
+            ("Restarts", "string"),
+            ("Age", "string"),
+            ("IP", "string", 1),
+            ("Node", "string", 1),
+            ("Nominated Node", "string", 1),
+            ("Readiness Gates", "string", 1),
+            kind="Pod",
         )
         return cols, [
             f"{ready}/{len(spec.get('containers') or [])}",
@@ -231,7 +251,9 @@ def _readiness_gates(spec: Obj, status: Obj) -> str:
     gates = spec.get("readinessGates") or []
     if not gates:
         return "<none>"
-    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
+    conditions = {
+        c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)
+    }
     true = sum(1 for g in gates if isinstance(g, dict) and conditions.get(g.get("conditionType")) == "True")
     return f"{true}/{len(gates)}"
 
@@ -265,19 +287,41 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
                 errs.extend(_container_errors(c, f"{path}.{key}[{i}]"))
     restart = spec.get("restartPolicy")
     if restart not in ("Always", "OnFailure", "Never"):
-        errs.append(FieldError.not_supported(f"{path}.restartPolicy", restart, ("Always", "OnFailure", "Never")))
-    errs.extend(non_negative(spec.get("terminationGracePeriodSeconds"), f"{path}.terminationGracePeriodSeconds"))
+        errs.append(
+            FieldError.not_supported(f"{path}.restartPolicy", restart, ("Always", "OnFailure", "Never"))
+        )
+    errs.extend(
+        non_negative(spec.get("terminationGracePeriodSeconds"), f"{path}.terminationGracePeriodSeconds")
+    )
     for i, t in enumerate(spec.get("tolerations") or []):
         op = t.get("operator", "Equal") if isinstance(t, dict) else None
         if op not in ("Equal", "Exists"):
-            errs.append(FieldError.not_supported(f"{path}.tolerations[{i}].operator", op, ("Equal", "Exists")))
+            errs.append(
+                FieldError.not_supported(f"{path}.tolerations[{i}].operator", op, ("Equal", "Exists"))
+            )
         elif op == "Exists" and t.get("value"):
-            errs.append(FieldError.invalid(f"{path}.tolerations[{i}].operator", t.get("value"), "value must be empty when `operator` is 'Exists'"))
+            errs.append(
+                FieldError.invalid(
+                    f"{path}.tolerations[{i}].operator",
+                    t.get("value"),
+                    "value must be empty when `operator` is 'Exists'",
+                )
+            )
         effect = t.get("effect", "") if isinstance(t, dict) else None
         if effect not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"):
-            errs.append(FieldError.not_supported(f"{path}.tolerations[{i}].effect", effect, ("NoExecute", "NoSchedule", "PreferNoSchedule")))
+            errs.append(
+                FieldError.not_supported(
+                    f"{path}.tolerations[{i}].effect", effect, ("NoExecute", "NoSchedule", "PreferNoSchedule")
+                )
+            )
         if isinstance(t, dict) and t.get("tolerationSeconds") is not None and effect != "NoExecute":
-            errs.append(FieldError.invalid(f"{path}.tolerations[{i}].effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+            errs.append(
+                FieldError.invalid(
+                    f"{path}.tolerations[{i}].effect",
+                    effect,
+                    "effect must be 'NoExecute' when `tolerationSeconds` is set",
+                )
+            )
     return errs
 
 
@@ -332,19 +376,34 @@ def _validate_spec_update(new: dict[str, Any], old: dict[str, Any]) -> list[Fiel
     if isinstance(old_grace, int) and old_grace < 0 and new_grace == 1:
         munged["terminationGracePeriodSeconds"] = old_grace
     if munged != old:
-        errs.append(FieldError.forbidden("spec", f"pod updates may not change fields other than {_UPDATABLE}"))
+        errs.append(
+            FieldError.forbidden("spec", f"pod updates may not change fields other than {_UPDATABLE}")
+        )
     # activeDeadlineSeconds: may be set or lowered, never removed or raised
     old_ads, new_ads = old.get("activeDeadlineSeconds"), new.get("activeDeadlineSeconds")
     if old_ads is not None:
         if new_ads is None:
-            errs.append(FieldError.invalid("spec.activeDeadlineSeconds", None, "must not update from a positive integer to nil value"))
+            errs.append(
+                FieldError.invalid(
+                    "spec.activeDeadlineSeconds", None, "must not update from a positive integer to nil value"
+                )
+            )
         elif isinstance(new_ads, int) and isinstance(old_ads, int) and new_ads > old_ads:
-            errs.append(FieldError.invalid("spec.activeDeadlineSeconds", new_ads, "must be less than or equal to previous value"))
+            errs.append(
+                FieldError.invalid(
+                    "spec.activeDeadlineSeconds", new_ads, "must be less than or equal to previous value"
+                )
+            )
     # schedulingGates: only removals
     old_gates = {g.get("name") for g in old.get("schedulingGates") or [] if isinstance(g, dict)}
     for i, gate in enumerate(new.get("schedulingGates") or []):
         if isinstance(gate, dict) and gate.get("name") not in old_gates:
-            errs.append(FieldError.forbidden(f"spec.schedulingGates[{i}]", f"only deletion is allowed, but found new scheduling gate '{gate.get('name')}'"))
+            errs.append(
+                FieldError.forbidden(
+                    f"spec.schedulingGates[{i}]",
+                    f"only deletion is allowed, but found new scheduling gate '{gate.get('name')}'",
+                )
+            )
     errs.extend(_validate_only_added_tolerations(new.get("tolerations") or [], old.get("tolerations") or []))
     return errs
 
@@ -353,11 +412,16 @@ def _validate_only_added_tolerations(new: list[Any], old: list[Any]) -> list[Fie
     """`validateOnlyAddedTolerations`: every old toleration must still be there, compared with
     tolerationSeconds ignored on both sides, so an existing toleration's seconds may change
     (tolerationSeconds itself still needs effect NoExecute, checked with the spec)."""
+
     def without_seconds(t: Any) -> Any:
         return {k: v for k, v in t.items() if k != "tolerationSeconds"} if isinstance(t, dict) else t
 
     stripped_new = [without_seconds(t) for t in new]
     for t in old:
         if without_seconds(t) not in stripped_new:
-            return [FieldError.forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds")]
+            return [
+                FieldError.forbidden(
+                    "spec.tolerations", "existing toleration can not be modified except its tolerationSeconds"
+                )
+            ]
     return []

@@ -17,8 +17,14 @@ def _quantities(values: Any, path: str) -> list[FieldError]:
     for name, value in (values or {}).items():
         parsed = quantity.parse(value)
         if parsed is None:
-            errs.append(FieldError.invalid(f"{path}[{name}]", value, "quantities must match the regular expression "
-                                           "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
+            errs.append(
+                FieldError.invalid(
+                    f"{path}[{name}]",
+                    value,
+                    "quantities must match the regular expression "
+                    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+                )
+            )
         elif parsed < 0:
             errs.append(FieldError.invalid(f"{path}[{name}]", value, "must be greater than or equal to 0"))
     return errs
@@ -47,7 +53,11 @@ class ResourceQuotaStrategy(BuiltinStrategy):
         for name in sorted(hard):
             cell = f"{name}: {used.get(name, '0')}/{hard[name]}"
             (limits if name.startswith("limits.") else requests).append(cell)
-        return columns(("Age", "string"), ("Request", "string"), ("Limit", "string")), [None, ", ".join(requests), ", ".join(limits)]
+        return columns(("Age", "string"), ("Request", "string"), ("Limit", "string")), [
+            None,
+            ", ".join(requests),
+            ", ".join(limits),
+        ]
 
 
 class LimitRangeStrategy(BuiltinStrategy):
@@ -86,7 +96,13 @@ class LimitRangeStrategy(BuiltinStrategy):
             for name in low.keys() & high.keys():
                 lo, hi = quantity.parse(low[name]), quantity.parse(high[name])
                 if lo is not None and hi is not None and lo > hi:
-                    errs.append(FieldError.invalid(f"{path}.min[{name}]", low[name], f"min value {low[name]} is greater than max value {high[name]}"))
+                    errs.append(
+                        FieldError.invalid(
+                            f"{path}.min[{name}]",
+                            low[name],
+                            f"min value {low[name]} is greater than max value {high[name]}",
+                        )
+                    )
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:

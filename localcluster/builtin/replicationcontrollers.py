@@ -50,7 +50,11 @@ class ReplicationControllerStrategy(BuiltinStrategy):
             return errs
         labels = get_path(obj, "spec", "template", "metadata", "labels")
         if isinstance(labels, dict) and any(labels.get(k) != v for k, v in selector.items()):
-            errs.append(FieldError.invalid("spec.template.metadata.labels", labels, "`selector` does not match template `labels`"))
+            errs.append(
+                FieldError.invalid(
+                    "spec.template.metadata.labels", labels, "`selector` does not match template `labels`"
+                )
+            )
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:

@@ -25,7 +25,9 @@ def _negative(values: dict[str, Any], path: str) -> list[FieldError]:
     for name, value in values.items():
         parsed = quantity.parse(value)
         if parsed is not None and parsed < 0:
-            errs.append(FieldError.invalid(f"{path}[{name}]", str(value), "must be greater than or equal to 0"))
+            errs.append(
+                FieldError.invalid(f"{path}[{name}]", str(value), "must be greater than or equal to 0")
+            )
     return errs
 
 
@@ -41,7 +43,11 @@ def resource_requirements_errors(resources: Any, path: str) -> list[FieldError]:
         request = quantity.parse(value)
         if name not in limits:
             if not overcommit_allowed(name):
-                errs.append(FieldError.required(lim_path, "Required value: Limit must be set for non overcommitable resources"))
+                errs.append(
+                    FieldError.required(
+                        lim_path, "Required value: Limit must be set for non overcommitable resources"
+                    )
+                )
             continue
         limit = quantity.parse(limits[name])
         if request is None or limit is None:
@@ -49,5 +55,7 @@ def resource_requirements_errors(resources: Any, path: str) -> list[FieldError]:
         if request != limit and not overcommit_allowed(name):
             errs.append(FieldError.invalid(req_path, str(value), f"must be equal to {name} limit"))
         elif request > limit:
-            errs.append(FieldError.invalid(req_path, str(value), f"must be less than or equal to {name} limit"))
+            errs.append(
+                FieldError.invalid(req_path, str(value), f"must be less than or equal to {name} limit")
+            )
     return errs

@@ -13,14 +13,30 @@ HIGHEST_USER_PRIORITY = 1_000_000_000
 SYSTEM_CRITICAL_PRIORITY = 2 * HIGHEST_USER_PRIORITY
 
 SYSTEM_PRIORITY_CLASSES: tuple[tuple[str, int, str], ...] = (
-    ("system-node-critical", SYSTEM_CRITICAL_PRIORITY + 1000, "Used for system critical pods that must not be moved from their current node."),
-    ("system-cluster-critical", SYSTEM_CRITICAL_PRIORITY, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."),
+    (
+        "system-node-critical",
+        SYSTEM_CRITICAL_PRIORITY + 1000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        SYSTEM_CRITICAL_PRIORITY,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
 )
 
 
 def system_priority_classes() -> list[Obj]:
-    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-             "value": value, "description": description} for name, value, description in SYSTEM_PRIORITY_CLASSES]
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "description": description,
+        }
+        for name, value, description in SYSTEM_PRIORITY_CLASSES
+    ]
 
 
 class PriorityClassStrategy(BuiltinStrategy):
@@ -40,14 +56,30 @@ class PriorityClassStrategy(BuiltinStrategy):
             errs.append(FieldError.required("value"))
         elif name in system:
             if value != system[name]:
-                errs.append(FieldError.forbidden("metadata.name", f"{name!r} is a system priority class and its value must be {system[name]}"))
+                errs.append(
+                    FieldError.forbidden(
+                        "metadata.name",
+                        f"{name!r} is a system priority class and its value must be {system[name]}",
+                    )
+                )
         elif name.startswith("system-"):
-            errs.append(FieldError.forbidden("metadata.name", "priority class names with 'system-' prefix are reserved for system use only"))
+            errs.append(
+                FieldError.forbidden(
+                    "metadata.name",
+                    "priority class names with 'system-' prefix are reserved for system use only",
+                )
+            )
         elif value > HIGHEST_USER_PRIORITY:
-            errs.append(FieldError.forbidden("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"))
+            errs.append(
+                FieldError.forbidden(
+                    "value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"
+                )
+            )
         policy = obj.get("preemptionPolicy")
         if policy not in ("PreemptLowerPriority", "Never"):
-            errs.append(FieldError.not_supported("preemptionPolicy", policy, ("Never", "PreemptLowerPriority")))
+            errs.append(
+                FieldError.not_supported("preemptionPolicy", policy, ("Never", "PreemptLowerPriority"))
+            )
         if old is not None:
             if value != old.get("value"):
                 errs.append(FieldError.forbidden("value", "may not be changed in an update."))

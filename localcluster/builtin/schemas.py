@@ -30,7 +30,12 @@ _PRESERVE = {
 
 @functools.cache
 def definitions() -> dict[str, Schema]:
-    root = resources.files("kubernetes_validate") / "kubernetes-json-schema" / SCHEMA_VERSION / "_definitions.json"
+    root = (
+        resources.files("kubernetes_validate")
+        / "kubernetes-json-schema"
+        / SCHEMA_VERSION
+        / "_definitions.json"
+    )
     data: dict[str, Any] = orjson.loads(root.read_bytes())
     defs: dict[str, Schema] = data["$defs"]
     return defs
@@ -115,8 +120,19 @@ _compiled: dict[int, _Node | None] = {}
 
 #: Time fields that are pointers in the Go types (`*metav1.Time`): a null there is unset, so
 #: dropped like any other null; the schema alone cannot tell them from the struct-valued ones.
-_POINTER_TIMES = frozenset({"deletionTimestamp", "startTime", "completionTime", "lastScheduleTime", "lastSuccessfulTime",
-                            "lastScaleTime", "acquireTime", "renewTime", "expirationTimestamp"})
+_POINTER_TIMES = frozenset(
+    {
+        "deletionTimestamp",
+        "startTime",
+        "completionTime",
+        "lastScheduleTime",
+        "lastSuccessfulTime",
+        "lastScaleTime",
+        "acquireTime",
+        "renewTime",
+        "expirationTimestamp",
+    }
+)
 
 
 def _is_time(schema: Schema) -> bool:
@@ -133,9 +149,15 @@ def _ref_name(schema: Schema | None) -> str:
 
 
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-_GO_TYPES = {("integer", "int32"): "int32", ("integer", "int64"): "int64", ("integer", None): "int64",
-             ("number", "double"): "float64", ("number", None): "float64", ("boolean", None): "bool",
-             ("string", None): "string"}
+_GO_TYPES = {
+    ("integer", "int32"): "int32",
+    ("integer", "int64"): "int64",
+    ("integer", None): "int64",
+    ("number", "double"): "float64",
+    ("number", None): "float64",
+    ("boolean", None): "bool",
+    ("string", None): "string",
+}
 
 
 def _scalar(schema: Schema) -> tuple[str, str] | None:
@@ -164,7 +186,9 @@ def _compile(schema: Schema | None, owner: str = "") -> _Node | None:
     if props is not None:
         node.props = {k: _compile(v) for k, v in props.items()}
         node.nullable = frozenset(k for k, v in props.items() if _is_time(v) and k not in _POINTER_TIMES)
-        node.scalars = {k: sc for k, v in props.items() if isinstance(v, dict) and (sc := _scalar(v)) is not None}
+        node.scalars = {
+            k: sc for k, v in props.items() if isinstance(v, dict) and (sc := _scalar(v)) is not None
+        }
         node.quantities = frozenset(k for k, v in props.items() if _ref_name(v) == _QUANTITY)
     elif isinstance(extra, dict):
         node.extra = _compile(extra)

@@ -64,7 +64,11 @@ def validate_labels(labels: Any, path: str) -> list[FieldError]:
         try:
             selectors._check_key(key)
         except selectors.SelectorError:
-            out.append(FieldError.invalid(path, key, "name part must consist of alphanumeric characters, '-', '_' or '.'"))
+            out.append(
+                FieldError.invalid(
+                    path, key, "name part must consist of alphanumeric characters, '-', '_' or '.'"
+                )
+            )
         if not isinstance(value, str):
             out.append(FieldError.invalid(f"{path}.{key}", value, "must be a string"))
             continue
@@ -82,7 +86,9 @@ def validate_labels(labels: Any, path: str) -> list[FieldError]:
     return out
 
 
-def validate_meta(meta: Any, *, label_name: bool, namespaced: bool, segment_name: bool = False) -> list[FieldError]:
+def validate_meta(
+    meta: Any, *, label_name: bool, namespaced: bool, segment_name: bool = False
+) -> list[FieldError]:
     """Metadata checks the generic registry makes on every write."""
     if not isinstance(meta, dict):
         return [FieldError.required("metadata")]
@@ -102,7 +108,11 @@ def validate_meta(meta: Any, *, label_name: bool, namespaced: bool, segment_name
         if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
             out.append(FieldError.invalid("metadata.annotations", annotations, "must be a map of strings"))
         elif sum(len(k) + len(v) for k, v in annotations.items()) > 256 * 1024:
-            out.append(FieldError("FieldValueTooLong", "metadata.annotations", "Too long: must have at most 262144 bytes"))
+            out.append(
+                FieldError(
+                    "FieldValueTooLong", "metadata.annotations", "Too long: must have at most 262144 bytes"
+                )
+            )
     finalizers = meta.get("finalizers")
     if finalizers is not None:
         if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
@@ -110,7 +120,9 @@ def validate_meta(meta: Any, *, label_name: bool, namespaced: bool, segment_name
         elif "orphan" in finalizers and "foregroundDeletion" in finalizers:
             out.append(
                 FieldError.invalid(
-                    "metadata.finalizers", "foregroundDeletion", "finalizer orphan and foregroundDeletion cannot be both set"
+                    "metadata.finalizers",
+                    "foregroundDeletion",
+                    "finalizer orphan and foregroundDeletion cannot be both set",
                 )
             )
     for i, ref in enumerate(meta.get("ownerReferences") or []):
@@ -118,9 +130,15 @@ def validate_meta(meta: Any, *, label_name: bool, namespaced: bool, segment_name
         for key in ("apiVersion", "kind", "name", "uid"):
             if not isinstance(ref, dict) or not ref.get(key):
                 out.append(FieldError.invalid(f"{path}.{key}", "", f"{key} must not be empty"))
-    controllers = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")]
+    controllers = [
+        r for r in meta.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")
+    ]
     if len(controllers) > 1:
-        out.append(FieldError.invalid("metadata.ownerReferences", controllers, "Only one reference can have Controller set to true"))
+        out.append(
+            FieldError.invalid(
+                "metadata.ownerReferences", controllers, "Only one reference can have Controller set to true"
+            )
+        )
     return out
 
 

@@ -9,7 +9,12 @@ from localcluster.builtin.base import BuiltinStrategy, columns, get_path
 from localcluster.registry import FieldError, Obj, TableColumn
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
-_SHORT_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+_SHORT_MODES = {
+    "ReadWriteOnce": "RWO",
+    "ReadOnlyMany": "ROX",
+    "ReadWriteMany": "RWX",
+    "ReadWriteOncePod": "RWOP",
+}
 
 
 def access_modes_text(modes: Any) -> str:
@@ -46,9 +51,31 @@ class PersistentVolumeStrategy(BuiltinStrategy):
             errs.append(FieldError.required("spec.capacity"))
         policy = spec.get("persistentVolumeReclaimPolicy")
         if policy not in ("Retain", "Recycle", "Delete"):
-            errs.append(FieldError.not_supported("spec.persistentVolumeReclaimPolicy", policy, ("Delete", "Recycle", "Retain")))
-        sources = [k for k in spec if k in ("hostPath", "local", "nfs", "csi", "iscsi", "fc", "gcePersistentDisk",
-                                             "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "rbd", "flexVolume")]
+            errs.append(
+                FieldError.not_supported(
+                    "spec.persistentVolumeReclaimPolicy", policy, ("Delete", "Recycle", "Retain")
+                )
+            )
+        sources = [
+            k
+            for k in spec
+            if k
+            in (
+                "hostPath",
+                "local",
+                "nfs",
+                "csi",
+                "iscsi",
+                "fc",
+                "gcePersistentDisk",
+                "awsElasticBlockStore",
+                "azureDisk",
+                "azureFile",
+                "cephfs",
+                "rbd",
+                "flexVolume",
+            )
+        ]
         if not sources:
             errs.append(FieldError.required("spec", "must specify a volume type"))
         return errs
@@ -56,13 +83,28 @@ class PersistentVolumeStrategy(BuiltinStrategy):
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         claim = spec.get("claimRef") or {}
-        cols = columns(("Capacity", "string"), ("Access Modes", "string"), ("Reclaim Policy", "string"), ("Status", "string"),
-                       ("Claim", "string"), ("StorageClass", "string"), ("Reason", "string"), ("Age", "string"),
-                       ("VolumeMode", "string", 1))
-        return cols, [str(get_path(spec, "capacity", "storage", default="")), access_modes_text(spec.get("accessModes")),
-                      spec.get("persistentVolumeReclaimPolicy", ""), status.get("phase", ""),
-                      f"{claim['namespace']}/{claim['name']}" if claim.get("name") else "", spec.get("storageClassName", ""),
-                      status.get("reason", ""), None, spec.get("volumeMode", "")]
+        cols = columns(
+            ("Capacity", "string"),
+            ("Access Modes", "string"),
+            ("Reclaim Policy", "string"),
+            ("Status", "string"),
+            ("Claim", "string"),
+            ("StorageClass", "string"),
+            ("Reason", "string"),
+            ("Age", "string"),
+            ("VolumeMode", "string", 1),
+        )
+        return cols, [
+            str(get_path(spec, "capacity", "storage", default="")),
+            access_modes_text(spec.get("accessModes")),
+            spec.get("persistentVolumeReclaimPolicy", ""),
+            status.get("phase", ""),
+            f"{claim['namespace']}/{claim['name']}" if claim.get("name") else "",
+            spec.get("storageClassName", ""),
+            status.get("reason", ""),
+            None,
+            spec.get("volumeMode", ""),
+        ]
 
 
 class PersistentVolumeClaimStrategy(BuiltinStrategy):
@@ -90,18 +132,39 @@ class PersistentVolumeClaimStrategy(BuiltinStrategy):
             old_spec = old.get("spec") or {}
             for key in ("accessModes", "selector", "storageClassName", "volumeMode"):
                 if spec.get(key) != old_spec.get(key):
-                    errs.append(FieldError.forbidden("spec", "spec is immutable after creation except resources.requests for bound claims"))
+                    errs.append(
+                        FieldError.forbidden(
+                            "spec",
+                            "spec is immutable after creation except resources.requests for bound claims",
+                        )
+                    )
                     break
             if spec.get("volumeName") != old_spec.get("volumeName") and old_spec.get("volumeName"):
-                errs.append(FieldError.forbidden("spec", "spec is immutable after creation except resources.requests for bound claims"))
+                errs.append(
+                    FieldError.forbidden(
+                        "spec", "spec is immutable after creation except resources.requests for bound claims"
+                    )
+                )
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         bound = status.get("phase") == "Bound"
-        cols = columns(("Status", "string"), ("Volume", "string"), ("Capacity", "string"), ("Access Modes", "string"),
-                       ("StorageClass", "string"), ("Age", "string"), ("VolumeMode", "string", 1))
-        return cols, [status.get("phase", ""), spec.get("volumeName", ""),
-                      str(get_path(status, "capacity", "storage", default="")) if bound else "",
-                      access_modes_text(status.get("accessModes")) if bound else "", spec.get("storageClassName", ""), None,
-                      spec.get("volumeMode", "")]
+        cols = columns(
+            ("Status", "string"),
+            ("Volume", "string"),
+            ("Capacity", "string"),
+            ("Access Modes", "string"),
+            ("StorageClass", "string"),
+            ("Age", "string"),
+            ("VolumeMode", "string", 1),
+        )
+        return cols, [
+            status.get("phase", ""),
+            spec.get("volumeName", ""),
+            str(get_path(status, "capacity", "storage", default="")) if bound else "",
+            access_modes_text(status.get("accessModes")) if bound else "",
+            spec.get("storageClassName", ""),
+            None,
+            spec.get("volumeMode", ""),
+        ]

@@ -34,8 +34,16 @@ _STRIPPED: Trie = {
     "f:apiVersion": {},
     "f:kind": {},
     "f:metadata": {
-        ".": {}, "f:name": {}, "f:namespace": {}, "f:creationTimestamp": {}, "f:selfLink": {}, "f:uid": {},
-        "f:clusterName": {}, "f:generation": {}, "f:managedFields": {}, "f:resourceVersion": {},
+        ".": {},
+        "f:name": {},
+        "f:namespace": {},
+        "f:creationTimestamp": {},
+        "f:selfLink": {},
+        "f:uid": {},
+        "f:clusterName": {},
+        "f:generation": {},
+        "f:managedFields": {},
+        "f:resourceVersion": {},
     },
 }
 
@@ -53,7 +61,12 @@ class Entry:
 
     @property
     def ident(self) -> tuple[str, str, str, str]:
-        return (self.manager, self.operation, self.api_version if self.operation == UPDATE else "", self.subresource)
+        return (
+            self.manager,
+            self.operation,
+            self.api_version if self.operation == UPDATE else "",
+            self.subresource,
+        )
 
 
 Managed = dict[tuple[str, str, str, str], Entry]
@@ -74,10 +87,21 @@ def decode(entries: Any, *, stored: bool = False) -> Managed | None:
             return None
         fields = raw.get("fieldsV1")
         operation = raw.get("operation")
-        if operation not in (APPLY, UPDATE) or raw.get("fieldsType", "FieldsV1") != "FieldsV1" or not isinstance(fields or {}, dict):
+        if (
+            operation not in (APPLY, UPDATE)
+            or raw.get("fieldsType", "FieldsV1") != "FieldsV1"
+            or not isinstance(fields or {}, dict)
+        ):
             return None
-        entry = Entry(str(raw.get("manager") or ""), operation, str(raw.get("apiVersion") or ""),
-                      str(raw.get("subresource") or ""), fields or {}, raw.get("time"), fresh=not stored)
+        entry = Entry(
+            str(raw.get("manager") or ""),
+            operation,
+            str(raw.get("apiVersion") or ""),
+            str(raw.get("subresource") or ""),
+            fields or {},
+            raw.get("time"),
+            fresh=not stored,
+        )
         previous = out.get(entry.ident)
         if previous is not None:
             entry.fields = fieldpath.union(previous.fields, entry.fields)
@@ -88,6 +112,7 @@ def decode(entries: Any, *, stored: bool = False) -> Managed | None:
 
 def encode(managed: Managed) -> list[dict[str, Any]]:
     """Entries sorted as `sortEncodedManagedFields`: Apply before Update, then oldest first."""
+
     def order(e: Entry) -> tuple[str, str, str, str, str]:
         return (e.operation, e.time or "", e.manager, e.api_version, e.subresource)
 
@@ -116,8 +141,16 @@ def _strip(fields: Trie, ignored: tuple[str, ...]) -> Trie:
     return out
 
 
-def update(old: Any, new: Any, managed: Managed, manager: str, api_version: str, subresource: str,
-           t: Type, ignored: tuple[str, ...] = ()) -> Managed:
+def update(
+    old: Any,
+    new: Any,
+    managed: Managed,
+    manager: str,
+    api_version: str,
+    subresource: str,
+    t: Type,
+    ignored: tuple[str, ...] = (),
+) -> Managed:
     """An Update (create, PUT, non-apply PATCH): the writer owns what it changed, and nobody
     keeps fields that are gone."""
     removed: Trie
@@ -135,7 +168,9 @@ def update(old: Any, new: Any, managed: Managed, manager: str, api_version: str,
         previous = out.get(ident)
         fields = fieldpath.union(mine, previous.fields) if previous is not None else mine
         # the /scale handler of v1.24 rebuilds its entry without a time
-        out[ident] = Entry(manager, UPDATE, api_version, subresource, fields, None if subresource == "scale" else _now())
+        out[ident] = Entry(
+            manager, UPDATE, api_version, subresource, fields, None if subresource == "scale" else _now()
+        )
     return cap_updaters(out)
 
 
@@ -151,8 +186,19 @@ def cap_updaters(managed: Managed, limit: int = MAX_UPDATE_MANAGERS) -> Managed:
     if len(updaters) <= limit:
         return managed
     out = dict(managed)
-    updaters.sort(key=lambda ident: (_seconds(out[ident].time), orjson.dumps(
-        {"manager": ident[0], "operation": UPDATE, "apiVersion": ident[2], **({"subresource": ident[3]} if ident[3] else {})})))
+    updaters.sort(
+        key=lambda ident: (
+            _seconds(out[ident].time),
+            orjson.dumps(
+                {
+                    "manager": ident[0],
+                    "operation": UPDATE,
+                    "apiVersion": ident[2],
+                    **({"subresource": ident[3]} if ident[3] else {}),
+                }
+            ),
+        )
+    )
     first_of_version: dict[str, tuple[str, str, str, str]] = {}
     length = len(updaters)
     for ident in updaters:
@@ -168,7 +214,9 @@ def cap_updaters(managed: Managed, limit: int = MAX_UPDATE_MANAGERS) -> Managed:
         if bucket not in out:
             moved = out.pop(first)
             out[bucket] = Entry(ANCIENT, UPDATE, version, "", moved.fields, moved.time)
-        out[bucket] = Entry(ANCIENT, UPDATE, version, "", fieldpath.union(entry.fields, out[bucket].fields), entry.time)
+        out[bucket] = Entry(
+            ANCIENT, UPDATE, version, "", fieldpath.union(entry.fields, out[bucket].fields), entry.time
+        )
         del out[ident]
         length -= 1
     return out
@@ -180,7 +228,9 @@ def _seconds(time: str | None) -> int:
     return int(dt.datetime.strptime(time, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp())
 
 
-def _others_lose(managed: Managed, changed: Trie, removed: Trie, skip: tuple[str, str, str, str] | None) -> Managed:
+def _others_lose(
+    managed: Managed, changed: Trie, removed: Trie, skip: tuple[str, str, str, str] | None
+) -> Managed:
     out: Managed = {}
     for ident, entry in managed.items():
         if ident != skip:
@@ -192,13 +242,25 @@ def _others_lose(managed: Managed, changed: Trie, removed: Trie, skip: tuple[str
             if not fields:
                 continue
             if fields is not entry.fields:
-                entry = Entry(entry.manager, entry.operation, entry.api_version, entry.subresource, fields, entry.time)
+                entry = Entry(
+                    entry.manager, entry.operation, entry.api_version, entry.subresource, fields, entry.time
+                )
         out[ident] = entry
     return out
 
 
-def apply(live: Any, config: dict[str, Any], managed: Managed, manager: str, subresource: str, t: Type, *,
-          force: bool, ignored: tuple[str, ...] = (), allowed: Trie | None = None) -> tuple[dict[str, Any], Managed]:
+def apply(
+    live: Any,
+    config: dict[str, Any],
+    managed: Managed,
+    manager: str,
+    subresource: str,
+    t: Type,
+    *,
+    force: bool,
+    ignored: tuple[str, ...] = (),
+    allowed: Trie | None = None,
+) -> tuple[dict[str, Any], Managed]:
     """An Apply: the merged object and the new entries, or a 409 naming each conflict.
 
     `allowed` (`lastAppliedManager`): the fields of the live object's client-side
@@ -222,7 +284,9 @@ def apply(live: Any, config: dict[str, Any], managed: Managed, manager: str, sub
     conflicts: list[tuple[Entry, tuple[str, ...]]] = []
     for other, entry in entries.items():
         if other != ident:
-            conflicts += [(entry, path) for path in fieldpath.members(fieldpath.intersection(entry.fields, changed))]
+            conflicts += [
+                (entry, path) for path in fieldpath.members(fieldpath.intersection(entry.fields, changed))
+            ]
     if conflicts and not force and allowed is not None and manager == _KUBECTL:
         conflicts = [(e, p) for e, p in conflicts if not _has_member(allowed, p)]
     if conflicts and not force:
@@ -272,9 +336,17 @@ def _manager_name(entry: Entry) -> str:
 
 def conflict_error(conflicts: list[tuple[Entry, tuple[str, ...]]]) -> errors.StatusError:
     """`internal.NewConflictError`: 409 Conflict, one `FieldManagerConflict` cause per field."""
-    conflicts = sorted(conflicts, key=lambda c: (_manager_name(c[0]), [fieldpath.element_order(p) for p in c[1]]))
-    causes = [{"reason": "FieldManagerConflict", "message": f"conflict with {_manager_name(e)}", "field": fieldpath.path_string(p)}
-              for e, p in conflicts]
+    conflicts = sorted(
+        conflicts, key=lambda c: (_manager_name(c[0]), [fieldpath.element_order(p) for p in c[1]])
+    )
+    causes = [
+        {
+            "reason": "FieldManagerConflict",
+            "message": f"conflict with {_manager_name(e)}",
+            "field": fieldpath.path_string(p),
+        }
+        for e, p in conflicts
+    ]
     if len(conflicts) == 1:
         entry, path = conflicts[0]
         message = f"Apply failed with 1 conflict: conflict with {_manager_name(entry)}: {fieldpath.path_string(path)}"

@@ -119,7 +119,16 @@ def diff(old: Any, new: Any, t: Type) -> tuple[Trie, Trie, bool]:
         old_items = {element(item, i, t): item for i, item in enumerate(old)}
         new_items = {element(item, i, t): item for i, item in enumerate(new)}
         for pe in old_items.keys() | new_items.keys():
-            _diff_child(pe, old_items.get(pe), new_items.get(pe), pe in old_items, pe in new_items, elem, changed, removed)
+            _diff_child(
+                pe,
+                old_items.get(pe),
+                new_items.get(pe),
+                pe in old_items,
+                pe in new_items,
+                elem,
+                changed,
+                removed,
+            )
     return changed, removed, False
 
 
@@ -140,7 +149,9 @@ def created(new: dict[str, Any], t: Type) -> Trie:
     return out
 
 
-def _diff_child(pe: str, ov: Any, nv: Any, in_old: bool, in_new: bool, t: Type, changed: Trie, removed: Trie) -> None:
+def _diff_child(
+    pe: str, ov: Any, nv: Any, in_old: bool, in_new: bool, t: Type, changed: Trie, removed: Trie
+) -> None:
     if in_old and in_new:
         c, r, modified = diff(ov, nv, t)
         entry = node(c, modified)

@@ -81,7 +81,9 @@ def _compile(resolved: dict[str, Any]) -> Type:
     extra = resolved.get("additionalProperties")
     items = resolved.get("items")
     if props is not None or typ == "object" or isinstance(extra, dict):
-        t = Type(STRUCT if props is not None else MAP, atomic=resolved.get("x-kubernetes-map-type") == "atomic")
+        t = Type(
+            STRUCT if props is not None else MAP, atomic=resolved.get("x-kubernetes-map-type") == "atomic"
+        )
         _cache[key] = t  # before recursing: definitions refer to themselves
         required = set(resolved.get("required") or ())
         for name, sub in (props or {}).items():

@@ -25,6 +25,20 @@ from localcluster.protobuf.decode import MAGIC, UnknownKindError, decode_body, d
 from localcluster.protobuf.encode import encode_body, encode_message
 from localcluster.protobuf.wire import ProtobufError
 
-__all__ = ["CONTENT_TYPE", "MAGIC", "WATCH_CONTENT_TYPE", "ProtobufError", "UnknownKindError", "can_encode",
-           "decode_body", "decode_message", "encode_body", "encode_items", "encode_list", "encode_message", "enveloped", "negotiate",
-           "watch_frame"]
+__all__ = [
+    "CONTENT_TYPE",
+    "MAGIC",
+    "WATCH_CONTENT_TYPE",
+    "ProtobufError",
+    "UnknownKindError",
+    "can_encode",
+    "decode_body",
+    "decode_message",
+    "encode_body",
+    "encode_items",
+    "encode_list",
+    "encode_message",
+    "enveloped",
+    "negotiate",
+    "watch_frame",
+]

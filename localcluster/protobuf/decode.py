@@ -42,7 +42,7 @@ def decode_body(raw: bytes, *, default_api_version: str = "", default_kind: str 
         raise ProtobufError("missing the k8s protobuf magic prefix")
     api_version = kind = encoding = ""
     payload = b""
-    for number, wire, value in iter_fields(raw[len(MAGIC):]):
+    for number, wire, value in iter_fields(raw[len(MAGIC) :]):
         if wire != LEN or not isinstance(value, bytes):
             continue
         if number == 1:
@@ -139,7 +139,9 @@ def _single(type_name: str, occurrences: Raw | None, *, pointer: bool) -> Any:
             _expect(wire, FIXED64, type_name)
             assert isinstance(value, int)
             number = struct.unpack("<d", value.to_bytes(8, "little"))[0]
-            return int(number) if number.is_integer() and abs(number) < 1e21 else number  # Go prints 1, not 1.0
+            return (
+                int(number) if number.is_integer() and abs(number) < 1e21 else number
+            )  # Go prints 1, not 1.0
         _expect(wire, VARINT, type_name)
         assert isinstance(value, int)
         return bool(value) if type_name == "bool" else signed64(value)

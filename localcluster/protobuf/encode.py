@@ -83,14 +83,21 @@ def _one(number: int, type_name: str, value: Any, *, pointer: bool) -> bytes:
         return _bytes(number, _bytes(1, str(value or "0").encode()))
     if type_name == S.INT_OR_STRING:
         is_str = isinstance(value, str)
-        payload = (key(1, VARINT) + varint(int(is_str)) + key(2, VARINT) + varint(0 if is_str else int(value or 0))
-                   + _bytes(3, value.encode() if is_str else b""))
+        payload = (
+            key(1, VARINT)
+            + varint(int(is_str))
+            + key(2, VARINT)
+            + varint(0 if is_str else int(value or 0))
+            + _bytes(3, value.encode() if is_str else b"")
+        )
         return _bytes(number, payload)
     if type_name in (S.RAW_EXTENSION, S.FIELDS_V1, S.EXTENSIONS_JSON):
         return _bytes(number, b"" if value is None else _bytes(1, orjson.dumps(value)))
     if type_name == S.PROPS_OR_BOOL:  # UnmarshalJSON: a schema allows, or a bare boolean
         allows = key(1, VARINT) + varint(int(isinstance(value, dict) or bool(value)))
-        return _bytes(number, allows + (_one(2, _SCHEMA, value, pointer=True) if isinstance(value, dict) else b""))
+        return _bytes(
+            number, allows + (_one(2, _SCHEMA, value, pointer=True) if isinstance(value, dict) else b"")
+        )
     if type_name in (S.PROPS_OR_ARRAY, S.PROPS_OR_STRINGS):  # a schema, or a list of schemas / strings
         if isinstance(value, list):
             item_type = _SCHEMA if type_name == S.PROPS_OR_ARRAY else "string"

@@ -29,13 +29,19 @@ OUT = Path(__file__).with_name("kubernetes.json")
 APIMACHINERY_PACKAGES = ("pkg/apis/meta/v1", "pkg/runtime", "pkg/util/intstr", "pkg/api/resource")
 APIEXTENSIONS_PACKAGES = ("pkg/apis/apiextensions/v1",)
 # Messages the runtime codes by hand: their JSON is not their fields (`Time` is an RFC 3339 string).
-SPECIAL = frozenset({
-    "k8s.io.apimachinery.pkg.apis.meta.v1.Time", "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
-    "k8s.io.apimachinery.pkg.apis.meta.v1.Duration", "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1",
-    "k8s.io.apimachinery.pkg.api.resource.Quantity", "k8s.io.apimachinery.pkg.api.resource.QuantityValue",
-    "k8s.io.apimachinery.pkg.util.intstr.IntOrString", "k8s.io.apimachinery.pkg.runtime.RawExtension",
-    "k8s.io.apimachinery.pkg.runtime.Unknown",
-})
+SPECIAL = frozenset(
+    {
+        "k8s.io.apimachinery.pkg.apis.meta.v1.Time",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.Duration",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1",
+        "k8s.io.apimachinery.pkg.api.resource.Quantity",
+        "k8s.io.apimachinery.pkg.api.resource.QuantityValue",
+        "k8s.io.apimachinery.pkg.util.intstr.IntOrString",
+        "k8s.io.apimachinery.pkg.runtime.RawExtension",
+        "k8s.io.apimachinery.pkg.runtime.Unknown",
+    }
+)
 # Field flags in the output (kept in step with localcluster/protobuf/schema.py).
 REPEATED, POINTER, OMITEMPTY, INLINE, MAP = 1, 2, 4, 8, 16
 
@@ -91,7 +97,9 @@ def parse_proto(text: str) -> tuple[dict[str, list[ProtoField]], dict[str, str]]
         elif _WRAPPER in line:
             wrapper_comment = True
         elif m := _FIELD.match(line):
-            field = ProtoField(int(m.group(4)), m.group(3), _qualify(m.group(2), pkg), m.group(1) == "repeated", None)
+            field = ProtoField(
+                int(m.group(4)), m.group(3), _qualify(m.group(2), pkg), m.group(1) == "repeated", None
+            )
             current.append(field)
             if wrapper_comment and field.name == "items" and field.number == 1:
                 wrappers[name] = field.type
@@ -131,16 +139,28 @@ def parse_go(text: str) -> tuple[dict[str, list[GoField]], set[str]]:
             json_tag = tag.get("json", "").split(",")
             number = int(tag["protobuf"].split(",")[1])
             inline = "inline" in json_tag[1:] or (go_name is None and not json_tag[0])
-            current.append(GoField(number, "" if inline else json_tag[0] or (go_name or go_type),
-                                   go_type.startswith("*"), "omitempty" in json_tag[1:], inline))
+            current.append(
+                GoField(
+                    number,
+                    "" if inline else json_tag[0] or (go_name or go_type),
+                    go_type.startswith("*"),
+                    "omitempty" in json_tag[1:],
+                    inline,
+                )
+            )
     return structs, kinds
 
 
 def _package_sources(repo: Path, tag: str, path: str) -> tuple[str, str, str]:
     files = _git(repo, "ls-tree", "--name-only", f"{tag}:{path}").split()
-    go = "\n".join(_git(repo, "show", f"{tag}:{path}/{f}") for f in files
-                   if f.endswith(".go") and not f.endswith("_test.go") and not f.startswith("zz_generated")
-                   and f != "generated.pb.go")
+    go = "\n".join(
+        _git(repo, "show", f"{tag}:{path}/{f}")
+        for f in files
+        if f.endswith(".go")
+        and not f.endswith("_test.go")
+        and not f.startswith("zz_generated")
+        and f != "generated.pb.go"
+    )
     proto = _git(repo, "show", f"{tag}:{path}/generated.proto")
     register = _git(repo, "show", f"{tag}:{path}/register.go") if "register.go" in files else ""
     return proto, go, register
@@ -187,15 +207,23 @@ def generate(api: Path, apimachinery: Path, apiextensions: Path, tag: str) -> di
             out = []
             for gf in structs.get(short, []):  # Go's order: the order encoding/json prints
                 pf = by_number[gf.number]
-                flags = ((REPEATED if pf.repeated else 0) | (POINTER if gf.pointer else 0)
-                         | (OMITEMPTY if gf.omitempty else 0) | (INLINE if gf.inline else 0)
-                         | (MAP if pf.map_value else 0))
+                flags = (
+                    (REPEATED if pf.repeated else 0)
+                    | (POINTER if gf.pointer else 0)
+                    | (OMITEMPTY if gf.omitempty else 0)
+                    | (INLINE if gf.inline else 0)
+                    | (MAP if pf.map_value else 0)
+                )
                 out.append([pf.number, gf.json_name, pf.map_value or pf.type, flags])
             messages[full_name] = out
             if api_version and short in typed:
                 kinds.setdefault(api_version, {})[short] = full_name
-    return {"source": f"k8s.io/api, k8s.io/apimachinery and k8s.io/apiextensions-apiserver {tag}", "kinds": kinds, "wrappers": wrappers,
-            "messages": messages}
+    return {
+        "source": f"k8s.io/api, k8s.io/apimachinery and k8s.io/apiextensions-apiserver {tag}",
+        "kinds": kinds,
+        "wrappers": wrappers,
+        "messages": messages,
+    }
 
 
 def main() -> None:

@@ -35,8 +35,21 @@ PROPS_OR_ARRAY = _APIEXTENSIONS + "JSONSchemaPropsOrArray"
 PROPS_OR_STRINGS = _APIEXTENSIONS + "JSONSchemaPropsOrStringArray"
 # meta's kinds every group version has (metav1.AddToGroupVersion): options (`policy/v1 DeleteOptions`)
 # and the unversioned Status and discovery documents (written as `v1 Status`).
-_SHARED_META_KINDS = frozenset({"DeleteOptions", "CreateOptions", "UpdateOptions", "PatchOptions", "GetOptions",
-                                "ListOptions", "Status", "APIVersions", "APIGroupList", "APIGroup", "APIResourceList"})
+_SHARED_META_KINDS = frozenset(
+    {
+        "DeleteOptions",
+        "CreateOptions",
+        "UpdateOptions",
+        "PatchOptions",
+        "GetOptions",
+        "ListOptions",
+        "Status",
+        "APIVersions",
+        "APIGroupList",
+        "APIGroup",
+        "APIResourceList",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +85,18 @@ def _schema() -> dict[str, Any]:
 def message(name: str) -> Message:
     """The message `name` (fully qualified); KeyError for a message the schema does not hold."""
     fields = tuple(
-        Field(number, json_name, type_, bool(flags & REPEATED), bool(flags & POINTER), bool(flags & OMITEMPTY),
-              bool(flags & INLINE), bool(flags & MAP), key(number, LEN), key(number, VARINT))
+        Field(
+            number,
+            json_name,
+            type_,
+            bool(flags & REPEATED),
+            bool(flags & POINTER),
+            bool(flags & OMITEMPTY),
+            bool(flags & INLINE),
+            bool(flags & MAP),
+            key(number, LEN),
+            key(number, VARINT),
+        )
         for number, json_name, type_, flags in _schema()["messages"][name]
     )
     return Message(name, fields, {f.number: f for f in fields}, tuple(sorted(fields, key=lambda f: f.number)))

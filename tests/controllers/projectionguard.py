@@ -71,8 +71,18 @@ class _Rule:
 
 _MUTATORS_DICT = ("__setitem__", "__delitem__", "__ior__", "pop", "popitem", "clear", "update")
 _MUTATORS_LIST = (
-    "__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop", "remove", "clear",
-    "sort", "reverse",
+    "__setitem__",
+    "__delitem__",
+    "__iadd__",
+    "__imul__",
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "clear",
+    "sort",
+    "reverse",
 )
 
 

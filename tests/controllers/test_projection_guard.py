@@ -85,7 +85,11 @@ async def test_projected_reads_and_deep_copies_pass(kube: KubeClient, projection
     def read(pod: dict[str, Any]) -> Any:
         mine = copy.deepcopy(pod)
         mine["metadata"]["labels"]["x"] = "y"
-        return (pod["spec"]["nodeName"], "ownerReferences" in pod["metadata"], orjson.loads(orjson.dumps(pod))["kind"])
+        return (
+            pod["spec"]["nodeName"],
+            "ownerReferences" in pod["metadata"],
+            orjson.loads(orjson.dumps(pod))["kind"],
+        )
 
     seen = await _run_reader(kube, read, projection_guard, "reads-fine")
     assert seen == [("node-1", False, "Pod")]
@@ -102,8 +106,13 @@ async def test_put_of_a_projected_object_fails_the_test(kube: KubeClient, projec
 def test_node_guard_refuses_only_what_the_node_projection_drops() -> None:
     guard = Guard()
     transform = GuardedTransforms(guard)(NODES)
-    node = transform({"metadata": {"name": "n", "managedFields": []}, "spec": {"taints": []},
-                      "status": {"images": [{"names": ["a"]}], "conditions": []}})
+    node = transform(
+        {
+            "metadata": {"name": "n", "managedFields": []},
+            "spec": {"taints": []},
+            "status": {"images": [{"names": ["a"]}], "conditions": []},
+        }
+    )
     assert node["spec"]["taints"] == [] and node["status"]["conditions"] == []
     assert "images" not in dict(node["status"])
     with pytest.raises(ProjectionViolation):

@@ -81,15 +81,28 @@ async def retrying(call: Callable[[], Awaitable[Any]], *, limit: float = 60.0) -
 
 
 def _rs(name: str, replicas: int) -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {
-        "replicas": replicas, "selector": {"matchLabels": {"app": name}},
-        "template": {"metadata": {"labels": {"app": name}},
-                     "spec": {"containers": [{"name": "c", "image": "nginx:1"}], "terminationGracePeriodSeconds": 0}}}}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [{"name": "c", "image": "nginx:1"}],
+                    "terminationGracePeriodSeconds": 0,
+                },
+            },
+        },
+    }
 
 
 def _deployment(name: str, replicas: int) -> dict[str, Any]:
     body = _rs(name, replicas)
-    body["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0}}
+    body["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0},
+    }
     return body
 
 
@@ -100,7 +113,7 @@ class FaultInjector:
         self.cluster = cluster
         self.rng = rng
         kinds = list(FAULT_KINDS) * (count // len(FAULT_KINDS) + 1)
-        self.plan = kinds[:max(count, len(FAULT_KINDS))]
+        self.plan = kinds[: max(count, len(FAULT_KINDS))]
         rng.shuffle(self.plan)
         self.spacing = spacing
         self.done: Counter[str] = Counter()
@@ -172,12 +185,16 @@ def lag_buckets() -> dict[float, float]:
     return buckets
 
 
-async def run_chaos(*, seed: int, faults: int, plain: int = 10, web: int = 12, spacing: float = 0.4) -> ChaosResult:
+async def run_chaos(
+    *, seed: int, faults: int, plain: int = 10, web: int = 12, spacing: float = 0.4
+) -> ChaosResult:
     result = ChaosResult(seed=seed)
     rng = random.Random(seed)
     began = time.monotonic()
     lag_before = lag_buckets()
-    async with LocalCluster(nodes=3, speed=10, pod_start_delay=0.5, termination_cap=0.5, fault_seed=seed) as cluster:
+    async with LocalCluster(
+        nodes=3, speed=10, pod_start_delay=0.5, termination_cap=0.5, fault_seed=seed
+    ) as cluster:
         kube = await cluster.client()
         try:
             await retrying(lambda: kube.create(NAMESPACES, {"metadata": {"name": NS}}))
@@ -201,8 +218,9 @@ async def run_chaos(*, seed: int, faults: int, plain: int = 10, web: int = 12, s
                     try:
                         async with anyio.create_task_group() as chaos:
                             chaos.start_soon(injector.run)
-                            result.minimum_creates = await _workload(kube, plain=plain, web=web,
-                                                                     until=injector.finished, needed=needed)
+                            result.minimum_creates = await _workload(
+                                kube, plain=plain, web=web, until=injector.finished, needed=needed
+                            )
                     except* AssertionError as group:  # a step that never completed: the checks say why
                         result.minimum_creates = needed[0]
                         result.workload_error = str(group.exceptions[0])
@@ -259,7 +277,9 @@ async def _workload(kube: KubeClient, *, plain: int, web: int, until: anyio.Even
 RECOVERY_LIMIT = 2 * 2 * 30.0
 
 
-async def _until(check: Callable[[], Awaitable[bool]], what: str, *, limit: float = 1.5 * RECOVERY_LIMIT) -> None:
+async def _until(
+    check: Callable[[], Awaitable[bool]], what: str, *, limit: float = 1.5 * RECOVERY_LIMIT
+) -> None:
     with anyio.move_on_after(limit):
         while True:
             if await retrying(check):
@@ -276,9 +296,11 @@ async def _available(kube: KubeClient, res: Any, name: str, replicas: int) -> bo
 async def _rolled_out(kube: KubeClient, replicas: int) -> bool:
     d = await kube.get(DEPLOYMENTS, "web", namespace=NS)
     status = d.get("status") or {}
-    return bool(status.get("observedGeneration") == d["metadata"]["generation"]
-                and status.get("updatedReplicas") == replicas == status.get("availableReplicas")
-                and status.get("replicas") == replicas)
+    return bool(
+        status.get("observedGeneration") == d["metadata"]["generation"]
+        and status.get("updatedReplicas") == replicas == status.get("availableReplicas")
+        and status.get("replicas") == replicas
+    )
 
 
 async def _converge(kube: KubeClient) -> None:

@@ -10,10 +10,14 @@ from apiclient.resources import PODS, REPLICASETS
 
 def _active(pod: dict[str, Any]) -> bool:
     return not pod["metadata"].get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
-        "Succeeded", "Failed")
+        "Succeeded",
+        "Failed",
+    )
 
 
-async def replica_set_mismatches(kube: KubeClient, namespace: str | None = None) -> dict[str, tuple[int, int]]:
+async def replica_set_mismatches(
+    kube: KubeClient, namespace: str | None = None
+) -> dict[str, tuple[int, int]]:
     """ReplicaSets whose active pods (by controller reference) differ from `spec.replicas`:
     `namespace/name -> (wanted, have)`. Empty when every ReplicaSet has exactly its pods."""
     owned: dict[str, int] = {}

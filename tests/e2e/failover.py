@@ -50,9 +50,11 @@ class Election:
         return self.lease_duration + self.retry_period
 
     def flags(self) -> list[str]:
-        return [f"--leader-elect-lease-duration={self.lease_duration}s",
-                f"--leader-elect-renew-deadline={self.renew_deadline}s",
-                f"--leader-elect-retry-period={self.retry_period}s"]
+        return [
+            f"--leader-elect-lease-duration={self.lease_duration}s",
+            f"--leader-elect-renew-deadline={self.renew_deadline}s",
+            f"--leader-elect-retry-period={self.retry_period}s",
+        ]
 
 
 @dataclass
@@ -88,15 +90,27 @@ class ManagerProcess:
         self.kubeconfig = workdir / f"kubeconfig-{name}"
         self.kubeconfig.write_text(yaml.safe_dump(config))
         self.log = workdir / f"manager-{name}.log"
-        self.argv = [sys.executable, "-m", "controller_manager", "run", "--kubeconfig", str(self.kubeconfig),
-                     "--controllers=replicaset", "--leader-elect=true", *election.flags(),
-                     "--bind-address=127.0.0.1", f"--secure-port={self.port}", "--log-format=json"]
+        self.argv = [
+            sys.executable,
+            "-m",
+            "controller_manager",
+            "run",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--controllers=replicaset",
+            "--leader-elect=true",
+            *election.flags(),
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            "--log-format=json",
+        ]
         self.process: anyio.abc.Process | None = None
 
     async def start(self) -> None:
         with self.log.open("ab") as out:
-            self.process = await anyio.open_process(self.argv, stdout=out, stderr=out,
-                                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            self.process = await anyio.open_process(
+                self.argv, stdout=out, stderr=out, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            )
 
     async def wait_serving(self, limit: float = 60.0) -> None:
         """Until its /readyz answers (a standby is ready: it is up and polling the lease)."""
@@ -132,7 +146,12 @@ def _takeovers(writes: list[Write]) -> list[tuple[float, str]]:
     """(time, credential) of each successful Lease write by a new holder, in order."""
     out: list[tuple[float, str]] = []
     for w in writes:
-        if _is_lease(w) and w.succeeded and w.method in ("PUT", "POST") and (not out or out[-1][1] != w.credential):
+        if (
+            _is_lease(w)
+            and w.succeeded
+            and w.method in ("PUT", "POST")
+            and (not out or out[-1][1] != w.credential)
+        ):
             out.append((w.at, w.credential))
     return out
 
@@ -146,8 +165,10 @@ def two_writers(writes: list[Write], names: dict[str, str]) -> list[str]:
             continue
         holder = next((c for at, c in reversed(takeovers) if at <= w.at), None)
         if holder != w.credential:
-            bad.append(f"{w.method} {w.path} by {names[w.credential]} while "
-                       f"{names.get(holder or '', 'nobody')} held the lease")
+            bad.append(
+                f"{w.method} {w.path} by {names[w.credential]} while "
+                f"{names.get(holder or '', 'nobody')} held the lease"
+            )
     return bad
 
 
@@ -157,7 +178,9 @@ async def _holder(kube: KubeClient) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _managers(cluster: LocalCluster, election: Election, workdir: Path) -> AsyncIterator[dict[str, ManagerProcess]]:
+async def _managers(
+    cluster: LocalCluster, election: Election, workdir: Path
+) -> AsyncIterator[dict[str, ManagerProcess]]:
     procs = {n: ManagerProcess(cluster, n, election, workdir) for n in ("a", "b")}
     try:
         yield procs
@@ -205,12 +228,22 @@ async def run_failover(*, tries: int, election: Election, workdir: Path) -> Fail
 
 
 def _replica_set(replicas: int) -> dict[str, Any]:
-    return {"metadata": {"name": "big"}, "spec": {
-        "replicas": replicas, "selector": {"matchLabels": {"app": "big"}},
-        "template": {"metadata": {"labels": {"app": "big"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}}
+    return {
+        "metadata": {"name": "big"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "big"}},
+            "template": {
+                "metadata": {"labels": {"app": "big"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
+            },
+        },
+    }
 
 
-async def _until_leading(cluster: LocalCluster, proc: ManagerProcess, *, since: float = 0.0, limit: float = 60.0) -> float:
+async def _until_leading(
+    cluster: LocalCluster, proc: ManagerProcess, *, since: float = 0.0, limit: float = 60.0
+) -> float:
     """When the server accepted `proc`'s write of the Lease as its new holder."""
     with anyio.fail_after(limit):
         while True:
@@ -220,7 +253,9 @@ async def _until_leading(cluster: LocalCluster, proc: ManagerProcess, *, since: 
             await anyio.sleep(0.02)
 
 
-async def _until_written(cluster: LocalCluster, proc: ManagerProcess, since: float, *, limit: float = 60.0) -> float:
+async def _until_written(
+    cluster: LocalCluster, proc: ManagerProcess, since: float, *, limit: float = 60.0
+) -> float:
     """When the server received `proc`'s first write that is not to the Lease, after `since`."""
     with anyio.fail_after(limit):
         while True:

@@ -44,40 +44,100 @@ async def _build(kube: KubeClient) -> None:
     await ensure_crd(kube)
     await oddworld.taint_node(kube)
     await oddworld.populate(kube, NS)
-    await kube.create(DEPLOYMENTS, oddworld.deployment("deadline-5s", 1, progressDeadlineSeconds=5), namespace=NS)
+    await kube.create(
+        DEPLOYMENTS, oddworld.deployment("deadline-5s", 1, progressDeadlineSeconds=5), namespace=NS
+    )
     # a node whose kubelet is gone: its heartbeat is all that ages
     gone = node_object("node-gone")
     gone["spec"] = {"unschedulable": True}
     await kube.create(NODES, gone)
-    await kube.create(PODS, {"metadata": {"name": "on-gone-node", "labels": {"app": "gone"}},
-                             "spec": {"nodeName": "node-gone", "containers": [{"name": "c", "image": "nginx:1"}]}},
-                      namespace=NS)
+    await kube.create(
+        PODS,
+        {
+            "metadata": {"name": "on-gone-node", "labels": {"app": "gone"}},
+            "spec": {"nodeName": "node-gone", "containers": [{"name": "c", "image": "nginx:1"}]},
+        },
+        namespace=NS,
+    )
     # bare pods under two PDBs cannot be evicted at all (the server answers 500): a drain of their
     # node never ends, so the drain here is of the node that stopped answering
-    await kube.create(NODEMAINTENANCES, {**_MAINTENANCE_KIND, "metadata": {"name": "drain-gone"}, "spec": {
-        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["node-gone"]}]}]},
-        # its pod has no owner: evicted only with kubectl drain's --force opt-in
-        "cordon": True, "drain": True, "force": True, "reason": "aged", "evacuationTimeoutSeconds": 30}})
+    await kube.create(
+        NODEMAINTENANCES,
+        {
+            **_MAINTENANCE_KIND,
+            "metadata": {"name": "drain-gone"},
+            "spec": {
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-gone"]}]}
+                    ]
+                },
+                # its pod has no owner: evicted only with kubectl drain's --force opt-in
+                "cordon": True,
+                "drain": True,
+                "force": True,
+                "reason": "aged",
+                "evacuationTimeoutSeconds": 30,
+            },
+        },
+    )
     # and a drain that never falls back to eviction: owners that do not answer are waited for
-    await kube.create(NODEMAINTENANCES, {**_MAINTENANCE_KIND, "metadata": {"name": "drain-forever"}, "spec": {
-        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
-        "cordon": True, "drain": True, "reason": "no deadline", "evacuationTimeoutSeconds": oddworld.MAX_INT32}})
+    await kube.create(
+        NODEMAINTENANCES,
+        {
+            **_MAINTENANCE_KIND,
+            "metadata": {"name": "drain-forever"},
+            "spec": {
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+                    ]
+                },
+                "cordon": True,
+                "drain": True,
+                "reason": "no deadline",
+                "evacuationTimeoutSeconds": oddworld.MAX_INT32,
+            },
+        },
+    )
 
 
 async def _age_marks(kube: KubeClient) -> str:
     """Marks only the disruption controller removes, written now: a year old after the jump."""
-    pods = [p for p in await kube.list_all(PODS, namespace=NS, label_selector="app=tolerant")
-            if not p["metadata"].get("deletionTimestamp")]
+    pods = [
+        p
+        for p in await kube.list_all(PODS, namespace=NS, label_selector="app=tolerant")
+        if not p["metadata"].get("deletionTimestamp")
+    ]
     marked = pods[0]["metadata"]["name"]
     now = _stamp(dt.datetime.now(dt.UTC))
-    await kube.patch(PODS, marked, {"status": {"conditions": [
-        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
-         "message": "evicted a year ago, then the delete never came", "lastTransitionTime": now}]}},
-        namespace=NS, subresource="status", patch_type="strategic")
-    await kube.patch(PODDISRUPTIONBUDGETS, "none-may-go", {"status": {"disruptedPods": {marked: now}}},
-                     namespace=NS, subresource="status")
+    await kube.patch(
+        PODS,
+        marked,
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "EvictionByEvictionAPI",
+                        "message": "evicted a year ago, then the delete never came",
+                        "lastTransitionTime": now,
+                    }
+                ]
+            }
+        },
+        namespace=NS,
+        subresource="status",
+        patch_type="strategic",
+    )
+    await kube.patch(
+        PODDISRUPTIONBUDGETS,
+        "none-may-go",
+        {"status": {"disruptedPods": {marked: now}}},
+        namespace=NS,
+        subresource="status",
+    )
     return marked
 
 
@@ -99,10 +159,19 @@ async def test_an_aged_world_converges_then_gets_no_writes(cluster_factory: type
                 began = time.monotonic()
                 async with running_manager(cluster, manager_options(cluster, *FAST_NODES)) as manager:
                     await eventually(lambda: manager.health.ready, "caches synced")
-                    for name, replicas in (("deadline-5s", 3), ("recreate", 1), ("surge-zero", 3), ("no-deadline", 2)):
+                    for name, replicas in (
+                        ("deadline-5s", 3),
+                        ("recreate", 1),
+                        ("surge-zero", 3),
+                        ("no-deadline", 2),
+                    ):
                         await kube.patch(DEPLOYMENTS, name, {"spec": {"replicas": replicas}}, namespace=NS)
-                    await kube.patch(DEPLOYMENTS, "all-percent", {"spec": {"template": {"metadata": {
-                        "annotations": {"rollout": "after-a-year"}}}}}, namespace=NS)
+                    await kube.patch(
+                        DEPLOYMENTS,
+                        "all-percent",
+                        {"spec": {"template": {"metadata": {"annotations": {"rollout": "after-a-year"}}}}},
+                        namespace=NS,
+                    )
                     await eventually(lambda: _no_mismatch(kube), "every ReplicaSet has its pods", timeout=60)
                     await eventually(lambda: _gone_is_tainted(kube), "the silent node tainted", timeout=60)
                     await settled(cluster, quiet=3.0)
@@ -118,13 +187,17 @@ async def test_an_aged_world_converges_then_gets_no_writes(cluster_factory: type
                 deadline = await kube.get(DEPLOYMENTS, "deadline-5s", namespace=NS)
                 forever = await kube.get(DEPLOYMENTS, "no-deadline", namespace=NS)
                 # its kubelet is gone, so the pod stays Terminating (the pod GC's job, not ours)
-                left_on_gone = [p["metadata"]["name"] for p in await kube.list_all(PODS, namespace=NS)
-                                if p["spec"].get("nodeName") == "node-gone"
-                                and not p["metadata"].get("deletionTimestamp")]
+                left_on_gone = [
+                    p["metadata"]["name"]
+                    for p in await kube.list_all(PODS, namespace=NS)
+                    if p["spec"].get("nodeName") == "node-gone" and not p["metadata"].get("deletionTimestamp")
+                ]
         finally:
             await kube.close()
 
-    assert writes == [], f"{len(writes)} writes in {WINDOW} s of an aged, converged cluster:\n{describe(writes)}"
+    assert writes == [], (
+        f"{len(writes)} writes in {WINDOW} s of an aged, converged cluster:\n{describe(writes)}"
+    )
     assert any(w.resource == "pods" and w.method == "POST" for w in converging), "the manager did no work"
     # each stale mark was cleaned
     assert _condition(pod, "DisruptionTarget").get("status") == "False"

@@ -38,12 +38,19 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
 
 
 def bare_pod(name: str, *, empty_dir: bool = False) -> dict[str, Any]:
-    spec: dict[str, Any] = {"nodeName": TARGET, "terminationGracePeriodSeconds": 1,
-                            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}]}
+    spec: dict[str, Any] = {
+        "nodeName": TARGET,
+        "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9"}],
+    }
     if empty_dir:
         spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": {"app": name}},
-            "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": {"app": name}},
+        "spec": spec,
+    }
 
 
 async def exists(kube: KubeClient, name: str) -> bool:
@@ -57,9 +64,14 @@ async def exists(kube: KubeClient, name: str) -> bool:
 
 
 async def web_available_off_target(kube: KubeClient) -> bool:
-    pods = [p for p in await kube.list_all(PODS, namespace=NS) if (p["metadata"].get("labels") or {}).get("app") == "web"]
+    pods = [
+        p
+        for p in await kube.list_all(PODS, namespace=NS)
+        if (p["metadata"].get("labels") or {}).get("app") == "web"
+    ]
     return any(pod_available(p) for p in pods) and all(
-        p["spec"].get("nodeName") != TARGET for p in pods if pod_available(p))
+        p["spec"].get("nodeName") != TARGET for p in pods if pod_available(p)
+    )
 
 
 async def test_drain_keeps_unowned_and_local_data_pods_until_told(
@@ -69,8 +81,9 @@ async def test_drain_keeps_unowned_and_local_data_pods_until_told(
     nodes = sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
     assert TARGET in nodes
     others = [n for n in nodes if n != TARGET]
-    async with running_controllers(kube, ReplicaSetController, DeploymentController, NodeMaintenanceController,
-                                   gates=GATES):
+    async with running_controllers(
+        kube, ReplicaSetController, DeploymentController, NodeMaintenanceController, gates=GATES
+    ):
         for n in others:
             await kube.patch(NODES, n, {"spec": {"unschedulable": True}})
         await kube.create(DEPLOYMENTS, deployment(App("web", 1)), namespace=NS)
@@ -99,13 +112,18 @@ async def test_drain_keeps_unowned_and_local_data_pods_until_told(
         assert code == 1
         assert f"{NS}/bare  NoController" in captured.err and f"{NS}/scratch  LocalStorage" in captured.err
         # each blocker also as it appears, with kubectl's words
-        assert f"{NS}/bare  blocked: NoController: cannot delete Pods that declare no controller" in captured.out
+        assert (
+            f"{NS}/bare  blocked: NoController: cannot delete Pods that declare no controller" in captured.out
+        )
         assert "is still active" in captured.err and f"aiokcm uncordon {TARGET}" in captured.err
         assert await exists(kube, "bare") and await exists(kube, "scratch")
-        await eventually(lambda: web_available_off_target(kube), "web moved off the node by surging", timeout=120)
+        await eventually(
+            lambda: web_available_off_target(kube), "web moved off the node by surging", timeout=120
+        )
 
-        code = await maintenance_cli.main(["drain", TARGET, "--timeout", "120s", "--force", "--delete-emptydir-data",
-                                           *base])
+        code = await maintenance_cli.main(
+            ["drain", TARGET, "--timeout", "120s", "--force", "--delete-emptydir-data", *base]
+        )
         out = capsys.readouterr().out
         assert code == 0, out
         assert f"drained: {TARGET}" in out

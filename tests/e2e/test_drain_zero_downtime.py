@@ -123,7 +123,11 @@ async def test_aiokcm_drain_never_leaves_an_app_without_replicas(
     assert TARGET in nodes and len(others) == 2
 
     async with running_controllers(
-        kube, ReplicaSetController, DeploymentController, DisruptionController, NodeMaintenanceController,
+        kube,
+        ReplicaSetController,
+        DeploymentController,
+        DisruptionController,
+        NodeMaintenanceController,
         gates=GATES,
     ):
         for n in others:
@@ -132,7 +136,9 @@ async def test_aiokcm_drain_never_leaves_an_app_without_replicas(
             await kube.create(DEPLOYMENTS, deployment(app), namespace=NS)
             if app.pdb_min_available is not None:
                 await kube.create(PODDISRUPTIONBUDGETS, pdb(app), namespace=NS)
-        await eventually(lambda: _all_available_on(kube, {TARGET}), f"every app available on {TARGET}", timeout=120)
+        await eventually(
+            lambda: _all_available_on(kube, {TARGET}), f"every app available on {TARGET}", timeout=120
+        )
         for n in others:
             await kube.patch(NODES, n, {"spec": {"unschedulable": None}})
 
@@ -141,22 +147,37 @@ async def test_aiokcm_drain_never_leaves_an_app_without_replicas(
             return status.get("currentHealthy") == 1 and status.get("disruptionsAllowed") == 0
 
         # The disruption controller is live: `guarded` may not lose its only pod by eviction.
-        await eventually(budget_computed, "guarded's PDB computed (1 healthy, 0 disruptions allowed)", timeout=120)
+        await eventually(
+            budget_computed, "guarded's PDB computed (1 healthy, 0 disruptions allowed)", timeout=120
+        )
 
         watch = AvailabilityWatch(APPS)
         async with anyio.create_task_group() as tg:
             await tg.start(lambda task_status: watch.run(kube, task_status=task_status))
             assert watch.available() == {a.name: a.replicas for a in APPS}
-            code = await maintenance_cli.main([
-                "drain", TARGET, "--kubeconfig", cluster.kubeconfig_path,
-                "--reason", "e2e: kernel upgrade", "--timeout", "150s", "--poll-interval", "0.2",
-            ])
+            code = await maintenance_cli.main(
+                [
+                    "drain",
+                    TARGET,
+                    "--kubeconfig",
+                    cluster.kubeconfig_path,
+                    "--reason",
+                    "e2e: kernel upgrade",
+                    "--timeout",
+                    "150s",
+                    "--poll-interval",
+                    "0.2",
+                ]
+            )
             out = capsys.readouterr().out
             assert code == 0, f"aiokcm drain failed:\n{out}"
             assert f"drained: {TARGET}" in out
             # The old pods are gone from the drained node and replacements serve elsewhere.
-            await eventually(lambda: _all_available_on(kube, set(others)), "every app back at full strength "
-                             "off the drained node", timeout=120)
+            await eventually(
+                lambda: _all_available_on(kube, set(others)),
+                "every app back at full strength off the drained node",
+                timeout=120,
+            )
             tg.cancel_scope.cancel()
 
     moved = sum(a.replicas for a in APPS)

@@ -56,7 +56,11 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
 
 def webhook_configuration(port: int) -> dict[str, Any]:
     """deploy/webhook.yaml's configuration, reaching this process's port by URL."""
-    config = next(d for d in yaml.safe_load_all(WEBHOOK.read_text()) if d and d["kind"] == "ValidatingWebhookConfiguration")
+    config = next(
+        d
+        for d in yaml.safe_load_all(WEBHOOK.read_text())
+        if d and d["kind"] == "ValidatingWebhookConfiguration"
+    )
     config = copy.deepcopy(config)
     for hook in config["webhooks"]:
         hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{WEBHOOK_PATH}"}
@@ -75,25 +79,37 @@ async def place_apps_on_target(kube: KubeClient, others: list[str]) -> None:
         await kube.create(DEPLOYMENTS, deployment(app), namespace=NS)
         if app.pdb_min_available is not None:
             await kube.create(PODDISRUPTIONBUDGETS, pdb(app), namespace=NS)
-    await eventually(lambda: _all_available_on(kube, {TARGET}), f"every app available on {TARGET}", timeout=120)
+    await eventually(
+        lambda: _all_available_on(kube, {TARGET}), f"every app available on {TARGET}", timeout=120
+    )
     for n in others:
         await kube.patch(NODES, n, {"spec": {"unschedulable": None}})
 
 
 async def test_kubectl_drain_surges_through_the_webhook_and_fails_open_without_aiokcm(
-        cluster: Any, kube: KubeClient) -> None:
+    cluster: Any, kube: KubeClient
+) -> None:
     real = isinstance(cluster, RealCluster)  # the local cluster serves no Endpoints
     nodes = sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
     others = [n for n in nodes if n != TARGET]
     port = free_port()
     await kube.create(VALIDATINGWEBHOOKCONFIGURATIONS, webhook_configuration(port))
-    opts = parse_run_args([
-        "--kubeconfig", cluster.kubeconfig_path, "--leader-elect=false", "--secure-port=0",
-        "--controllers=replicaset,deployment,disruption,eviction-surge",
-        "--feature-gates=DeclarativeNodeMaintenance=true,NodeMaintenanceDeployment=true,EvictionSurge=true",
-        f"--webhook-port={port}", "--webhook-bind-address=127.0.0.1", "--webhook-hosts=127.0.0.1",
-        "--webhook-namespace=kube-system", *(["--webhook-advertise-address=10.255.0.1"] if real else []),
-    ], default_registry())
+    opts = parse_run_args(
+        [
+            "--kubeconfig",
+            cluster.kubeconfig_path,
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--controllers=replicaset,deployment,disruption,eviction-surge",
+            "--feature-gates=DeclarativeNodeMaintenance=true,NodeMaintenanceDeployment=true,EvictionSurge=true",
+            f"--webhook-port={port}",
+            "--webhook-bind-address=127.0.0.1",
+            "--webhook-hosts=127.0.0.1",
+            "--webhook-namespace=kube-system",
+            *(["--webhook-advertise-address=10.255.0.1"] if real else []),
+        ],
+        default_registry(),
+    )
     try:
         async with anyio.create_task_group() as tg:
             manager = Manager(opts, kube)
@@ -110,19 +126,29 @@ async def test_kubectl_drain_surges_through_the_webhook_and_fails_open_without_a
                 config = await kube.get(VALIDATINGWEBHOOKCONFIGURATIONS, opts.webhook.configuration)
                 return all(h["clientConfig"].get("caBundle") for h in config["webhooks"])
 
-            await eventually(ca_bundle_installed, "aiokcm patched its CA into the webhook configuration", timeout=30)
+            await eventually(
+                ca_bundle_installed, "aiokcm patched its CA into the webhook configuration", timeout=30
+            )
 
             async def service_points_at_the_leader() -> bool:
                 try:
                     endpoints = await kube.get(ENDPOINTS, opts.webhook.service, namespace="kube-system")
                 except ApiError:
                     return False
-                return bool(endpoints.get("subsets") == [{"addresses": [{"ip": "10.255.0.1"}], "ports": [
-                    {"name": "webhook", "port": manager.webhook_port, "protocol": "TCP"}]}])
+                return bool(
+                    endpoints.get("subsets")
+                    == [
+                        {
+                            "addresses": [{"ip": "10.255.0.1"}],
+                            "ports": [{"name": "webhook", "port": manager.webhook_port, "protocol": "TCP"}],
+                        }
+                    ]
+                )
 
             if real:
-                await eventually(service_points_at_the_leader, "the leader's address in the webhook Endpoints",
-                                 timeout=30)
+                await eventually(
+                    service_points_at_the_leader, "the leader's address in the webhook Endpoints", timeout=30
+                )
 
             (single,) = (await _app_pods(kube))["single"]
             name = single["metadata"]["name"]
@@ -144,8 +170,11 @@ async def test_kubectl_drain_surges_through_the_webhook_and_fails_open_without_a
                 assert code == 0, f"kubectl drain failed:\n{out}"
                 assert f"node/{TARGET} drained" in out
                 assert "(will retry after 5s)" in out and "a replacement for pod" in out, out
-                await eventually(lambda: _all_available_on(kube, set(others)), "every app back at full "
-                                 "strength off the drained node", timeout=120)
+                await eventually(
+                    lambda: _all_available_on(kube, set(others)),
+                    "every app back at full strength off the drained node",
+                    timeout=120,
+                )
                 watching.cancel_scope.cancel()
             for app in APPS:
                 assert watch.least[app.name] >= 1, f"{app.name} went to zero: least per app {watch.least}"
@@ -154,10 +183,11 @@ async def test_kubectl_drain_surges_through_the_webhook_and_fails_open_without_a
         # aiokcm is gone, its webhook configuration stays: evictions behave as without it.
         (single,) = (await _app_pods(kube))["single"]
         where = single["spec"]["nodeName"]
-        code, out = await kubectl(cluster, "drain", where, "--pod-selector=app=single", "--ignore-daemonsets",
-                                  "--timeout=60s")
+        code, out = await kubectl(
+            cluster, "drain", where, "--pod-selector=app=single", "--ignore-daemonsets", "--timeout=60s"
+        )
         assert code == 0, out
-        assert f'pod/{single["metadata"]["name"]} evicted' in out and "will retry" not in out, out
+        assert f"pod/{single['metadata']['name']} evicted" in out and "will retry" not in out, out
     finally:
         await kube.delete(VALIDATINGWEBHOOKCONFIGURATIONS, opts.webhook.configuration)
         if real:

@@ -25,7 +25,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 REPLACE_KCM = ROOT / "overlays" / "replace-kcm"
 ADDITIVE = {"nodemaintenance", "maintenance-lease"}
-REPLACED = {"replicaset", "deployment", "disruption", "taint-eviction-controller", "node-lifecycle-controller"}
+REPLACED = {
+    "replicaset",
+    "deployment",
+    "disruption",
+    "taint-eviction-controller",
+    "node-lifecycle-controller",
+}
 
 
 async def _kustomize(path: Path) -> list[dict[str, Any]]:
@@ -45,9 +51,14 @@ async def test_the_default_adds_to_kcm_and_the_overlay_replaces_it() -> None:
     assert _controllers(base) == ADDITIVE
     assert _controllers(overlay) >= ADDITIVE | REPLACED
     # the overlay changes the controllers and nothing else
-    strip = [{**d, "spec": {**d.get("spec", {}), "template": None}} if d["kind"] == "Deployment" else d for d in base]
-    assert strip == [{**d, "spec": {**d.get("spec", {}), "template": None}} if d["kind"] == "Deployment" else d
-                     for d in overlay]
+    strip = [
+        {**d, "spec": {**d.get("spec", {}), "template": None}} if d["kind"] == "Deployment" else d
+        for d in base
+    ]
+    assert strip == [
+        {**d, "spec": {**d.get("spec", {}), "template": None}} if d["kind"] == "Deployment" else d
+        for d in overlay
+    ]
     kinds = [d["kind"] for d in base]
     assert kinds.index("CustomResourceDefinition") < kinds.index("Deployment")
     assert kinds.index("Namespace") < kinds.index("ServiceAccount")
@@ -57,7 +68,8 @@ async def test_apply_k_works_in_one_go() -> None:
     async with LocalCluster(nodes=1, scheduler=False) as cluster:
         for path in (DEPLOY, REPLACE_KCM):
             applied = await anyio.run_process(
-                ["kubectl", "--kubeconfig", cluster.kubeconfig_path, "apply", "-k", str(path)], check=False)
+                ["kubectl", "--kubeconfig", cluster.kubeconfig_path, "apply", "-k", str(path)], check=False
+            )
             assert applied.returncode == 0, applied.stderr.decode()
             kube = await cluster.client()
             try:
@@ -65,7 +77,9 @@ async def test_apply_k_works_in_one_go() -> None:
             finally:
                 await kube.close()
             (container,) = deployment["spec"]["template"]["spec"]["containers"]
-            wanted = "--controllers=nodemaintenance,maintenance-lease" if path == DEPLOY else "--controllers=*"
+            wanted = (
+                "--controllers=nodemaintenance,maintenance-lease" if path == DEPLOY else "--controllers=*"
+            )
             assert wanted in container["args"]
         out = applied.stdout.decode()
         assert "customresourcedefinition.apiextensions.k8s.io/nodemaintenances.maintenance.aiokcm.io" in out

@@ -20,8 +20,16 @@ def _aiokcm() -> list[str]:
 
 
 async def test_aiokcm_run_embedded_narrates_a_drain_without_downtime() -> None:
-    argv = [*_aiokcm(), "run", "--embedded", "--secure-port", "0", "--demo-exit-after-drain",
-            "--shutdown-grace-period", "3s"]
+    argv = [
+        *_aiokcm(),
+        "run",
+        "--embedded",
+        "--secure-port",
+        "0",
+        "--demo-exit-after-drain",
+        "--shutdown-grace-period",
+        "3s",
+    ]
     with anyio.fail_after(300):  # bounds a hang only; the run takes seconds
         done = await anyio.run_process(argv, check=False)
     out, err = done.stdout.decode(), done.stderr.decode()

@@ -49,7 +49,10 @@ from tests.controllers.nodemaintenance.helpers import RolloutWatch
 GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}
 TARGET = "node-1"
 NODES_UNDER_MAINTENANCE = [f"node-{i}" for i in range(1, 7)]
-POD_SPEC = {"terminationGracePeriodSeconds": 1, "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
+POD_SPEC = {
+    "terminationGracePeriodSeconds": 1,
+    "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
+}
 
 
 @pytest.fixture
@@ -68,17 +71,56 @@ def _apps() -> list[tuple[Any, dict[str, Any]]]:
         (DEPLOYMENTS, deployment(App("web", 3))),
         (DEPLOYMENTS, recreate),
         (DEPLOYMENTS, deployment(App("nosurge", 1, max_surge=0, max_unavailable=1))),
-        (STATEFULSETS, {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-                        "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
-                                 "template": template}}),
-        (DAEMONSETS, {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
-                      "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": agent}}),
-        (PODDISRUPTIONBUDGETS, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
-                                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}}}),
-        (PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare", "labels": {"app": "bare"}},
-                "spec": {**POD_SPEC, "nodeName": TARGET}}),
-        (PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "scratch", "labels": {"app": "scratch"}},
-                "spec": {**POD_SPEC, "nodeName": TARGET, "volumes": [{"name": "tmp", "emptyDir": {}}]}}),
+        (
+            STATEFULSETS,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": "db"},
+                "spec": {
+                    "replicas": 1,
+                    "serviceName": "db",
+                    "selector": {"matchLabels": {"app": "db"}},
+                    "template": template,
+                },
+            },
+        ),
+        (
+            DAEMONSETS,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": "agent"},
+                "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": agent},
+            },
+        ),
+        (
+            PODDISRUPTIONBUDGETS,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "db"},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}},
+            },
+        ),
+        (
+            PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "bare", "labels": {"app": "bare"}},
+                "spec": {**POD_SPEC, "nodeName": TARGET},
+            },
+        ),
+        (
+            PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "scratch", "labels": {"app": "scratch"}},
+                "spec": {**POD_SPEC, "nodeName": TARGET, "volumes": [{"name": "tmp", "emptyDir": {}}]},
+            },
+        ),
     ]
 
 
@@ -113,12 +155,18 @@ async def _settled(kube: KubeClient) -> bool:
 
 async def _cond(kube: KubeClient, name: str, type_: str) -> str | None:
     obj = await kube.get(NODEMAINTENANCES, name)
-    return next((c["status"] for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+    return next(
+        (c["status"] for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None
+    )
 
 
 def _errors() -> float:
-    return REGISTRY.get_sample_value("controller_runtime_reconcile_errors_total",
-                                     {"controller": "nodemaintenance"}) or 0.0
+    return (
+        REGISTRY.get_sample_value(
+            "controller_runtime_reconcile_errors_total", {"controller": "nodemaintenance"}
+        )
+        or 0.0
+    )
 
 
 async def _lowest_serving(kube: KubeClient, lowest: dict[str, int]) -> None:
@@ -136,8 +184,14 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
     await ensure_crd(kube)
     errors_before = _errors()
     others = [f"node-{i}" for i in range(2, 9)]
-    async with running_controllers(kube, ReplicaSetController, DeploymentController, DisruptionController,
-                                   NodeMaintenanceController, gates=GATES) as h:
+    async with running_controllers(
+        kube,
+        ReplicaSetController,
+        DeploymentController,
+        DisruptionController,
+        NodeMaintenanceController,
+        gates=GATES,
+    ) as h:
         for n in others:  # everything lands on the target first
             await kube.patch(NODES, n, {"spec": {"unschedulable": True}})
         for res, body in _apps():
@@ -158,8 +212,12 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
             (pod,) = _of(lines, app)
             assert pod[0].startswith("evict:"), lines
             assert any(line.startswith("evicted: ") for line in pod), lines
-        assert lines[f"{NS}/db-0"][0].startswith("evict:") and "PodDisruptionBudget db" in lines[f"{NS}/db-0"][0]
-        assert any(line.startswith("blocked: EvictionRefused") and "db" in line for line in lines[f"{NS}/db-0"])
+        assert (
+            lines[f"{NS}/db-0"][0].startswith("evict:") and "PodDisruptionBudget db" in lines[f"{NS}/db-0"][0]
+        )
+        assert any(
+            line.startswith("blocked: EvictionRefused") and "db" in line for line in lines[f"{NS}/db-0"]
+        )
         (agent,) = _of(lines, "agent")
         assert agent[0].startswith("skip: ignoring DaemonSet-managed Pods")
         assert lines[f"{NS}/bare"][0].startswith("block: cannot delete Pods that declare no controller")
@@ -173,8 +231,9 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
 
         # 2. The budget lifted and kubectl's opt-ins given: it finishes.
         await kube.delete(PODDISRUPTIONBUDGETS, "db", namespace=NS)
-        code = await maintenance_cli.main(["drain", TARGET, "--timeout", "60s", "--force", "--delete-emptydir-data",
-                                           *base])
+        code = await maintenance_cli.main(
+            ["drain", TARGET, "--timeout", "60s", "--force", "--delete-emptydir-data", *base]
+        )
         out = capsys.readouterr().out
         assert code == 0, out
         assert f"drained: {TARGET}" in out
@@ -190,14 +249,27 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
             tg.start_soon(watch.nodes, kube)
             tg.start_soon(watch.maintenance, kube, "rolling")
             tg.start_soon(_lowest_serving, kube, lowest)
-            await kube.create(NODEMAINTENANCES, {
-                "apiVersion": "maintenance.aiokcm.io/v1alpha1", "kind": "NodeMaintenance",
-                "metadata": {"name": "rolling"},
-                "spec": {"nodeSelector": names_selector(NODES_UNDER_MAINTENANCE), "cordon": True, "drain": True,
-                         "reason": "kernel upgrade", "force": True, "deleteEmptyDirData": True,
-                         # no deadline: what cannot answer goes at once, what surges is never evicted
-                         "evacuationTimeoutSeconds": 0}})
-            await eventually(lambda: _cond(kube, "rolling", "ClusterLimitReached"), "the guard checked", timeout=60)
+            await kube.create(
+                NODEMAINTENANCES,
+                {
+                    "apiVersion": "maintenance.aiokcm.io/v1alpha1",
+                    "kind": "NodeMaintenance",
+                    "metadata": {"name": "rolling"},
+                    "spec": {
+                        "nodeSelector": names_selector(NODES_UNDER_MAINTENANCE),
+                        "cordon": True,
+                        "drain": True,
+                        "reason": "kernel upgrade",
+                        "force": True,
+                        "deleteEmptyDirData": True,
+                        # no deadline: what cannot answer goes at once, what surges is never evicted
+                        "evacuationTimeoutSeconds": 0,
+                    },
+                },
+            )
+            await eventually(
+                lambda: _cond(kube, "rolling", "ClusterLimitReached"), "the guard checked", timeout=60
+            )
 
             async def held() -> bool:
                 return await _cond(kube, "rolling", "ClusterLimitReached") == "True"
@@ -205,8 +277,11 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
             await eventually(held, "the cluster guard holding the fifth node back", timeout=120)
             obj = await kube.get(NODEMAINTENANCES, "rolling")
             phases = {n: e["phase"] for n, e in obj["status"]["nodes"].items()}
-            assert phases == {**dict.fromkeys(NODES_UNDER_MAINTENANCE[:4], "Drained"),
-                              "node-5": "Waiting", "node-6": "Waiting"}, phases
+            assert phases == {
+                **dict.fromkeys(NODES_UNDER_MAINTENANCE[:4], "Drained"),
+                "node-5": "Waiting",
+                "node-6": "Waiting",
+            }, phases
             assert not (await kube.get(NODES, "node-5"))["spec"].get("unschedulable")
             await kube.patch(NODEMAINTENANCES, "rolling", {"spec": {"overrideMaxUnschedulable": True}})
 

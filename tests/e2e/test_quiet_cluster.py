@@ -42,19 +42,25 @@ async def test_a_converged_mixed_cluster_gets_no_writes(cluster: Any, kube: Kube
             writes = ClientWrites(manager.client)
             await eventually(lambda: manager.health.ready, "caches synced")
             # converging first (a quiet spell before the first write is not a converged cluster)
-            await eventually(lambda: _pod_creates(writes.writes) >= 20, "the manager creating the world's pods",
-                             timeout=90)
+            await eventually(
+                lambda: _pod_creates(writes.writes) >= 20, "the manager creating the world's pods", timeout=90
+            )
             await writes.settled(quiet=3.0)
             converging = list(writes.writes)
             start = time.monotonic()
             await anyio.sleep(WINDOW)
             quiet = writes.since(start)
             taints = next(c for c in manager.controllers if c.name == "taint-eviction-controller")
-            due = {name: taints.scheduled(f"odd-a/{name}")  # type: ignore[attr-defined]
-                   for name in ("tolerates-68-years", "tolerates-int64-max")}
+            due = {
+                name: taints.scheduled(f"odd-a/{name}")  # type: ignore[attr-defined]
+                for name in ("tolerates-68-years", "tolerates-int64-max")
+            }
             now = anyio.current_time()
-            survivors = {p["metadata"]["name"] for p in await kube.list_all(PODS, namespace="odd-a")
-                         if p["spec"].get("nodeName") == oddworld.TAINTED_NODE}
+            survivors = {
+                p["metadata"]["name"]
+                for p in await kube.list_all(PODS, namespace="odd-a")
+                if p["spec"].get("nodeName") == oddworld.TAINTED_NODE
+            }
     finally:
         await _untaint_and_forget_maintenances(kube)
     assert created > 40
@@ -62,7 +68,8 @@ async def test_a_converged_mixed_cluster_gets_no_writes(cluster: Any, kube: Kube
     assert _pod_creates(converging) >= 20
     assert any(w.url.endswith("/poddisruptionbudgets/everything-all/status") for w in converging)
     assert quiet == [], f"{len(quiet)} writes in {WINDOW} s of a quiet cluster:\n" + "\n".join(
-        f"{w.method} {w.url} {w.status}" for w in quiet[:40])
+        f"{w.method} {w.url} {w.status}" for w in quiet[:40]
+    )
     # decades of toleration, up to the int64 maximum: scheduled that far out, and alive
     assert all(d is not None and d - now > oddworld.MAX_INT32 - 60 for d in due.values()), due
     assert {"tolerates-68-years", "tolerates-int64-max"} <= survivors

@@ -18,21 +18,39 @@ from tests.controllers.harness import eventually
 from tests.e2e.world import manager_options, running_manager
 
 REPLICAS = 600
-ELECTION = ("--leader-elect=true", "--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s",
-            "--leader-elect-retry-period=1s")
+ELECTION = (
+    "--leader-elect=true",
+    "--leader-elect-lease-duration=6s",
+    "--leader-elect-renew-deadline=4s",
+    "--leader-elect-retry-period=1s",
+)
 
 
-async def test_the_leader_keeps_its_lease_through_a_600_pod_scale_up(cluster_factory: type[LocalCluster]) -> None:
+async def test_the_leader_keeps_its_lease_through_a_600_pod_scale_up(
+    cluster_factory: type[LocalCluster],
+) -> None:
     async with cluster_factory(nodes=3, scheduler=False, kubelets=False) as cluster:
         kube = await cluster.client()
         try:
             await kube.create(NAMESPACES, {"metadata": {"name": "big"}})
-            await kube.create(REPLICASETS, {"metadata": {"name": "big"}, "spec": {
-                "replicas": 0, "selector": {"matchLabels": {"app": "big"}},
-                "template": {"metadata": {"labels": {"app": "big"}},
-                             "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}}, namespace="big")
-            opts = manager_options(cluster, "--controllers=replicaset", "--kube-api-qps=20", "--kube-api-burst=30",
-                                   *ELECTION)
+            await kube.create(
+                REPLICASETS,
+                {
+                    "metadata": {"name": "big"},
+                    "spec": {
+                        "replicas": 0,
+                        "selector": {"matchLabels": {"app": "big"}},
+                        "template": {
+                            "metadata": {"labels": {"app": "big"}},
+                            "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
+                        },
+                    },
+                },
+                namespace="big",
+            )
+            opts = manager_options(
+                cluster, "--controllers=replicaset", "--kube-api-qps=20", "--kube-api-burst=30", *ELECTION
+            )
             lost: list[str] = []
             async with running_manager(cluster, opts, identity="the-leader") as manager:
                 elector = manager.elector

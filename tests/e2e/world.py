@@ -28,14 +28,25 @@ ALL_GATES = "DeclarativeNodeMaintenance=true,NodeMaintenanceDeployment=true,Node
 
 def manager_options(cluster: Any, *extra: str) -> ManagerOptions:
     """Every controller and gate on, no leader election, no HTTP port, unless `extra` says otherwise."""
-    argv = ["--kubeconfig", cluster.kubeconfig_path, "--feature-gates", ALL_GATES,
-            "--leader-elect=false", "--secure-port=0", *extra]
+    argv = [
+        "--kubeconfig",
+        cluster.kubeconfig_path,
+        "--feature-gates",
+        ALL_GATES,
+        "--leader-elect=false",
+        "--secure-port=0",
+        *extra,
+    ]
     return parse_run_args(argv, default_registry())
 
 
 @asynccontextmanager
-async def running_manager(cluster: Any, opts: ManagerOptions, *, identity: str | None = None,
-                          ) -> AsyncIterator[Manager]:
+async def running_manager(
+    cluster: Any,
+    opts: ManagerOptions,
+    *,
+    identity: str | None = None,
+) -> AsyncIterator[Manager]:
     """A started Manager on its own client (the options' qps and burst); stopped and awaited on exit."""
     client = await cluster.client(qps=opts.kube_api_qps, burst=opts.kube_api_burst)
     manager = Manager(opts, client, identity=identity)
@@ -61,8 +72,9 @@ def writes_over(cluster: LocalCluster, start: float, ignore: Sequence[str] = ())
     return [w for w in cluster.requests.since(start) if not any(i in w.user_agent for i in ignore)]
 
 
-async def settled(cluster: LocalCluster, *, quiet: float = 2.0, limit: float = 60.0,
-                  ignore: Sequence[str] = ()) -> None:
+async def settled(
+    cluster: LocalCluster, *, quiet: float = 2.0, limit: float = 60.0, ignore: Sequence[str] = ()
+) -> None:
     """Return once no write has reached the server for `quiet` seconds; `limit` bounds a hang only."""
     with anyio.fail_after(limit):
         while True:
@@ -75,7 +87,6 @@ async def settled(cluster: LocalCluster, *, quiet: float = 2.0, limit: float = 6
 def describe(writes: Sequence[Write]) -> str:
     """`METHOD path (agent) status` per write, for an assertion message."""
     return "\n".join(f"{w.method} {w.path} ({w.user_agent}) {w.status}" for w in writes[:40])
-
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,14 @@ class _Watch:
 
 
 def status_body(code: int, reason: str, message: str) -> Obj:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason, "message": message}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
 
 
 class FakeApiServer:
@@ -90,7 +97,12 @@ class FakeApiServer:
     def client(self, *, request_timeout: float = 10.0) -> KubeClient:
         config = k8s_client.Configuration()
         config.host = self.url
-        kube = KubeClient(k8s_client.ApiClient(configuration=config), qps=10_000, burst=10_000, request_timeout=request_timeout)
+        kube = KubeClient(
+            k8s_client.ApiClient(configuration=config),
+            qps=10_000,
+            burst=10_000,
+            request_timeout=request_timeout,
+        )
         self._clients.append(kube)
         return kube
 
@@ -154,11 +166,22 @@ class FakeApiServer:
 
     # -- faults -----------------------------------------------------------------------
 
-    def fail_next(self, verb: str, status: int, *, count: int = 1, reason: str = "", message: str = "",
-                  as_event: bool = False) -> None:
+    def fail_next(
+        self,
+        verb: str,
+        status: int,
+        *,
+        count: int = 1,
+        reason: str = "",
+        message: str = "",
+        as_event: bool = False,
+    ) -> None:
         """Answer the next `count` lists or watches with `status` (for watches, optionally as an ERROR event)."""
-        body = status_body(status, reason or {410: "Expired", 429: "TooManyRequests", 504: "Timeout"}.get(status, "InternalError"),
-                           message or f"injected {status}")
+        body = status_body(
+            status,
+            reason or {410: "Expired", 429: "TooManyRequests", 504: "Timeout"}.get(status, "InternalError"),
+            message or f"injected {status}",
+        )
         self.faults[verb].append(_Fault(status, body, count, as_event))
 
     def compact(self) -> None:
@@ -233,7 +256,8 @@ class FakeApiServer:
             rest = [
                 raw
                 for key, (obj, raw) in sorted(self.objects.get(collection, {}).items())
-                if (namespace is None or obj["metadata"].get("namespace") == namespace) and selector.matches_obj(obj)
+                if (namespace is None or obj["metadata"].get("namespace") == namespace)
+                and selector.matches_obj(obj)
             ]
         page, rest = (rest[:limit], rest[limit:]) if limit else (rest, [])
         meta: Obj = {"resourceVersion": str(rv)}
@@ -245,8 +269,14 @@ class FakeApiServer:
         body = head + b',"items":[' + b",".join(page) + b"]}"
         return web.Response(body=body, content_type="application/json")
 
-    async def _watch(self, request: web.Request, collection: str, namespace: str | None,
-                     query: Mapping[str, str], fault: _Fault | None) -> web.StreamResponse:
+    async def _watch(
+        self,
+        request: web.Request,
+        collection: str,
+        namespace: str | None,
+        query: Mapping[str, str],
+        fault: _Fault | None,
+    ) -> web.StreamResponse:
         from_rv = int(query.get("resourceVersion") or 0)
         resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         await resp.prepare(request)
@@ -254,7 +284,12 @@ class FakeApiServer:
             await resp.write(orjson.dumps({"type": "ERROR", "object": fault.body}) + b"\n")
             return resp
         if from_rv < self.compacted_rv:
-            await resp.write(orjson.dumps({"type": "ERROR", "object": status_body(410, "Expired", "too old resource version")}) + b"\n")
+            await resp.write(
+                orjson.dumps(
+                    {"type": "ERROR", "object": status_body(410, "Expired", "too old resource version")}
+                )
+                + b"\n"
+            )
             return resp
         watch = _Watch(collection, namespace)
         for rv, coll, ns, line in self.history:

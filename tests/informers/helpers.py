@@ -24,7 +24,13 @@ def pod(
     meta: Obj = {"name": name, "namespace": namespace, "labels": dict(labels or {"app": "web"})}
     if owner_uid:
         meta["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": owner_uid, "controller": True}
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": "rs",
+                "uid": owner_uid,
+                "controller": True,
+            }
         ]
     spec: Obj = {"containers": [{"name": "c", "image": "nginx"}]}
     if node:

@@ -49,7 +49,10 @@ def test_transform_page_keeps_order_types_items_and_restores_the_collector(
 
 
 def test_transform_page_without_transform_types_items() -> None:
-    items: list[Any] = [{"metadata": {"name": "a"}}, {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "b"}}]
+    items: list[Any] = [
+        {"metadata": {"name": "a"}},
+        {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "b"}},
+    ]
     out: list[Any] = []
     transform_page(items, "v1", "Pod", None, out, freeze=False)
     assert [(o["kind"], o["metadata"]["name"]) for o in out] == [("Pod", "a"), ("Pod", "b")]

@@ -51,6 +51,8 @@ async def test_cache_equals_a_fresh_list_after_drops_410s_500s_and_a_restart(
         want = await _fresh(kube)
         got = {k: o["metadata"]["resourceVersion"] for k, o in rec.replica.items()}
         assert got == want
-        assert {f"default/{o['metadata']['name']}": o["metadata"]["resourceVersion"] for o in inf.lister.list()} == want
+        assert {
+            f"default/{o['metadata']['name']}": o["metadata"]["resourceVersion"] for o in inf.lister.list()
+        } == want
         assert (rec.duplicate_adds, rec.phantom, rec.out_of_order) == (0, 0, 0)
         tg.cancel_scope.cancel()

@@ -32,7 +32,9 @@ def _unusual_pods() -> list[Obj]:
     base = realistic_pod(7)
     pods: list[Obj] = [pod("bare"), {"metadata": {"name": "only-meta"}}, {}]
     p = copy.deepcopy(base)
-    p["metadata"].update(labels=None, annotations=None, ownerReferences=None, deletionTimestamp=None, finalizers=[])
+    p["metadata"].update(
+        labels=None, annotations=None, ownerReferences=None, deletionTimestamp=None, finalizers=[]
+    )
     p["spec"]["tolerations"] = None
     p["status"].update(conditions=None, containerStatuses=None)
     pods.append(p)
@@ -51,15 +53,23 @@ def _unusual_pods() -> list[Obj]:
         ownerReferences=[{"kind": "ReplicaSet", "name": "r", "controller": False}, {"uid": "u", "extra": 1}],
         unknownField={"deep": [1, 2, {"x": None}]},
     )
-    p["spec"].update(priority=None, priorityClassName="high", nodeName="", tolerations=[{"operator": "Exists"}])
+    p["spec"].update(
+        priority=None, priorityClassName="high", nodeName="", tolerations=[{"operator": "Exists"}]
+    )
     p["status"] = {
         "phase": "Failed",
         "reason": "Evicted",
         "message": "The node was low on resource: memory.",
         "nominatedNodeName": "n9",
-        "conditions": [{"type": "Initialized", "status": "True"}, {"type": "ContainersReady", "status": "False"}],
+        "conditions": [
+            {"type": "Initialized", "status": "True"},
+            {"type": "ContainersReady", "status": "False"},
+        ],
         "initContainerStatuses": [{"name": "init", "ready": False, "restartCount": 2, "state": {"x": 1}}],
-        "containerStatuses": [{"name": "c", "ready": None}, {"name": "d", "restartCount": 1, "started": False}],
+        "containerStatuses": [
+            {"name": "c", "ready": None},
+            {"name": "d", "restartCount": 1, "started": False},
+        ],
         "somethingNew": [1, 2, 3],
     }
     pods.append(p)
@@ -76,8 +86,9 @@ def _pods() -> list[Obj]:
 
 
 def _page(items: list[Obj], **meta: Any) -> bytes:
-    return orjson.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9", **meta},
-                         "items": items})
+    return orjson.dumps(
+        {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9", **meta}, "items": items}
+    )
 
 
 def test_decoder_is_only_for_the_pod_projection() -> None:
@@ -117,8 +128,10 @@ def test_watch_events_equal_orjson_and_projection() -> None:
             ev = dec.decode_event(orjson.dumps({"type": event_type, "object": p}))
             assert ev.type == event_type
             assert ev.object == pod_projection(orjson.loads(orjson.dumps(p)))
-    bookmark = dec.decode_event(b'{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":'
-                                b'{"resourceVersion":"12","annotations":{"k8s.io/initial-events-end":"true"}}}}')
+    bookmark = dec.decode_event(
+        b'{"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":'
+        b'{"resourceVersion":"12","annotations":{"k8s.io/initial-events-end":"true"}}}}'
+    )
     assert bookmark.type == "BOOKMARK" and bookmark.object["metadata"]["resourceVersion"] == "12"
     # ERROR carries a Status: decoded generically, whether or not it would fit the pod schema.
     status = status_body(410, "Expired", "too old resource version")
@@ -155,8 +168,10 @@ async def test_projected_informer_lists_and_watches_through_the_decoder(server: 
         server.delete_silently(PODS, realistic_pod(4)["metadata"]["name"], "team-4")
         await rec.wait_for(lambda: server.requests["list"] >= lists + 3)
         await server.wait_for_watches()
-        expected = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": pod_projection(o)
-                    for o in server.items(PODS).values()}
+        expected = {
+            f"{o['metadata']['namespace']}/{o['metadata']['name']}": pod_projection(o)
+            for o in server.items(PODS).values()
+        }
         got = {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o for o in inf.lister.list()}
         assert got == expected
         assert got[f"team-0/{realistic_pod(5000)['metadata']['name']}"]["spec"]["nodeName"] == "n1"

@@ -16,7 +16,10 @@ from .helpers import Recorder, pod
 
 
 def _cache(inf: SharedInformer) -> dict[str, str]:
-    return {f"{o['metadata']['namespace']}/{o['metadata']['name']}": o["metadata"]["resourceVersion"] for o in inf.lister.list()}
+    return {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": o["metadata"]["resourceVersion"]
+        for o in inf.lister.list()
+    }
 
 
 def _server(server: FakeApiServer) -> dict[str, str]:
@@ -101,7 +104,9 @@ async def test_gone_relists_and_tombstones_deletes_missed_meanwhile(
         tg.cancel_scope.cancel()
 
 
-async def test_too_large_resource_version_relists(server: FakeApiServer, factory: SharedInformerFactory) -> None:
+async def test_too_large_resource_version_relists(
+    server: FakeApiServer, factory: SharedInformerFactory
+) -> None:
     inf = factory.informer(PODS)
     async with anyio.create_task_group() as tg:
         factory.start(tg)
@@ -166,7 +171,9 @@ async def test_converges_to_a_fresh_list_under_random_faults(
             if existing is None:
                 server.create(PODS, pod(name, node=rng.choice(["n1", "n2", None])))
             elif roll < 0.5:
-                server.update(PODS, {**existing, "spec": {**existing["spec"], "nodeName": rng.choice(["n1", "n2"])}})
+                server.update(
+                    PODS, {**existing, "spec": {**existing["spec"], "nodeName": rng.choice(["n1", "n2"])}}
+                )
             elif roll < 0.8:
                 server.delete(PODS, name, "default")
             else:

@@ -56,8 +56,12 @@ class _RestartingServer:
         if not self.gone_sent:
             self.gone_sent = True
             self.gone_at = anyio.current_time()
-            raise ApiError(410, {"reason": "Expired", "message": "too old resource version: 3 (9)", "code": 410},
-                           method="WATCH", path="/api/v1/pods")
+            raise ApiError(
+                410,
+                {"reason": "Expired", "message": "too old resource version: 3 (9)", "code": 410},
+                method="WATCH",
+                path="/api/v1/pods",
+            )
 
         async def idle() -> AsyncIterator[Any]:
             await anyio.sleep_forever()

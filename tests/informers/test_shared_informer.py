@@ -141,11 +141,15 @@ async def test_resync_replays_cached_objects_as_updates(server: FakeApiServer) -
         tg.cancel_scope.cancel()
 
 
-async def test_factory_shares_one_informer_per_resource_namespace_and_selectors(server: FakeApiServer) -> None:
+async def test_factory_shares_one_informer_per_resource_namespace_and_selectors(
+    server: FakeApiServer,
+) -> None:
     factory = SharedInformerFactory(server.client())
     a = factory.informer(PODS)
     assert factory.informer(PODS) is a
-    assert factory.informer(PODS, label_selector=" app=web ") is factory.informer(PODS, label_selector="app=web")
+    assert factory.informer(PODS, label_selector=" app=web ") is factory.informer(
+        PODS, label_selector="app=web"
+    )
     assert factory.informer(PODS, namespace="ns1") is not a
     assert factory.informer(NODES, namespace="ignored") is factory.informer(NODES)
     assert len(factory.informers()) == 4

@@ -13,7 +13,9 @@ def _full_pod() -> dict[str, object]:
     p["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
     p["metadata"]["annotations"] = {LAST_APPLIED: "{...}", "keep": "me"}
     p["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    p["spec"]["tolerations"] = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}]
+    p["spec"]["tolerations"] = [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+    ]
     p["spec"]["priority"] = 100
     p["status"] = {
         "phase": "Running",
@@ -59,7 +61,11 @@ def test_pod_projection_keeps_what_controllers_read() -> None:
     }
     assert out["status"]["phase"] == "Running"
     evac = out["status"]["conditions"][1]
-    assert (evac["type"], evac["reason"], evac["message"]) == ("EvacuationRequest", "NodeMaintenance", "kernel")
+    assert (evac["type"], evac["reason"], evac["message"]) == (
+        "EvacuationRequest",
+        "NodeMaintenance",
+        "kernel",
+    )
     assert "lastProbeTime" not in out["status"]["conditions"][0]
     assert out["status"]["containerStatuses"] == [{"name": "c", "ready": True, "restartCount": 3}]
     assert "podIP" not in out["status"]
@@ -75,7 +81,11 @@ def test_pod_projection_keeps_kubelet_conditions_and_shares_equal_parts() -> Non
     b["metadata"]["name"] = "b"
     a["status"]["conditions"].append({"type": "ContainersReady", "status": "True"})
     pa, pb = pod_projection(a), pod_projection(b)
-    assert [c["type"] for c in pa["status"]["conditions"]] == ["Ready", "EvacuationRequest", "ContainersReady"]
+    assert [c["type"] for c in pa["status"]["conditions"]] == [
+        "Ready",
+        "EvacuationRequest",
+        "ContainersReady",
+    ]
     assert pa["metadata"]["labels"] is pb["metadata"]["labels"]
     assert pa["metadata"]["ownerReferences"] is pb["metadata"]["ownerReferences"]
     assert pa["spec"]["tolerations"] is pb["spec"]["tolerations"]
@@ -122,8 +132,16 @@ def _fill(tree: FieldTree, *, extra: bool) -> dict[str, object]:
     out: dict[str, object] = {"notKept": "x"} if extra else {}
     for key, sub in tree.items():
         if sub is None:
-            out[key] = True if key in ("controller", "blockOwnerDeletion", "ready", "started") else f"{key}-value"
-        elif key in ("ownerReferences", "conditions", "containerStatuses", "initContainerStatuses", "volumes"):
+            out[key] = (
+                True if key in ("controller", "blockOwnerDeletion", "ready", "started") else f"{key}-value"
+            )
+        elif key in (
+            "ownerReferences",
+            "conditions",
+            "containerStatuses",
+            "initContainerStatuses",
+            "volumes",
+        ):
             item = _fill(sub, extra=extra)
             if key == "conditions":
                 item["type"] = "Ready"
@@ -161,7 +179,9 @@ def test_pod_fields_is_exactly_what_the_projection_keeps() -> None:
         full["metadata"][free] = {"k": "v"}  # type: ignore[index]
     full["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]  # type: ignore[index]
     kept = _paths(pod_projection(full))
-    kept -= {p for p in kept if p.startswith(("metadata.labels.", "metadata.annotations.", "spec.tolerations."))}
+    kept -= {
+        p for p in kept if p.startswith(("metadata.labels.", "metadata.annotations.", "spec.tolerations."))
+    }
     assert kept == _tree_paths(POD_FIELDS)
 
 
@@ -169,13 +189,21 @@ def test_node_projection_drops_only_unbounded_status_parts() -> None:
     node = {
         "metadata": {"name": "n", "managedFields": [{}], "labels": {"a": "b"}},
         "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
-        "status": {"images": [{"names": ["x"], "sizeBytes": 1}], "volumesInUse": ["v"], "volumesAttached": [],
-                   "conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1"}},
+        "status": {
+            "images": [{"names": ["x"], "sizeBytes": 1}],
+            "volumesInUse": ["v"],
+            "volumesAttached": [],
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "nodeInfo": {"kubeletVersion": "v1"},
+        },
     }
     out = node_projection(copy.deepcopy(node))
     assert out["metadata"] == {"name": "n", "labels": {"a": "b"}}
     assert out["spec"] == node["spec"]
-    assert out["status"] == {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1"}}
+    assert out["status"] == {
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "nodeInfo": {"kubeletVersion": "v1"},
+    }
 
 
 def test_pod_projection_keeps_every_list_element_in_order() -> None:
@@ -186,7 +214,12 @@ def test_pod_projection_keeps_every_list_element_in_order() -> None:
         for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
     ] + [{"type": "EvacuationRequest", "status": "True", "reason": "NodeMaintenance"}]
     out = pod_projection(copy.deepcopy(p))
-    for section, key in (("status", "conditions"), ("status", "containerStatuses"), ("spec", "tolerations"),
-                         ("metadata", "ownerReferences")):
+    for section, key in (
+        ("status", "conditions"),
+        ("status", "containerStatuses"),
+        ("spec", "tolerations"),
+        ("metadata", "ownerReferences"),
+    ):
         assert [e.get("type", e.get("name", e.get("key", e.get("uid")))) for e in out[section][key]] == [
-            e.get("type", e.get("name", e.get("key", e.get("uid")))) for e in p[section][key]]
+            e.get("type", e.get("name", e.get("key", e.get("uid")))) for e in p[section][key]
+        ]

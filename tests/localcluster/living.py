@@ -32,7 +32,9 @@ async def living_cluster(**options: Any) -> AsyncIterator[tuple[LocalCluster, Ku
             await kube.close()
 
 
-async def eventually(probe: Callable[[], Awaitable[T]], check: Callable[[T], bool], *, interval: float = 0.02) -> T:
+async def eventually(
+    probe: Callable[[], Awaitable[T]], check: Callable[[T], bool], *, interval: float = 0.02
+) -> T:
     """Call `probe` until `check(result)` holds; returns that result."""
     while True:
         value = await probe()
@@ -43,20 +45,40 @@ async def eventually(probe: Callable[[], Awaitable[T]], check: Callable[[T], boo
 
 def owned_pod(name: str, owner: dict[str, Any], *, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
     """A pod as a ReplicaSet controller makes it (controller ownerReference, blockOwnerDeletion)."""
-    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
-           "controller": True, "blockOwnerDeletion": True}
-    return {"metadata": {"name": name, "labels": labels, "ownerReferences": [ref]},
-            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}], **spec}}
+    ref = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "metadata": {"name": name, "labels": labels, "ownerReferences": [ref]},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}], **spec},
+    }
 
 
-async def replicaset_with_pods(kube: KubeClient, name: str, replicas: int, *, namespace: str = "default") -> tuple[dict[str, Any], list[str]]:
+async def replicaset_with_pods(
+    kube: KubeClient, name: str, replicas: int, *, namespace: str = "default"
+) -> tuple[dict[str, Any], list[str]]:
     """A ReplicaSet and its pods, created as its controller would create them."""
     labels = {"app": name}
-    rs = await kube.create(R.REPLICASETS, {
-        "metadata": {"name": name},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}},
-    }, namespace=namespace)
+    rs = await kube.create(
+        R.REPLICASETS,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+                },
+            },
+        },
+        namespace=namespace,
+    )
     names = []
     for i in range(replicas):
         pod = await kube.create(R.PODS, owned_pod(f"{name}-{i}", rs, labels=labels), namespace=namespace)
@@ -65,7 +87,9 @@ async def replicaset_with_pods(kube: KubeClient, name: str, replicas: int, *, na
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
+    return next(
+        (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None
+    )
 
 
 def is_ready(pod: dict[str, Any]) -> bool:
@@ -73,7 +97,9 @@ def is_ready(pod: dict[str, Any]) -> bool:
     return cond is not None and cond.get("status") == "True"
 
 
-async def pods(kube: KubeClient, namespace: str = "default", selector: str | None = None) -> list[dict[str, Any]]:
+async def pods(
+    kube: KubeClient, namespace: str = "default", selector: str | None = None
+) -> list[dict[str, Any]]:
     result = await kube.list(R.PODS, namespace=namespace, label_selector=selector)
     items: list[dict[str, Any]] = result["items"]
     return items

@@ -31,14 +31,20 @@ async def test_pod_admission_defaults(kube: KubeClient) -> None:
     assert spec["containers"][0]["imagePullPolicy"] == "IfNotPresent"
     assert spec["containers"][0]["terminationMessagePath"] == "/dev/termination-log"
     tolerations = {(t["key"], t["effect"], t["tolerationSeconds"]) for t in spec["tolerations"]}
-    assert tolerations == {("node.kubernetes.io/not-ready", "NoExecute", 300), ("node.kubernetes.io/unreachable", "NoExecute", 300)}
+    assert tolerations == {
+        ("node.kubernetes.io/not-ready", "NoExecute", 300),
+        ("node.kubernetes.io/unreachable", "NoExecute", 300),
+    }
     assert created["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
 
 
 async def test_deployment_and_replicaset_defaults(kube: KubeClient) -> None:
     dep = await kube.create(R.DEPLOYMENTS, deployment("web"), namespace="default")
     assert dep["spec"]["replicas"] == 1
-    assert dep["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    assert dep["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+    }
     assert dep["spec"]["revisionHistoryLimit"] == 10 and dep["spec"]["progressDeadlineSeconds"] == 600
     rs_body = replicaset("rs")
     del rs_body["spec"]["replicas"]
@@ -48,25 +54,37 @@ async def test_deployment_and_replicaset_defaults(kube: KubeClient) -> None:
 
 async def test_generation_bumps_on_spec_change_only(kube: KubeClient) -> None:
     await kube.create(R.REPLICASETS, replicaset("rs"), namespace="default")
-    labelled = await kube.patch(R.REPLICASETS, "rs", {"metadata": {"labels": {"x": "y"}}}, namespace="default")
+    labelled = await kube.patch(
+        R.REPLICASETS, "rs", {"metadata": {"labels": {"x": "y"}}}, namespace="default"
+    )
     assert labelled["metadata"]["generation"] == 1
-    status = await kube.patch(R.REPLICASETS, "rs", {"status": {"replicas": 1}}, namespace="default", subresource="status")
+    status = await kube.patch(
+        R.REPLICASETS, "rs", {"status": {"replicas": 1}}, namespace="default", subresource="status"
+    )
     assert status["metadata"]["generation"] == 1
     scaled = await kube.patch(R.REPLICASETS, "rs", {"spec": {"replicas": 3}}, namespace="default")
     assert scaled["metadata"]["generation"] == 2
 
 
-async def test_deployment_generation_counts_annotation_changes_but_not_status_writes(kube: KubeClient) -> None:
+async def test_deployment_generation_counts_annotation_changes_but_not_status_writes(
+    kube: KubeClient,
+) -> None:
     """kube-apiserver's deployment strategy: spec or annotations through the main resource bump
     the generation; `/status` keeps annotations it is sent, keeps the old labels, bumps nothing.
     A ReplicaSet's generation follows its spec alone, and its `/status` keeps new labels."""
     created = await kube.create(R.DEPLOYMENTS, deployment("d", replicas=1), namespace="default")
     assert created["metadata"]["generation"] == 1
-    annotated = await kube.patch(R.DEPLOYMENTS, "d", {"metadata": {"annotations": {"a": "1"}}}, namespace="default")
+    annotated = await kube.patch(
+        R.DEPLOYMENTS, "d", {"metadata": {"annotations": {"a": "1"}}}, namespace="default"
+    )
     assert annotated["metadata"]["generation"] == 2
     labelled = await kube.patch(R.DEPLOYMENTS, "d", {"metadata": {"labels": {"z": "1"}}}, namespace="default")
     assert labelled["metadata"]["generation"] == 2
-    body = {"metadata": {"annotations": {"b": "2"}, "labels": {"x": "y"}}, "spec": {"replicas": 5}, "status": {"replicas": 0}}
+    body = {
+        "metadata": {"annotations": {"b": "2"}, "labels": {"x": "y"}},
+        "spec": {"replicas": 5},
+        "status": {"replicas": 0},
+    }
     via_status = await kube.patch(R.DEPLOYMENTS, "d", body, namespace="default", subresource="status")
     assert via_status["metadata"]["generation"] == 2
     assert via_status["metadata"]["annotations"] == {"a": "1", "b": "2"}
@@ -84,10 +102,16 @@ async def test_deployment_generation_counts_annotation_changes_but_not_status_wr
 
 async def test_status_and_spec_are_written_through_their_own_endpoints(kube: KubeClient) -> None:
     await kube.create(R.REPLICASETS, replicaset("rs"), namespace="default")
-    main = await kube.patch(R.REPLICASETS, "rs", {"spec": {"replicas": 2}, "status": {"replicas": 7}}, namespace="default")
+    main = await kube.patch(
+        R.REPLICASETS, "rs", {"spec": {"replicas": 2}, "status": {"replicas": 7}}, namespace="default"
+    )
     assert main["spec"]["replicas"] == 2 and main["status"].get("replicas", 0) == 0
     sub = await kube.patch(
-        R.REPLICASETS, "rs", {"spec": {"replicas": 5}, "status": {"replicas": 2}}, namespace="default", subresource="status"
+        R.REPLICASETS,
+        "rs",
+        {"spec": {"replicas": 5}, "status": {"replicas": 2}},
+        namespace="default",
+        subresource="status",
     )
     assert sub["spec"]["replicas"] == 2 and sub["status"]["replicas"] == 2
 
@@ -95,14 +119,20 @@ async def test_status_and_spec_are_written_through_their_own_endpoints(kube: Kub
 async def test_unknown_status_fields_are_pruned(kube: KubeClient) -> None:
     await kube.create(R.REPLICASETS, replicaset("rs"), namespace="default")
     patched = await kube.patch(
-        R.REPLICASETS, "rs", {"status": {"replicas": 1, "replicasToEvacuate": 3}}, namespace="default", subresource="status"
+        R.REPLICASETS,
+        "rs",
+        {"status": {"replicas": 1, "replicasToEvacuate": 3}},
+        namespace="default",
+        subresource="status",
     )
     assert patched["status"] == {"replicas": 1}
     assert "replicasToEvacuate" not in (await kube.get(R.REPLICASETS, "rs", namespace="default"))["status"]
 
 
 async def test_stale_resource_version_conflicts(kube: KubeClient) -> None:
-    created = await kube.create(R.CONFIGMAPS, {"metadata": {"name": "cm"}, "data": {"a": "1"}}, namespace="default")
+    created = await kube.create(
+        R.CONFIGMAPS, {"metadata": {"name": "cm"}, "data": {"a": "1"}}, namespace="default"
+    )
     await kube.patch(R.CONFIGMAPS, "cm", {"data": {"a": "2"}}, namespace="default")
     with pytest.raises(ApiError) as put:
         await kube.replace(R.CONFIGMAPS, created, namespace="default")
@@ -177,7 +207,9 @@ async def test_list_pagination(kube: KubeClient) -> None:
     assert [c["metadata"]["name"] for c in first["items"]] == ["cm-0", "cm-1"]
     assert first["metadata"]["remainingItemCount"] == 3
     list_rv = first["metadata"]["resourceVersion"]
-    second = await kube.list(R.CONFIGMAPS, namespace="default", limit=2, continue_token=first["metadata"]["continue"])
+    second = await kube.list(
+        R.CONFIGMAPS, namespace="default", limit=2, continue_token=first["metadata"]["continue"]
+    )
     assert [c["metadata"]["name"] for c in second["items"]] == ["cm-2", "cm-3"]
     assert second["metadata"]["resourceVersion"] == list_rv
     everything = await kube.list_all(R.CONFIGMAPS, namespace="default", page_size=2)
@@ -191,12 +223,16 @@ async def test_expired_continue_is_410(kube: KubeClient, cluster: LocalCluster) 
     for i in range(5):
         await kube.create(R.CONFIGMAPS, {"metadata": {"name": f"cm-{i}"}}, namespace="default")
     first = await kube.list(R.CONFIGMAPS, namespace="default", limit=2)
-    second = await kube.list(R.CONFIGMAPS, namespace="default", limit=2, continue_token=first["metadata"]["continue"])
+    second = await kube.list(
+        R.CONFIGMAPS, namespace="default", limit=2, continue_token=first["metadata"]["continue"]
+    )
     for i in range(3):
         await kube.patch(R.CONFIGMAPS, "cm-0", {"data": {"n": str(i)}}, namespace="default")
         cluster.storage.compact()
     with pytest.raises(ApiError) as expired:
-        await kube.list(R.CONFIGMAPS, namespace="default", limit=2, continue_token=second["metadata"]["continue"])
+        await kube.list(
+            R.CONFIGMAPS, namespace="default", limit=2, continue_token=second["metadata"]["continue"]
+        )
     assert (expired.value.status, expired.value.reason) == (410, "Expired")
 
 
@@ -218,12 +254,16 @@ async def test_graceful_pod_deletion(kube: KubeClient) -> None:
 
 
 async def test_finalizers_hold_deletion_until_removed(kube: KubeClient) -> None:
-    await kube.create(R.CONFIGMAPS, {"metadata": {"name": "cm", "finalizers": ["example.com/keep"]}}, namespace="default")
+    await kube.create(
+        R.CONFIGMAPS, {"metadata": {"name": "cm", "finalizers": ["example.com/keep"]}}, namespace="default"
+    )
     await kube.delete(R.CONFIGMAPS, "cm", namespace="default")
     held = await kube.get(R.CONFIGMAPS, "cm", namespace="default")
     assert held["metadata"]["deletionTimestamp"]
     with pytest.raises(ApiError) as add:
-        await kube.patch(R.CONFIGMAPS, "cm", {"metadata": {"finalizers": ["example.com/keep", "new"]}}, namespace="default")
+        await kube.patch(
+            R.CONFIGMAPS, "cm", {"metadata": {"finalizers": ["example.com/keep", "new"]}}, namespace="default"
+        )
     assert add.value.status == 422
     await kube.patch(R.CONFIGMAPS, "cm", {"metadata": {"finalizers": None}}, namespace="default")
     with pytest.raises(ApiError) as gone:
@@ -238,8 +278,12 @@ async def test_propagation_policy_is_recorded_as_finalizers(kube: KubeClient) ->
     await kube.delete(R.REPLICASETS, "fg", namespace="default", propagation_policy="Foreground")
     await kube.delete(R.REPLICASETS, "orphan", namespace="default", propagation_policy="Orphan")
     await kube.delete(R.REPLICASETS, "bg", namespace="default", propagation_policy="Background")
-    assert (await kube.get(R.REPLICASETS, "fg", namespace="default"))["metadata"]["finalizers"] == ["foregroundDeletion"]
-    assert (await kube.get(R.REPLICASETS, "orphan", namespace="default"))["metadata"]["finalizers"] == ["orphan"]
+    assert (await kube.get(R.REPLICASETS, "fg", namespace="default"))["metadata"]["finalizers"] == [
+        "foregroundDeletion"
+    ]
+    assert (await kube.get(R.REPLICASETS, "orphan", namespace="default"))["metadata"]["finalizers"] == [
+        "orphan"
+    ]
     with pytest.raises(ApiError):
         await kube.get(R.REPLICASETS, "bg", namespace="default")
 
@@ -253,7 +297,12 @@ async def test_delete_preconditions(kube: KubeClient) -> None:
 
 async def test_binding_sets_node_once(kube: KubeClient) -> None:
     await kube.create(R.PODS, pod("p"), namespace="default")
-    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "node-2"}}
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p"},
+        "target": {"kind": "Node", "name": "node-2"},
+    }
     await kube.request("POST", "/api/v1/namespaces/default/pods/p/binding", body=binding)
     bound = await kube.get(R.PODS, "p", namespace="default")
     assert bound["spec"]["nodeName"] == "node-2"
@@ -266,19 +315,28 @@ async def test_binding_sets_node_once(kube: KubeClient) -> None:
 async def test_scale_subresource(kube: KubeClient) -> None:
     await kube.create(R.REPLICASETS, replicaset("rs", replicas=2), namespace="default")
     scale = await kube.request("GET", "/apis/apps/v1/namespaces/default/replicasets/rs/scale")
-    assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 2 and scale["status"]["selector"] == "app=rs"
+    assert (
+        scale["kind"] == "Scale"
+        and scale["spec"]["replicas"] == 2
+        and scale["status"]["selector"] == "app=rs"
+    )
     await kube.patch(R.REPLICASETS, "rs", {"spec": {"replicas": 4}}, namespace="default", subresource="scale")
     assert (await kube.get(R.REPLICASETS, "rs", namespace="default"))["spec"]["replicas"] == 4
 
 
 async def test_noop_update_keeps_resource_version(kube: KubeClient) -> None:
-    created = await kube.create(R.CONFIGMAPS, {"metadata": {"name": "cm"}, "data": {"a": "1"}}, namespace="default")
+    created = await kube.create(
+        R.CONFIGMAPS, {"metadata": {"name": "cm"}, "data": {"a": "1"}}, namespace="default"
+    )
     same = await kube.patch(R.CONFIGMAPS, "cm", {"data": {"a": "1"}}, namespace="default")
     assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
 
 async def test_pdb_status_defaults_and_validation(kube: KubeClient) -> None:
-    pdb = {"metadata": {"name": "pdb"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}}
+    pdb = {
+        "metadata": {"name": "pdb"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+    }
     created = await kube.create(R.PODDISRUPTIONBUDGETS, pdb, namespace="default")
     assert created["status"]["disruptionsAllowed"] == 0 and created["metadata"]["generation"] == 1
     both = {"metadata": {"name": "bad"}, "spec": {"minAvailable": 1, "maxUnavailable": 1}}
@@ -291,7 +349,9 @@ async def test_namespace_deletion_removes_its_objects(kube: KubeClient) -> None:
     await kube.create(R.NAMESPACES, {"metadata": {"name": "tmp"}})
     created = await kube.create(R.CONFIGMAPS, {"metadata": {"name": "cm"}}, namespace="tmp")
     # as on a real cluster the namespace controller removes the content after the DELETE returns
-    async with kube.watch(R.CONFIGMAPS, namespace="tmp", resource_version=created["metadata"]["resourceVersion"]) as events:
+    async with kube.watch(
+        R.CONFIGMAPS, namespace="tmp", resource_version=created["metadata"]["resourceVersion"]
+    ) as events:
         await kube.delete(R.NAMESPACES, "tmp")
         async for ev in events:
             if ev.type == "DELETED":
@@ -304,7 +364,9 @@ async def test_a_custom_resource_needs_its_kind_and_api_version(kube: KubeClient
     """Custom resources are decoded as unstructured objects: unlike a built-in kind, the URL does
     not stand in for a missing `kind`."""
     await ensure_crd(kube)
-    spec = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "x", "operator": "Exists"}]}]}}
+    spec = {
+        "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "x", "operator": "Exists"}]}]}
+    }
     with pytest.raises(ApiError) as refused:
         await kube.create(R.NODEMAINTENANCES, {"metadata": {"name": "no-kind"}, "spec": spec})
     assert refused.value.status == 400

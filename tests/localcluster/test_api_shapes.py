@@ -25,13 +25,26 @@ NS = "/api/v1/namespaces/default"
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")
 
 
-async def raw(kube: KubeClient, method: str, path: str, body: Any = None, *, query: dict[str, str] | None = None,
-              content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
+async def raw(
+    kube: KubeClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    query: dict[str, str] | None = None,
+    content_type: str = "application/json",
+) -> tuple[int, dict[str, Any]]:
     """A request through kubernetes_asyncio with the kubeconfig's credentials, keeping the
     status code and body of any answer (a raw response is not checked by the client)."""
     resp = await kube.api_client.call_api(
-        path, method, query_params=list((query or {}).items()), body=body, auth_settings=["BearerToken"],
-        header_params={"Content-Type": content_type, "Accept": "application/json"}, _preload_content=False)
+        path,
+        method,
+        query_params=list((query or {}).items()),
+        body=body,
+        auth_settings=["BearerToken"],
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
+        _preload_content=False,
+    )
     try:
         data = await resp.read()
         return resp.status, orjson.loads(data) if data else {}
@@ -41,8 +54,14 @@ async def raw(kube: KubeClient, method: str, path: str, body: Any = None, *, que
 
 @needs_kubectl
 async def test_discovery_paths_answer_with_a_trailing_slash(cluster: Any) -> None:
-    expected = {"/version/": None, "/api/": "APIVersions", "/apis/": "APIGroupList", "/api/v1/": "APIResourceList",
-                "/apis/apps/": "APIGroup", "/apis/apps/v1/": "APIResourceList"}
+    expected = {
+        "/version/": None,
+        "/api/": "APIVersions",
+        "/apis/": "APIGroupList",
+        "/api/v1/": "APIResourceList",
+        "/apis/apps/": "APIGroup",
+        "/apis/apps/v1/": "APIResourceList",
+    }
     for path, kind in expected.items():
         code, out, err = await kubectl(cluster, "get", "--raw", path)
         assert code == 0, f"{path}: {err}"
@@ -80,8 +99,16 @@ async def test_not_found_statuses_carry_details(kube: KubeClient) -> None:
 
 
 async def test_new_deployment_status_and_template_metadata(kube: KubeClient) -> None:
-    body = {"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
-        "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    body = {
+        "metadata": {"name": "d"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
     status, created = await raw(kube, "POST", "/apis/apps/v1/namespaces/default/deployments", body)
     assert status == 201 and created["status"] == {}
     assert created["spec"]["template"]["metadata"] == {"creationTimestamp": None, "labels": {"a": "b"}}
@@ -91,16 +118,28 @@ async def test_new_deployment_status_and_template_metadata(kube: KubeClient) -> 
 
 
 async def test_put_creates_only_kinds_that_allow_it(kube: KubeClient) -> None:
-    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l1"}, "spec": {"holderIdentity": "me"}}
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l1"},
+        "spec": {"holderIdentity": "me"},
+    }
     status, body = await raw(kube, "PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l1", lease)
     assert status == 201 and body["spec"]["holderIdentity"] == "me" and body["metadata"]["uid"]
     # a lease is updated only with its resourceVersion (no unconditional update)
-    status, failed = await raw(kube, "PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l1", lease)
+    status, failed = await raw(
+        kube, "PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l1", lease
+    )
     assert status == 422 and failed["details"]["causes"][0]["field"] == "metadata.resourceVersion"
     lease["metadata"]["resourceVersion"] = body["metadata"]["resourceVersion"]
     status, body = await raw(kube, "PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l1", lease)
     assert status == 200
-    status, body = await raw(kube, "PUT", f"{NS}/configmaps/c9", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c9"}})
+    status, body = await raw(
+        kube,
+        "PUT",
+        f"{NS}/configmaps/c9",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c9"}},
+    )
     assert status == 404 and body["details"] == {"name": "c9", "kind": "configmaps"}
 
 
@@ -125,30 +164,55 @@ async def test_node_ports(kube: KubeClient) -> None:
     assert status == 201 and 30000 <= np["spec"]["ports"][0]["nodePort"] <= 32767
     assert np["spec"]["externalTrafficPolicy"] == "Cluster"
 
-    status, lb = await raw(kube, "POST", f"{NS}/services",
-                              _service("lb", "LoadBalancer", {"port": 80, "name": "a"}, {"port": 81, "name": "b"}))
+    status, lb = await raw(
+        kube,
+        "POST",
+        f"{NS}/services",
+        _service("lb", "LoadBalancer", {"port": 80, "name": "a"}, {"port": 81, "name": "b"}),
+    )
     assert status == 201 and lb["spec"]["allocateLoadBalancerNodePorts"] is True
     ports = [p["nodePort"] for p in lb["spec"]["ports"]]
     assert len(set(ports)) == 2 and all(30000 <= p <= 32767 for p in ports)
 
-    status, lb2 = await raw(kube, "POST", f"{NS}/services",
-                               _service("lb2", "LoadBalancer", {"port": 80}, allocateLoadBalancerNodePorts=False))
+    status, lb2 = await raw(
+        kube,
+        "POST",
+        f"{NS}/services",
+        _service("lb2", "LoadBalancer", {"port": 80}, allocateLoadBalancerNodePorts=False),
+    )
     assert status == 201 and "nodePort" not in lb2["spec"]["ports"][0]
 
     taken = np["spec"]["ports"][0]["nodePort"]
-    status, body = await raw(kube, "POST", f"{NS}/services", _service("dup", "NodePort", {"port": 80, "nodePort": taken}))
+    status, body = await raw(
+        kube, "POST", f"{NS}/services", _service("dup", "NodePort", {"port": 80, "nodePort": taken})
+    )
     assert status == 422 and body["details"]["causes"][0]["field"] == "spec.ports[0].nodePort"
     assert "provided port is already allocated" in body["message"]
-    status, body = await raw(kube, "POST", f"{NS}/services", _service("low", "NodePort", {"port": 80, "nodePort": 80}))
+    status, body = await raw(
+        kube, "POST", f"{NS}/services", _service("low", "NodePort", {"port": 80, "nodePort": 80})
+    )
     assert status == 422 and "not in the valid range" in body["message"]
-    status, body = await raw(kube, "POST", f"{NS}/services", _service("cip", "ClusterIP", {"port": 80, "nodePort": 30081}))
+    status, body = await raw(
+        kube, "POST", f"{NS}/services", _service("cip", "ClusterIP", {"port": 80, "nodePort": 30081})
+    )
     assert status == 422 and body["details"]["causes"][0]["reason"] == "FieldValueForbidden"
 
     # back to ClusterIP: the node port and the external policy go; the port is free again
-    status, body = await raw(kube, "PATCH", f"{NS}/services/np", {"spec": {"type": "ClusterIP"}},
-                                content_type="application/merge-patch+json")
-    assert status == 200 and "nodePort" not in body["spec"]["ports"][0] and "externalTrafficPolicy" not in body["spec"]
-    status, body = await raw(kube, "POST", f"{NS}/services", _service("again", "NodePort", {"port": 80, "nodePort": taken}))
+    status, body = await raw(
+        kube,
+        "PATCH",
+        f"{NS}/services/np",
+        {"spec": {"type": "ClusterIP"}},
+        content_type="application/merge-patch+json",
+    )
+    assert (
+        status == 200
+        and "nodePort" not in body["spec"]["ports"][0]
+        and "externalTrafficPolicy" not in body["spec"]
+    )
+    status, body = await raw(
+        kube, "POST", f"{NS}/services", _service("again", "NodePort", {"port": 80, "nodePort": taken})
+    )
     assert status == 201 and body["spec"]["ports"][0]["nodePort"] == taken
 
 
@@ -158,13 +222,30 @@ async def test_statefulset_and_daemonset_strategy_validation(kube: KubeClient) -
     cases = [
         ("statefulsets", {**base, "podManagementPolicy": "Whenever"}, "spec.podManagementPolicy"),
         ("statefulsets", {**base, "updateStrategy": {"type": "Sometimes"}}, "spec.updateStrategy"),
-        ("statefulsets", {**base, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": -1}}},
-         "spec.updateStrategy.rollingUpdate.partition"),
+        (
+            "statefulsets",
+            {**base, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": -1}}},
+            "spec.updateStrategy.rollingUpdate.partition",
+        ),
         ("daemonsets", {**base, "updateStrategy": {"type": "Sometimes"}}, "spec.updateStrategy"),
-        ("daemonsets", {**base, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}},
-         "spec.updateStrategy.rollingUpdate.maxUnavailable"),
+        (
+            "daemonsets",
+            {
+                **base,
+                "updateStrategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0},
+                },
+            },
+            "spec.updateStrategy.rollingUpdate.maxUnavailable",
+        ),
     ]
     for i, (plural, spec, field) in enumerate(cases):
-        status, body = await raw(kube, "POST", f"/apis/apps/v1/namespaces/default/{plural}", {"metadata": {"name": f"bad-{i}"}, "spec": spec})
+        status, body = await raw(
+            kube,
+            "POST",
+            f"/apis/apps/v1/namespaces/default/{plural}",
+            {"metadata": {"name": f"bad-{i}"}, "spec": spec},
+        )
         assert status == 422, (plural, spec, body)
         assert [c["field"] for c in body["details"]["causes"]] == [field], (plural, body)

@@ -26,7 +26,9 @@ ROBOT = f"system:serviceaccount:{NS}:robot"
 
 @pytest.fixture
 async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    async with cluster_on_backend(request, nodes=0, authz=True, scheduler=False, gc=False, kubelets=False) as c:
+    async with cluster_on_backend(
+        request, nodes=0, authz=True, scheduler=False, gc=False, kubelets=False
+    ) as c:
         yield c
 
 
@@ -37,7 +39,9 @@ async def kubectl(kubeconfig: str | Path, *args: str) -> tuple[int, str]:
 
 async def can_i(kubeconfig: str | Path, *args: str) -> str:
     """The answer alone (kubectl warns on stderr, e.g. that a cluster-scoped resource has no namespace)."""
-    done = await anyio.run_process(["kubectl", "--kubeconfig", str(kubeconfig), "auth", "can-i", *args], check=False)
+    done = await anyio.run_process(
+        ["kubectl", "--kubeconfig", str(kubeconfig), "auth", "can-i", *args], check=False
+    )
     return done.stdout.decode().strip()
 
 
@@ -46,14 +50,41 @@ async def _setup(admin: str) -> None:
         ("create", "namespace", NS),
         ("create", "serviceaccount", "robot", "-n", NS),
         ("create", "role", "evictor", "--verb=create", "--resource=pods/eviction", "-n", NS),
-        ("create", "role", "lock", "--verb=get,update", "--resource=leases.coordination.k8s.io",
-         "--resource-name=lock", "-n", NS),
-        ("create", "rolebinding", "robot-evictor", "--role=evictor", f"--serviceaccount={NS}:robot", "-n", NS),
+        (
+            "create",
+            "role",
+            "lock",
+            "--verb=get,update",
+            "--resource=leases.coordination.k8s.io",
+            "--resource-name=lock",
+            "-n",
+            NS,
+        ),
+        (
+            "create",
+            "rolebinding",
+            "robot-evictor",
+            "--role=evictor",
+            f"--serviceaccount={NS}:robot",
+            "-n",
+            NS,
+        ),
         ("create", "rolebinding", "robot-lock", "--role=lock", f"--serviceaccount={NS}:robot", "-n", NS),
-        ("create", "clusterrole", "can-i-metrics", "--verb=get", "--non-resource-url=/metrics",
-         "--non-resource-url=/logs/*"),
-        ("create", "clusterrolebinding", "can-i-metrics", "--clusterrole=can-i-metrics",
-         f"--serviceaccount={NS}:robot"),
+        (
+            "create",
+            "clusterrole",
+            "can-i-metrics",
+            "--verb=get",
+            "--non-resource-url=/metrics",
+            "--non-resource-url=/logs/*",
+        ),
+        (
+            "create",
+            "clusterrolebinding",
+            "can-i-metrics",
+            "--clusterrole=can-i-metrics",
+            f"--serviceaccount={NS}:robot",
+        ),
         ("create", "clusterrole", "can-i-nodes", "--verb=get,list", "--resource=nodes"),
         ("create", "clusterrolebinding", "can-i-nodes", "--clusterrole=can-i-nodes", "--group=node-readers"),
     ):
@@ -62,8 +93,13 @@ async def _setup(admin: str) -> None:
 
 
 async def _teardown(admin: str) -> None:
-    for kind, name in (("clusterrolebinding", "can-i-metrics"), ("clusterrolebinding", "can-i-nodes"),
-                       ("clusterrole", "can-i-metrics"), ("clusterrole", "can-i-nodes"), ("namespace", NS)):
+    for kind, name in (
+        ("clusterrolebinding", "can-i-metrics"),
+        ("clusterrolebinding", "can-i-nodes"),
+        ("clusterrole", "can-i-metrics"),
+        ("clusterrole", "can-i-nodes"),
+        ("namespace", NS),
+    ):
         await kubectl(admin, "delete", kind, name, "--ignore-not-found", "--wait=false")
 
 
@@ -118,19 +154,26 @@ async def test_kubectl_auth_can_i_answers_as_rbac_says(cluster: Any, tmp_path: P
 
         code, out = await kubectl(robot, "get", "pods", "-n", "default")
         assert code == 1
-        assert out == (f'Error from server (Forbidden): pods is forbidden: User "{ROBOT}" cannot list resource '
-                       f'"pods" in API group "" in the namespace "default"')
+        assert out == (
+            f'Error from server (Forbidden): pods is forbidden: User "{ROBOT}" cannot list resource '
+            f'"pods" in API group "" in the namespace "default"'
+        )
         code, out = await kubectl(robot, "get", "lease", "lock", "-n", NS)
         assert code == 1 and 'leases.coordination.k8s.io "lock" not found' in out  # allowed, then not found
         code, out = await kubectl(robot, "delete", "pod", "web", "-n", NS)
-        assert out == (f'Error from server (Forbidden): pods "web" is forbidden: User "{ROBOT}" cannot delete '
-                       f'resource "pods" in API group "" in the namespace "{NS}"')
+        assert out == (
+            f'Error from server (Forbidden): pods "web" is forbidden: User "{ROBOT}" cannot delete '
+            f'resource "pods" in API group "" in the namespace "{NS}"'
+        )
 
         code, _ = await kubectl(admin, "delete", "serviceaccount", "robot", "-n", NS)
         assert code == 0
         # A bound token dies with its ServiceAccount (at once here; the real server within seconds).
-        await eventually(lambda: kubectl(robot, "auth", "can-i", "get", "/metrics"), lambda r: "Unauthorized" in r[1],
-                         interval=0.2)
+        await eventually(
+            lambda: kubectl(robot, "auth", "can-i", "get", "/metrics"),
+            lambda r: "Unauthorized" in r[1],
+            interval=0.2,
+        )
     finally:
         await _teardown(admin)
 
@@ -142,32 +185,60 @@ async def test_token_and_access_reviews(cluster: Any) -> None:
     kube = await cluster.client()
     try:
         await kube.request("POST", "/api/v1/namespaces", body={"metadata": {"name": "reviews"}})
-        await kube.request("POST", "/api/v1/namespaces/reviews/serviceaccounts", body={"metadata": {"name": "sa"}})
-        issued = await kube.request("POST", "/api/v1/namespaces/reviews/serviceaccounts/sa/token",
-                                    body={"spec": {"expirationSeconds": 600}})
+        await kube.request(
+            "POST", "/api/v1/namespaces/reviews/serviceaccounts", body={"metadata": {"name": "sa"}}
+        )
+        issued = await kube.request(
+            "POST",
+            "/api/v1/namespaces/reviews/serviceaccounts/sa/token",
+            body={"spec": {"expirationSeconds": 600}},
+        )
         assert issued["kind"] == "TokenRequest" and issued["status"]["expirationTimestamp"]
-        review = await kube.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body={
-            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
-            "spec": {"token": issued["status"]["token"]}})
+        review = await kube.request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            body={
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenReview",
+                "spec": {"token": issued["status"]["token"]},
+            },
+        )
         status = review["status"]
         assert status["authenticated"] is True
         assert status["user"]["username"] == "system:serviceaccount:reviews:sa"
-        assert set(status["user"]["groups"]) == {"system:serviceaccounts", "system:serviceaccounts:reviews",
-                                                  "system:authenticated"}
-        bad = await kube.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body={
-            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "nope"}})
+        assert set(status["user"]["groups"]) == {
+            "system:serviceaccounts",
+            "system:serviceaccounts:reviews",
+            "system:authenticated",
+        }
+        bad = await kube.request(
+            "POST",
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "nope"}},
+        )
         assert not bad["status"].get("authenticated") and bad["status"].get("error")
-        sar = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-               "spec": {"user": "system:serviceaccount:reviews:sa", "groups": ["system:authenticated"],
-                        "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}}
-        assert (await kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=sar)
-                )["status"]["allowed"] is False
+        sar = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": "system:serviceaccount:reviews:sa",
+                "groups": ["system:authenticated"],
+                "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+            },
+        }
+        assert (await kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=sar))[
+            "status"
+        ]["allowed"] is False
         sar["spec"]["nonResourceAttributes"] = {"path": "/healthz", "verb": "get"}
-        assert (await kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=sar)
-                )["status"]["allowed"] is True
+        assert (await kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=sar))[
+            "status"
+        ]["allowed"] is True
         with pytest.raises(Exception, match="10 minutes"):
-            await kube.request("POST", "/api/v1/namespaces/reviews/serviceaccounts/sa/token",
-                               body={"spec": {"expirationSeconds": 60}})
+            await kube.request(
+                "POST",
+                "/api/v1/namespaces/reviews/serviceaccounts/sa/token",
+                body={"spec": {"expirationSeconds": 60}},
+            )
     finally:
         try:
             await kube.request("DELETE", "/api/v1/namespaces/reviews")

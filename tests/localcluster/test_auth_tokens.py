@@ -30,7 +30,10 @@ def test_static_tokens() -> None:
     tokens = TokenAuthenticator(lambda ns, name: None)
     tokens.add_static("t0k", "jane", ["devs"])
     admin = tokens.authenticate(ADMIN_TOKEN)[0]
-    assert admin is not None and (admin.name, admin.groups) == (ADMIN.name, ("system:masters", "system:authenticated"))
+    assert admin is not None and (admin.name, admin.groups) == (
+        ADMIN.name,
+        ("system:masters", "system:authenticated"),
+    )
     jane = tokens.authenticate("t0k")[0]
     assert jane is not None and (jane.name, jane.groups) == ("jane", ("devs", "system:authenticated"))
     assert tokens.authenticate("nope")[0] is None

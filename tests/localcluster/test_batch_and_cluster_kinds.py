@@ -24,7 +24,10 @@ from tests.backends import cluster_on_backend
 from tests.controllers.harness import eventually
 from tests.localcluster.test_workload_controllers import kubectl
 
-pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")]
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary"),
+]
 
 NS = "default"
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
@@ -60,12 +63,18 @@ async def local_kube(local: LocalCluster) -> AsyncIterator[KubeClient]:
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
+    return next(
+        (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None
+    )
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}], **spec},
+    }
 
 
 # -- kubectl create, both backends --------------------------------------------------------------
@@ -88,12 +97,23 @@ async def test_kubectl_create_job_cronjob_priorityclass_quota(cluster: Any, kube
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
 
     cronjob = await kube.get(CRONJOBS, "tick", namespace=NS)
-    assert {k: cronjob["spec"][k] for k in ("concurrencyPolicy", "suspend", "successfulJobsHistoryLimit", "failedJobsHistoryLimit")} \
-        == {"concurrencyPolicy": "Allow", "suspend": False, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1}
+    assert {
+        k: cronjob["spec"][k]
+        for k in ("concurrencyPolicy", "suspend", "successfulJobsHistoryLimit", "failedJobsHistoryLimit")
+    } == {
+        "concurrencyPolicy": "Allow",
+        "suspend": False,
+        "successfulJobsHistoryLimit": 3,
+        "failedJobsHistoryLimit": 1,
+    }
     assert "completions" not in cronjob["spec"]["jobTemplate"]["spec"]
 
     high = await kube.get(PRIORITYCLASSES, "high")
-    assert (high["value"], high["preemptionPolicy"], high["description"]) == (1000, "PreemptLowerPriority", "important")
+    assert (high["value"], high["preemptionPolicy"], high["description"]) == (
+        1000,
+        "PreemptLowerPriority",
+        "important",
+    )
     system = await kube.get(PRIORITYCLASSES, "system-node-critical")
     assert system["value"] == 2000001000
 
@@ -115,13 +135,33 @@ async def _quota_synced(kube: KubeClient, name: str) -> dict[str, Any] | None:
 
 @pytest.mark.backends("local", "real")
 async def test_invalid_job_and_priorityclass_are_refused(cluster: Any, kube: KubeClient) -> None:
-    bad_job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "always"},
-               "spec": {"template": {"spec": {"restartPolicy": "Always", "containers": [{"name": "c", "image": "busybox"}]}}}}
+    bad_job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "always"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Always", "containers": [{"name": "c", "image": "busybox"}]}
+            }
+        },
+    }
     proc = await _kubectl_fails(cluster, "create", "-f", "-", stdin=json.dumps(bad_job))
     assert 'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"' in proc
-    bad_cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "never"},
-                "spec": {"schedule": "not a schedule", "jobTemplate": {"spec": {"template": {"spec": {
-                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}
+    bad_cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "never"},
+        "spec": {
+            "schedule": "not a schedule",
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+                    }
+                }
+            },
+        },
+    }
     assert "spec.schedule" in await _kubectl_fails(cluster, "create", "-f", "-", stdin=json.dumps(bad_cron))
     assert "system-" in await _kubectl_fails(cluster, "create", "priorityclass", "system-mine", "--value=5")
 
@@ -141,24 +181,43 @@ async def test_priority_limitrange_and_quota_admission(cluster: Any, kube: KubeC
     created = await kube.create(PODS, pod("prio", priorityClassName="batch-low"), namespace=NS)
     assert created["spec"]["priority"] == 10
     assert "no PriorityClass with name missing was found" in await _kubectl_fails(
-        cluster, "create", "-f", "-", stdin=json.dumps(pod("lost", priorityClassName="missing")))
+        cluster, "create", "-f", "-", stdin=json.dumps(pod("lost", priorityClassName="missing"))
+    )
 
-    limits = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults"},
-              "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m", "memory": "128Mi"},
-                                   "defaultRequest": {"cpu": "100m", "memory": "64Mi"}}]}}
+    limits = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "defaults"},
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "default": {"cpu": "500m", "memory": "128Mi"},
+                    "defaultRequest": {"cpu": "100m", "memory": "64Mi"},
+                }
+            ]
+        },
+    }
     await kube.create(LIMITRANGES, limits, namespace=NS)
     defaulted = await kube.create(PODS, pod("defaulted"), namespace=NS)
     resources = defaulted["spec"]["containers"][0]["resources"]
-    assert resources == {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "100m", "memory": "64Mi"}}
-    assert defaulted["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == \
-        "LimitRanger plugin set: cpu, memory request for container c; cpu, memory limit for container c"
+    assert resources == {
+        "limits": {"cpu": "500m", "memory": "128Mi"},
+        "requests": {"cpu": "100m", "memory": "64Mi"},
+    }
+    assert (
+        defaulted["metadata"]["annotations"]["kubernetes.io/limit-ranger"]
+        == "LimitRanger plugin set: cpu, memory request for container c; cpu, memory limit for container c"
+    )
 
     await kubectl(cluster, "create", "quota", "three", "--hard=pods=3,requests.cpu=1")
     await eventually(lambda: _quota_used(kube, "three", "pods", "2"), "the two pods counted")
     await kube.create(PODS, pod("third"), namespace=NS)
     refusal = await _kubectl_fails(cluster, "create", "-f", "-", stdin=json.dumps(pod("fourth")))
-    assert ('pods "fourth" is forbidden: exceeded quota: three, requested: pods=1, used: pods=3, limited: pods=3'
-            in refusal), refusal
+    assert (
+        'pods "fourth" is forbidden: exceeded quota: three, requested: pods=1, used: pods=3, limited: pods=3'
+        in refusal
+    ), refusal
     quota = await eventually(lambda: _quota_used(kube, "three", "pods", "3"), "the third pod counted")
     assert quota["status"]["used"]["requests.cpu"] == "200m"  # the first pod predates the limit range
 
@@ -174,9 +233,17 @@ async def _quota_used(kube: KubeClient, name: str, resource: str, value: str) ->
 @pytest.mark.backends("local", "real")
 async def test_claim_binds_to_the_smallest_matching_volume(cluster: Any, kube: KubeClient) -> None:
     def volume(name: str, size: str) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
-                "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "storageClassName": "manual",
-                         "hostPath": {"path": f"/tmp/{name}"}}}
+        return {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name},
+            "spec": {
+                "capacity": {"storage": size},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "manual",
+                "hostPath": {"path": f"/tmp/{name}"},
+            },
+        }
 
     await kube.create(PVS, volume("big", "10Gi"))
     await kube.create(PVS, volume("small", "2Gi"))
@@ -184,8 +251,16 @@ async def test_claim_binds_to_the_smallest_matching_volume(cluster: Any, kube: K
     # each), a claim has both to choose from, on either backend.
     for name in ("big", "small"):
         await eventually(lambda name=name: _phase_is(kube, name, "Available"), f"volume {name} available")
-    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "manual", "resources": {"requests": {"storage": "1Gi"}}}}
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "manual",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
     await kube.create(PVCS, claim, namespace=NS)
 
     async def bound() -> dict[str, Any] | None:
@@ -218,9 +293,18 @@ async def _job_finished(kube: KubeClient, name: str, type_: str) -> dict[str, An
 
 
 async def test_job_runs_its_pods_to_completion(local: LocalCluster, local_kube: KubeClient) -> None:
-    body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "work"},
-            "spec": {"completions": 3, "parallelism": 2, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "work"},
+        "spec": {
+            "completions": 3,
+            "parallelism": 2,
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
+            },
+        },
+    }
     await kubectl(local, "create", "-f", "-", stdin=json.dumps(body))
     job = await eventually(lambda: _job_finished(local_kube, "work", "Complete"), "the Job complete")
     assert job["status"]["succeeded"] == 3
@@ -233,10 +317,18 @@ async def test_job_runs_its_pods_to_completion(local: LocalCluster, local_kube: 
 
 
 async def test_job_fails_past_its_backoff_limit(local: LocalCluster, local_kube: KubeClient) -> None:
-    body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "broken"},
-            "spec": {"backoffLimit": 1, "template": {
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "broken"},
+        "spec": {
+            "backoffLimit": 1,
+            "template": {
                 "metadata": {"annotations": {"localcluster.aiokcm.io/exit-code": "3"}},
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]},
+            },
+        },
+    }
     await local_kube.create(JOBS, body, namespace=NS)
     job = await eventually(lambda: _job_finished(local_kube, "broken", "Failed"), "the Job failed")
     assert condition(job, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
@@ -255,7 +347,9 @@ async def test_cronjob_creates_a_job_at_each_schedule(local: LocalCluster, local
     first = await eventually(jobs, "a first Job")
     assert first[0]["metadata"]["name"].startswith("every-minute-")
     assert first[0]["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
-    await eventually(lambda: _job_finished(local_kube, first[0]["metadata"]["name"], "Complete"), "the first Job complete")
+    await eventually(
+        lambda: _job_finished(local_kube, first[0]["metadata"]["name"], "Complete"), "the first Job complete"
+    )
     local.cronjobs.travel(dt.timedelta(minutes=1))
     both = await eventually(lambda: _count(jobs, 2), "a second Job")
     assert len({j["metadata"]["name"] for j in both}) == 2
@@ -284,16 +378,33 @@ async def test_endpoints_and_slices_follow_ready_pods(local: LocalCluster, local
         return (ready, not_ready) if len(ready) + len(not_ready) == 2 else None
 
     for i in range(2):
-        await local_kube.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
-                                       "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27",
-                                                                "ports": [{"containerPort": 8080}]}]}}, namespace=NS)
+        await local_kube.create(
+            PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {"name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 8080}]}
+                    ]
+                },
+            },
+            namespace=NS,
+        )
     ready, _ = await eventually(lambda: _all_ready(addresses), "both pods ready in the Endpoints")
-    slices = await local_kube.list_all(ENDPOINTSLICES, namespace=NS, label_selector="kubernetes.io/service-name=web")
+    slices = await local_kube.list_all(
+        ENDPOINTSLICES, namespace=NS, label_selector="kubernetes.io/service-name=web"
+    )
     assert len(slices) == 1
     slice_ = slices[0]
-    assert slice_["addressType"] == "IPv4" and slice_["ports"] == [{"name": "80-8080", "protocol": "TCP", "port": 8080}]
+    assert slice_["addressType"] == "IPv4" and slice_["ports"] == [
+        {"name": "80-8080", "protocol": "TCP", "port": 8080}
+    ]
     assert sorted(a for e in slice_["endpoints"] for a in e["addresses"]) == sorted(ready)
-    assert all(e["conditions"] == {"ready": True, "serving": True, "terminating": False} for e in slice_["endpoints"])
+    assert all(
+        e["conditions"] == {"ready": True, "serving": True, "terminating": False} for e in slice_["endpoints"]
+    )
     assert slice_["metadata"]["ownerReferences"][0]["kind"] == "Service"
 
     pod0 = await local_kube.get(PODS, "web-0", namespace=NS)
@@ -305,7 +416,11 @@ async def test_endpoints_and_slices_follow_ready_pods(local: LocalCluster, local
         return got if got is not None and got[1] == [ip0] else None
 
     await eventually(moved, "the unready pod under notReadyAddresses")
-    slice_ = (await local_kube.list_all(ENDPOINTSLICES, namespace=NS, label_selector="kubernetes.io/service-name=web"))[0]
+    slice_ = (
+        await local_kube.list_all(
+            ENDPOINTSLICES, namespace=NS, label_selector="kubernetes.io/service-name=web"
+        )
+    )[0]
     unready = next(e for e in slice_["endpoints"] if e["addresses"] == [ip0])
     assert unready["conditions"]["ready"] is False
     assert "8080" in await kubectl(local, "get", "endpointslices")
@@ -323,20 +438,52 @@ WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 
 
 def widget_crd(selectable: list[dict[str, str]]) -> dict[str, Any]:
-    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
-        "color": {"type": "string"}, "size": {"type": "integer"}, "shiny": {"type": "boolean"},
-        "tags": {"type": "array", "items": {"type": "string"}}}}}}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.example.com"},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
-                                   "selectableFields": selectable}]}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "color": {"type": "string"},
+                    "size": {"type": "integer"},
+                    "shiny": {"type": "boolean"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+            }
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "selectableFields": selectable,
+                }
+            ],
+        },
+    }
 
 
-async def test_crd_selectable_fields_work_as_field_selectors(local: LocalCluster, local_kube: KubeClient) -> None:
-    refused = await _kubectl_fails(local, "create", "-f", "-", stdin=json.dumps(widget_crd([{"jsonPath": ".spec.tags"}])))
+async def test_crd_selectable_fields_work_as_field_selectors(
+    local: LocalCluster, local_kube: KubeClient
+) -> None:
+    refused = await _kubectl_fails(
+        local, "create", "-f", "-", stdin=json.dumps(widget_crd([{"jsonPath": ".spec.tags"}]))
+    )
     assert "selectable field must have type string, integer or boolean" in refused
-    await local_kube.create(CRDS, widget_crd([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.size"}, {"jsonPath": ".spec.shiny"}]))
+    await local_kube.create(
+        CRDS,
+        widget_crd([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.size"}, {"jsonPath": ".spec.shiny"}]),
+    )
 
     async def served() -> bool:
         try:
@@ -349,13 +496,25 @@ async def test_crd_selectable_fields_work_as_field_selectors(local: LocalCluster
     crd = await local_kube.get(CRDS, "widgets.example.com")
     assert crd["spec"]["versions"][0]["selectableFields"][0] == {"jsonPath": ".spec.color"}
     for name, color, size, shiny in (("a", "red", 1, True), ("b", "blue", 2, False), ("c", "red", 3, False)):
-        await local_kube.create(WIDGETS, {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
-                                          "spec": {"color": color, "size": size, "shiny": shiny}}, namespace=NS)
+        await local_kube.create(
+            WIDGETS,
+            {
+                "apiVersion": "example.com/v1",
+                "kind": "Widget",
+                "metadata": {"name": name},
+                "spec": {"color": color, "size": size, "shiny": shiny},
+            },
+            namespace=NS,
+        )
     red = await kubectl(local, "get", "widgets", "--field-selector=spec.color=red", "-o", "name")
     assert red.split() == ["widget.example.com/a", "widget.example.com/c"]
-    mixed = await local_kube.list(WIDGETS, namespace=NS, field_selector="spec.color=red,spec.size!=1,spec.shiny=false")
+    mixed = await local_kube.list(
+        WIDGETS, namespace=NS, field_selector="spec.color=red,spec.size!=1,spec.shiny=false"
+    )
     assert [w["metadata"]["name"] for w in mixed["items"]] == ["c"]
-    assert "field label not supported: spec.tags" in await _kubectl_fails(local, "get", "widgets", "--field-selector=spec.tags=x")
+    assert "field label not supported: spec.tags" in await _kubectl_fails(
+        local, "get", "widgets", "--field-selector=spec.tags=x"
+    )
 
 
 # -- smaller shapes, compared with kube-apiserver --------------------------------------------------
@@ -367,22 +526,39 @@ CONFIGMAPS_ = Resource("", "v1", "configmaps", "ConfigMap", True)
 
 @pytest.mark.backends("local", "real")
 async def test_created_node_pod_template_and_null_fields_read_back_as_kube_apiserver_writes_them(
-        cluster: Any, kube: KubeClient) -> None:
+    cluster: Any, kube: KubeClient
+) -> None:
     node = await kube.create(NODES_, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bare"}})
     assert node["spec"]["taints"] == [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
     assert node["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
     assert set(node["status"]["nodeInfo"].values()) == {""} and "kubeletVersion" in node["status"]["nodeInfo"]
 
-    template = {"metadata": {"labels": {"app": "sa"}},
-                "spec": {"serviceAccountName": "builder", "containers": [{"name": "c", "image": "busybox:1.36"}]}}
-    deployment = await kube.create(DEPLOYMENTS_, {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sa"},
-        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "sa"}}, "template": template}}, namespace=NS)
+    template = {
+        "metadata": {"labels": {"app": "sa"}},
+        "spec": {"serviceAccountName": "builder", "containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
+    deployment = await kube.create(
+        DEPLOYMENTS_,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "sa"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "sa"}}, "template": template},
+        },
+        namespace=NS,
+    )
     assert deployment["spec"]["template"]["spec"]["serviceAccount"] == "builder"
 
-    configmap = await kube.create(CONFIGMAPS_, {"apiVersion": "v1", "kind": "ConfigMap",
-                                                "metadata": {"name": "nulls", "labels": None, "annotations": None},
-                                                "data": None}, namespace=NS)
+    configmap = await kube.create(
+        CONFIGMAPS_,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "nulls", "labels": None, "annotations": None},
+            "data": None,
+        },
+        namespace=NS,
+    )
     assert "data" not in configmap
     assert "labels" not in configmap["metadata"] and "annotations" not in configmap["metadata"]
 
@@ -392,12 +568,23 @@ HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodA
 
 @pytest.mark.backends("local", "real")
 async def test_hpa_v2_defaults_validation_and_columns(cluster: Any, kube: KubeClient) -> None:
-    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
-           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 4}}
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 4,
+        },
+    }
     created = await kube.create(HPAS, hpa, namespace=NS)
     assert created["spec"]["minReplicas"] == 1
-    assert created["spec"]["metrics"] == [{"type": "Resource", "resource": {
-        "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+    assert created["spec"]["metrics"] == [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+        }
+    ]
     bad = dict(hpa, metadata={"name": "upside-down"}, spec={**hpa["spec"], "minReplicas": 5})
     assert "spec.maxReplicas" in await _kubectl_fails(cluster, "create", "-f", "-", stdin=json.dumps(bad))
     table = await kubectl(cluster, "get", "hpa", "web")
@@ -407,9 +594,20 @@ async def test_hpa_v2_defaults_validation_and_columns(cluster: Any, kube: KubeCl
 @pytest.mark.backends("local", "real")
 async def test_endpoints_and_slice_shapes_match_kcm(cluster: Any, kube: KubeClient) -> None:
     await kubectl(cluster, "create", "service", "clusterip", "api", "--tcp=80:http")
-    await kube.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "api-0", "labels": {"app": "api"}},
-                             "spec": {"containers": [{"name": "c", "image": "nginx:1.27",
-                                                      "ports": [{"name": "http", "containerPort": 8080}]}]}}, namespace=NS)
+    await kube.create(
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "api-0", "labels": {"app": "api"}},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "nginx:1.27", "ports": [{"name": "http", "containerPort": 8080}]}
+                ]
+            },
+        },
+        namespace=NS,
+    )
 
     async def published() -> dict[str, Any] | None:
         try:
@@ -426,17 +624,28 @@ async def test_endpoints_and_slice_shapes_match_kcm(cluster: Any, kube: KubeClie
     assert subset["ports"] == [{"name": "80-http", "port": 8080, "protocol": "TCP"}]
     address = subset["addresses"][0]
     assert address["ip"] == pod_["status"]["podIP"] and address["nodeName"] == pod_["spec"]["nodeName"]
-    assert {k: address["targetRef"][k] for k in ("kind", "name", "namespace", "uid")} == \
-        {"kind": "Pod", "name": "api-0", "namespace": NS, "uid": pod_["metadata"]["uid"]}
+    assert {k: address["targetRef"][k] for k in ("kind", "name", "namespace", "uid")} == {
+        "kind": "Pod",
+        "name": "api-0",
+        "namespace": NS,
+        "uid": pod_["metadata"]["uid"],
+    }
 
     async def sliced() -> dict[str, Any] | None:
-        slices = await kube.list_all(ENDPOINTSLICES, namespace=NS, label_selector="kubernetes.io/service-name=api")
+        slices = await kube.list_all(
+            ENDPOINTSLICES, namespace=NS, label_selector="kubernetes.io/service-name=api"
+        )
         return slices[0] if slices and slices[0].get("endpoints") else None
 
     slice_ = await eventually(sliced, "the EndpointSlice", timeout=40)
     assert slice_["metadata"]["generateName"] == "api-"
-    assert slice_["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io"
-    assert slice_["addressType"] == "IPv4" and slice_["ports"] == [{"name": "80-http", "protocol": "TCP", "port": 8080}]
+    assert (
+        slice_["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"]
+        == "endpointslice-controller.k8s.io"
+    )
+    assert slice_["addressType"] == "IPv4" and slice_["ports"] == [
+        {"name": "80-http", "protocol": "TCP", "port": 8080}
+    ]
     endpoint = slice_["endpoints"][0]
     assert endpoint["addresses"] == [pod_["status"]["podIP"]]
     assert endpoint["conditions"] == {"ready": True, "serving": True, "terminating": False}
@@ -444,21 +653,50 @@ async def test_endpoints_and_slice_shapes_match_kcm(cluster: Any, kube: KubeClie
 
 
 async def test_indexed_job_and_on_failure_restarts(local: LocalCluster, local_kube: KubeClient) -> None:
-    indexed = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "shards"},
-               "spec": {"completions": 3, "parallelism": 3, "completionMode": "Indexed", "template": {"spec": {
-                   "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+    indexed = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "shards"},
+        "spec": {
+            "completions": 3,
+            "parallelism": 3,
+            "completionMode": "Indexed",
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
+            },
+        },
+    }
     await local_kube.create(JOBS, indexed, namespace=NS)
-    job = await eventually(lambda: _job_finished(local_kube, "shards", "Complete"), "the indexed Job complete")
+    job = await eventually(
+        lambda: _job_finished(local_kube, "shards", "Complete"), "the indexed Job complete"
+    )
     assert job["status"]["completedIndexes"] == "0-2"
     pods = await local_kube.list_all(PODS, namespace=NS, label_selector="job-name=shards")
-    assert sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] for p in pods) == ["0", "1", "2"]
+    assert sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] for p in pods) == [
+        "0",
+        "1",
+        "2",
+    ]
 
-    crashing = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "crashing"},
-                "spec": {"backoffLimit": 2, "template": {
-                    "metadata": {"annotations": {"localcluster.aiokcm.io/exit-code": "1"}},
-                    "spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+    crashing = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "crashing"},
+        "spec": {
+            "backoffLimit": 2,
+            "template": {
+                "metadata": {"annotations": {"localcluster.aiokcm.io/exit-code": "1"}},
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "containers": [{"name": "c", "image": "busybox:1.36"}],
+                },
+            },
+        },
+    }
     await local_kube.create(JOBS, crashing, namespace=NS)
-    failed = await eventually(lambda: _job_finished(local_kube, "crashing", "Failed"), "restarts past the backoff limit")
+    failed = await eventually(
+        lambda: _job_finished(local_kube, "crashing", "Failed"), "restarts past the backoff limit"
+    )
     assert condition(failed, "Failed")["reason"] == "BackoffLimitExceeded"  # type: ignore[index]
 
     async def gone() -> bool:
@@ -478,7 +716,9 @@ async def test_job_from_cronjob_and_object_count_quota(cluster: Any, kube: KubeC
     assert job["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"] == "manual"
     assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
     refusal = await _kubectl_fails(cluster, "create", "job", "second", "--image=busybox:1.36")
-    assert ('jobs.batch "second" is forbidden: exceeded quota: one-job, requested: count/jobs.batch=1, '
-            "used: count/jobs.batch=1, limited: count/jobs.batch=1") in refusal, refusal
+    assert (
+        'jobs.batch "second" is forbidden: exceeded quota: one-job, requested: count/jobs.batch=1, '
+        "used: count/jobs.batch=1, limited: count/jobs.batch=1"
+    ) in refusal, refusal
     listed = await kubectl(cluster, "get", "all", "-o", "name")
     assert "cronjob.batch/nightly" in listed and "job.batch/by-hand" in listed

@@ -24,30 +24,41 @@ CRD: dict[str, Any] = {
         "group": "test.aiokcm.io",
         "scope": "Cluster",
         "names": {"plural": "drains", "kind": "Drain", "shortNames": ["dr"], "categories": ["all"]},
-        "versions": [{
-            "name": "v1alpha1", "served": True, "storage": True,
-            "subresources": {"status": {}},
-            "additionalPrinterColumns": [
-                {"name": "Cordon", "type": "boolean", "jsonPath": ".spec.cordon"},
-                {"name": "Drain", "type": "boolean", "jsonPath": ".spec.drain"},
-                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-            ],
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Cordon", "type": "boolean", "jsonPath": ".spec.cordon"},
+                    {"name": "Drain", "type": "boolean", "jsonPath": ".spec.drain"},
+                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                ],
+                "schema": {
+                    "openAPIV3Schema": {
                         "type": "object",
-                        "x-kubernetes-validations": [{"rule": "!self.drain || self.cordon", "message": "drain requires cordon"}],
                         "properties": {
-                            "cordon": {"type": "boolean", "default": False},
-                            "drain": {"type": "boolean", "default": False},
-                            "reason": {"type": "string", "maxLength": 30},
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-validations": [
+                                    {"rule": "!self.drain || self.cordon", "message": "drain requires cordon"}
+                                ],
+                                "properties": {
+                                    "cordon": {"type": "boolean", "default": False},
+                                    "drain": {"type": "boolean", "default": False},
+                                    "reason": {"type": "string", "maxLength": 30},
+                                },
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {"phase": {"type": "string", "enum": ["Pending", "Done"]}},
+                            },
                         },
-                    },
-                    "status": {"type": "object", "properties": {"phase": {"type": "string", "enum": ["Pending", "Done"]}}},
+                    }
                 },
-            }},
-        }],
+            }
+        ],
     },
 }
 
@@ -80,7 +91,12 @@ def _d(result: Any) -> dict[str, Any]:
 
 
 def _drain(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "test.aiokcm.io/v1alpha1", "kind": "Drain", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "test.aiokcm.io/v1alpha1",
+        "kind": "Drain",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 async def test_created_crd_is_established_and_served_at_once(env: Env) -> None:
@@ -137,10 +153,15 @@ async def test_crd_rules_use_kubernetes_cel_libraries_and_an_invalid_rule_is_ref
     crd = copy.deepcopy(CRD)
     spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec_schema["x-kubernetes-validations"].append(
-        {"rule": "!has(self.reason) || self.reason.split(' ').all(w, w.lowerAscii() == w)", "message": "lower case"})
+        {
+            "rule": "!has(self.reason) || self.reason.split(' ').all(w, w.lowerAscii() == w)",
+            "message": "lower case",
+        }
+    )
     bad = copy.deepcopy(crd)
-    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
-        {"rule": "self.reason.shout()"}]
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "x-kubernetes-validations"
+    ] = [{"rule": "self.reason.shout()"}]
     with pytest.raises(errors.StatusError) as exc:
         env.objects.create(env.controller.crd_type, None, bad)
     assert exc.value.code == 422
@@ -157,12 +178,17 @@ async def test_deleting_the_crd_deletes_its_resources_and_stops_serving(env: Env
     env.objects.create(env.controller.crd_type, None, copy.deepcopy(CRD))
     rt = env.rt()
     created = _d(env.objects.create(rt, None, _drain("a")))
-    with env.storage.subscribe(rt.storage_key, resource_version=int(created["metadata"]["resourceVersion"])) as sub:
+    with env.storage.subscribe(
+        rt.storage_key, resource_version=int(created["metadata"]["resourceVersion"])
+    ) as sub:
         result = env.objects.delete(env.controller.crd_type, None, "drains.test.aiokcm.io")
         assert not result.deleted  # the cleanup finalizer holds it
         assert env.rt() is None
         for _ in range(100):
-            if env.storage.get("customresourcedefinitions.apiextensions.k8s.io", "", "drains.test.aiokcm.io") is None:
+            if (
+                env.storage.get("customresourcedefinitions.apiextensions.k8s.io", "", "drains.test.aiokcm.io")
+                is None
+            ):
                 break
             await asyncio.sleep(0)
         else:

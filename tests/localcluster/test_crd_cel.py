@@ -43,8 +43,13 @@ CASES: list[tuple[str, dict[str, Any], Any, str, str]] = [
     # cel-go ext.Strings
     ("charAt", STR, "abc", "self.charAt(1) == 'b' && self.charAt(3) == ''", PASS),
     ("charAtOutOfRange", STR, "abc", "self.charAt(4) == ''", ERROR),
-    ("stringIndexOf", STR, "hello", "self.indexOf('l') == 2 && self.indexOf('l', 3) == 3 && self.indexOf('z') == -1",
-     PASS),
+    (
+        "stringIndexOf",
+        STR,
+        "hello",
+        "self.indexOf('l') == 2 && self.indexOf('l', 3) == 3 && self.indexOf('z') == -1",
+        PASS,
+    ),
     ("stringLastIndexOf", STR, "hello", "self.lastIndexOf('l') == 3 && self.lastIndexOf('l', 2) == 2", PASS),
     ("asciiCase", STR, "AbC-é", "self.lowerAscii() == 'abc-é' && self.upperAscii() == 'ABC-é'", PASS),
     ("replace", STR, "aaa", "self.replace('a', 'b') == 'bbb' && self.replace('a', 'b', 2) == 'bba'", PASS),
@@ -57,10 +62,27 @@ CASES: list[tuple[str, dict[str, Any], Any, str, str]] = [
     ("has", OBJ, {"a": 1}, "has(self.a) && !has(self.b)", PASS),
     ("all", INTS, [1, 2], "self.all(x, x > 0)", PASS),
     ("allFails", INTS, [1, -2], "self.all(x, x > 0)", FAIL),
-    ("exists", INTS, [1, 2], "self.exists(x, x == 2) && self.exists_one(x, x > 1) && !self.exists(x, x > 5)", PASS),
-    ("mapFilter", INTS, [1, 2, 3], "self.map(x, x * 2) == [2, 4, 6] && self.filter(x, x > 1) == [2, 3]", PASS),
-    ("mapKeys", LABELS, {"app": "x", "apptier": "y"}, "self.all(k, k.startsWith('app')) && 'app' in self && self.app == 'x'",
-     PASS),
+    (
+        "exists",
+        INTS,
+        [1, 2],
+        "self.exists(x, x == 2) && self.exists_one(x, x > 1) && !self.exists(x, x > 5)",
+        PASS,
+    ),
+    (
+        "mapFilter",
+        INTS,
+        [1, 2, 3],
+        "self.map(x, x * 2) == [2, 4, 6] && self.filter(x, x > 1) == [2, 3]",
+        PASS,
+    ),
+    (
+        "mapKeys",
+        LABELS,
+        {"app": "x", "apptier": "y"},
+        "self.all(k, k.startsWith('app')) && 'app' in self && self.app == 'x'",
+        PASS,
+    ),
     ("escapedNames", OBJ, {"x-y": 1, "if": 2}, "self.x__dash__y == 1 && self.__if__ == 2", PASS),
     # errors: a missing field is a runtime error, absorbed by a decisive || / && side
     ("missingKey", OBJ, {}, "self.a > 0", ERROR),
@@ -74,13 +96,34 @@ CASES: list[tuple[str, dict[str, Any], Any, str, str]] = [
     ("overflow", INT, 9223372036854775807, "self + 1 > 0", ERROR),
     ("codePoints", STR, "héllo", "size(self) == 5", PASS),
     ("numberIsDouble", {"type": "number"}, 2, "self == 2.0 && self / 4.0 == 0.5", PASS),
-    ("intOrString", {"x-kubernetes-int-or-string": True}, "50%",
-     "type(self) == string ? self.endsWith('%') : self < 100", PASS),
-    ("intOrStringInt", {"x-kubernetes-int-or-string": True}, 150,
-     "type(self) == string ? self.endsWith('%') : self < 100", FAIL),
-    ("duration", {"type": "string", "format": "duration", "maxLength": 32}, "1h30m", "self > duration('1h') && self < duration('2h')", PASS),
-    ("dateTime", {"type": "string", "format": "date-time", "maxLength": 32}, "2024-05-01T10:00:00Z",
-     "self > timestamp('2024-01-01T00:00:00Z') && self.getFullYear() == 2024", PASS),
+    (
+        "intOrString",
+        {"x-kubernetes-int-or-string": True},
+        "50%",
+        "type(self) == string ? self.endsWith('%') : self < 100",
+        PASS,
+    ),
+    (
+        "intOrStringInt",
+        {"x-kubernetes-int-or-string": True},
+        150,
+        "type(self) == string ? self.endsWith('%') : self < 100",
+        FAIL,
+    ),
+    (
+        "duration",
+        {"type": "string", "format": "duration", "maxLength": 32},
+        "1h30m",
+        "self > duration('1h') && self < duration('2h')",
+        PASS,
+    ),
+    (
+        "dateTime",
+        {"type": "string", "format": "date-time", "maxLength": 32},
+        "2024-05-01T10:00:00Z",
+        "self > timestamp('2024-01-01T00:00:00Z') && self.getFullYear() == 2024",
+        PASS,
+    ),
     ("dynEqualsOtherType", {"x-kubernetes-int-or-string": True}, 5, "self == 'x'", ERROR),
     ("ternaryIn", STR, "b", "self in ['a', 'b'] ? size(self) == 1 : false", PASS),
 ]
@@ -92,16 +135,32 @@ LIBRARY_CASES: list[tuple[str, dict[str, Any], Any, str, str]] = [
     ("isSorted", INTS, [1, 2, 2, 3], "self.isSorted() && ![2, 1].isSorted()", PASS),
     ("sumMinMax", INTS, [3, 1, 2], "self.sum() == 6 && self.min() == 1 && self.max() == 3", PASS),
     ("minOfEmpty", INTS, [], "self.min() == 0", ERROR),
-    ("listIndexOf", STRS, ["a", "b", "b"], "self.indexOf('b') == 1 && self.lastIndexOf('b') == 2 && self.indexOf('z') == -1",
-     PASS),
+    (
+        "listIndexOf",
+        STRS,
+        ["a", "b", "b"],
+        "self.indexOf('b') == 1 && self.lastIndexOf('b') == 2 && self.indexOf('z') == -1",
+        PASS,
+    ),
     # Kubernetes regex library (RE2)
     ("find", STR, "abc 123", "self.find('[0-9]+') == '123' && self.find('x') == ''", PASS),
-    ("findAll", STR, "1 ab 22", "self.findAll('[0-9]+') == ['1', '22'] && self.findAll('[0-9]+', 1) == ['1']", PASS),
+    (
+        "findAll",
+        STR,
+        "1 ab 22",
+        "self.findAll('[0-9]+') == ['1', '22'] && self.findAll('[0-9]+', 1) == ['1']",
+        PASS,
+    ),
     # Kubernetes URL library
-    ("url", STR, "https://example.com:8080/a%20b?k=1&k=2",
-     "isURL(self) && url(self).getScheme() == 'https' && url(self).getHost() == 'example.com:8080'"
-     " && url(self).getHostname() == 'example.com' && url(self).getPort() == '8080'"
-     " && url(self).getEscapedPath() == '/a%20b' && url(self).getQuery() == {'k': ['1', '2']}", PASS),
+    (
+        "url",
+        STR,
+        "https://example.com:8080/a%20b?k=1&k=2",
+        "isURL(self) && url(self).getScheme() == 'https' && url(self).getHost() == 'example.com:8080'"
+        " && url(self).getHostname() == 'example.com' && url(self).getPort() == '8080'"
+        " && url(self).getEscapedPath() == '/a%20b' && url(self).getQuery() == {'k': ['1', '2']}",
+        PASS,
+    ),
     ("notURL", STR, "../relative", "isURL(self)", FAIL),
     # ext.Strings' join, also absent from alpha.2's cel-go
     ("join", STRS, ["a", "b"], "self.join('-') == 'a-b' && self.join() == 'ab'", PASS),
@@ -128,12 +187,22 @@ def _field(i: int) -> str:
 
 def _crd(plural: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {"group": GROUP, "scope": "Cluster",
-                 "names": {"plural": plural, "kind": plural.capitalize()[:-1]},
-                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                     "type": "object", "properties": {"spec": spec}}}}]},
+        "spec": {
+            "group": GROUP,
+            "scope": "Cluster",
+            "names": {"plural": plural, "kind": plural.capitalize()[:-1]},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}},
+                }
+            ],
+        },
     }
 
 
@@ -173,16 +242,32 @@ def _verdicts(code: int, body: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for cause in body["details"]["causes"]:
         msg = cause["message"]
-        out[cause["field"]] = (FAIL if "failed rule" in msg
-                               else ERROR if "evaluating rule" in msg or "did not match a supported" in msg else msg)
+        out[cause["field"]] = (
+            FAIL
+            if "failed rule" in msg
+            else ERROR
+            if "evaluating rule" in msg or "did not match a supported" in msg
+            else msg
+        )
     return out
 
 
-async def _check_cases(kube: KubeClient, plural: str, cases: list[tuple[str, dict[str, Any], Any, str, str]]) -> None:
+async def _check_cases(
+    kube: KubeClient, plural: str, cases: list[tuple[str, dict[str, Any], Any, str, str]]
+) -> None:
     path = await _create_crd(kube, _crd(plural, _spec_schema(cases)))
     values = {_field(i): value for i, (_, _, value, _, _) in enumerate(cases)}
-    code, body = await raw(kube, "POST", path, {"apiVersion": f"{GROUP}/v1", "kind": plural.capitalize()[:-1],
-                                                 "metadata": {"name": "cases"}, "spec": values})
+    code, body = await raw(
+        kube,
+        "POST",
+        path,
+        {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": plural.capitalize()[:-1],
+            "metadata": {"name": "cases"},
+            "spec": values,
+        },
+    )
     names = {f"spec.{_field(i)}": name for i, (name, *_) in enumerate(cases)}
     got = {names[f]: v for f, v in _verdicts(code, body).items()}
     assert got == {name: verdict for name, _, _, _, verdict in cases if verdict != PASS}
@@ -204,18 +289,34 @@ async def test_kubernetes_cel_libraries(kube: KubeClient) -> None:
 
 @pytest.mark.backends("local", "real")
 async def test_transition_rules_compare_with_the_old_object(kube: KubeClient) -> None:
-    spec = {"type": "object", "properties": {
-        "name": {**STR, "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}]},
-        "replicas": {**INT, "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": "no shrinking"}]},
-        "tags": {**STRS, "x-kubernetes-validations": [{"rule": "oldSelf.all(t, t in self)", "message": "append-only"}]},
-    }}
+    spec = {
+        "type": "object",
+        "properties": {
+            "name": {
+                **STR,
+                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}],
+            },
+            "replicas": {
+                **INT,
+                "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": "no shrinking"}],
+            },
+            "tags": {
+                **STRS,
+                "x-kubernetes-validations": [{"rule": "oldSelf.all(t, t in self)", "message": "append-only"}],
+            },
+        },
+    }
     if await _alpha(kube):
         code, body = await raw(kube, "POST", CRDS, _crd("celtransitions", spec))
         assert code == 422 and "undeclared reference to 'oldSelf'" in body["message"], body
         return
     path = await _create_crd(kube, _crd("celtransitions", spec))
-    obj = {"apiVersion": f"{GROUP}/v1", "kind": "Celtransition", "metadata": {"name": "t"},
-           "spec": {"name": "a", "replicas": 2, "tags": ["x"]}}
+    obj = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Celtransition",
+        "metadata": {"name": "t"},
+        "spec": {"name": "a", "replicas": 2, "tags": ["x"]},
+    }
     code, created = await raw(kube, "POST", path, obj)
     assert code == 201, created  # transition rules do not run on create
     update = copy.deepcopy(created)
@@ -239,7 +340,9 @@ async def test_a_rule_that_does_not_compile_refuses_the_crd(kube: KubeClient) ->
         code, body = await raw(kube, "POST", CRDS, _crd(f"celbad{i}s", spec))
         assert code == 422, (rule, body)
         cause = body["details"]["causes"][0]
-        assert cause["field"].endswith("openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"), cause
+        assert cause["field"].endswith("openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"), (
+            cause
+        )
         assert "compilation failed" in cause["message"] and words in cause["message"], (rule, cause)
 
 

@@ -61,13 +61,18 @@ async def test_crd_round_trip(api: k8s.ApiClient) -> None:
     body = json.loads(exc.value.body)
     assert body["reason"] == "Invalid"
     assert body["details"]["causes"] == [
-        {"reason": "FieldValueInvalid", "message": 'Invalid value: "object": drain requires cordon', "field": "spec"}
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "object": drain requires cordon',
+            "field": "spec",
+        }
     ]
 
     # A stale update is a 409 Conflict; the status subresource ignores spec changes.
     stale = copy.deepcopy(obj)
-    await crs.patch_cluster_custom_object(GROUP, VERSION, PLURAL, "a", {"spec": {"drain": True}},
-                                          _content_type="application/merge-patch+json")
+    await crs.patch_cluster_custom_object(
+        GROUP, VERSION, PLURAL, "a", {"spec": {"drain": True}}, _content_type="application/merge-patch+json"
+    )
     with pytest.raises(ApiException) as exc:
         await crs.replace_cluster_custom_object(GROUP, VERSION, PLURAL, "a", stale)
     assert exc.value.status == 409
@@ -79,8 +84,9 @@ async def test_crd_round_trip(api: k8s.ApiClient) -> None:
 
     # Watching from the list's resourceVersion sees the CR go away with its CRD.
     rv = (await crs.list_cluster_custom_object(GROUP, VERSION, PLURAL))["metadata"]["resourceVersion"]
-    resp = await crs.list_cluster_custom_object(GROUP, VERSION, PLURAL, watch=True, resource_version=rv,
-                                                timeout_seconds=5, _preload_content=False)
+    resp = await crs.list_cluster_custom_object(
+        GROUP, VERSION, PLURAL, watch=True, resource_version=rv, timeout_seconds=5, _preload_content=False
+    )
     await ext.delete_custom_resource_definition(f"{PLURAL}.{GROUP}")
     line = await asyncio.wait_for(resp.content.readline(), 10)
     resp.release()

@@ -34,7 +34,10 @@ SCHEMA: dict[str, Any] = {
                     "x-kubernetes-list-map-keys": ["name"],
                     "items": {
                         "type": "object",
-                        "properties": {"name": {"type": "string"}, "weight": {"type": "integer", "default": 1}},
+                        "properties": {
+                            "name": {"type": "string"},
+                            "weight": {"type": "integer", "default": 1},
+                        },
                     },
                 },
             },
@@ -53,8 +56,13 @@ def _messages(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[st
 
 
 def test_prune_drops_unknown_fields_and_reports_their_paths() -> None:
-    obj = _obj(reason="r", bogus=1, extra={"anything": {"goes": 1}}, labels={"a": "b"},
-               items=[{"name": "x", "junk": True}])
+    obj = _obj(
+        reason="r",
+        bogus=1,
+        extra={"anything": {"goes": 1}},
+        labels={"a": "b"},
+        items=[{"name": "x", "junk": True}],
+    )
     obj["status"] = {"phase": "Done", "replicasToEvacuate": 3}
     obj["topLevel"] = "x"
     dropped = prune(obj, SCHEMA)
@@ -73,22 +81,30 @@ def test_defaults_fill_missing_fields_inside_present_objects_and_array_items() -
 
 
 def test_validation_reports_each_violation_with_its_field_path_and_apiserver_wording() -> None:
-    obj = _obj(cordon=True, drain=False, reason="", mode="Medium", replicas=11, items=[{"name": "a"}, {"name": "a"}])
+    obj = _obj(
+        cordon=True, drain=False, reason="", mode="Medium", replicas=11, items=[{"name": "a"}, {"name": "a"}]
+    )
     msgs = _messages(obj)
     assert 'spec.reason: Invalid value: "": spec.reason in body should be at least 1 chars long' in msgs
     assert 'spec.mode: Unsupported value: "Medium": supported values: "Fast", "Slow"' in msgs
-    assert "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10" in msgs
+    assert (
+        "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10" in msgs
+    )
     assert any(m.startswith("spec.items[1]: Duplicate value:") for m in msgs)
 
 
 def test_type_errors_and_required_fields() -> None:
     msgs = _messages(_obj(cordon="yes"))
     assert "spec.reason: Required value" in msgs
-    assert 'spec.cordon: Invalid value: "string": spec.cordon in body must be of type boolean: "string"' in msgs
+    assert (
+        'spec.cordon: Invalid value: "string": spec.cordon in body must be of type boolean: "string"' in msgs
+    )
 
 
 def test_rule_drain_requires_cordon() -> None:
-    assert _messages(_obj(reason="r", cordon=False, drain=True)) == ['spec: Invalid value: "object": drain requires cordon']
+    assert _messages(_obj(reason="r", cordon=False, drain=True)) == [
+        'spec: Invalid value: "object": drain requires cordon'
+    ]
     assert _messages(_obj(reason="r", cordon=True, drain=True)) == []
 
 
@@ -102,15 +118,27 @@ def test_transition_rule_runs_only_on_update() -> None:
 
 def test_rule_on_missing_field_is_a_runtime_error_not_a_pass() -> None:
     msgs = _messages(_obj(reason="r"))  # no defaults applied: self.drain does not exist
-    assert msgs == ['spec: Invalid value: "object": no such key: drain evaluating rule: drain requires cordon']
+    assert msgs == [
+        'spec: Invalid value: "object": no such key: drain evaluating rule: drain requires cordon'
+    ]
 
 
 def test_check_schema_rejects_rules_that_do_not_compile() -> None:
     items = {"type": "array", "items": {"type": "object", "properties": {"weight": {"type": "integer"}}}}
-    bad = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"items": items},
-                                                     "x-kubernetes-validations": [
-        {"rule": "self.items.all(i, weight > 0)"}, {"rule": "self.items.all(i, i.weight > 0)"},
-        {"rule": "self.items.all(i, i.wieght > 0)"}]}}}
+    bad = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {"items": items},
+                "x-kubernetes-validations": [
+                    {"rule": "self.items.all(i, weight > 0)"},
+                    {"rule": "self.items.all(i, i.weight > 0)"},
+                    {"rule": "self.items.all(i, i.wieght > 0)"},
+                ],
+            }
+        },
+    }
     causes = check_schema(bad)
     prefix = "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations"
     assert [c.field for c in causes] == [f"{prefix}[0].rule", f"{prefix}[2].rule"]
@@ -120,7 +148,9 @@ def test_check_schema_rejects_rules_that_do_not_compile() -> None:
 
 
 def test_check_schema_requires_types_for_structural_schemas() -> None:
-    causes = check_schema({"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}}})
+    causes = check_schema(
+        {"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}}}
+    )
     assert [c.field for c in causes] == ["spec.versions[0].schema.openAPIV3Schema.properties[spec].type"]
 
 
@@ -141,7 +171,9 @@ def test_cel_core_semantics(rule: str, value: dict[str, Any], expected: bool) ->
     assert compile_rule(rule).evaluate(value) is expected
 
 
-@pytest.mark.parametrize("rule", ["self.a ==", "self.a = 1", "foo(self.a)", "self.l.map(1, x)", "other.a", "has(self)"])
+@pytest.mark.parametrize(
+    "rule", ["self.a ==", "self.a = 1", "foo(self.a)", "self.l.map(1, x)", "other.a", "has(self)"]
+)
 def test_cel_rejects_rules_that_do_not_compile(rule: str) -> None:
     with pytest.raises(CelSyntaxError):
         compile_rule(rule)

@@ -19,7 +19,9 @@ from localcluster.crd import resource_types_for
 from localcluster.registry import Registry
 
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-KUBECTL_ACCEPT = f"{AGG},application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+KUBECTL_ACCEPT = (
+    f"{AGG},application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+)
 
 CRD: dict[str, Any] = {
     "metadata": {"name": "widgets.example.io"},
@@ -28,14 +30,37 @@ CRD: dict[str, Any] = {
         "scope": "Namespaced",
         "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"]},
         "versions": [
-            {"name": "v1alpha1", "served": True, "storage": False, "schema": {"openAPIV3Schema": {"type": "object"}}},
             {
-                "name": "v1", "served": True, "storage": True,
-                "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size"}},
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
-                    "type": "object", "description": "What the widget should be.",
-                    "properties": {"size": {"type": "integer", "description": "How many parts the widget has."}},
-                }}}},
+                "name": "v1alpha1",
+                "served": True,
+                "storage": False,
+                "schema": {"openAPIV3Schema": {"type": "object"}},
+            },
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {
+                    "status": {},
+                    "scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size"},
+                },
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "description": "What the widget should be.",
+                                "properties": {
+                                    "size": {
+                                        "type": "integer",
+                                        "description": "How many parts the widget has.",
+                                    }
+                                },
+                            }
+                        },
+                    }
+                },
             },
         ],
     },
@@ -53,8 +78,14 @@ class Server:
 
     async def kubectl(self, *args: str) -> str:
         proc = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.cache), *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            "kubectl",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--cache-dir",
+            str(self.cache),
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await proc.communicate()
         assert proc.returncode == 0, err.decode()
@@ -95,13 +126,24 @@ async def test_legacy_discovery_documents(server: Server) -> None:
     by_name = {r["name"]: r for r in core["resources"]}
     assert by_name["pods"]["shortNames"] == ["po"] and by_name["pods"]["categories"] == ["all"]
     assert by_name["pods"]["storageVersionHash"] == "xPOwRZ+Yhw8="  # the real server's value
-    assert by_name["pods/eviction"] == {"name": "pods/eviction", "singularName": "", "namespaced": True,
-                                        "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]}
+    assert by_name["pods/eviction"] == {
+        "name": "pods/eviction",
+        "singularName": "",
+        "namespaced": True,
+        "group": "policy",
+        "version": "v1",
+        "kind": "Eviction",
+        "verbs": ["create"],
+    }
     assert by_name["pods/binding"]["kind"] == "Binding"
     assert by_name["nodes"]["namespaced"] is False
     _, apps = await server.get("/apis/apps/v1")
     scale = {r["name"]: r for r in apps["resources"]}["deployments/scale"]
-    assert (scale["group"], scale["kind"], scale["verbs"]) == ("autoscaling", "Scale", ["get", "patch", "update"])
+    assert (scale["group"], scale["kind"], scale["verbs"]) == (
+        "autoscaling",
+        "Scale",
+        ["get", "patch", "update"],
+    )
     _, groups = await server.get("/apis")
     widget = next(g for g in groups["groups"] if g["name"] == "example.io")
     assert widget["preferredVersion"]["version"] == "v1"  # GA before alpha, whatever the order in the CRD
@@ -129,10 +171,15 @@ async def test_openapi_v3_patch_operations_declare_field_validation(server: Serv
         any(param["name"] == "fieldValidation" for param in op["parameters"]) for op in patch_ops
     )
     widget = doc["components"]["schemas"]["io.example.v1.Widget"]
-    assert widget["x-kubernetes-group-version-kind"] == [{"group": "example.io", "kind": "Widget", "version": "v1"}]
+    assert widget["x-kubernetes-group-version-kind"] == [
+        {"group": "example.io", "kind": "Widget", "version": "v1"}
+    ]
     _, core = await server.get(root["paths"]["api/v1"]["serverRelativeURL"])
     containers = core["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
-    assert (containers["x-kubernetes-patch-merge-key"], containers["x-kubernetes-patch-strategy"]) == ("name", "merge")
+    assert (containers["x-kubernetes-patch-merge-key"], containers["x-kubernetes-patch-strategy"]) == (
+        "name",
+        "merge",
+    )
 
 
 async def test_openapi_root_hash_changes_when_a_group_version_changes(server: Server) -> None:

@@ -24,8 +24,10 @@ async def test_start_embedded_through_the_entry_point() -> None:
         try:
             nodes = await kube.list(R.NODES)
             assert [n["metadata"]["name"] for n in nodes["items"]] == ["node-1", "node-2"]
-            items = await eventually(lambda: kube.list(R.PODS, namespace="default"),
-                                     lambda ps: len(ps["items"]) == 4 and all(is_ready(p) for p in ps["items"]))
+            items = await eventually(
+                lambda: kube.list(R.PODS, namespace="default"),
+                lambda ps: len(ps["items"]) == 4 and all(is_ready(p) for p in ps["items"]),
+            )
             assert {p["metadata"]["ownerReferences"][0]["name"] for p in items["items"]} == {"workload"}
         finally:
             await kube.close()
@@ -35,8 +37,19 @@ async def test_start_embedded_through_the_entry_point() -> None:
 async def test_cluster_up_serves_until_interrupted(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc" / "config"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "controller_manager", "cluster", "up", "--nodes", "2", "--pods-per-node", "1", "--kubeconfig", str(kubeconfig),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "controller_manager",
+        "cluster",
+        "up",
+        "--nodes",
+        "2",
+        "--pods-per-node",
+        "1",
+        "--kubeconfig",
+        str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert proc.stderr is not None
@@ -45,13 +58,24 @@ async def test_cluster_up_serves_until_interrupted(tmp_path: Path) -> None:
 
         async def get_pods() -> list[dict[str, object]]:
             kubectl = await asyncio.create_subprocess_exec(
-                "kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache"), "get", "pods", "-o", "json",
-                stdout=asyncio.subprocess.PIPE)
+                "kubectl",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "get",
+                "pods",
+                "-o",
+                "json",
+                stdout=asyncio.subprocess.PIPE,
+            )
             out, _ = await kubectl.communicate()
             items: list[dict[str, object]] = orjson.loads(out)["items"]
             return items
 
-        items = await eventually(get_pods, lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps), interval=0.2)  # type: ignore[arg-type]
+        items = await eventually(
+            get_pods, lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps), interval=0.2
+        )  # type: ignore[arg-type]
         assert len(items) == 2
     finally:
         proc.send_signal(signal.SIGINT)

@@ -18,21 +18,42 @@ from tests.localcluster.living import (
 )
 
 
-async def _pdb(kube: KubeClient, name: str, selector: dict[str, str], *, allowed: int, healthy: int = 3, desired: int = 3,
-               lag: bool = False, policy: str | None = None) -> dict[str, Any]:
+async def _pdb(
+    kube: KubeClient,
+    name: str,
+    selector: dict[str, str],
+    *,
+    allowed: int,
+    healthy: int = 3,
+    desired: int = 3,
+    lag: bool = False,
+    policy: str | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"minAvailable": desired, "selector": {"matchLabels": selector}}
     if policy:
         spec["unhealthyPodEvictionPolicy"] = policy
-    pdb = await kube.create(R.PODDISRUPTIONBUDGETS, {"metadata": {"name": name}, "spec": spec}, namespace="default")
+    pdb = await kube.create(
+        R.PODDISRUPTIONBUDGETS, {"metadata": {"name": name}, "spec": spec}, namespace="default"
+    )
     generation = pdb["metadata"].get("generation", 1)
-    status = {"observedGeneration": generation - 1 if lag else generation, "disruptionsAllowed": allowed,
-              "currentHealthy": healthy, "desiredHealthy": desired, "expectedPods": 3}
-    return await kube.patch(R.PODDISRUPTIONBUDGETS, name, {"status": status}, namespace="default", subresource="status")
+    status = {
+        "observedGeneration": generation - 1 if lag else generation,
+        "disruptionsAllowed": allowed,
+        "currentHealthy": healthy,
+        "desiredHealthy": desired,
+        "expectedPods": 3,
+    }
+    return await kube.patch(
+        R.PODDISRUPTIONBUDGETS, name, {"status": status}, namespace="default", subresource="status"
+    )
 
 
 async def _ready_set(kube: KubeClient, name: str = "web", replicas: int = 3) -> list[str]:
     _, names = await replicaset_with_pods(kube, name, replicas)
-    await eventually(lambda: pods(kube, selector=f"app={name}"), lambda ps: len(ps) == replicas and all(is_ready(p) for p in ps))
+    await eventually(
+        lambda: pods(kube, selector=f"app={name}"),
+        lambda ps: len(ps) == replicas and all(is_ready(p) for p in ps),
+    )
     return names
 
 
@@ -56,7 +77,12 @@ async def test_a_budget_with_no_disruptions_allowed_refuses_with_429() -> None:
         err = caught.value
         assert err.too_many_requests and err.reason == "TooManyRequests"
         assert err.message == "Cannot evict pod as it would violate the pod's disruption budget."
-        assert err.details["causes"] == [{"reason": "DisruptionBudget", "message": "The disruption budget web needs 3 healthy pods and has 3 currently"}]
+        assert err.details["causes"] == [
+            {
+                "reason": "DisruptionBudget",
+                "message": "The disruption budget web needs 3 healthy pods and has 3 currently",
+            }
+        ]
         pod = await kube.get(R.PODS, names[0], namespace="default")
         assert "deletionTimestamp" not in pod["metadata"] and condition(pod, "DisruptionTarget") is None
 
@@ -94,23 +120,47 @@ async def test_pending_and_unhealthy_pods() -> None:
         names = await _ready_set(kube)
         await _pdb(kube, "web", {"app": "web"}, allowed=0, healthy=3, desired=3)
         # a pod that failed readiness may go while the budget is healthy (IfHealthyBudget)
-        cluster.kubelets[(await kube.get(R.PODS, names[0], namespace="default"))["spec"]["nodeName"]].fail_readiness("default", names[0])
+        cluster.kubelets[
+            (await kube.get(R.PODS, names[0], namespace="default"))["spec"]["nodeName"]
+        ].fail_readiness("default", names[0])
         await kube.evict("default", names[0])
         # ... but not once the budget is not healthy any more
-        await kube.patch(R.PODDISRUPTIONBUDGETS, "web", {"status": {"currentHealthy": 2}}, namespace="default", subresource="status")
+        await kube.patch(
+            R.PODDISRUPTIONBUDGETS,
+            "web",
+            {"status": {"currentHealthy": 2}},
+            namespace="default",
+            subresource="status",
+        )
         pod1 = await kube.get(R.PODS, names[1], namespace="default")
         cluster.kubelets[pod1["spec"]["nodeName"]].fail_readiness("default", names[1])
         with pytest.raises(ApiError):
             await kube.evict("default", names[1])
         # AlwaysAllow lets unhealthy pods go regardless
-        await kube.patch(R.PODDISRUPTIONBUDGETS, "web", {"spec": {"unhealthyPodEvictionPolicy": "AlwaysAllow"}}, namespace="default")
+        await kube.patch(
+            R.PODDISRUPTIONBUDGETS,
+            "web",
+            {"spec": {"unhealthyPodEvictionPolicy": "AlwaysAllow"}},
+            namespace="default",
+        )
         pdb = await kube.get(R.PODDISRUPTIONBUDGETS, "web", namespace="default")
-        await kube.patch(R.PODDISRUPTIONBUDGETS, "web", {"status": {"observedGeneration": pdb["metadata"]["generation"]}},
-                         namespace="default", subresource="status")
+        await kube.patch(
+            R.PODDISRUPTIONBUDGETS,
+            "web",
+            {"status": {"observedGeneration": pdb["metadata"]["generation"]}},
+            namespace="default",
+            subresource="status",
+        )
         await kube.evict("default", names[1])
         # a Pending pod skips the budget
-        await kube.create(R.PODS, {"metadata": {"name": "pending", "labels": {"app": "web"}},
-                                   "spec": {"nodeSelector": {"no": "where"}, "containers": [{"name": "c", "image": "x"}]}}, namespace="default")
+        await kube.create(
+            R.PODS,
+            {
+                "metadata": {"name": "pending", "labels": {"app": "web"}},
+                "spec": {"nodeSelector": {"no": "where"}, "containers": [{"name": "c", "image": "x"}]},
+            },
+            namespace="default",
+        )
         await kube.evict("default", "pending")
         with pytest.raises(ApiError) as caught:
             await kube.get(R.PODS, "pending", namespace="default")
@@ -127,7 +177,10 @@ async def test_delete_options_dry_run_and_preconditions() -> None:
         assert "deletionTimestamp" not in (await kube.get(R.PODS, names[0], namespace="default"))["metadata"]
         with pytest.raises(ApiError) as caught:
             await kube.evict("default", names[0], delete_options={"preconditions": {"uid": "not-the-uid"}})
-        assert caught.value.conflict and "the UID in the precondition (not-the-uid) does not match" in caught.value.message
+        assert (
+            caught.value.conflict
+            and "the UID in the precondition (not-the-uid) does not match" in caught.value.message
+        )
         await kube.evict("default", names[0], delete_options={"gracePeriodSeconds": 7})
         pod = await kube.get(R.PODS, names[0], namespace="default")
         assert pod["metadata"]["deletionGracePeriodSeconds"] == 7

@@ -18,8 +18,12 @@ async def test_dropping_every_watch_ends_open_streams() -> None:
         seen: list[str] = []
 
         async def consume() -> None:
-            async with kube.watch(R.CONFIGMAPS, namespace="default", resource_version=listed["metadata"]["resourceVersion"],
-                                  allow_bookmarks=False) as events:
+            async with kube.watch(
+                R.CONFIGMAPS,
+                namespace="default",
+                resource_version=listed["metadata"]["resourceVersion"],
+                allow_bookmarks=False,
+            ) as events:
                 async for ev in events:
                     seen.append(ev.object["metadata"]["name"])
 
@@ -33,7 +37,9 @@ async def test_dropping_every_watch_ends_open_streams() -> None:
 
 async def test_restart_keeps_state_and_port() -> None:
     async with living_cluster(nodes=1, kubelets=False, scheduler=False) as (cluster, kube):
-        await kube.create(R.CONFIGMAPS, {"metadata": {"name": "kept"}, "data": {"k": "v"}}, namespace="default")
+        await kube.create(
+            R.CONFIGMAPS, {"metadata": {"name": "kept"}, "data": {"k": "v"}}, namespace="default"
+        )
         port = cluster.port
         async with cluster.faults.server_down():
             with pytest.raises((aiohttp.ClientError, OSError)):
@@ -90,7 +96,9 @@ async def test_a_shrunk_watch_window_answers_410() -> None:
         cluster.faults.shrink_watch_window(2)
         events = []
         try:
-            async with kube.watch(R.CONFIGMAPS, namespace="default", resource_version=old_rv, allow_bookmarks=False) as stream:
+            async with kube.watch(
+                R.CONFIGMAPS, namespace="default", resource_version=old_rv, allow_bookmarks=False
+            ) as stream:
                 async for ev in stream:
                     events.append(ev)
         except ApiError as exc:  # a client may see the 410 as the answer itself
@@ -104,7 +112,9 @@ async def test_the_scheduler_kubelets_and_gc_survive_dropped_watches() -> None:
     async with living_cluster(nodes=2) as (cluster, kube):
         cluster.faults.drop_watches()
         await replicaset_with_pods(kube, "after", 2)
-        await eventually(lambda: pods(kube, selector="app=after"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps))
+        await eventually(
+            lambda: pods(kube, selector="app=after"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps)
+        )
         cluster.faults.drop_watches()
         await kube.delete(R.REPLICASETS, "after", namespace="default")
         await eventually(lambda: pods(kube, selector="app=after"), lambda ps: ps == [])

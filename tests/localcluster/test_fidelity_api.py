@@ -27,9 +27,15 @@ async def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None) -
     cache = tempfile.mkdtemp(prefix="kubectl-cache-")
     try:
         proc = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", cluster.kubeconfig_path, "--cache-dir", cache, *args,
+            "kubectl",
+            "--kubeconfig",
+            cluster.kubeconfig_path,
+            "--cache-dir",
+            cache,
+            *args,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
         return proc.returncode or 0, out.decode(), err.decode()
@@ -37,15 +43,24 @@ async def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None) -
         shutil.rmtree(cache, ignore_errors=True)
 
 
-async def raw(kube: KubeClient, method: str, path: str, body: Any = None, *, query: dict[str, str] | None = None,
-              content_type: str = "application/json") -> tuple[int, dict[str, Any], list[str]]:
+async def raw(
+    kube: KubeClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    query: dict[str, str] | None = None,
+    content_type: str = "application/json",
+) -> tuple[int, dict[str, Any], list[str]]:
     """A request through kubernetes_asyncio's REST client, keeping status and Warning headers."""
     api = kube.api_client
     url = api.configuration.host + path
     if query:
         url += "?" + "&".join(f"{k}={v}" for k, v in query.items())
     resp = await api.rest_client.pool_manager.request(
-        method, url, data=orjson.dumps(body) if body is not None else None,
+        method,
+        url,
+        data=orjson.dumps(body) if body is not None else None,
         headers={"Content-Type": content_type, "Accept": "application/json"},
     )
     try:
@@ -61,9 +76,18 @@ def cm(name: str, **extra: Any) -> dict[str, Any]:
 
 def deployment(name: str, **spec_extra: Any) -> dict[str, Any]:
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}}, **spec_extra,
-                 "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            **spec_extra,
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
     }
 
 
@@ -72,10 +96,14 @@ def deployment(name: str, **spec_extra: Any) -> dict[str, Any]:
 
 async def test_field_validation_strict_warn_ignore(kube: KubeClient) -> None:
     path = "/apis/apps/v1/namespaces/default/deployments"
-    status, body, _ = await raw(kube, "POST", path, deployment("s", foo=1, bar=2), query={"fieldValidation": "Strict"})
+    status, body, _ = await raw(
+        kube, "POST", path, deployment("s", foo=1, bar=2), query={"fieldValidation": "Strict"}
+    )
     assert status == 400 and body["reason"] == "BadRequest"
-    assert 'strict decoding error: unknown field "spec.bar", unknown field "spec.foo"' in body["message"] or \
-        'strict decoding error: unknown field "spec.foo", unknown field "spec.bar"' in body["message"]
+    assert (
+        'strict decoding error: unknown field "spec.bar", unknown field "spec.foo"' in body["message"]
+        or 'strict decoding error: unknown field "spec.foo", unknown field "spec.bar"' in body["message"]
+    )
     with pytest.raises(ApiError) as missing:
         await kube.get(R.DEPLOYMENTS, "s", namespace="default")
     assert missing.value.not_found
@@ -85,7 +113,9 @@ async def test_field_validation_strict_warn_ignore(kube: KubeClient) -> None:
     assert status == 201 and "foo" not in body["spec"]
     assert warnings == ['299 - "unknown field \\"spec.foo\\""']
 
-    status, body, warnings = await raw(kube, "POST", path, deployment("i", foo=1), query={"fieldValidation": "Ignore"})
+    status, body, warnings = await raw(
+        kube, "POST", path, deployment("i", foo=1), query={"fieldValidation": "Ignore"}
+    )
     assert status == 201 and "foo" not in body["spec"] and warnings == []
 
     # updates and status writes prune and warn too (a controller writing an extra status field)
@@ -94,17 +124,29 @@ async def test_field_validation_strict_warn_ignore(kube: KubeClient) -> None:
     status, body, warnings = await raw(kube, "PUT", f"{path}/w/status", current)
     assert status == 200 and "replicasToEvacuate" not in body["status"]
     assert warnings == ['299 - "unknown field \\"status.replicasToEvacuate\\""']
-    status, body, _ = await raw(kube, "PATCH", f"{path}/w", {"spec": {"paused": True, "zzz": 1}},
-                                query={"fieldValidation": "Strict"}, content_type="application/merge-patch+json")
+    status, body, _ = await raw(
+        kube,
+        "PATCH",
+        f"{path}/w",
+        {"spec": {"paused": True, "zzz": 1}},
+        query={"fieldValidation": "Strict"},
+        content_type="application/merge-patch+json",
+    )
     assert status == 400 and 'unknown field "spec.zzz"' in body["message"]
 
 
-async def test_field_validation_strict_reports_duplicate_fields(kube: KubeClient, cluster: LocalCluster) -> None:
+async def test_field_validation_strict_reports_duplicate_fields(
+    kube: KubeClient, cluster: LocalCluster
+) -> None:
     api = kube.api_client
-    raw_body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","name":"dup"},"data":{"a":"1"}}'
+    raw_body = (
+        b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","name":"dup"},"data":{"a":"1"}}'
+    )
     resp = await api.rest_client.pool_manager.request(
-        "POST", api.configuration.host + "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
-        data=raw_body, headers={"Content-Type": "application/json"},
+        "POST",
+        api.configuration.host + "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        data=raw_body,
+        headers={"Content-Type": "application/json"},
     )
     try:
         body = orjson.loads(await resp.read())
@@ -115,16 +157,38 @@ async def test_field_validation_strict_reports_duplicate_fields(kube: KubeClient
 
 async def test_field_validation_custom_resource(kube: KubeClient, cluster: LocalCluster) -> None:
     crd = {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": "gadgets.fid.example.com"},
-        "spec": {"group": "fid.example.com", "scope": "Namespaced",
-                 "names": {"plural": "gadgets", "kind": "Gadget"},
-                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                     "type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]},
+        "spec": {
+            "group": "fid.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
+                            },
+                        }
+                    },
+                }
+            ],
+        },
     }
     await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
     path = "/apis/fid.example.com/v1/namespaces/default/gadgets"
-    gadget = {"apiVersion": "fid.example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"size": 1, "colour": "red"}}
+    gadget = {
+        "apiVersion": "fid.example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "g"},
+        "spec": {"size": 1, "colour": "red"},
+    }
     for _ in range(100):  # the CRD is served as soon as the controller registers it
         status, body, _ = await raw(kube, "POST", path, gadget, query={"fieldValidation": "Strict"})
         if status != 404:
@@ -140,7 +204,9 @@ async def test_field_validation_custom_resource(kube: KubeClient, cluster: Local
 async def test_kubectl_create_is_strict_and_prints_warnings(cluster: LocalCluster) -> None:
     code, _, err = await kubectl(cluster, "create", "-f", "-", stdin=orjson.dumps(cm("k", extra=1)).decode())
     assert code != 0 and 'strict decoding error: unknown field "extra"' in err
-    code, _, err = await kubectl(cluster, "create", "--validate=warn", "-f", "-", stdin=orjson.dumps(cm("k", extra=1)).decode())
+    code, _, err = await kubectl(
+        cluster, "create", "--validate=warn", "-f", "-", stdin=orjson.dumps(cm("k", extra=1)).decode()
+    )
     assert code == 0 and 'Warning: unknown field "extra"' in err
 
 
@@ -156,12 +222,20 @@ async def test_dry_run_persists_nothing_and_emits_no_event(kube: KubeClient) -> 
     with pytest.raises(ApiError) as missing:
         await kube.get(R.CONFIGMAPS, "dry", namespace="default")
     assert missing.value.not_found
-    status, body, _ = await raw(kube, "POST", path, {"metadata": {"name": "Bad_Name"}}, query={"dryRun": "All"})
+    status, body, _ = await raw(
+        kube, "POST", path, {"metadata": {"name": "Bad_Name"}}, query={"dryRun": "All"}
+    )
     assert status == 422  # validated fully
 
     real = await kube.create(R.CONFIGMAPS, cm("real"), namespace="default")
-    status, body, _ = await raw(kube, "PATCH", f"{path}/real", {"data": {"a": "changed"}}, query={"dryRun": "All"},
-                                content_type="application/merge-patch+json")
+    status, body, _ = await raw(
+        kube,
+        "PATCH",
+        f"{path}/real",
+        {"data": {"a": "changed"}},
+        query={"dryRun": "All"},
+        content_type="application/merge-patch+json",
+    )
     assert status == 200 and body["data"] == {"a": "changed"}
     real["data"] = {"a": "put"}
     status, body, _ = await raw(kube, "PUT", f"{path}/real", real, query={"dryRun": "All"})
@@ -169,7 +243,10 @@ async def test_dry_run_persists_nothing_and_emits_no_event(kube: KubeClient) -> 
     status, body, _ = await raw(kube, "DELETE", f"{path}/real", query={"dryRun": "All"})
     assert status == 200
     after = await kube.get(R.CONFIGMAPS, "real", namespace="default")
-    assert after["data"] == {"a": "b"} and after["metadata"]["resourceVersion"] == real["metadata"]["resourceVersion"]
+    assert (
+        after["data"] == {"a": "b"}
+        and after["metadata"]["resourceVersion"] == real["metadata"]["resourceVersion"]
+    )
 
     # the only event since `rv` is the real create
     async with kube.watch(R.CONFIGMAPS, namespace="default", resource_version=rv) as events:
@@ -184,16 +261,20 @@ async def test_dry_run_persists_nothing_and_emits_no_event(kube: KubeClient) -> 
 
 
 async def test_secret_string_data_type_and_immutable(kube: KubeClient) -> None:
-    secret = {"metadata": {"name": "s"}, "data": {"x": base64.b64encode(b"1").decode()}, "stringData": {"a": "b"}}
+    secret = {
+        "metadata": {"name": "s"},
+        "data": {"x": base64.b64encode(b"1").decode()},
+        "stringData": {"a": "b"},
+    }
     created = await kube.create(SECRETS, secret, namespace="default")
     assert created["type"] == "Opaque" and "stringData" not in created
     assert created["data"] == {"x": "MQ==", "a": "Yg=="}
     with pytest.raises(ApiError) as bad:
-        await kube.create(SECRETS, {"metadata": {"name": "b"}, "data": {"a": "!!"}},
-                          namespace="default")
+        await kube.create(SECRETS, {"metadata": {"name": "b"}, "data": {"a": "!!"}}, namespace="default")
     assert bad.value.status == 400
-    frozen = await kube.create(SECRETS,
-                               {"metadata": {"name": "f"}, "immutable": True, "stringData": {"a": "b"}}, namespace="default")
+    frozen = await kube.create(
+        SECRETS, {"metadata": {"name": "f"}, "immutable": True, "stringData": {"a": "b"}}, namespace="default"
+    )
     frozen["data"] = {"a": "Yw=="}
     with pytest.raises(ApiError) as immutable:
         await kube.replace(SECRETS, frozen, namespace="default")
@@ -228,12 +309,18 @@ async def test_namespace_terminates_then_disappears(cluster: LocalCluster) -> No
         ns = await kube.get(R.NAMESPACES, "doomed")
         assert ns["spec"]["finalizers"] == ["kubernetes"]
         await kube.create(R.CONFIGMAPS, cm("c"), namespace="doomed")
-        pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]}}
+        pod = {
+            "metadata": {"name": "p"},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]},
+        }
         cluster.kubelets["node-1"].stop()
         await kube.create(R.PODS, pod, namespace="doomed")
         listed = await kube.list(R.NAMESPACES)
-        async with kube.watch(R.NAMESPACES, resource_version=listed["metadata"]["resourceVersion"],
-                              field_selector="metadata.name=doomed") as events:
+        async with kube.watch(
+            R.NAMESPACES,
+            resource_version=listed["metadata"]["resourceVersion"],
+            field_selector="metadata.name=doomed",
+        ) as events:
             await kube.delete(R.NAMESPACES, "doomed")
             marked = await kube.get(R.NAMESPACES, "doomed")
             assert marked["status"]["phase"] == "Terminating" and marked["metadata"]["deletionTimestamp"]
@@ -241,7 +328,8 @@ async def test_namespace_terminates_then_disappears(cluster: LocalCluster) -> No
                 await kube.create(R.CONFIGMAPS, {"metadata": {"generateName": "late-"}}, namespace="doomed")
             assert refused.value.status == 403 and refused.value.reason == "Forbidden"
             assert refused.value.body["message"] == (
-                'configmaps "late-" is forbidden: unable to create new content in namespace doomed because it is being terminated')
+                'configmaps "late-" is forbidden: unable to create new content in namespace doomed because it is being terminated'
+            )
             assert refused.value.details["causes"][0]["reason"] == "NamespaceTerminating"
             cluster.kubelets["node-1"].start()
             async for ev in events:
@@ -267,9 +355,16 @@ async def test_kubectl_delete_namespace_waits(cluster: LocalCluster) -> None:
 
 
 async def test_pod_update_rules(kube: KubeClient) -> None:
-    pod = {"metadata": {"name": "u"}, "spec": {"schedulingGates": [{"name": "g"}], "containers": [{"name": "c", "image": "nginx"}],
-                                               "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute",
-                                                                "tolerationSeconds": 10}]}}
+    pod = {
+        "metadata": {"name": "u"},
+        "spec": {
+            "schedulingGates": [{"name": "g"}],
+            "containers": [{"name": "c", "image": "nginx"}],
+            "tolerations": [
+                {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}
+            ],
+        },
+    }
     await kube.create(R.PODS, pod, namespace="default")
 
     async def patch(spec: dict[str, Any]) -> dict[str, Any]:
@@ -277,21 +372,43 @@ async def test_pod_update_rules(kube: KubeClient) -> None:
 
     tolerations = (await kube.get(R.PODS, "u", namespace="default"))["spec"]["tolerations"]
     changed = [dict(t, tolerationSeconds=20) if t["key"] == "k" else t for t in tolerations]
-    updated = await kube.patch(R.PODS, "u", [{"op": "replace", "path": "/spec/tolerations", "value": changed}],
-                               namespace="default", patch_type="json")
+    updated = await kube.patch(
+        R.PODS,
+        "u",
+        [{"op": "replace", "path": "/spec/tolerations", "value": changed}],
+        namespace="default",
+        patch_type="json",
+    )
     assert {t["key"]: t.get("tolerationSeconds") for t in updated["spec"]["tolerations"]}["k"] == 20
     updated = await patch({"containers": [{"name": "c", "image": "nginx:2"}], "activeDeadlineSeconds": 100})
     assert updated["spec"]["containers"][0]["image"] == "nginx:2"
-    await kube.patch(R.PODS, "u", [{"op": "remove", "path": "/spec/schedulingGates"}], namespace="default", patch_type="json")
+    await kube.patch(
+        R.PODS,
+        "u",
+        [{"op": "remove", "path": "/spec/schedulingGates"}],
+        namespace="default",
+        patch_type="json",
+    )
     with pytest.raises(ApiError) as other:
         await patch({"restartPolicy": "Never"})
     assert other.value.status == 422
-    assert "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`" in other.value.body["message"]
+    assert (
+        "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`"
+        in other.value.body["message"]
+    )
     with pytest.raises(ApiError) as modified:
         mod = [dict(t, key="other") if t["key"] == "k" else t for t in changed]
-        await kube.patch(R.PODS, "u", [{"op": "replace", "path": "/spec/tolerations", "value": mod}], namespace="default",
-                         patch_type="json")
-    assert "existing toleration can not be modified except its tolerationSeconds" in modified.value.body["message"]
+        await kube.patch(
+            R.PODS,
+            "u",
+            [{"op": "replace", "path": "/spec/tolerations", "value": mod}],
+            namespace="default",
+            patch_type="json",
+        )
+    assert (
+        "existing toleration can not be modified except its tolerationSeconds"
+        in modified.value.body["message"]
+    )
     with pytest.raises(ApiError) as raised:
         await patch({"activeDeadlineSeconds": 200})
     assert raised.value.status == 422
@@ -306,14 +423,28 @@ async def test_pod_update_rules(kube: KubeClient) -> None:
 @needs_kubectl
 async def test_kubectl_get_crd_and_custom_resource_columns(cluster: LocalCluster, kube: KubeClient) -> None:
     crd = {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.fid.example.com"},
-        "spec": {"group": "fid.example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "additionalPrinterColumns": [
-                                   {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                                   {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+        "spec": {
+            "group": "fid.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "additionalPrinterColumns": [
+                        {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                    ],
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
     }
     await kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
     code, out, err = await kubectl(cluster, "get", "crd")
@@ -322,9 +453,20 @@ async def test_kubectl_get_crd_and_custom_resource_columns(cluster: LocalCluster
     assert lines[0].split() == ["NAME", "CREATED", "AT"]
     name, created = lines[1].split()
     assert name == "widgets.fid.example.com" and created.endswith("Z") and "T" in created
-    code, out, err = await kubectl(cluster, "apply", "-f", "-", stdin=orjson.dumps(
-        {"apiVersion": "fid.example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"},
-         "spec": {"size": 3}}).decode())
+    code, out, err = await kubectl(
+        cluster,
+        "apply",
+        "-f",
+        "-",
+        stdin=orjson.dumps(
+            {
+                "apiVersion": "fid.example.com/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w", "namespace": "default"},
+                "spec": {"size": 3},
+            }
+        ).decode(),
+    )
     assert code == 0, err
     code, out, err = await kubectl(cluster, "get", "widgets")
     assert code == 0, err

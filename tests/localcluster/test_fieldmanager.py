@@ -13,16 +13,25 @@ from localcluster.fieldmanager import fieldpath, managed, typed
 from localcluster.fieldmanager.typeinfo import ASSOCIATIVE, LIST, MAP, SCALAR, SET, STRUCT, Type
 
 _S = Type(SCALAR)
-GRAB_BAG = Type(STRUCT, fields={
-    "numeric": _S, "string": _S, "bool": _S,
-    "setStr": Type(LIST, elem=_S, list_type=SET), "setBool": Type(LIST, elem=_S, list_type=SET),
-    "setNumeric": Type(LIST, elem=_S, list_type=SET),
-})
+GRAB_BAG = Type(
+    STRUCT,
+    fields={
+        "numeric": _S,
+        "string": _S,
+        "bool": _S,
+        "setStr": Type(LIST, elem=_S, list_type=SET),
+        "setBool": Type(LIST, elem=_S, list_type=SET),
+        "setNumeric": Type(LIST, elem=_S, list_type=SET),
+    },
+)
 ELEMENT = Type(STRUCT, fields={"key": _S, "id": _S, "value": Type(MAP, elem=_S), "bv": _S, "nv": _S})
-ROOT = Type(STRUCT, fields={
-    "list": Type(LIST, elem=ELEMENT, list_type=ASSOCIATIVE, keys=("key", "id")),
-    "atomicList": Type(LIST, elem=_S, atomic=True),
-})
+ROOT = Type(
+    STRUCT,
+    fields={
+        "list": Type(LIST, elem=ELEMENT, list_type=ASSOCIATIVE, keys=("key", "id")),
+        "atomicList": Type(LIST, elem=_S, atomic=True),
+    },
+)
 
 SET_TRIPLETS = [
     ('{"numeric":1}', '{"numeric":3.14159}', '{"numeric":3.14159}'),
@@ -34,34 +43,69 @@ SET_TRIPLETS = [
     ('{"setStr":["a","b"]}', '{"setStr":["b","a"]}', '{"setStr":["b","a"]}'),
     ('{"setStr":["a","b","c"]}', '{"setStr":["d","e","f"]}', '{"setStr":["a","b","c","d","e","f"]}'),
     ('{"setStr":["a","b","c"]}', '{"setStr":["c","d","e","f"]}', '{"setStr":["a","b","c","d","e","f"]}'),
-    ('{"setStr":["a","b","c","g","f"]}', '{"setStr":["c","d","e","f"]}', '{"setStr":["a","b","c","g","d","e","f"]}'),
+    (
+        '{"setStr":["a","b","c","g","f"]}',
+        '{"setStr":["c","d","e","f"]}',
+        '{"setStr":["a","b","c","g","d","e","f"]}',
+    ),
     ('{"setStr":["c","d","e","f"]}', '{"setStr":["a","c","e"]}', '{"setStr":["a","c","d","e","f"]}'),
-    ('{"setStr":["a","b","c","x","y","z"]}', '{"setStr":["d","e","f"]}', '{"setStr":["a","b","c","x","y","z","d","e","f"]}'),
-    ('{"setStr":["a","b","c","x","y","z"]}', '{"setStr":["d","e","f","x","y","z"]}',
-     '{"setStr":["a","b","c","d","e","f","x","y","z"]}'),
+    (
+        '{"setStr":["a","b","c","x","y","z"]}',
+        '{"setStr":["d","e","f"]}',
+        '{"setStr":["a","b","c","x","y","z","d","e","f"]}',
+    ),
+    (
+        '{"setStr":["a","b","c","x","y","z"]}',
+        '{"setStr":["d","e","f","x","y","z"]}',
+        '{"setStr":["a","b","c","d","e","f","x","y","z"]}',
+    ),
     ('{"setStr":["c","a","g","f"]}', '{"setStr":["c","f","a","g"]}', '{"setStr":["c","f","a","g"]}'),
     ('{"setStr":["a","b","c","d"]}', '{"setStr":["d","e","f","a"]}', '{"setStr":["b","c","d","e","f","a"]}'),
-    ('{"setStr":["c","d","e","f","g","h","i","j"]}', '{"setStr":["2","h","3","e","4","k","l"]}',
-     '{"setStr":["c","d","f","g","2","h","i","j","3","e","4","k","l"]}'),
-    ('{"setStr":["a","b","c","d","e","f","g","h","i","j"]}', '{"setStr":["1","b","2","h","3","e","4","k","l"]}',
-     '{"setStr":["a","1","b","c","d","f","g","2","h","i","j","3","e","4","k","l"]}'),
+    (
+        '{"setStr":["c","d","e","f","g","h","i","j"]}',
+        '{"setStr":["2","h","3","e","4","k","l"]}',
+        '{"setStr":["c","d","f","g","2","h","i","j","3","e","4","k","l"]}',
+    ),
+    (
+        '{"setStr":["a","b","c","d","e","f","g","h","i","j"]}',
+        '{"setStr":["1","b","2","h","3","e","4","k","l"]}',
+        '{"setStr":["a","1","b","c","d","f","g","2","h","i","j","3","e","4","k","l"]}',
+    ),
     ('{"setBool":[true]}', '{"setBool":[false]}', '{"setBool":[true,false]}'),
     ('{"setNumeric":[1,2,3.14159]}', '{"setNumeric":[1,2,3]}', '{"setNumeric":[1,2,3.14159,3]}'),
 ]
 
 ASSOCIATIVE_TRIPLETS = [
-    ('{"list":[{"key":"a","id":1,"value":{"a":"a"}}]}', '{"list":[{"key":"a","id":1,"value":{"a":"a"}}]}',
-     '{"list":[{"key":"a","id":1,"value":{"a":"a"}}]}'),
-    ('{"list":[{"key":"a","id":1,"value":{"a":"a"}}]}', '{"list":[{"key":"a","id":2,"value":{"a":"a"}}]}',
-     '{"list":[{"key":"a","id":1,"value":{"a":"a"}},{"key":"a","id":2,"value":{"a":"a"}}]}'),
-    ('{"list":[{"key":"a","id":1},{"key":"b","id":1}]}', '{"list":[{"key":"a","id":1},{"key":"a","id":2}]}',
-     '{"list":[{"key":"a","id":1},{"key":"b","id":1},{"key":"a","id":2}]}'),
-    ('{"list":[{"key":"b","id":2}]}', '{"list":[{"key":"a","id":1},{"key":"b","id":2},{"key":"c","id":3}]}',
-     '{"list":[{"key":"a","id":1},{"key":"b","id":2},{"key":"c","id":3}]}'),
-    ('{"list":[{"key":"a","id":1},{"key":"b","id":2},{"key":"c","id":3}]}', '{"list":[{"key":"c","id":3},{"key":"b","id":2}]}',
-     '{"list":[{"key":"a","id":1},{"key":"c","id":3},{"key":"b","id":2}]}'),
-    ('{"list":[{"key":"a","id":1},{"key":"b","id":2},{"key":"c","id":3}]}', '{"list":[{"key":"c","id":3},{"key":"a","id":1}]}',
-     '{"list":[{"key":"b","id":2},{"key":"c","id":3},{"key":"a","id":1}]}'),
+    (
+        '{"list":[{"key":"a","id":1,"value":{"a":"a"}}]}',
+        '{"list":[{"key":"a","id":1,"value":{"a":"a"}}]}',
+        '{"list":[{"key":"a","id":1,"value":{"a":"a"}}]}',
+    ),
+    (
+        '{"list":[{"key":"a","id":1,"value":{"a":"a"}}]}',
+        '{"list":[{"key":"a","id":2,"value":{"a":"a"}}]}',
+        '{"list":[{"key":"a","id":1,"value":{"a":"a"}},{"key":"a","id":2,"value":{"a":"a"}}]}',
+    ),
+    (
+        '{"list":[{"key":"a","id":1},{"key":"b","id":1}]}',
+        '{"list":[{"key":"a","id":1},{"key":"a","id":2}]}',
+        '{"list":[{"key":"a","id":1},{"key":"b","id":1},{"key":"a","id":2}]}',
+    ),
+    (
+        '{"list":[{"key":"b","id":2}]}',
+        '{"list":[{"key":"a","id":1},{"key":"b","id":2},{"key":"c","id":3}]}',
+        '{"list":[{"key":"a","id":1},{"key":"b","id":2},{"key":"c","id":3}]}',
+    ),
+    (
+        '{"list":[{"key":"a","id":1},{"key":"b","id":2},{"key":"c","id":3}]}',
+        '{"list":[{"key":"c","id":3},{"key":"b","id":2}]}',
+        '{"list":[{"key":"a","id":1},{"key":"c","id":3},{"key":"b","id":2}]}',
+    ),
+    (
+        '{"list":[{"key":"a","id":1},{"key":"b","id":2},{"key":"c","id":3}]}',
+        '{"list":[{"key":"c","id":3},{"key":"a","id":1}]}',
+        '{"list":[{"key":"b","id":2},{"key":"c","id":3},{"key":"a","id":1}]}',
+    ),
     ('{"atomicList":["a","b","c"]}', '{"atomicList":[]}', '{"atomicList":[]}'),
     ('{"atomicList":["a","a","a"]}', '{"atomicList":["a","a"]}', '{"atomicList":["a","a"]}'),
 ]
@@ -89,9 +133,20 @@ SET_OPS: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, An
     # a, b, a ∪ b, a − b, a ∩ b
     ({"f:a": {}}, {"f:b": {}}, {"f:a": {}, "f:b": {}}, {"f:a": {}}, {}),
     ({"f:a": {"f:x": {}}}, {"f:a": {".": {}}}, {"f:a": {".": {}, "f:x": {}}}, {"f:a": {"f:x": {}}}, {}),
-    ({"f:a": {".": {}, "f:x": {}}}, {"f:a": {"f:x": {}}}, {"f:a": {".": {}, "f:x": {}}}, {"f:a": {}}, {"f:a": {"f:x": {}}}),
-    ({"f:s": {'v:"a"': {}, 'v:"b"': {}}}, {"f:s": {'v:"b"': {}}}, {"f:s": {'v:"a"': {}, 'v:"b"': {}}},
-     {"f:s": {'v:"a"': {}}}, {"f:s": {'v:"b"': {}}}),
+    (
+        {"f:a": {".": {}, "f:x": {}}},
+        {"f:a": {"f:x": {}}},
+        {"f:a": {".": {}, "f:x": {}}},
+        {"f:a": {}},
+        {"f:a": {"f:x": {}}},
+    ),
+    (
+        {"f:s": {'v:"a"': {}, 'v:"b"': {}}},
+        {"f:s": {'v:"b"': {}}},
+        {"f:s": {'v:"a"': {}, 'v:"b"': {}}},
+        {"f:s": {'v:"a"': {}}},
+        {"f:s": {'v:"b"': {}}},
+    ),
 ]
 
 
@@ -103,8 +158,14 @@ def test_set_operations(a: Any, b: Any, union: Any, difference: Any, intersectio
 
 
 def test_paths_print_as_the_real_server_names_them() -> None:
-    trie = {"f:spec": {"f:containers": {'k:{"name":"app"}': {"f:image": {}}}, "f:ports": {'k:{"port":80,"protocol":"TCP"}': {}},
-                       "f:finalizers": {'v:"x/y"': {}}, "f:args": {"i:2": {}}}}
+    trie = {
+        "f:spec": {
+            "f:containers": {'k:{"name":"app"}': {"f:image": {}}},
+            "f:ports": {'k:{"port":80,"protocol":"TCP"}': {}},
+            "f:finalizers": {'v:"x/y"': {}},
+            "f:args": {"i:2": {}},
+        }
+    }
     assert [fieldpath.path_string(p) for p in fieldpath.members(trie)] == [
         ".spec.args[2]",
         '.spec.containers[name="app"].image',
@@ -116,18 +177,25 @@ def test_paths_print_as_the_real_server_names_them() -> None:
 def test_fields_v1_is_serialized_in_go_order() -> None:
     trie = {"f:b": {}, "f:a": {"f:z": {}, ".": {}, "f:y": {}}, "f:l": {'k:{"id":10}': {}, 'k:{"id":9}': {}}}
     assert json.dumps(fieldpath.sort_trie(trie)) == json.dumps(
-        {"f:a": {".": {}, "f:y": {}, "f:z": {}}, "f:b": {}, "f:l": {'k:{"id":9}': {}, 'k:{"id":10}': {}}})
+        {"f:a": {".": {}, "f:y": {}, "f:z": {}}, "f:b": {}, "f:l": {'k:{"id":9}': {}, 'k:{"id":10}': {}}}
+    )
 
 
 def test_apply_removes_what_it_stopped_applying_unless_someone_else_owns_it() -> None:
     cm = Type(STRUCT, fields={"data": Type(MAP, elem=_S)})
     live = {"data": {"x": "1", "y": "2"}}
-    owners = {("b", "Apply", "", ""): managed.Entry("b", "Apply", "v1", "", {"f:data": {"f:y": {}}}, None),
-              ("a", "Apply", "", ""): managed.Entry("a", "Apply", "v1", "", {"f:data": {"f:x": {}, "f:y": {}}}, None)}
+    owners = {
+        ("b", "Apply", "", ""): managed.Entry("b", "Apply", "v1", "", {"f:data": {"f:y": {}}}, None),
+        ("a", "Apply", "", ""): managed.Entry(
+            "a", "Apply", "v1", "", {"f:data": {"f:x": {}, "f:y": {}}}, None
+        ),
+    }
     merged, after = managed.apply(live, {}, owners, "a", "", cm, force=False)
     assert merged == {"data": {"y": "2"}}
     assert ("a", "Apply", "", "") not in after  # it owns nothing any more
-    with pytest.raises(errors.StatusError, match=r'Apply failed with 1 conflict: conflict with "b": \.data\.y'):
+    with pytest.raises(
+        errors.StatusError, match=r'Apply failed with 1 conflict: conflict with "b": \.data\.y'
+    ):
         managed.apply(merged, {"data": {"y": "3"}}, after, "a", "", cm, force=False)
 
 
@@ -136,13 +204,22 @@ def test_create_fast_path_equals_a_diff_from_the_zero_object() -> None:
     from localcluster.fieldmanager.typeinfo import of_schema
 
     pod_type = of_schema(schemas.kind_schema("", "v1", "Pod"), root=True)
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}, "finalizers": ["x/y"]},
-           "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}], "resources": {}}],
-                    "tolerations": [{"key": "k", "operator": "Exists"}], "nodeName": "n"},
-           "status": {"phase": "Pending"}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"a": "b"}, "finalizers": ["x/y"]},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}], "resources": {}}],
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+            "nodeName": "n",
+        },
+        "status": {"phase": "Pending"},
+    }
     assert typed.created(pod, pod_type) == typed.diff({}, pod, pod_type)[0]
     assert typed.created(pod, pod_type)["f:spec"]["f:containers"]['k:{"name":"c"}']["f:ports"] == {
-        ".": {}, 'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}
+        ".": {},
+        'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}},
+    }
 
 
 def test_more_than_ten_updaters_merge_the_oldest_into_ancient_changes() -> None:
@@ -150,7 +227,9 @@ def test_more_than_ten_updaters_merge_the_oldest_into_ancient_changes() -> None:
     owners: managed.Managed = {}
     for i in range(12):
         fields = {"f:data": {f"f:k{i}": {}}}
-        owners[(f"m{i:02}", "Update", "v1", "")] = managed.Entry(f"m{i:02}", "Update", "v1", "", fields, f"2024-01-01T00:00:{i:02}Z")
+        owners[(f"m{i:02}", "Update", "v1", "")] = managed.Entry(
+            f"m{i:02}", "Update", "v1", "", fields, f"2024-01-01T00:00:{i:02}Z"
+        )
     capped = managed.cap_updaters(owners)
     assert len(capped) == 10
     bucket = capped["ancient-changes", "Update", "v1", ""]

@@ -37,7 +37,9 @@ async def test_background_deletion_removes_dependents() -> None:
 async def test_foreground_deletion_removes_the_pods_before_the_replicaset() -> None:
     async with living_cluster(nodes=2) as (cluster, kube):
         _, names = await replicaset_with_pods(kube, "fg", 4)
-        await eventually(lambda: pods(kube, selector="app=fg"), lambda ps: len(ps) == 4 and all(is_ready(p) for p in ps))
+        await eventually(
+            lambda: pods(kube, selector="app=fg"), lambda ps: len(ps) == 4 and all(is_ready(p) for p in ps)
+        )
         rs_list = await kube.list(R.REPLICASETS, namespace="default")
         order: list[tuple[str, str]] = []
 
@@ -56,7 +58,10 @@ async def test_foreground_deletion_removes_the_pods_before_the_replicaset() -> N
         await kube.delete(R.REPLICASETS, "fg", namespace="default", propagation_policy="Foreground")
         rs = await kube.get(R.REPLICASETS, "fg", namespace="default")
         assert rs["metadata"]["deletionTimestamp"] and "foregroundDeletion" in rs["metadata"]["finalizers"]
-        await eventually(lambda: pods(kube, selector="app=fg"), lambda ps: all(p["metadata"].get("deletionTimestamp") for p in ps) and len(ps) == 2)
+        await eventually(
+            lambda: pods(kube, selector="app=fg"),
+            lambda ps: all(p["metadata"].get("deletionTimestamp") for p in ps) and len(ps) == 2,
+        )
         assert await _exists(kube, R.REPLICASETS, "fg")
         cluster.kubelets["node-1"].start()
         await rs_watcher
@@ -75,7 +80,10 @@ async def test_orphan_deletion_keeps_the_pods_without_owner_references() -> None
         await eventually(lambda: _exists(kube, R.REPLICASETS, "orph"), lambda present: not present)
         items = await pods(kube, selector="app=orph")
         assert len(items) == 2
-        assert all(not p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp") for p in items)
+        assert all(
+            not p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp")
+            for p in items
+        )
 
 
 async def test_dependents_of_a_missing_owner_are_collected_and_dangling_references_dropped() -> None:
@@ -84,32 +92,65 @@ async def test_dependents_of_a_missing_owner_are_collected_and_dangling_referenc
         await kube.create(R.PODS, owned_pod("orphaned", ghost, labels={"app": "ghost"}), namespace="default")
         rs, _ = await replicaset_with_pods(kube, "alive", 1)
         both = owned_pod("two-owners", rs, labels={"app": "two"})
-        both["metadata"]["ownerReferences"].append({**owned_pod("x", ghost, labels={})["metadata"]["ownerReferences"][0], "controller": False})
+        both["metadata"]["ownerReferences"].append(
+            {**owned_pod("x", ghost, labels={})["metadata"]["ownerReferences"][0], "controller": False}
+        )
         await kube.create(R.PODS, both, namespace="default")
         await eventually(lambda: _exists(kube, R.PODS, "orphaned"), lambda present: not present)
-        kept = await eventually(lambda: kube.get(R.PODS, "two-owners", namespace="default"),
-                                lambda p: len(p["metadata"]["ownerReferences"]) == 1)
+        kept = await eventually(
+            lambda: kube.get(R.PODS, "two-owners", namespace="default"),
+            lambda p: len(p["metadata"]["ownerReferences"]) == 1,
+        )
         assert kept["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"]
 
 
 async def test_foreground_deletion_cascades_through_a_chain_of_owners() -> None:
     async with living_cluster(nodes=2) as (_, kube):
         labels = {"app": "chain"}
-        template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}
-        dep = await kube.create(R.DEPLOYMENTS, {"metadata": {"name": "chain"}, "spec": {
-            "replicas": 2, "selector": {"matchLabels": labels}, "template": template}}, namespace="default")
-        rs = await kube.create(R.REPLICASETS, {"metadata": {"name": "chain-1", "ownerReferences": [
-            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chain", "uid": dep["metadata"]["uid"],
-             "controller": True, "blockOwnerDeletion": True}]},
-            "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": template}}, namespace="default")
+        template = {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+        }
+        dep = await kube.create(
+            R.DEPLOYMENTS,
+            {
+                "metadata": {"name": "chain"},
+                "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": template},
+            },
+            namespace="default",
+        )
+        rs = await kube.create(
+            R.REPLICASETS,
+            {
+                "metadata": {
+                    "name": "chain-1",
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "name": "chain",
+                            "uid": dep["metadata"]["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                },
+                "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": template},
+            },
+            namespace="default",
+        )
         for i in range(2):
             await kube.create(R.PODS, owned_pod(f"chain-1-{i}", rs, labels=labels), namespace="default")
-        await eventually(lambda: pods(kube, selector="app=chain"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps))
+        await eventually(
+            lambda: pods(kube, selector="app=chain"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps)
+        )
         listed = await kube.list(R.REPLICASETS, namespace="default")
         rs_events: list[tuple[str, list[str]]] = []
 
         async def record() -> None:
-            async with kube.watch(R.REPLICASETS, namespace="default", resource_version=listed["metadata"]["resourceVersion"]) as events:
+            async with kube.watch(
+                R.REPLICASETS, namespace="default", resource_version=listed["metadata"]["resourceVersion"]
+            ) as events:
                 async for ev in events:
                     if ev.type in ("MODIFIED", "DELETED"):
                         rs_events.append((ev.type, list(ev.object["metadata"].get("finalizers") or [])))

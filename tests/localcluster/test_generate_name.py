@@ -18,7 +18,9 @@ def _suffixes(monkeypatch: pytest.MonkeyPatch, values: list[str]) -> None:
     monkeypatch.setattr(objects, "_random_suffix", lambda: next(it))
 
 
-async def test_a_taken_generated_name_is_drawn_again(kube: KubeClient, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_taken_generated_name_is_drawn_again(
+    kube: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _suffixes(monkeypatch, ["aaaaa", "aaaaa", "aaaaa", "bbbbb"])
     first = await kube.create(CONFIGMAPS, dict(BODY), namespace="default")
     second = await kube.create(CONFIGMAPS, dict(BODY), namespace="default")

@@ -33,10 +33,12 @@ DEPLOYMENT: dict[str, Any] = {
         "selector": {"matchLabels": {"app": "web"}},
         "template": {
             "metadata": {"labels": {"app": "web"}},
-            "spec": {"containers": [
-                {"name": "nginx", "image": "nginx:1.25", "ports": [{"containerPort": 80}]},
-                {"name": "side", "image": "busybox"},
-            ]},
+            "spec": {
+                "containers": [
+                    {"name": "nginx", "image": "nginx:1.25", "ports": [{"containerPort": 80}]},
+                    {"name": "side", "image": "busybox"},
+                ]
+            },
         },
     },
 }
@@ -94,9 +96,11 @@ class Kubectl:
 
     async def run(self, *args: str, stdin: str | None = None, check: bool = True) -> Result:
         proc = await asyncio.create_subprocess_exec(
-            *self.base, *args,
+            *self.base,
+            *args,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
         result = Result(proc.returncode or 0, out.decode(), err.decode())
@@ -135,16 +139,26 @@ async def kubectl(tmp_path: Path) -> AsyncIterator[Kubectl]:
 
 
 async def test_create_and_get_in_every_output_format(kubectl: Kubectl) -> None:
-    await kubectl.run("create", "-f", kubectl.manifest("ns.yaml", {"apiVersion": "v1", "kind": "Namespace",
-                                                                   "metadata": {"name": "demo"}}))
+    await kubectl.run(
+        "create",
+        "-f",
+        kubectl.manifest("ns.yaml", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
+    )
     await kubectl.run("create", "-n", "demo", "-f", kubectl.manifest("dep.yaml", DEPLOYMENT))
-    dup = await kubectl.run("create", "-n", "demo", "-f", kubectl.manifest("dep.yaml", DEPLOYMENT), check=False)
+    dup = await kubectl.run(
+        "create", "-n", "demo", "-f", kubectl.manifest("dep.yaml", DEPLOYMENT), check=False
+    )
     assert dup.rc != 0 and 'deployments.apps "web" already exists' in dup.err
 
     obj = await kubectl.json("get", "deploy", "web", "-n", "demo")
-    assert obj["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    assert obj["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+    }
     assert obj["spec"]["revisionHistoryLimit"] == 10 and obj["metadata"]["generation"] == 1
-    as_yaml = yaml.safe_load((await kubectl.run("get", "deployments.apps/web", "-n", "demo", "-o", "yaml")).out)
+    as_yaml = yaml.safe_load(
+        (await kubectl.run("get", "deployments.apps/web", "-n", "demo", "-o", "yaml")).out
+    )
     assert as_yaml["metadata"]["uid"] == obj["metadata"]["uid"]
     names = (await kubectl.run("get", "deploy,ns", "-A", "-o", "name")).out.split()
     assert "deployment.apps/web" in names and "namespace/demo" in names
@@ -177,12 +191,35 @@ async def test_apply_creates_then_updates_with_a_three_way_patch(kubectl: Kubect
 
 async def test_patch_label_annotate_and_describe(kubectl: Kubectl) -> None:
     await kubectl.run("apply", "-f", kubectl.manifest("dep.yaml", DEPLOYMENT))
-    await kubectl.run("patch", "deploy", "web", "--type", "strategic",
-                      "-p", '{"spec":{"template":{"spec":{"containers":[{"name":"side","image":"busybox:2"}]}}}}')
+    await kubectl.run(
+        "patch",
+        "deploy",
+        "web",
+        "--type",
+        "strategic",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"side","image":"busybox:2"}]}}}}',
+    )
     await kubectl.run("patch", "deploy", "web", "--type", "merge", "-p", '{"spec":{"paused":true}}')
-    await kubectl.run("patch", "deploy", "web", "--type", "json", "-p", '[{"op":"replace","path":"/spec/replicas","value":1}]')
-    bad = await kubectl.run("patch", "deploy", "web", "--type", "json", "-p", '[{"op":"replace","path":"/spec/nope/x","value":1}]',
-                            check=False)
+    await kubectl.run(
+        "patch",
+        "deploy",
+        "web",
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"replace","path":"/spec/replicas","value":1}]',
+    )
+    bad = await kubectl.run(
+        "patch",
+        "deploy",
+        "web",
+        "--type",
+        "json",
+        "-p",
+        '[{"op":"replace","path":"/spec/nope/x","value":1}]',
+        check=False,
+    )
     assert bad.rc != 0
     await kubectl.run("label", "deploy", "web", "env=prod")
     await kubectl.run("label", "deploy", "web", "tier-")
@@ -203,8 +240,12 @@ async def test_patch_label_annotate_and_describe(kubectl: Kubectl) -> None:
 
 
 async def test_delete_and_wait(kubectl: Kubectl) -> None:
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "finalizers": ["test/hold"]},
-          "data": {"a": "1"}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "finalizers": ["test/hold"]},
+        "data": {"a": "1"},
+    }
     await kubectl.run("create", "-f", kubectl.manifest("cm.yaml", cm))
     await kubectl.run("wait", "--for=condition=Ready", "node/node-1", "--timeout=10s")
     await kubectl.run("delete", "cm", "cfg", "--wait=false")
@@ -220,13 +261,24 @@ async def test_delete_and_wait(kubectl: Kubectl) -> None:
 
 async def test_get_watch_streams_changes(kubectl: Kubectl) -> None:
     proc = await asyncio.create_subprocess_exec(
-        *kubectl.base, "get", "cm", "--watch", "-o", "name",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        *kubectl.base,
+        "get",
+        "cm",
+        "--watch",
+        "-o",
+        "name",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert proc.stdout is not None
-        await kubectl.run("create", "-f", kubectl.manifest("cm.yaml", {
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "watched"}}))
+        await kubectl.run(
+            "create",
+            "-f",
+            kubectl.manifest(
+                "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "watched"}}
+            ),
+        )
         lines: list[str] = []
         while "configmap/watched" not in lines:
             line = await asyncio.wait_for(proc.stdout.readline(), 20)
@@ -240,8 +292,12 @@ async def test_get_watch_streams_changes(kubectl: Kubectl) -> None:
 async def test_crd_round_trip_with_kubectl(kubectl: Kubectl) -> None:
     await kubectl.run("apply", "-f", kubectl.manifest("crd.yaml", CRD))
     await kubectl.run("wait", "--for=condition=Established", "crd/drains.test.aiokcm.io", "--timeout=10s")
-    cr = {"apiVersion": "test.aiokcm.io/v1alpha1", "kind": "Drain", "metadata": {"name": "d1"},
-          "spec": {"cordon": True, "reason": "kernel"}}
+    cr = {
+        "apiVersion": "test.aiokcm.io/v1alpha1",
+        "kind": "Drain",
+        "metadata": {"name": "d1"},
+        "spec": {"cordon": True, "reason": "kernel"},
+    }
     await kubectl.run("apply", "-f", kubectl.manifest("d1.yaml", cr))
     table = (await kubectl.run("get", "dr")).out.splitlines()
     assert table[0].split() == ["NAME", "CORDON", "DRAIN", "AGE"]
@@ -256,8 +312,12 @@ async def test_crd_round_trip_with_kubectl(kubectl: Kubectl) -> None:
     assert rejected.rc != 0
     assert 'The Drain "bad" is invalid: spec: Invalid value: "object": drain requires cordon' in rejected.err
 
-    await kubectl.run("patch", "dr", "d1", "--subresource", "status", "--type", "merge", "-p", '{"status":{"phase":"Done"}}')
-    await kubectl.run("patch", "dr", "d1", "--type", "merge", "-p", '{"spec":{"drain":true},"status":{"phase":"Lost"}}')
+    await kubectl.run(
+        "patch", "dr", "d1", "--subresource", "status", "--type", "merge", "-p", '{"status":{"phase":"Done"}}'
+    )
+    await kubectl.run(
+        "patch", "dr", "d1", "--type", "merge", "-p", '{"spec":{"drain":true},"status":{"phase":"Lost"}}'
+    )
     obj = await kubectl.json("get", "dr", "d1")
     assert obj["status"] == {"phase": "Done"} and obj["spec"]["drain"] is True
     assert obj["metadata"]["generation"] == 2

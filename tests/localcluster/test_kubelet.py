@@ -18,13 +18,21 @@ async def test_nodes_register_with_capacity_conditions_and_a_renewed_lease() -> 
         assert node["status"]["allocatable"]["pods"] == "110"
         assert node["status"]["capacity"]["pods"] == "110"
         types = {c["type"]: c["status"] for c in node["status"]["conditions"]}
-        assert types == {"MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False", "Ready": "True"}
+        assert types == {
+            "MemoryPressure": "False",
+            "DiskPressure": "False",
+            "PIDPressure": "False",
+            "Ready": "True",
+        }
         lease = await kube.get(R.LEASES, "node-1", namespace="kube-node-lease")
         assert lease["spec"]["holderIdentity"] == "node-1"
         assert lease["spec"]["leaseDurationSeconds"] == 40
         assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
         first = lease["spec"]["renewTime"]
-        await eventually(lambda: kube.get(R.LEASES, "node-1", namespace="kube-node-lease"), lambda lz: lz["spec"]["renewTime"] != first)
+        await eventually(
+            lambda: kube.get(R.LEASES, "node-1", namespace="kube-node-lease"),
+            lambda lz: lz["spec"]["renewTime"] != first,
+        )
 
 
 async def test_a_stopped_kubelet_goes_silent_and_comes_back() -> None:
@@ -37,7 +45,14 @@ async def test_a_stopped_kubelet_goes_silent_and_comes_back() -> None:
             await eventually(lambda: _renew_times(kube), lambda t, seen=seen: t["node-2"] != seen)  # type: ignore[misc]
         assert (await _renew_times(kube))["node-1"] == silent
         # a pod bound to the silent node is not started
-        await kube.create(R.PODS, {"metadata": {"name": "stuck"}, "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "x"}]}}, namespace="default")
+        await kube.create(
+            R.PODS,
+            {
+                "metadata": {"name": "stuck"},
+                "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "x"}]},
+            },
+            namespace="default",
+        )
         for _ in range(3):
             seen = (await _renew_times(kube))["node-2"]
             await eventually(lambda: _renew_times(kube), lambda t, seen=seen: t["node-2"] != seen)  # type: ignore[misc]
@@ -67,7 +82,14 @@ async def test_node_conditions_set_by_hand() -> None:
 
 async def test_pod_readiness_can_fail_and_recover() -> None:
     async with living_cluster(nodes=1) as (cluster, kube):
-        await kube.create(R.PODS, {"metadata": {"name": "app"}, "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}}, namespace="default")
+        await kube.create(
+            R.PODS,
+            {
+                "metadata": {"name": "app"},
+                "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]},
+            },
+            namespace="default",
+        )
         await eventually(lambda: kube.get(R.PODS, "app", namespace="default"), is_ready)
         cluster.kubelets["node-1"].fail_readiness("default", "app")
         pod = await kube.get(R.PODS, "app", namespace="default")
@@ -81,7 +103,11 @@ async def test_pod_readiness_can_fail_and_recover() -> None:
 
 async def test_graceful_deletion_is_finished_by_the_kubelet() -> None:
     async with living_cluster(nodes=1) as (cluster, kube):
-        await kube.create(R.PODS, {"metadata": {"name": "bye"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}, namespace="default")
+        await kube.create(
+            R.PODS,
+            {"metadata": {"name": "bye"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+            namespace="default",
+        )
         await eventually(lambda: kube.get(R.PODS, "bye", namespace="default"), is_ready)
         cluster.kubelets["node-1"].stop()
         deleted = await kube.delete(R.PODS, "bye", namespace="default")
@@ -109,6 +135,8 @@ async def test_a_deleted_node_is_registered_again_when_its_kubelet_restarts() ->
         cluster.kubelets["node-1"].start()
         new = await kube.get(R.NODES, "node-1")
         assert new["metadata"]["uid"] != old["metadata"]["uid"]
-        lease = await eventually(lambda: kube.get(R.LEASES, "node-1", namespace="kube-node-lease"),
-                                 lambda lz: lz["metadata"].get("ownerReferences", [{}])[0].get("uid") == new["metadata"]["uid"])
+        lease = await eventually(
+            lambda: kube.get(R.LEASES, "node-1", namespace="kube-node-lease"),
+            lambda lz: lz["metadata"].get("ownerReferences", [{}])[0].get("uid") == new["metadata"]["uid"],
+        )
         assert lease["spec"]["holderIdentity"] == "node-1"

@@ -69,8 +69,8 @@ def test_chunked_keys_behave_as_one_sorted_list() -> None:
             for probe in (rng.choice(pool), "", "ns1/", "ns10", "zz"):
                 assert keys.position(probe) == bisect.bisect_left(flat, probe)
                 assert keys.position(probe, after=True) == bisect.bisect_right(flat, probe)
-                assert list(keys.iter_from(probe)) == flat[bisect.bisect_left(flat, probe):]
-                assert list(keys.iter_from(probe, after=True)) == flat[bisect.bisect_right(flat, probe):]
+                assert list(keys.iter_from(probe)) == flat[bisect.bisect_left(flat, probe) :]
+                assert list(keys.iter_from(probe, after=True)) == flat[bisect.bisect_right(flat, probe) :]
     for key in list(flat):
         keys.remove(key)
     assert len(keys) == 0 and list(keys.iter_from()) == [] and keys.position("a") == 0
@@ -142,8 +142,15 @@ def test_history_is_slim_but_replays_the_object() -> None:
 
 def _opts(label_selector: str = "") -> WatchOptions:
     return WatchOptions(
-        resource_version=None, namespace=None, label_selector=selectors.parse(label_selector or None), field_requirements=(),
-        bookmarks=False, timeout=1.0, send_initial_events=False, first_bookmark_after=1.0, bookmark_interval=1.0,
+        resource_version=None,
+        namespace=None,
+        label_selector=selectors.parse(label_selector or None),
+        field_requirements=(),
+        bookmarks=False,
+        timeout=1.0,
+        send_initial_events=False,
+        first_bookmark_after=1.0,
+        bookmark_interval=1.0,
     )
 
 
@@ -179,9 +186,17 @@ async def test_watch_batches_keep_order_across_write_boundaries(monkeypatch: pyt
         assert rt is not None
         for i in range(5):
             cluster.objects.create(rt, "default", {"metadata": {"name": f"cm-{i}"}})
-        query = {"watch": "true", "sendInitialEvents": "true", "allowWatchBookmarks": "true", "resourceVersionMatch": "NotOlderThan"}
+        query = {
+            "watch": "true",
+            "sendInitialEvents": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersionMatch": "NotOlderThan",
+        }
         lines: list[dict[str, Any]] = []
-        async with aiohttp.ClientSession() as session, session.get(cluster.url + "/api/v1/namespaces/default/configmaps", params=query) as resp:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(cluster.url + "/api/v1/namespaces/default/configmaps", params=query) as resp,
+        ):
             async for line in resp.content:
                 lines.append(orjson.loads(line))
                 if len(lines) == 6:

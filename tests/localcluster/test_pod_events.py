@@ -39,7 +39,11 @@ async def test_the_scheduler_records_scheduled_through_the_events_api(kube: Kube
     scheduled = next(e for e in events if e["reason"] == "Scheduled")
     node = (await kube.get(R.PODS, "sched-me", namespace="default"))["spec"]["nodeName"]
     assert scheduled["message"] == f"Successfully assigned default/sched-me to {node}"
-    assert (scheduled["type"], scheduled["action"], scheduled["reportingComponent"]) == ("Normal", "Binding", "default-scheduler")
+    assert (scheduled["type"], scheduled["action"], scheduled["reportingComponent"]) == (
+        "Normal",
+        "Binding",
+        "default-scheduler",
+    )
     assert scheduled["reportingInstance"].startswith("default-scheduler-") and scheduled["eventTime"]
     assert scheduled["involvedObject"]["kind"] == "Pod" and not scheduled.get("source")
 
@@ -47,33 +51,57 @@ async def test_the_scheduler_records_scheduled_through_the_events_api(kube: Kube
 async def test_the_kubelet_records_each_containers_start_and_stop() -> None:
     async with living_cluster(nodes=1) as (_cluster, kube):
         two = pod("first", restartPolicy="Always")
-        two["spec"]["containers"].append({"name": "side", "image": "busybox:1.36", "imagePullPolicy": "Always"})
+        two["spec"]["containers"].append(
+            {"name": "side", "image": "busybox:1.36", "imagePullPolicy": "Always"}
+        )
         await kube.create(R.PODS, two, namespace="default")
         await eventually(lambda: kube.get(R.PODS, "first", namespace="default"), is_ready)
-        events = await eventually(lambda: _events(kube, "first"), lambda evs: _reasons(evs).count("Started") == 2)
+        events = await eventually(
+            lambda: _events(kube, "first"), lambda evs: _reasons(evs).count("Started") == 2
+        )
         by_container: dict[str, list[tuple[str, str]]] = {}
         for e in sorted(events, key=lambda e: e["metadata"]["name"]):
             if e["reason"] != "Scheduled":
-                by_container.setdefault(e["involvedObject"]["fieldPath"], []).append((e["reason"], e["message"]))
+                by_container.setdefault(e["involvedObject"]["fieldPath"], []).append(
+                    (e["reason"], e["message"])
+                )
                 assert e["source"] == {"component": "kubelet", "host": "node-1"}
         pull = by_container["spec.containers{c}"][1][1]
         assert pull.startswith('Successfully pulled image "nginx:1.27" in ')
         assert by_container["spec.containers{c}"] == [
-            ("Pulling", 'Pulling image "nginx:1.27"'), ("Pulled", pull),
-            ("Created", "Created container c"), ("Started", "Started container c")]
-        assert [r for r, _ in by_container["spec.containers{side}"]] == ["Pulling", "Pulled", "Created", "Started"]
+            ("Pulling", 'Pulling image "nginx:1.27"'),
+            ("Pulled", pull),
+            ("Created", "Created container c"),
+            ("Started", "Started container c"),
+        ]
+        assert [r for r, _ in by_container["spec.containers{side}"]] == [
+            "Pulling",
+            "Pulled",
+            "Created",
+            "Started",
+        ]
 
         # the node has nginx now; busybox is pulled again (imagePullPolicy Always)
         await kube.create(R.PODS, two | {"metadata": {"name": "second"}}, namespace="default")
-        events = await eventually(lambda: _events(kube, "second"), lambda evs: _reasons(evs).count("Started") == 2)
+        events = await eventually(
+            lambda: _events(kube, "second"), lambda evs: _reasons(evs).count("Started") == 2
+        )
         messages = {(e["involvedObject"].get("fieldPath"), e["reason"]): e["message"] for e in events}
-        assert messages[("spec.containers{c}", "Pulled")] == 'Container image "nginx:1.27" already present on machine'
+        assert (
+            messages[("spec.containers{c}", "Pulled")]
+            == 'Container image "nginx:1.27" already present on machine'
+        )
         assert ("spec.containers{c}", "Pulling") not in messages
         assert messages[("spec.containers{side}", "Pulling")] == 'Pulling image "busybox:1.36"'
 
         await kube.delete(R.PODS, "first", namespace="default")
-        events = await eventually(lambda: _events(kube, "first"), lambda evs: _reasons(evs).count("Killing") == 2)
-        assert {e["message"] for e in events if e["reason"] == "Killing"} == {"Stopping container c", "Stopping container side"}
+        events = await eventually(
+            lambda: _events(kube, "first"), lambda evs: _reasons(evs).count("Killing") == 2
+        )
+        assert {e["message"] for e in events if e["reason"] == "Killing"} == {
+            "Stopping container c",
+            "Stopping container side",
+        }
 
 
 @needs_kubectl
@@ -85,8 +113,13 @@ async def test_kubectl_describe_pod_shows_the_events() -> None:
         assert code == 0, err
         lines = out.split("Events:", 1)[1].splitlines()
         rows = [line.split(None, 4) for line in lines if line.strip().startswith("Normal")]
-        assert [(r[1], r[3]) for r in rows] == [("Scheduled", "default-scheduler"), ("Pulling", "kubelet"),
-                                                ("Pulled", "kubelet"), ("Created", "kubelet"), ("Started", "kubelet")]
+        assert [(r[1], r[3]) for r in rows] == [
+            ("Scheduled", "default-scheduler"),
+            ("Pulling", "kubelet"),
+            ("Pulled", "kubelet"),
+            ("Created", "kubelet"),
+            ("Started", "kubelet"),
+        ]
 
 
 async def test_pod_events_can_be_switched_off_for_big_worlds() -> None:

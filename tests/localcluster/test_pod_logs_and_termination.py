@@ -22,8 +22,13 @@ needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="need
 
 
 def _pod(name: str, *containers: str, grace: int = 30) -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {"terminationGracePeriodSeconds": grace,
-                                                 "containers": [{"name": c, "image": f"registry.example/{c}:1"} for c in containers]}}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": grace,
+            "containers": [{"name": c, "image": f"registry.example/{c}:1"} for c in containers],
+        },
+    }
 
 
 @needs_kubectl
@@ -45,7 +50,10 @@ async def test_kubectl_logs_answers_with_a_short_simulated_log() -> None:
         with pytest.raises(ApiError) as unnamed:
             await kube.request("GET", "/api/v1/namespaces/default/pods/two/log")
         assert unnamed.value.status == 400
-        assert "a container name must be specified for pod two, choose one of: [web sidecar]" in unnamed.value.message
+        assert (
+            "a container name must be specified for pod two, choose one of: [web sidecar]"
+            in unnamed.value.message
+        )
         code, out, _ = await kubectl(cluster, "logs", "two", "-c", "sidecar")
         assert code == 0 and "container sidecar" in out
         code, _, err = await kubectl(cluster, "logs", "two", "-c", "nope")
@@ -61,7 +69,10 @@ async def test_kubectl_logs_answers_with_a_short_simulated_log() -> None:
 
 @needs_kubectl
 async def test_kubectl_logs_follow_ends_when_the_container_stops() -> None:
-    async with living_cluster(nodes=1, speed=1.0, pod_start_delay=0.1, termination_cap=0.5) as (cluster, kube):
+    async with living_cluster(nodes=1, speed=1.0, pod_start_delay=0.1, termination_cap=0.5) as (
+        cluster,
+        kube,
+    ):
         await kube.create(R.PODS, _pod("tail", "app"), namespace="default")
         await eventually(lambda: kube.get(R.PODS, "tail", namespace="default"), is_ready)
         follow = asyncio.ensure_future(kubectl(cluster, "logs", "-f", "tail"))
@@ -85,8 +96,12 @@ async def test_a_deleted_pod_reports_its_containers_terminated_before_it_goes() 
         seen: list[dict[str, Any]] = []
 
         async def watch(stream_done: anyio.Event) -> None:
-            async with kube.watch(R.PODS, namespace="default", resource_version=listed["metadata"]["resourceVersion"],
-                                  allow_bookmarks=False) as stream:
+            async with kube.watch(
+                R.PODS,
+                namespace="default",
+                resource_version=listed["metadata"]["resourceVersion"],
+                allow_bookmarks=False,
+            ) as stream:
                 async for ev in stream:
                     seen.append({"type": ev.type, **ev.object})
                     if ev.type == "DELETED" and ev.object["metadata"]["name"] == "calm":
@@ -104,7 +119,9 @@ async def test_a_deleted_pod_reports_its_containers_terminated_before_it_goes() 
         ready = {c["type"]: c for c in last["status"]["conditions"]}
         assert ready["Ready"]["status"] == "False" and ready["ContainersReady"]["status"] == "False"
         terminated = last["status"]["containerStatuses"][0]["state"]["terminated"]
-        assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed" and terminated["finishedAt"]
+        assert (
+            terminated["exitCode"] == 0 and terminated["reason"] == "Completed" and terminated["finishedAt"]
+        )
         assert last["status"]["containerStatuses"][0]["ready"] is False
 
 
@@ -115,11 +132,15 @@ async def test_a_pod_killed_at_the_end_of_its_grace_period_fails() -> None:
         await kube.create(R.PODS, body, namespace="default")
         await eventually(lambda: kube.get(R.PODS, "stubborn", namespace="default"), is_ready)
         await kube.delete(R.PODS, "stubborn", namespace="default")
-        pod = await eventually(lambda: kube.get(R.PODS, "stubborn", namespace="default"),
-                               lambda p: p["status"]["phase"] in ("Succeeded", "Failed"))
+        pod = await eventually(
+            lambda: kube.get(R.PODS, "stubborn", namespace="default"),
+            lambda p: p["status"]["phase"] in ("Succeeded", "Failed"),
+        )
         assert pod["status"]["phase"] == "Failed"
         assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
         await kube.patch(R.PODS, "stubborn", {"metadata": {"finalizers": None}}, namespace="default")
         with anyio.fail_after(10):
-            await eventually(lambda: kube.list(R.PODS, namespace="default", field_selector="metadata.name=stubborn"),
-                             lambda listed: not listed["items"])
+            await eventually(
+                lambda: kube.list(R.PODS, namespace="default", field_selector="metadata.name=stubborn"),
+                lambda listed: not listed["items"],
+            )

@@ -12,9 +12,15 @@ from tests.localcluster.living import eventually, is_ready, living_cluster
 
 async def test_pods_of_a_deleted_node_are_failed_then_deleted() -> None:
     async with living_cluster(nodes=2, pod_gc_quarantine=0.3) as (cluster, kube):
-        pod = {"metadata": {"name": "orphan"}, "spec": {"nodeName": "node-2", "containers": [{"name": "c", "image": "nginx"}]}}
+        pod = {
+            "metadata": {"name": "orphan"},
+            "spec": {"nodeName": "node-2", "containers": [{"name": "c", "image": "nginx"}]},
+        }
         await kube.create(R.PODS, pod, namespace="default")
-        keep = {"metadata": {"name": "kept"}, "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]}}
+        keep = {
+            "metadata": {"name": "kept"},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]},
+        }
         await kube.create(R.PODS, keep, namespace="default")
         for name in ("orphan", "kept"):
             await eventually(lambda name=name: kube.get(R.PODS, name, namespace="default"), is_ready)  # type: ignore[misc]
@@ -22,8 +28,12 @@ async def test_pods_of_a_deleted_node_are_failed_then_deleted() -> None:
         seen: list[tuple[str, dict[str, Any]]] = []
 
         async def watch(gone: anyio.Event) -> None:
-            async with kube.watch(R.PODS, namespace="default", resource_version=listed["metadata"]["resourceVersion"],
-                                  allow_bookmarks=False) as stream:
+            async with kube.watch(
+                R.PODS,
+                namespace="default",
+                resource_version=listed["metadata"]["resourceVersion"],
+                allow_bookmarks=False,
+            ) as stream:
                 async for ev in stream:
                     seen.append((ev.type, ev.object))
                     if ev.type == "DELETED":
@@ -48,15 +58,20 @@ async def test_pods_of_a_deleted_node_are_failed_then_deleted() -> None:
 
 async def test_a_node_back_within_the_quarantine_keeps_its_pods() -> None:
     async with living_cluster(nodes=1, pod_gc_quarantine=0.5) as (cluster, kube):
-        pod = {"metadata": {"name": "stays"}, "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]}}
+        pod = {
+            "metadata": {"name": "stays"},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]},
+        }
         await kube.create(R.PODS, pod, namespace="default")
         await eventually(lambda: kube.get(R.PODS, "stays", namespace="default"), is_ready)
         kubelet = cluster.kubelets["node-1"]
         kubelet.stop()
         await kube.delete(R.NODES, "node-1")
         kubelet.start()  # registers the node again at once
+
         async def swept() -> int:
             return cluster.pod_gc.swept
+
         with anyio.fail_after(20):
             await eventually(swept, lambda n: n >= 1)  # the quarantine ran out and the node was there
         assert is_ready(await kube.get(R.PODS, "stays", namespace="default"))

@@ -27,17 +27,38 @@ pytestmark = pytest.mark.backends("local", "real")
 PB = CONTENT_TYPE
 GROUP = "answers.example.com"
 CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     "metadata": {"name": f"gadgets.{GROUP}"},
-    "spec": {"group": GROUP, "scope": "Namespaced", "names": {"plural": "gadgets", "kind": "Gadget"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"plural": "gadgets", "kind": "Gadget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+            }
+        ],
+    },
 }
 
 
-async def get(kube: KubeClient, path: str, accept: str, method: str = "GET", body: Any = None) -> tuple[int, str, bytes]:
-    resp = await kube.api_client.call_api(path, method, body=body, auth_settings=["BearerToken"], _preload_content=False,
-                                          header_params={"Accept": accept, "Content-Type": "application/json"})
+async def get(
+    kube: KubeClient, path: str, accept: str, method: str = "GET", body: Any = None
+) -> tuple[int, str, bytes]:
+    resp = await kube.api_client.call_api(
+        path,
+        method,
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        header_params={"Accept": accept, "Content-Type": "application/json"},
+    )
     try:
         return resp.status, resp.headers.get("Content-Type", ""), await resp.read()
     finally:
@@ -59,7 +80,9 @@ def missing(want: Any, got: Any, path: str = "") -> Iterator[str]:
 def without_item_type_meta(answer: dict[str, Any]) -> dict[str, Any]:
     """A typed list's items carry no apiVersion/kind in protobuf (nor in kube-apiserver's JSON)."""
     if "items" in answer:
-        answer["items"] = [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")} for item in answer["items"]]
+        answer["items"] = [
+            {k: v for k, v in item.items() if k not in ("apiVersion", "kind")} for item in answer["items"]
+        ]
     return answer
 
 
@@ -68,7 +91,7 @@ def frames(stream: bytes) -> list[tuple[str, dict[str, Any]]]:
     events = []
     while stream:
         size = int.from_bytes(stream[:4], "big")
-        event, stream = stream[4:4 + size], stream[4 + size:]
+        event, stream = stream[4 : 4 + size], stream[4 + size :]
         fields = {n: v for n, _, v in iter_fields(event)}
         event_type, extension = fields[1], fields[2]
         assert isinstance(event_type, bytes) and isinstance(extension, bytes)
@@ -79,21 +102,37 @@ def frames(stream: bytes) -> list[tuple[str, dict[str, Any]]]:
 
 
 async def test_built_in_kinds_answer_protobuf_to_clients_that_prefer_it(kube: KubeClient) -> None:
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pb-answer", "labels": {"a": "b"}},
-          "data": {"k": "v"}}
-    code, content_type, created = await get(kube, "/api/v1/namespaces/default/configmaps", f"{PB}, application/json",
-                                            "POST", cm)
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "pb-answer", "labels": {"a": "b"}},
+        "data": {"k": "v"},
+    }
+    code, content_type, created = await get(
+        kube, "/api/v1/namespaces/default/configmaps", f"{PB}, application/json", "POST", cm
+    )
     assert (code, content_type) == (201, PB)
     assert decode_body(created)["data"] == {"k": "v"}
 
-    for path in ("/api/v1/namespaces/default/configmaps/pb-answer", "/api/v1/namespaces/default/configmaps",
-                 "/api/v1/namespaces/default", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/api"):
+    for path in (
+        "/api/v1/namespaces/default/configmaps/pb-answer",
+        "/api/v1/namespaces/default/configmaps",
+        "/api/v1/namespaces/default",
+        "/api/v1",
+        "/apis",
+        "/apis/apps",
+        "/apis/apps/v1",
+        "/api",
+    ):
         code, content_type, as_json = await get(kube, path, "application/json")
         assert code == 200 and content_type == "application/json"
         for accept in (PB, f"{PB}, application/json", f"application/json;q=0.5, {PB}"):
             code, content_type, body = await get(kube, path, accept)
             assert (code, content_type) == (200, PB), (path, accept)
-            assert list(missing(without_item_type_meta(orjson.loads(as_json)), decode_body(body))) == [], (path, accept)
+            assert list(missing(without_item_type_meta(orjson.loads(as_json)), decode_body(body))) == [], (
+                path,
+                accept,
+            )
         for accept in (f"application/json, {PB}", f"{PB};q=0.5, application/json", "*/*", ""):
             code, content_type, _ = await get(kube, path, accept)
             assert content_type == "application/json", (path, accept)
@@ -108,11 +147,18 @@ async def test_built_in_kinds_answer_protobuf_to_clients_that_prefer_it(kube: Ku
 
     with anyio.fail_after(30):
         code, content_type, stream = await get(
-            kube, "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dpb-answer",
-            f"{PB}, application/json")
+            kube,
+            "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dpb-answer",
+            f"{PB}, application/json",
+        )
     assert (code, content_type) == (200, WATCH_CONTENT_TYPE)
     [(event, obj)] = frames(stream)
-    assert (event, obj["kind"], obj["metadata"]["name"], obj["data"]) == ("ADDED", "ConfigMap", "pb-answer", {"k": "v"})
+    assert (event, obj["kind"], obj["metadata"]["name"], obj["data"]) == (
+        "ADDED",
+        "ConfigMap",
+        "pb-answer",
+        {"k": "v"},
+    )
 
     since = obj["metadata"]["resourceVersion"]
     watch = f"/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=2&resourceVersion={since}"
@@ -124,19 +170,32 @@ async def test_built_in_kinds_answer_protobuf_to_clients_that_prefer_it(kube: Ku
 
         tg.start_soon(watching)  # from `since`, the change is seen whenever the watch starts
         await kube.api_client.call_api(
-            "/api/v1/namespaces/default/configmaps/pb-answer", "PATCH", body={"data": {"k": "w"}},
-            auth_settings=["BearerToken"], header_params={"Content-Type": "application/merge-patch+json"})
+            "/api/v1/namespaces/default/configmaps/pb-answer",
+            "PATCH",
+            body={"data": {"k": "w"}},
+            auth_settings=["BearerToken"],
+            header_params={"Content-Type": "application/merge-patch+json"},
+        )
     [(code, content_type, stream)] = answers
     assert [(event, obj["metadata"]["name"], obj["data"]) for event, obj in frames(stream)] == [
-        ("MODIFIED", "pb-answer", {"k": "w"})]
+        ("MODIFIED", "pb-answer", {"k": "w"})
+    ]
 
 
 async def test_a_protobuf_body_without_type_meta_is_the_kind_the_url_names(kube: KubeClient) -> None:
-    body = envelope("", "", encode_message({"metadata": {"name": "untyped"}, "data": {"a": "b"}},
-                                           "k8s.io.api.core.v1.ConfigMap"))
+    body = envelope(
+        "",
+        "",
+        encode_message({"metadata": {"name": "untyped"}, "data": {"a": "b"}}, "k8s.io.api.core.v1.ConfigMap"),
+    )
     resp = await kube.api_client.call_api(
-        "/api/v1/namespaces/default/configmaps", "POST", body=body, auth_settings=["BearerToken"],
-        _preload_content=False, header_params={"Content-Type": PB, "Accept": "application/json"})
+        "/api/v1/namespaces/default/configmaps",
+        "POST",
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        header_params={"Content-Type": PB, "Accept": "application/json"},
+    )
     try:
         code, created = resp.status, orjson.loads(await resp.read())
     finally:
@@ -146,12 +205,16 @@ async def test_a_protobuf_body_without_type_meta_is_the_kind_the_url_names(kube:
 
 
 async def test_custom_resources_answer_json_or_406_to_protobuf_clients(kube: KubeClient) -> None:
-    code, _, body = await get(kube, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", "POST", CRD)
+    code, _, body = await get(
+        kube, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", "POST", CRD
+    )
     assert code == 201, body
     path = "/apis/answers.example.com/v1/namespaces/default/gadgets"
     try:
         with anyio.fail_after(30):  # the real server serves it shortly after
-            await eventually(lambda: get(kube, path, "application/json"), lambda answer: answer[0] == 200, interval=0.1)
+            await eventually(
+                lambda: get(kube, path, "application/json"), lambda answer: answer[0] == 200, interval=0.1
+            )
         gadget = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g"}, "size": 3}
         code, content_type, _ = await get(kube, path, f"{PB}, application/json", "POST", gadget)
         assert (code, content_type) == (201, "application/json")
@@ -160,5 +223,9 @@ async def test_custom_resources_answer_json_or_406_to_protobuf_clients(kube: Kub
         code, _, _ = await get(kube, f"{path}/g", PB)
         assert code == 406
     finally:
-        await get(kube, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.{GROUP}", "application/json",
-                  "DELETE")
+        await get(
+            kube,
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.{GROUP}",
+            "application/json",
+            "DELETE",
+        )

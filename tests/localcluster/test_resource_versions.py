@@ -47,12 +47,16 @@ async def test_exact_reads_the_objects_as_they_were(kube: KubeClient) -> None:
     at = await _make(kube, "rv-a", "rv-b")
     await _make(kube, "rv-c")
     assert (await raw(kube, "DELETE", f"{CMS}/rv-a"))[0] == 200
-    code, body = await raw(kube, "GET", CMS, query={"resourceVersion": str(at), "resourceVersionMatch": "Exact"})
+    code, body = await raw(
+        kube, "GET", CMS, query={"resourceVersion": str(at), "resourceVersionMatch": "Exact"}
+    )
     assert code == 200 and _names(body) == ["rv-a", "rv-b"] and body["metadata"]["resourceVersion"] == str(at)
     # a limit with an RV reads at that RV too (the legacy form of Exact)
     code, body = await raw(kube, "GET", CMS, query={"resourceVersion": str(at), "limit": "1"})
     assert code == 200 and _names(body) == ["rv-a"] and body["metadata"]["resourceVersion"] == str(at)
-    code, body = await raw(kube, "GET", CMS, query={"resourceVersion": str(at), "resourceVersionMatch": "NotOlderThan"})
+    code, body = await raw(
+        kube, "GET", CMS, query={"resourceVersion": str(at), "resourceVersionMatch": "NotOlderThan"}
+    )
     assert code == 200 and sorted(_names(body)) == ["rv-b", "rv-c"]  # the watch cache's order is its own
 
 
@@ -73,23 +77,39 @@ async def test_a_resource_version_not_reached_yet(kube: KubeClient) -> None:
     assert code == 504
     cache_rv = body["message"].rsplit(" ", 1)[1]
     assert body["message"] == f"Timeout: Too large resource version: {future}, current: {cache_rv}"
-    assert (body["reason"], body["details"]) == ("Timeout", {
-        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})
+    assert (body["reason"], body["details"]) == (
+        "Timeout",
+        {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        },
+    )
     code, body = await raw(kube, "GET", f"{CMS}/future", query={"resourceVersion": str(future)})
     assert code == 504 and body["reason"] == "Timeout"
-    code, body = await raw(kube, "GET", CMS, query={"resourceVersion": str(future), "resourceVersionMatch": "Exact"})
+    code, body = await raw(
+        kube, "GET", CMS, query={"resourceVersion": str(future), "resourceVersionMatch": "Exact"}
+    )
     assert (code, body["message"]) == (500, "etcdserver: mvcc: required revision is a future revision")
     assert "reason" not in body
-    code, body = await raw(kube, "GET", CMS, query={"resourceVersion": str(future), "resourceVersionMatch": "NotOlderThan",
-                                                     "limit": "1"})
+    code, body = await raw(
+        kube,
+        "GET",
+        CMS,
+        query={"resourceVersion": str(future), "resourceVersionMatch": "NotOlderThan", "limit": "1"},
+    )
     assert code == 504 and "retryAfterSeconds" not in body["details"]
 
 
 async def test_a_watch_from_a_resource_version_not_reached_yet_waits_for_it(kube: KubeClient) -> None:
     now = await _make(kube, "w-0")
     resp = await kube.api_client.call_api(
-        CMS, "GET", query_params=[("watch", "1"), ("resourceVersion", str(now + 2)), ("timeoutSeconds", "3")],
-        auth_settings=["BearerToken"], header_params={"Accept": "application/json"}, _preload_content=False)
+        CMS,
+        "GET",
+        query_params=[("watch", "1"), ("resourceVersion", str(now + 2)), ("timeoutSeconds", "3")],
+        auth_settings=["BearerToken"],
+        header_params={"Accept": "application/json"},
+        _preload_content=False,
+    )
     try:
         assert resp.status == 200
         await _make(kube, "w-1", "w-2", "w-3")  # w-1 and w-2 are at or below the RV asked for
@@ -102,15 +122,35 @@ async def test_a_watch_from_a_resource_version_not_reached_yet_waits_for_it(kube
 
 async def test_bad_combinations_are_refused_as_the_real_server_does(kube: KubeClient) -> None:
     cases: list[tuple[dict[str, str], int, str]] = [
-        ({"resourceVersionMatch": "Exact"}, 422, 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
-         "resourceVersionMatch is forbidden unless resourceVersion is provided"),
-        ({"resourceVersionMatch": "Exact", "resourceVersion": "0"}, 422, 'ListOptions.meta.k8s.io "" is invalid: '
-         'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"'),
-        ({"resourceVersionMatch": "Bogus", "resourceVersion": "5"}, 422, 'ListOptions.meta.k8s.io "" is invalid: '
-         'resourceVersionMatch: Unsupported value: "Bogus": supported values: "Exact", "NotOlderThan", ""'),
-        ({"watch": "1", "resourceVersionMatch": "NotOlderThan", "resourceVersion": "1"}, 422, 'ListOptions.meta.k8s.io "" is '
-         "invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch"),
-        ({"resourceVersion": "abc"}, 500, 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax'),
+        (
+            {"resourceVersionMatch": "Exact"},
+            422,
+            'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            {"resourceVersionMatch": "Exact", "resourceVersion": "0"},
+            422,
+            'ListOptions.meta.k8s.io "" is invalid: '
+            'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+        ),
+        (
+            {"resourceVersionMatch": "Bogus", "resourceVersion": "5"},
+            422,
+            'ListOptions.meta.k8s.io "" is invalid: '
+            'resourceVersionMatch: Unsupported value: "Bogus": supported values: "Exact", "NotOlderThan", ""',
+        ),
+        (
+            {"watch": "1", "resourceVersionMatch": "NotOlderThan", "resourceVersion": "1"},
+            422,
+            'ListOptions.meta.k8s.io "" is '
+            "invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch",
+        ),
+        (
+            {"resourceVersion": "abc"},
+            500,
+            'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax',
+        ),
     ]
     for query, want_code, want_message in cases:
         code, body = await raw(kube, "GET", CMS, query=query)
@@ -132,11 +172,17 @@ async def test_bad_combinations_are_refused_as_the_real_server_does(kube: KubeCl
 async def test_the_watch_cache_answers_every_object_whatever_the_limit(kube: KubeClient) -> None:
     await _make(kube, "all-a", "all-b", "all-c")
     code, body = await raw(kube, "GET", CMS, query={"resourceVersion": "0", "limit": "1"})
-    assert code == 200 and sorted(_names(body)) == ["all-a", "all-b", "all-c"] and "continue" not in body["metadata"]
+    assert (
+        code == 200
+        and sorted(_names(body)) == ["all-a", "all-b", "all-c"]
+        and "continue" not in body["metadata"]
+    )
 
 
 @pytest.mark.backends("local")
-async def test_compaction_expires_exact_reads_and_continue_tokens(kube: KubeClient, cluster: LocalCluster) -> None:
+async def test_compaction_expires_exact_reads_and_continue_tokens(
+    kube: KubeClient, cluster: LocalCluster
+) -> None:
     """Two runs of the compactor (5 minutes apart on a real server) and the first page's RV is gone:
     the continue answers 410 with a token that goes on at the latest RV, as etcd3's store does."""
     await _make(kube, "old-a", "old-b", "old-c")
@@ -148,7 +194,9 @@ async def test_compaction_expires_exact_reads_and_continue_tokens(kube: KubeClie
     cluster.storage.compact()
     code, body = await raw(kube, "GET", CMS, query={"limit": "1", "continue": first["metadata"]["continue"]})
     assert (code, body["reason"]) == (410, "Expired")
-    assert body["message"].startswith("The provided continue parameter is too old to display a consistent list result. You can")
+    assert body["message"].startswith(
+        "The provided continue parameter is too old to display a consistent list result. You can"
+    )
     code, rest = await raw(kube, "GET", CMS, query={"limit": "10", "continue": body["metadata"]["continue"]})
     assert code == 200 and _names(rest) == ["old-b", "old-bb", "old-c", "old-d"]  # inconsistent, as promised
     code, body = await raw(kube, "GET", CMS, query={"resourceVersion": at, "resourceVersionMatch": "Exact"})
@@ -163,13 +211,21 @@ async def test_compaction_expires_exact_reads_and_continue_tokens(kube: KubeClie
 @pytest.mark.looptime
 async def test_the_compactor_runs_every_five_minutes_of_the_loop_clock() -> None:
     storage = Storage()
-    storage.write("configmaps", {"metadata": {"name": "a", "namespace": "ns"}}, labels={}, fields={}, expect_new=True)
+    storage.write(
+        "configmaps", {"metadata": {"name": "a", "namespace": "ns"}}, labels={}, fields={}, expect_new=True
+    )
     seen = storage.rv
     async with anyio.create_task_group() as tg:
         tg.start_soon(storage.run_compactor)
         await asyncio.sleep(301)  # the first run notes the revision
         assert storage.compacted_rv == 0
-        storage.write("configmaps", {"metadata": {"name": "b", "namespace": "ns"}}, labels={}, fields={}, expect_new=True)
+        storage.write(
+            "configmaps",
+            {"metadata": {"name": "b", "namespace": "ns"}},
+            labels={},
+            fields={},
+            expect_new=True,
+        )
         await asyncio.sleep(300)  # the second compacts to it
         assert storage.compacted_rv == seen
         tg.cancel_scope.cancel()

@@ -71,7 +71,9 @@ def test_a_read_at_an_old_rv_sees_the_objects_as_they_were() -> None:
         _put(storage, name, {"v": "1"})
     at = storage.rv
     _put(storage, "aa")  # created after: not there at `at`
-    storage.write("pods", {"metadata": {"name": "b", "namespace": "ns"}}, labels={"v": "2"}, fields={}, expect_new=False)
+    storage.write(
+        "pods", {"metadata": {"name": "b", "namespace": "ns"}}, labels={"v": "2"}, fields={}, expect_new=False
+    )
     storage.remove("pods", {"metadata": {"name": "c", "namespace": "ns"}})
     then = list(storage.iter_entries_at("pods", at))
     assert [(e.name, e.labels) for e in then] == [("a", {"v": "1"}), ("b", {"v": "1"}), ("c", {"v": "1"})]
@@ -135,9 +137,13 @@ def test_continue_token_round_trips() -> None:
     assert decode_continue(encode_continue(-1, "ns/name")) == (-1, "ns/name")
 
 
-@given(st.lists(st.tuples(st.sampled_from(["put", "del"]), st.sampled_from("abcdefgh"), st.sampled_from(["x", "y"])),
-                max_size=40),
-       st.integers(min_value=1, max_value=4))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["put", "del"]), st.sampled_from("abcdefgh"), st.sampled_from(["x", "y"])),
+        max_size=40,
+    ),
+    st.integers(min_value=1, max_value=4),
+)
 def test_reads_at_any_old_rv_match_what_was_stored_then(ops: list[tuple[str, str, str]], page: int) -> None:
     """Every RV's objects, rebuilt from today's objects and the events since, page by page."""
     storage = Storage()
@@ -146,8 +152,13 @@ def test_reads_at_any_old_rv_match_what_was_stored_then(ops: list[tuple[str, str
     for op, name, label in ops:
         key = f"ns/{name}"
         if op == "put":
-            storage.write("pods", {"metadata": {"name": name, "namespace": "ns"}}, labels={"v": label}, fields={},
-                          expect_new=key not in current)
+            storage.write(
+                "pods",
+                {"metadata": {"name": name, "namespace": "ns"}},
+                labels={"v": label},
+                fields={},
+                expect_new=key not in current,
+            )
             current[key] = label
         elif key in current:
             storage.remove("pods", {"metadata": {"name": name, "namespace": "ns"}})

@@ -18,7 +18,9 @@ from tests.localcluster.helpers import bare_cluster, pod
 cluster = pytest.fixture(bare_cluster)
 
 
-async def _raw_watch(cluster: LocalCluster, path: str, query: dict[str, str], count: int) -> tuple[aiohttp.ClientResponse, list[dict[str, Any]]]:
+async def _raw_watch(
+    cluster: LocalCluster, path: str, query: dict[str, str], count: int
+) -> tuple[aiohttp.ClientResponse, list[dict[str, Any]]]:
     events: list[dict[str, Any]] = []
     async with aiohttp.ClientSession() as session, session.get(cluster.url + path, params=query) as resp:
         async for line in resp.content:
@@ -28,7 +30,9 @@ async def _raw_watch(cluster: LocalCluster, path: str, query: dict[str, str], co
         return resp, events
 
 
-async def test_watch_frames_and_resumes_from_resource_version(cluster: LocalCluster, kube: KubeClient) -> None:
+async def test_watch_frames_and_resumes_from_resource_version(
+    cluster: LocalCluster, kube: KubeClient
+) -> None:
     first = await kube.create(R.CONFIGMAPS, {"metadata": {"name": "a"}}, namespace="default")
     await kube.create(R.CONFIGMAPS, {"metadata": {"name": "b"}}, namespace="default")
     await kube.patch(R.CONFIGMAPS, "a", {"data": {"x": "1"}}, namespace="default")
@@ -38,7 +42,11 @@ async def test_watch_frames_and_resumes_from_resource_version(cluster: LocalClus
     assert resp.status == 200
     assert resp.headers["Content-Type"] == "application/json"
     assert resp.headers["Transfer-Encoding"] == "chunked"
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "b"),
+        ("MODIFIED", "a"),
+        ("DELETED", "b"),
+    ]
     rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert rvs == sorted(rvs) and rvs[0] > int(first["metadata"]["resourceVersion"])
 
@@ -66,7 +74,11 @@ async def test_bookmarks_carry_the_latest_resource_version(cluster: LocalCluster
     cluster.rest.first_bookmark_after = 0.05
     created = await kube.create(R.CONFIGMAPS, {"metadata": {"name": "a"}}, namespace="default")
     await kube.create(R.CONFIGMAPS, {"metadata": {"name": "b"}}, namespace="kube-system")
-    query = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": created["metadata"]["resourceVersion"]}
+    query = {
+        "watch": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersion": created["metadata"]["resourceVersion"],
+    }
     _, events = await _raw_watch(cluster, "/api/v1/namespaces/default/configmaps", query, 1)
     assert events[0]["type"] == "BOOKMARK"
     assert events[0]["object"]["kind"] == "ConfigMap"
@@ -97,7 +109,9 @@ async def test_objects_moving_into_and_out_of_a_selector(cluster: LocalCluster, 
     assert events[0]["type"] == "ADDED" and events[0]["object"]["spec"]["nodeName"] == "node-1"
 
 
-async def test_kubernetes_asyncio_generated_client_lists_and_watches(cluster: LocalCluster, kube: KubeClient) -> None:
+async def test_kubernetes_asyncio_generated_client_lists_and_watches(
+    cluster: LocalCluster, kube: KubeClient
+) -> None:
     await kube.create(R.PODS, pod("a"), namespace="default")
     core = k8s_client.CoreV1Api(kube.api_client)
     pods = await core.list_namespaced_pod("default")
@@ -106,7 +120,9 @@ async def test_kubernetes_asyncio_generated_client_lists_and_watches(cluster: Lo
     await kube.create(R.PODS, pod("b"), namespace="default")
     watcher = k8s_watch.Watch()
     seen = []
-    async with watcher.stream(core.list_namespaced_pod, "default", resource_version=start, timeout_seconds=5) as stream:
+    async with watcher.stream(
+        core.list_namespaced_pod, "default", resource_version=start, timeout_seconds=5
+    ) as stream:
         async for event in stream:
             seen.append((event["type"], event["object"].metadata.name))
             break

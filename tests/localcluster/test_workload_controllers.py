@@ -26,8 +26,11 @@ from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
 from tests.controllers.harness import eventually
 
-pytestmark = [pytest.mark.kubectl, pytest.mark.backends("local", "real"),
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")]
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.backends("local", "real"),
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary"),
+]
 
 NS = "default"
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
@@ -45,9 +48,15 @@ async def kubectl(cluster: Any, *args: str, stdin: str | None = None) -> str:
     cache = tempfile.mkdtemp(prefix="kubectl-cache-")
     try:
         proc = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", cluster.kubeconfig_path, "--cache-dir", cache, *args,
+            "kubectl",
+            "--kubeconfig",
+            cluster.kubeconfig_path,
+            "--cache-dir",
+            cache,
+            *args,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
         )
         out, _ = await proc.communicate(stdin.encode() if stdin is not None else None)
         assert proc.returncode == 0, f"kubectl {' '.join(args)}: {out.decode()}"
@@ -93,7 +102,8 @@ spec:
 def ready(pod: dict[str, Any]) -> bool:
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
 
 
 async def pods_of(kube: KubeClient, app: str) -> dict[str, dict[str, Any]]:
@@ -108,8 +118,13 @@ async def recording(kube: KubeClient, app: str) -> AsyncIterator[list[tuple[str,
     listed = await kube.list(PODS, namespace=NS, label_selector=f"app={app}")
 
     async def watch() -> None:
-        async with kube.watch(PODS, namespace=NS, label_selector=f"app={app}",
-                              resource_version=listed["metadata"]["resourceVersion"], allow_bookmarks=False) as stream:
+        async with kube.watch(
+            PODS,
+            namespace=NS,
+            label_selector=f"app={app}",
+            resource_version=listed["metadata"]["resourceVersion"],
+            allow_bookmarks=False,
+        ) as stream:
             async for ev in stream:
                 events.append((ev.type, ev.object))
 
@@ -124,8 +139,12 @@ async def recording(kube: KubeClient, app: str) -> AsyncIterator[list[tuple[str,
 async def sts_settled(kube: KubeClient, name: str, replicas: int) -> dict[str, Any] | None:
     sts = await kube.get(STATEFULSETS, name, namespace=NS)
     st = sts.get("status") or {}
-    done = (st.get("observedGeneration") == sts["metadata"]["generation"] and st.get("replicas") == replicas
-            and st.get("readyReplicas", 0) == replicas and st.get("currentRevision") == st.get("updateRevision"))
+    done = (
+        st.get("observedGeneration") == sts["metadata"]["generation"]
+        and st.get("replicas") == replicas
+        and st.get("readyReplicas", 0) == replicas
+        and st.get("currentRevision") == st.get("updateRevision")
+    )
     return sts if done else None
 
 
@@ -145,7 +164,9 @@ async def test_statefulset_ordered_ready_creates_one_at_a_time(cluster: Any, kub
         name = pod["metadata"]["name"]
         if kind == "ADDED":
             ordinal = int(name.rsplit("-", 1)[1])
-            assert all(ready(latest[f"web-{i}"]) for i in range(ordinal)), f"{name} made before its predecessors were ready"
+            assert all(ready(latest[f"web-{i}"]) for i in range(ordinal)), (
+                f"{name} made before its predecessors were ready"
+            )
             created.append(name)
         latest[name] = pod
     assert created == ["web-0", "web-1", "web-2"]
@@ -159,15 +180,19 @@ async def test_statefulset_ordered_ready_creates_one_at_a_time(cluster: Any, kub
         assert labels["controller-revision-hash"] == status["updateRevision"]
         owner = pod["metadata"]["ownerReferences"]
         assert [(o["kind"], o["name"], o["uid"], o.get("controller")) for o in owner] == [
-            ("StatefulSet", "web", sts["metadata"]["uid"], True)]
+            ("StatefulSet", "web", sts["metadata"]["uid"], True)
+        ]
         assert pod["spec"]["hostname"] == name and pod["spec"]["subdomain"] == "web"
     assert status["currentReplicas"] == status["updatedReplicas"] == 3
     revisions = await kube.list(CONTROLLERREVISIONS, namespace=NS)
     assert status["updateRevision"] in {r["metadata"]["name"] for r in revisions["items"]}
 
     async def recorded() -> set[str]:
-        events = await kube.list(EVENTS, namespace=NS, field_selector="involvedObject.kind=StatefulSet,involvedObject.name=web")
+        events = await kube.list(
+            EVENTS, namespace=NS, field_selector="involvedObject.kind=StatefulSet,involvedObject.name=web"
+        )
         return {e["message"] for e in events["items"] if e["reason"] == "SuccessfulCreate"}
+
     expected = {f"create Pod web-{i} in StatefulSet web successful" for i in range(3)}
     await eventually(lambda: _superset(recorded(), expected), "a SuccessfulCreate event per pod")
 
@@ -176,7 +201,9 @@ async def _superset(found: Any, expected: set[str]) -> bool:
     return expected <= await found
 
 
-async def test_statefulset_scales_down_in_reverse_and_recreates_a_deleted_pod(cluster: Any, kube: KubeClient) -> None:
+async def test_statefulset_scales_down_in_reverse_and_recreates_a_deleted_pod(
+    cluster: Any, kube: KubeClient
+) -> None:
     await kubectl(cluster, "apply", "-f", "-", stdin=statefulset("db", 3))
     await eventually(lambda: sts_settled(kube, "db", 3), "3 ready replicas")
 
@@ -186,6 +213,7 @@ async def test_statefulset_scales_down_in_reverse_and_recreates_a_deleted_pod(cl
     async def replaced() -> bool:
         pod = (await pods_of(kube, "db")).get("db-1")
         return pod is not None and pod["metadata"]["uid"] != before and ready(pod)
+
     await eventually(replaced, "db-1 made again under its name")
 
     async with recording(kube, "db") as events:
@@ -195,8 +223,11 @@ async def test_statefulset_scales_down_in_reverse_and_recreates_a_deleted_pod(cl
     gone = [pod["metadata"]["name"] for kind, pod in events if kind == "DELETED"]
     assert gone == ["db-2", "db-1"]
     # db-1 was asked to go only once db-2 had gone
-    marked = next(i for i, (kind, pod) in enumerate(events)
-                  if pod["metadata"]["name"] == "db-1" and pod["metadata"].get("deletionTimestamp"))
+    marked = next(
+        i
+        for i, (kind, pod) in enumerate(events)
+        if pod["metadata"]["name"] == "db-1" and pod["metadata"].get("deletionTimestamp")
+    )
     first_gone = next(i for i, (kind, _) in enumerate(events) if kind == "DELETED")
     assert first_gone < marked
     assert set(await pods_of(kube, "db")) == {"db-0"}
@@ -213,7 +244,9 @@ async def test_statefulset_parallel_creates_all_at_once(cluster: Any, kube: Kube
 
 @pytest.mark.backends("local")  # spec.ordinals came in 1.26, after the real tier's 1.24
 async def test_statefulset_ordinals_start(cluster: Any, kube: KubeClient) -> None:
-    body = statefulset("idx", 2, policy="Parallel").replace("  replicas: 2\n", "  replicas: 2\n  ordinals: {start: 5}\n")
+    body = statefulset("idx", 2, policy="Parallel").replace(
+        "  replicas: 2\n", "  replicas: 2\n  ordinals: {start: 5}\n"
+    )
     await kubectl(cluster, "apply", "-f", "-", stdin=body)
     await eventually(lambda: sts_settled(kube, "idx", 2), "2 ready replicas")
     pods = await pods_of(kube, "idx")
@@ -227,16 +260,24 @@ async def test_statefulset_ordinals_start(cluster: Any, kube: KubeClient) -> Non
 async def ds_settled(kube: KubeClient, name: str, nodes: int) -> dict[str, Any] | None:
     ds = await kube.get(DAEMONSETS, name, namespace=NS)
     st = ds.get("status") or {}
-    done = (st.get("observedGeneration") == ds["metadata"]["generation"] and st.get("desiredNumberScheduled") == nodes
-            and st.get("currentNumberScheduled") == nodes and st.get("numberReady") == nodes
-            and st.get("numberAvailable") == nodes and st.get("updatedNumberScheduled") == nodes)
+    done = (
+        st.get("observedGeneration") == ds["metadata"]["generation"]
+        and st.get("desiredNumberScheduled") == nodes
+        and st.get("currentNumberScheduled") == nodes
+        and st.get("numberReady") == nodes
+        and st.get("numberAvailable") == nodes
+        and st.get("updatedNumberScheduled") == nodes
+    )
     return ds if done else None
 
 
 async def placement(kube: KubeClient, app: str) -> dict[str, str]:
     """node -> pod name, of the app's live, Ready pods."""
-    return {p["spec"]["nodeName"]: name for name, p in (await pods_of(kube, app)).items()
-            if not p["metadata"].get("deletionTimestamp") and ready(p)}
+    return {
+        p["spec"]["nodeName"]: name
+        for name, p in (await pods_of(kube, app)).items()
+        if not p["metadata"].get("deletionTimestamp") and ready(p)
+    }
 
 
 async def test_daemonset_runs_one_pod_per_node_and_follows_nodes(cluster: Any, kube: KubeClient) -> None:
@@ -249,10 +290,17 @@ async def test_daemonset_runs_one_pod_per_node_and_follows_nodes(cluster: Any, k
         assert pod["metadata"]["ownerReferences"][0]["controller"] is True
         assert pod["metadata"]["labels"]["controller-revision-hash"]
         tolerations = {(t.get("key"), t.get("effect")) for t in pod["spec"]["tolerations"]}
-        assert {("node.kubernetes.io/unschedulable", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoExecute"),
-                ("node.kubernetes.io/unreachable", "NoExecute")} <= tolerations
-        node_terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        assert node_terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [pod["spec"]["nodeName"]]}]}]
+        assert {
+            ("node.kubernetes.io/unschedulable", "NoSchedule"),
+            ("node.kubernetes.io/not-ready", "NoExecute"),
+            ("node.kubernetes.io/unreachable", "NoExecute"),
+        } <= tolerations
+        node_terms = pod["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        assert node_terms == [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [pod["spec"]["nodeName"]]}]}
+        ]
 
     # a cordoned node keeps its daemon pod, and gets it back when it is deleted
     await kubectl(cluster, "cordon", "node-1")
@@ -261,6 +309,7 @@ async def test_daemonset_runs_one_pod_per_node_and_follows_nodes(cluster: Any, k
 
     async def back_on_node_1() -> bool:
         return (await placement(kube, "agent")).get("node-1") not in (None, on_node_1)
+
     await eventually(back_on_node_1, "a new daemon pod on the cordoned node-1")
 
     # a new node gets one
@@ -270,7 +319,10 @@ async def test_daemonset_runs_one_pod_per_node_and_follows_nodes(cluster: Any, k
 
 
 async def test_daemonset_surge_update_keeps_a_ready_pod_on_every_node(cluster: Any, kube: KubeClient) -> None:
-    body = daemonset("surge").replace("spec:\n  selector:", "spec:\n  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n  selector:")
+    body = daemonset("surge").replace(
+        "spec:\n  selector:",
+        "spec:\n  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n  selector:",
+    )
     await kubectl(cluster, "apply", "-f", "-", stdin=body)
     await eventually(lambda: ds_settled(kube, "surge", 3), "a ready pod on each node")
     state = await pods_of(kube, "surge")  # settled: nothing changes until the image does
@@ -288,11 +340,17 @@ async def test_daemonset_surge_update_keeps_a_ready_pod_on_every_node(cluster: A
             state[name] = pod
         per_node: dict[str, list[dict[str, Any]]] = {}
         for p in state.values():
-            node = p["spec"].get("nodeName") or p["spec"]["affinity"]["nodeAffinity"][
-                "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+            node = (
+                p["spec"].get("nodeName")
+                or p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                    "nodeSelectorTerms"
+                ][0]["matchFields"][0]["values"][0]
+            )
             per_node.setdefault(node, []).append(p)
         for node in ("node-1", "node-2", "node-3"):
-            assert any(ready(p) and not p["metadata"].get("deletionTimestamp") for p in per_node.get(node, [])), (node, kind, name)
+            assert any(
+                ready(p) and not p["metadata"].get("deletionTimestamp") for p in per_node.get(node, [])
+            ), (node, kind, name)
             assert len(per_node.get(node, [])) <= 2
 
 
@@ -308,6 +366,7 @@ async def test_daemonset_taints_and_node_selector(cluster: Any, kube: KubeClient
     async def misscheduled() -> bool:
         st = (await kube.get(DAEMONSETS, "edge", namespace=NS)).get("status") or {}
         return st.get("desiredNumberScheduled") == 1 and st.get("numberMisscheduled") == 1
+
     await eventually(misscheduled, "node-2 counted as misscheduled")
     assert sorted(await placement(kube, "edge")) == ["node-2", "node-3"]
 
@@ -325,7 +384,11 @@ async def _only(kube: KubeClient, app: str, nodes: list[str]) -> bool:
 
 
 def images(pods: dict[str, dict[str, Any]]) -> set[str]:
-    return {p["spec"]["containers"][0]["image"] for p in pods.values() if not p["metadata"].get("deletionTimestamp")}
+    return {
+        p["spec"]["containers"][0]["image"]
+        for p in pods.values()
+        if not p["metadata"].get("deletionTimestamp")
+    }
 
 
 async def test_rollouts_undo_and_drain_with_statefulset_and_daemonset(cluster: Any, kube: KubeClient) -> None:
@@ -354,7 +417,9 @@ async def test_rollouts_undo_and_drain_with_statefulset_and_daemonset(cluster: A
     assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["2", "3"]
 
     # a drain evicts the StatefulSet pod, which comes back on another node; the daemon pod stays
-    on_node_1 = {name for name, p in (await pods_of(kube, "web")).items() if p["spec"].get("nodeName") == "node-1"}
+    on_node_1 = {
+        name for name, p in (await pods_of(kube, "web")).items() if p["spec"].get("nodeName") == "node-1"
+    }
     daemon_on_node_1 = (await placement(kube, "agent"))["node-1"]
     out = await kubectl(cluster, "drain", "node-1", "--ignore-daemonsets", "--timeout=60s")
     assert f"ignoring DaemonSet-managed Pods: {NS}/{daemon_on_node_1}" in out
@@ -362,7 +427,10 @@ async def test_rollouts_undo_and_drain_with_statefulset_and_daemonset(cluster: A
 
     async def moved() -> bool:
         pods = await pods_of(kube, "web")
-        return all(ready(p) and p["spec"].get("nodeName") != "node-1" for p in pods.values()) and set(pods) == {"web-0", "web-1"}
+        return all(ready(p) and p["spec"].get("nodeName") != "node-1" for p in pods.values()) and set(
+            pods
+        ) == {"web-0", "web-1"}
+
     await eventually(moved, "the StatefulSet's pods off node-1")
     assert on_node_1 <= set(await pods_of(kube, "web"))
     assert (await placement(kube, "agent"))["node-1"] == daemon_on_node_1
@@ -375,9 +443,12 @@ async def test_namespace_defaults_and_kubernetes_service(cluster: Any, kube: Kub
     await kubectl(cluster, "create", "namespace", "team-a")
 
     async def defaults() -> bool:
-        names = {s["metadata"]["name"] for s in (await kube.list(SERVICEACCOUNTS, namespace="team-a"))["items"]}
+        names = {
+            s["metadata"]["name"] for s in (await kube.list(SERVICEACCOUNTS, namespace="team-a"))["items"]
+        }
         cms = {c["metadata"]["name"]: c for c in (await kube.list(CONFIGMAPS, namespace="team-a"))["items"]}
         return "default" in names and "kube-root-ca.crt" in cms
+
     await eventually(defaults, "default ServiceAccount and kube-root-ca.crt in team-a", timeout=30)
     root_ca = await kube.get(CONFIGMAPS, "kube-root-ca.crt", namespace="team-a")
     assert root_ca["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
@@ -398,9 +469,11 @@ async def test_kube_root_ca_is_the_serving_ca_when_the_cluster_serves_tls() -> N
     async with LocalCluster(nodes=0, tls=True) as secure:
         client = await secure.client()
         try:
+
             async def published() -> dict[str, Any] | None:
                 items = (await client.list(CONFIGMAPS, namespace="default"))["items"]
                 return next((c for c in items if c["metadata"]["name"] == "kube-root-ca.crt"), None)
+
             root_ca = await eventually(published, "kube-root-ca.crt in default")
         finally:
             await client.close()

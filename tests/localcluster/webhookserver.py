@@ -37,24 +37,46 @@ class WebhookServer:
     def ca_bundle(self) -> str:
         return base64.b64encode(self.ca_pem).decode()
 
-    def configuration(self, name: str, *, resources: list[str], operations: list[str] | None = None,
-                      failure_policy: str = "Fail", timeout: int = 5, path: str = "/validate",
-                      **extra: Any) -> dict[str, Any]:
+    def configuration(
+        self,
+        name: str,
+        *,
+        resources: list[str],
+        operations: list[str] | None = None,
+        failure_policy: str = "Fail",
+        timeout: int = 5,
+        path: str = "/validate",
+        **extra: Any,
+    ) -> dict[str, Any]:
         """A ValidatingWebhookConfiguration with one webhook (`name`.example.com) sent here by URL."""
         hook: dict[str, Any] = {
             "name": f"{name}.example.com",
             "clientConfig": {"url": self.url + path, "caBundle": self.ca_bundle},
-            "rules": [{"operations": operations or ["CREATE"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": resources}],
-            "failurePolicy": failure_policy, "sideEffects": "None", "admissionReviewVersions": ["v1"],
-            "timeoutSeconds": timeout, **extra,
+            "rules": [
+                {
+                    "operations": operations or ["CREATE"],
+                    "apiGroups": ["*"],
+                    "apiVersions": ["*"],
+                    "resources": resources,
+                }
+            ],
+            "failurePolicy": failure_policy,
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": timeout,
+            **extra,
         }
-        return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-                "metadata": {"name": name}, "webhooks": [hook]}
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [hook],
+        }
 
 
 def _ca_of(chain: bytes) -> bytes:
     end = b"-----END CERTIFICATE-----"
-    return chain[chain.index(end) + len(end):].strip() + b"\n"
+    return chain[chain.index(end) + len(end) :].strip() + b"\n"
 
 
 @asynccontextmanager
@@ -71,7 +93,13 @@ async def webhook_server(*, hosts: tuple[str, ...] = ()) -> AsyncIterator[Webhoo
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(closing.wait(), hook.delay)
         response = {"uid": review["request"]["uid"], **hook.answer(review["request"])}
-        return web.json_response({"apiVersion": hook.answer_version or review["apiVersion"], "kind": "AdmissionReview", "response": response})
+        return web.json_response(
+            {
+                "apiVersion": hook.answer_version or review["apiVersion"],
+                "kind": "AdmissionReview",
+                "response": response,
+            }
+        )
 
     app = web.Application()
     app.router.add_post("/{path:.*}", handle)

@@ -23,8 +23,14 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
-    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason,
-            "message": message}
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
     return web.json_response(body, status=code)
 
 
@@ -56,7 +62,7 @@ class FakeApi:
 
     def in_collection(self, collection: str) -> list[dict[str, Any]]:
         prefix = collection.rstrip("/") + "/"
-        return [o for p, o in self.objects.items() if p.startswith(prefix) and "/" not in p[len(prefix):]]
+        return [o for p, o in self.objects.items() if p.startswith(prefix) and "/" not in p[len(prefix) :]]
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/")
@@ -93,8 +99,14 @@ class FakeApi:
                 return web.json_response(self.objects[path])
             items = self.in_collection(path)
             if items or path.endswith("s"):
-                return web.json_response({"kind": "List", "apiVersion": "v1", "items": items,
-                                          "metadata": {"resourceVersion": str(next(self._rv))}})
+                return web.json_response(
+                    {
+                        "kind": "List",
+                        "apiVersion": "v1",
+                        "items": items,
+                        "metadata": {"resourceVersion": str(next(self._rv))},
+                    }
+                )
             return _status(404, "NotFound", f"{path} not found")
         body = await request.json()
         if request.method == "POST":

@@ -13,15 +13,28 @@ from localcluster.cluster import LocalCluster
 from tests.manager.waiting import eventually
 
 
-async def test_the_manager_caches_the_pod_and_node_projections(cluster: LocalCluster, kube: KubeClient) -> None:
-    await kube.create(PODS, {
-        "metadata": {"name": "cached", "namespace": "default", "labels": {"app": "x"}},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                                       "env": [{"name": "A", "value": "b"}]}]},
-    }, namespace="default")
+async def test_the_manager_caches_the_pod_and_node_projections(
+    cluster: LocalCluster, kube: KubeClient
+) -> None:
+    await kube.create(
+        PODS,
+        {
+            "metadata": {"name": "cached", "namespace": "default", "labels": {"app": "x"}},
+            "spec": {
+                "nodeName": "node-1",
+                "containers": [
+                    {"name": "c", "image": "registry.k8s.io/pause:3.10", "env": [{"name": "A", "value": "b"}]}
+                ],
+            },
+        },
+        namespace="default",
+    )
     client = await cluster.client()
-    opts = ManagerOptions(controllers=("replicaset", "taint-eviction-controller"), secure_port=0,
-                          leader_election=LeaderElectionOptions(enabled=False))
+    opts = ManagerOptions(
+        controllers=("replicaset", "taint-eviction-controller"),
+        secure_port=0,
+        leader_election=LeaderElectionOptions(enabled=False),
+    )
     manager = Manager(opts, client)
     try:
         async with anyio.create_task_group() as tg:

@@ -17,8 +17,14 @@ from tests.manager.logcapture import restore_logging  # noqa: F401 - autouse: ma
 
 def _aiokcm(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"} | {"COLUMNS": "400"}
-    return subprocess.run([sys.executable, "-m", "controller_manager", *args], capture_output=True, text=True,
-                          timeout=60, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "controller_manager", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize(
@@ -26,16 +32,24 @@ def _aiokcm(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (["run", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
         (["run", "--feature-gates=Bogus=true"], "unrecognized feature gate: Bogus"),
-        (["run", "--feature-gates=DeclarativeNodeMaintenance=maybe"], "invalid value of DeclarativeNodeMaintenance"),
+        (
+            ["run", "--feature-gates=DeclarativeNodeMaintenance=maybe"],
+            "invalid value of DeclarativeNodeMaintenance",
+        ),
         (["run", "--controllers=*,-nope"], "'-nope' is not in the list of known controllers"),
         (["run", "--kube-api-qps=fast"], "invalid number 'fast'"),
-        (["run", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"],
-         "lease-duration must be greater than --leader-elect-renew-deadline"),
+        (
+            ["run", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"],
+            "lease-duration must be greater than --leader-elect-renew-deadline",
+        ),
         (["run", "--leader-elect-retry-period=forever"], "invalid duration 'forever'"),
         (["run", "--log-format=xml"], "invalid choice: 'xml'"),
         (["frobnicate"], "unknown command 'frobnicate'"),
         (["cluster", "up"], "--kubeconfig"),
-        (["run", "--kubeconfig=/nonexistent/kubeconfig"], "--kubeconfig /nonexistent/kubeconfig: no such file"),
+        (
+            ["run", "--kubeconfig=/nonexistent/kubeconfig"],
+            "--kubeconfig /nonexistent/kubeconfig: no such file",
+        ),
         (["run", "--leader-elect=false"], "no --kubeconfig, --master or $KUBECONFIG, and no in-cluster"),
         (["drain", "node-1", "--bogus"], "unrecognized arguments: --bogus"),
         (["drain", "node-1", "--timeout=-5s"], "must not be negative"),
@@ -44,7 +58,10 @@ def _aiokcm(*args: str) -> subprocess.CompletedProcess[str]:
         (["run", "--secure-port=70000"], "70000 must be between 0 and 65535, inclusive"),
         (["run", "--bind-address=not-an-ip"], "failed to parse IP: 'not-an-ip'"),
         (["run", "--kube-api-qps=nan"], "must be a finite number, got 'nan'"),
-        (["run", "--leader-elect=false", "--master=not a url"], "must be a URL or a host:port pair: 'not a url'"),
+        (
+            ["run", "--leader-elect=false", "--master=not a url"],
+            "must be a URL or a host:port pair: 'not a url'",
+        ),
     ],
 )
 def test_bad_command_lines_exit_2_with_one_line(args: list[str], needle: str) -> None:
@@ -56,14 +73,18 @@ def test_bad_command_lines_exit_2_with_one_line(args: list[str], needle: str) ->
     assert "Traceback" not in result.stderr
 
 
-_EXEC_USER = "  user:\n    exec:\n      command: {command}\n      apiVersion: client.authentication.k8s.io/v1\n"
+_EXEC_USER = (
+    "  user:\n    exec:\n      command: {command}\n      apiVersion: client.authentication.k8s.io/v1\n"
+)
 
 
 def _kubeconfig(*, server: str = "http://127.0.0.1:9", user: str = "  user: {token: t}\n") -> str:
-    return ("apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-            f"clusters:\n- name: c\n  cluster: {{server: '{server}'}}\n"
-            "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
-            f"users:\n- name: u\n{user}")
+    return (
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters:\n- name: c\n  cluster: {{server: '{server}'}}\n"
+        "contexts:\n- name: c\n  context: {cluster: c, user: u}\n"
+        f"users:\n- name: u\n{user}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -72,41 +93,86 @@ def _kubeconfig(*, server: str = "http://127.0.0.1:9", user: str = "  user: {tok
         ("", "invalid configuration: no configuration has been provided"),
         ("\n# only a comment\n", "invalid configuration: no configuration has been provided"),
         ("this is not a kubeconfig", "a kubeconfig is a mapping"),
-        ("- name: c\n- name: d\n", "a kubeconfig is a mapping (apiVersion, kind: Config, clusters, users, contexts), not a list"),
+        (
+            "- name: c\n- name: d\n",
+            "a kubeconfig is a mapping (apiVersion, kind: Config, clusters, users, contexts), not a list",
+        ),
         ("clusters: [\n  {name: c\n", "yaml: "),
         ("clusters:\n  - name: c\n   cluster: {}\n", "yaml: line 3: "),
-        ("users:\n- name: u\n  user:\n    token: s3cr3t-t0ken: oops\n", "yaml: line 4: mapping values are not allowed here"),
+        (
+            "users:\n- name: u\n  user:\n    token: s3cr3t-t0ken: oops\n",
+            "yaml: line 4: mapping values are not allowed here",
+        ),
         ("\x00\x01\x02garbage", "yaml: "),
         ("clusters: {name: c}\n", "clusters must be a list"),
-        (_kubeconfig().replace("current-context: c", "current-context: other"),
-         "context was not found for specified context: other"),
+        (
+            _kubeconfig().replace("current-context: c", "current-context: other"),
+            "context was not found for specified context: other",
+        ),
         (_kubeconfig(server="not a url"), "must be a URL or a host:port pair: 'not a url'"),
         (_kubeconfig(server="https://"), "must be a URL or a host:port pair"),
         (_kubeconfig(server=""), "no server found for cluster 'c'"),
-        (_kubeconfig(user=_EXEC_USER.format(command="/nonexistent/aws-iam-authenticator") + "      interactiveMode: Never\n"),
-         "exec: executable /nonexistent/aws-iam-authenticator not found. It looks like you are trying to use a "
-         "client-go credential plugin that is not installed."),
-        (_kubeconfig(user=_EXEC_USER.format(command="no-such-credential-plugin") + "      installHint: brew install it\n"
-                     "      interactiveMode: Never\n"),
-         "executable no-such-credential-plugin not found"),
-        (_kubeconfig(user=_EXEC_USER.format(command="true").replace("/v1\n", "/v1\n      interactiveMode: Always\n")),
-         "exec plugin cannot support interactive mode: standard input is not a terminal"),
-        (_kubeconfig(user=_EXEC_USER.format(command="true")),
-         "interactiveMode must be specified for u to use exec authentication plugin"),
-        (_kubeconfig(user="  user:\n    exec: {command: get-token}\n"),
-         "apiVersion must be specified for u to use exec authentication plugin"),
-        (_kubeconfig(user="  user:\n    exec: {command: get-token, apiVersion: client.authentication.k8s.io/v1alpha1}\n"),
-         "exec plugin: invalid apiVersion 'client.authentication.k8s.io/v1alpha1'"),
-        (_kubeconfig(user="  user: {tokenFile: /nonexistent/token}\n"), "failed to read token file '/nonexistent/token'"),
-        (_kubeconfig(user="  user: {client-certificate-data: bm90IGEgY2VydA==}\n"),
-         "client-key-data or client-key must be specified for u"),
-        (_kubeconfig(user="  user: {client-certificate-data: bm90IGEgY2VydA==, client-key-data: bm90IGEga2V5}\n"),
-         "failed parsing client key/certificate"),
-        (_kubeconfig(user="  user: {token: t, username: a, password: b}\n"), "more than one authentication method found for u"),
+        (
+            _kubeconfig(
+                user=_EXEC_USER.format(command="/nonexistent/aws-iam-authenticator")
+                + "      interactiveMode: Never\n"
+            ),
+            "exec: executable /nonexistent/aws-iam-authenticator not found. It looks like you are trying to use a "
+            "client-go credential plugin that is not installed.",
+        ),
+        (
+            _kubeconfig(
+                user=_EXEC_USER.format(command="no-such-credential-plugin")
+                + "      installHint: brew install it\n"
+                "      interactiveMode: Never\n"
+            ),
+            "executable no-such-credential-plugin not found",
+        ),
+        (
+            _kubeconfig(
+                user=_EXEC_USER.format(command="true").replace(
+                    "/v1\n", "/v1\n      interactiveMode: Always\n"
+                )
+            ),
+            "exec plugin cannot support interactive mode: standard input is not a terminal",
+        ),
+        (
+            _kubeconfig(user=_EXEC_USER.format(command="true")),
+            "interactiveMode must be specified for u to use exec authentication plugin",
+        ),
+        (
+            _kubeconfig(user="  user:\n    exec: {command: get-token}\n"),
+            "apiVersion must be specified for u to use exec authentication plugin",
+        ),
+        (
+            _kubeconfig(
+                user="  user:\n    exec: {command: get-token, apiVersion: client.authentication.k8s.io/v1alpha1}\n"
+            ),
+            "exec plugin: invalid apiVersion 'client.authentication.k8s.io/v1alpha1'",
+        ),
+        (
+            _kubeconfig(user="  user: {tokenFile: /nonexistent/token}\n"),
+            "failed to read token file '/nonexistent/token'",
+        ),
+        (
+            _kubeconfig(user="  user: {client-certificate-data: bm90IGEgY2VydA==}\n"),
+            "client-key-data or client-key must be specified for u",
+        ),
+        (
+            _kubeconfig(
+                user="  user: {client-certificate-data: bm90IGEgY2VydA==, client-key-data: bm90IGEga2V5}\n"
+            ),
+            "failed parsing client key/certificate",
+        ),
+        (
+            _kubeconfig(user="  user: {token: t, username: a, password: b}\n"),
+            "more than one authentication method found for u",
+        ),
     ],
 )
-def test_bad_kubeconfigs_exit_2_with_one_line(tmp_path: Path, content: str, needle: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_kubeconfigs_exit_2_with_one_line(
+    tmp_path: Path, content: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """In process, through the same `main` the console script calls: many cases, milliseconds each."""
     path = tmp_path / "kubeconfig"
     path.write_text(content)
@@ -118,33 +184,52 @@ def test_bad_kubeconfigs_exit_2_with_one_line(tmp_path: Path, content: str, need
         assert "s3cr3t" not in lines[0]  # an error near a token never quotes the line
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["run", "--secure-port=-1"], "-1 must be between 0 and 65535, inclusive"),
-    (["run", "--bind-address=localhost"], "failed to parse IP: 'localhost'"),
-    (["run", "--kube-api-qps=inf"], "must be a finite number, got 'inf'"),
-    (["run", "--kube-api-qps=-1"], "must be >= 0, got -1"),
-    (["run", "--node-eviction-rate=NaN"], "must be a finite number, got 'NaN'"),
-    (["run", "--leader-elect=false", "--master=ftp://example.com"], "must be a URL or a host:port pair"),
-    (["run", "--leader-elect=false", "--master=http://127.0.0.1:99999"], "must be a URL or a host:port pair"),
-    (["drain", "node-1", "--server=http://"], "must be a URL or a host:port pair"),
-    (["run", "--webhook-tls-cert-file=/x.crt"], "--webhook-tls-cert-file and --webhook-tls-private-key-file"),
-    (["run", "--eviction-surge-timeout=0s"], "--eviction-surge-timeout must be positive"),
-    (["run", "--webhook-port=70000"], "70000 must be between 0 and 65535"),
-    (["run", "--webhook-advertise-address=my-pod"], "failed to parse IP: 'my-pod'"),
-])
-def test_more_bad_flags_exit_2_with_one_line(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "--secure-port=-1"], "-1 must be between 0 and 65535, inclusive"),
+        (["run", "--bind-address=localhost"], "failed to parse IP: 'localhost'"),
+        (["run", "--kube-api-qps=inf"], "must be a finite number, got 'inf'"),
+        (["run", "--kube-api-qps=-1"], "must be >= 0, got -1"),
+        (["run", "--node-eviction-rate=NaN"], "must be a finite number, got 'NaN'"),
+        (["run", "--leader-elect=false", "--master=ftp://example.com"], "must be a URL or a host:port pair"),
+        (
+            ["run", "--leader-elect=false", "--master=http://127.0.0.1:99999"],
+            "must be a URL or a host:port pair",
+        ),
+        (["drain", "node-1", "--server=http://"], "must be a URL or a host:port pair"),
+        (
+            ["run", "--webhook-tls-cert-file=/x.crt"],
+            "--webhook-tls-cert-file and --webhook-tls-private-key-file",
+        ),
+        (["run", "--eviction-surge-timeout=0s"], "--eviction-surge-timeout must be positive"),
+        (["run", "--webhook-port=70000"], "70000 must be between 0 and 65535"),
+        (["run", "--webhook-advertise-address=my-pod"], "failed to parse IP: 'my-pod'"),
+    ],
+)
+def test_more_bad_flags_exit_2_with_one_line(
+    args: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(args) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1, lines
     assert needle in lines[0]
 
 
-@pytest.mark.parametrize(("content", "needle"), [
-    ("", "no configuration has been provided"),
-    ("- a\n- b\n", "not a list"),
-    (_kubeconfig(user=_EXEC_USER.format(command="/nonexistent/gke-gcloud-auth-plugin") + "      interactiveMode: Never\n"),
-     "exec: executable /nonexistent/gke-gcloud-auth-plugin not found"),
-])
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("", "no configuration has been provided"),
+        ("- a\n- b\n", "not a list"),
+        (
+            _kubeconfig(
+                user=_EXEC_USER.format(command="/nonexistent/gke-gcloud-auth-plugin")
+                + "      interactiveMode: Never\n"
+            ),
+            "exec: executable /nonexistent/gke-gcloud-auth-plugin not found",
+        ),
+    ],
+)
 def test_bad_kubeconfig_as_a_user_meets_it(tmp_path: Path, content: str, needle: str) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text(content)
@@ -160,11 +245,18 @@ def test_a_port_in_use_is_one_line_and_exit_2() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = _aiokcm("run", "--master=http://127.0.0.1:9", "--bind-address=127.0.0.1", f"--secure-port={port}",
-                         "--controllers=", "--leader-elect=false")
+        result = _aiokcm(
+            "run",
+            "--master=http://127.0.0.1:9",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            "--controllers=",
+            "--leader-elect=false",
+        )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
-        f"aiokcm run: failed to create listener: failed to listen on 127.0.0.1:{port}: address already in use"]
+        f"aiokcm run: failed to create listener: failed to listen on 127.0.0.1:{port}: address already in use"
+    ]
 
 
 KCM_FLAGS = [
@@ -211,26 +303,34 @@ def test_parsed_options_carry_kcm_defaults() -> None:
     assert opts.extra["node_eviction_rate"] == 0.5
     assert opts.extra["large_cluster_size_threshold"] == 50
     assert opts.controllers == ("*",)
-    off = parse_run_args(["--leader-elect=false", "--controllers=*,-replicaset-controller"], default_registry())
+    off = parse_run_args(
+        ["--leader-elect=false", "--controllers=*,-replicaset-controller"], default_registry()
+    )
     assert not off.leader_election.enabled
     assert off.controllers == ("*", "-replicaset")
     # The eviction webhook: on port 9443 once its gate is on (with --embedded it is), 5m bound, 1m window.
-    assert (opts.webhook.port, opts.webhook.service, opts.webhook.namespace) == (9443, "aiokcm-webhook", "aiokcm-system")
+    assert (opts.webhook.port, opts.webhook.service, opts.webhook.namespace) == (
+        9443,
+        "aiokcm-webhook",
+        "aiokcm-system",
+    )
     assert (opts.extra["eviction_surge_timeout"], opts.extra["eviction_surge_retry_window"]) == (300.0, 60.0)
     assert not opts.gates.enabled("EvictionSurge")
     assert parse_run_args(["--embedded"], default_registry()).gates.enabled("EvictionSurge")
 
 
-def test_missing_embedded_plugin_is_one_clear_line(monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_embedded_plugin_is_one_clear_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(embedded, "entry_points", lambda group: [])
     assert main(["cluster", "up", "--kubeconfig", "/tmp/kc"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "aiokcm.embedded:cluster is not installed" in err[0]
 
 
-def test_delegated_subcommand_missing_is_exit_2(monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_delegated_subcommand_missing_is_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from controller_manager import cli
 
     monkeypatch.setitem(cli._DELEGATES, "lease", "controller_manager.no_such_cli")

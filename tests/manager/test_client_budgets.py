@@ -37,7 +37,9 @@ class _Idle(Controller):
         return None
 
 
-async def test_a_derived_client_has_its_own_bucket_and_shares_the_connections(fake_client: KubeClient) -> None:
+async def test_a_derived_client_has_its_own_bucket_and_shares_the_connections(
+    fake_client: KubeClient,
+) -> None:
     parent = KubeClient(fake_client.api_client, qps=1, burst=1, _owns_api_client=False)
     child = parent.derive("replicaset")
     for _ in range(10):
@@ -60,7 +62,9 @@ async def test_each_controller_and_leader_election_get_their_own_client(fake_cli
         return ControllerDescriptor(name, (), (), False, construct, default_workers=1)
 
     registry = ControllerRegistry([constructor("first"), constructor("second")])
-    opts = ManagerOptions(controllers=("*",), leader_election=LeaderElectionOptions(enabled=False), secure_port=0)
+    opts = ManagerOptions(
+        controllers=("*",), leader_election=LeaderElectionOptions(enabled=False), secure_port=0
+    )
     manager = Manager(opts, fake_client, registry=registry, factory=lambda _: _Informers())  # type: ignore[arg-type,return-value]
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: manager.run(handle_signals=False))
@@ -70,8 +74,11 @@ async def test_each_controller_and_leader_election_get_their_own_client(fake_cli
     assert seen["first"].bucket is not seen["second"].bucket
     assert fake_client.bucket not in (seen["first"].bucket, seen["second"].bucket)
 
-    elected = Manager(ManagerOptions(controllers=("*",), leader_election=LeaderElectionOptions(enabled=True)),
-                      fake_client, registry=registry)
+    elected = Manager(
+        ManagerOptions(controllers=("*",), leader_election=LeaderElectionOptions(enabled=True)),
+        fake_client,
+        registry=registry,
+    )
     assert elected.elector is not None
     assert elected.elector.client.component == "leader-election"
     assert elected.elector.client.bucket is not fake_client.bucket
@@ -82,7 +89,9 @@ async def test_the_server_sees_the_user_agent_of_each_component(cluster: LocalCl
     component's User-Agent must reach it, not the generated client's default."""
     parent = await cluster.client()
     try:
-        await parent.derive("replicaset").create(CONFIGMAPS, {"metadata": {"name": "from-rs"}}, namespace="default")
+        await parent.derive("replicaset").create(
+            CONFIGMAPS, {"metadata": {"name": "from-rs"}}, namespace="default"
+        )
         await parent.create(CONFIGMAPS, {"metadata": {"name": "from-parent"}}, namespace="default")
     finally:
         await parent.close()

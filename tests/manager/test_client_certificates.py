@@ -39,13 +39,52 @@ def _openssl(*args: str) -> None:
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("pki")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *ec, "-keyout", str(d / "ca.key"), "-out", str(d / "ca.crt"), "-days", "1",
-             "-subj", "/CN=test-ca")
-    for name, extra in (("server", ["-addext", "subjectAltName=IP:127.0.0.1"]), ("client", []), ("client2", [])):
-        _openssl("req", *ec, "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"),
-                 "-subj", f"/CN=aiokcm-{name}", *extra)
-        _openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.crt"), "-CAkey", str(d / "ca.key"),
-                 "-CAcreateserial", "-out", str(d / f"{name}.crt"), "-days", "1", "-copy_extensions", "copy")
+    _openssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        str(d / "ca.key"),
+        "-out",
+        str(d / "ca.crt"),
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+    )
+    for name, extra in (
+        ("server", ["-addext", "subjectAltName=IP:127.0.0.1"]),
+        ("client", []),
+        ("client2", []),
+    ):
+        _openssl(
+            "req",
+            *ec,
+            "-keyout",
+            str(d / f"{name}.key"),
+            "-out",
+            str(d / f"{name}.csr"),
+            "-subj",
+            f"/CN=aiokcm-{name}",
+            *extra,
+        )
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            str(d / f"{name}.csr"),
+            "-CA",
+            str(d / "ca.crt"),
+            "-CAkey",
+            str(d / "ca.key"),
+            "-CAcreateserial",
+            "-out",
+            str(d / f"{name}.crt"),
+            "-days",
+            "1",
+            "-copy_extensions",
+            "copy",
+        )
     return d
 
 
@@ -63,10 +102,27 @@ async def mtls_server(pki: Path) -> AsyncIterator[str]:
         peer = request.transport.get_extra_info("peercert") if request.transport else None
         subject = dict(item[0] for item in (peer or {}).get("subject", ()))
         if subject.get("commonName") in REVOKED:
-            return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Unauthorized",
-                                      "code": 401, "message": "Unauthorized"}, status=401)
-        return web.json_response({"kind": "Namespace", "apiVersion": "v1",
-                                  "metadata": {"name": request.match_info["name"], "labels": {"cn": subject.get("commonName", "")}}})
+            return web.json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": "Unauthorized",
+                    "code": 401,
+                    "message": "Unauthorized",
+                },
+                status=401,
+            )
+        return web.json_response(
+            {
+                "kind": "Namespace",
+                "apiVersion": "v1",
+                "metadata": {
+                    "name": request.match_info["name"],
+                    "labels": {"cn": subject.get("commonName", "")},
+                },
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/api/v1/namespaces/{name}", namespace)
@@ -87,17 +143,28 @@ def _kubeconfig(tmp_path: Path, pki: Path, server: str) -> Path:
         return base64.b64encode((pki / name).read_bytes()).decode()
 
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": server, "certificate-authority-data": b64("ca.crt")}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [
+            {"name": "c", "cluster": {"server": server, "certificate-authority-data": b64("ca.crt")}}
+        ],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"client-certificate-data": b64("client.crt"), "client-key-data": b64("client.key")}}],
+        "users": [
+            {
+                "name": "u",
+                "user": {"client-certificate-data": b64("client.crt"), "client-key-data": b64("client.key")},
+            }
+        ],
     }
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config))
     return path
 
 
-async def test_inline_certificates_authenticate_over_mutual_tls(tmp_path: Path, pki: Path, mtls_server: str) -> None:
+async def test_inline_certificates_authenticate_over_mutual_tls(
+    tmp_path: Path, pki: Path, mtls_server: str
+) -> None:
     kube = KubeClient(await build_api_client(kubeconfig=str(_kubeconfig(tmp_path, pki, mtls_server))))
     try:
         ns = await kube.get(NAMESPACES, "default")
@@ -106,7 +173,7 @@ async def test_inline_certificates_authenticate_over_mutual_tls(tmp_path: Path, 
     assert ns["metadata"]["labels"]["cn"] == "aiokcm-client"
 
 
-CLIENT = '''\
+CLIENT = """\
 import asyncio, json, sys
 from apiclient import KubeClient
 from apiclient.config import build_api_client
@@ -119,10 +186,12 @@ async def main():
     await asyncio.sleep(3600)
 
 asyncio.run(main())
-'''
+"""
 
 
-async def test_no_key_file_is_left_in_tmpdir_after_sigkill(tmp_path: Path, pki: Path, mtls_server: str) -> None:
+async def test_no_key_file_is_left_in_tmpdir_after_sigkill(
+    tmp_path: Path, pki: Path, mtls_server: str
+) -> None:
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     script = tmp_path / "client.py"
@@ -147,19 +216,44 @@ async def test_no_key_file_is_left_in_tmpdir_after_sigkill(tmp_path: Path, pki: 
                 assert key_text.strip() not in path.read_text(errors="replace"), path
 
 
-async def test_an_exec_plugin_may_hand_out_the_client_certificate(tmp_path: Path, pki: Path, mtls_server: str) -> None:
-    answer = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
-              "status": {"clientCertificateData": (pki / "client.crt").read_text(),
-                         "clientKeyData": (pki / "client.key").read_text()}}
+async def test_an_exec_plugin_may_hand_out_the_client_certificate(
+    tmp_path: Path, pki: Path, mtls_server: str
+) -> None:
+    answer = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {
+            "clientCertificateData": (pki / "client.crt").read_text(),
+            "clientKeyData": (pki / "client.key").read_text(),
+        },
+    }
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {
-            "server": mtls_server,
-            "certificate-authority-data": base64.b64encode((pki / "ca.crt").read_bytes()).decode()}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {
+                    "server": mtls_server,
+                    "certificate-authority-data": base64.b64encode((pki / "ca.crt").read_bytes()).decode(),
+                },
+            }
+        ],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"exec": {
-            "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never", "command": sys.executable,
-            "args": ["-c", f"import json; print(json.dumps({answer!r}))"]}}}],
+        "users": [
+            {
+                "name": "u",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "interactiveMode": "Never",
+                        "command": sys.executable,
+                        "args": ["-c", f"import json; print(json.dumps({answer!r}))"],
+                    }
+                },
+            }
+        ],
     }
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config))
@@ -183,19 +277,38 @@ print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "Exec
 """
 
 
-async def test_a_401_rotates_a_plugin_certificate_onto_new_connections(tmp_path: Path, pki: Path,
-                                                                      mtls_server: str) -> None:
+async def test_a_401_rotates_a_plugin_certificate_onto_new_connections(
+    tmp_path: Path, pki: Path, mtls_server: str
+) -> None:
     plugin, counter = tmp_path / "plugin.py", tmp_path / "runs"
     plugin.write_text(ROTATING_PLUGIN)
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {
-            "server": mtls_server,
-            "certificate-authority-data": base64.b64encode((pki / "ca.crt").read_bytes()).decode()}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {
+                    "server": mtls_server,
+                    "certificate-authority-data": base64.b64encode((pki / "ca.crt").read_bytes()).decode(),
+                },
+            }
+        ],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"exec": {
-            "apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never", "command": sys.executable,
-            "args": [str(plugin), str(counter), str(pki)]}}}],
+        "users": [
+            {
+                "name": "u",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "interactiveMode": "Never",
+                        "command": sys.executable,
+                        "args": [str(plugin), str(counter), str(pki)],
+                    }
+                },
+            }
+        ],
     }
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config))

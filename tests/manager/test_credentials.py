@@ -37,7 +37,7 @@ from tests.manager.waiting import eventually
 REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
 SECRET = "not-a-real-signing-key"
 
-PLUGIN = '''\
+PLUGIN = """\
 import hashlib, hmac, json, os, sys, time
 lifetime, log, version = float(sys.argv[1]), sys.argv[2], sys.argv[3]
 expires = time.time() + lifetime
@@ -49,7 +49,7 @@ with open(log, "a") as f:
 stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(expires)) + ("%.6f" % (expires % 1))[1:] + "Z"
 print(json.dumps({"apiVersion": version, "kind": "ExecCredential",
                   "status": {"token": token, "expirationTimestamp": stamp}}))
-'''
+"""
 
 
 PLUGIN_USER = User("plugin-user", ("system:masters",))
@@ -68,20 +68,42 @@ def _runs(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def _exec_kubeconfig(tmp_path: Path, server: str, *, lifetime: float = 2.0,
-                     version: str = "client.authentication.k8s.io/v1") -> tuple[Path, Path]:
+def _exec_kubeconfig(
+    tmp_path: Path, server: str, *, lifetime: float = 2.0, version: str = "client.authentication.k8s.io/v1"
+) -> tuple[Path, Path]:
     plugin, log = tmp_path / "token-plugin.py", tmp_path / "issued.jsonl"
     plugin.write_text(PLUGIN)
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "local",
-        "clusters": [{"name": "local", "cluster": {
-            "server": server,
-            "extensions": [{"name": "client.authentication.k8s.io/exec", "extension": {"audience": "aiokcm"}}]}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "local",
+        "clusters": [
+            {
+                "name": "local",
+                "cluster": {
+                    "server": server,
+                    "extensions": [
+                        {"name": "client.authentication.k8s.io/exec", "extension": {"audience": "aiokcm"}}
+                    ],
+                },
+            }
+        ],
         "contexts": [{"name": "local", "context": {"cluster": "local", "user": "plugin"}}],
-        "users": [{"name": "plugin", "user": {"exec": {
-            "apiVersion": version, "command": sys.executable, "args": [str(plugin), str(lifetime), str(log), version],
-            "env": [{"name": "TOKEN_SECRET", "value": SECRET}], "interactiveMode": "Never",
-            "provideClusterInfo": True}}}],
+        "users": [
+            {
+                "name": "plugin",
+                "user": {
+                    "exec": {
+                        "apiVersion": version,
+                        "command": sys.executable,
+                        "args": [str(plugin), str(lifetime), str(log), version],
+                        "env": [{"name": "TOKEN_SECRET", "value": SECRET}],
+                        "interactiveMode": "Never",
+                        "provideClusterInfo": True,
+                    }
+                },
+            }
+        ],
     }
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config))
@@ -90,9 +112,19 @@ def _exec_kubeconfig(tmp_path: Path, server: str, *, lifetime: float = 2.0,
 
 def _replicaset(replicas: int) -> dict[str, Any]:
     labels = {"app": "renewals"}
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "renewals", "namespace": "default"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "renewals", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
 
 
 async def _pods(kube: KubeClient) -> int:
@@ -105,10 +137,20 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
         kubeconfig, issued = _exec_kubeconfig(tmp_path, cluster.url, lifetime=3.0)
         output = tmp_path / "manager.log"
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-        args = [sys.executable, "-m", "controller_manager", "run", f"--kubeconfig={kubeconfig}",
-                "--controllers=replicaset", "--secure-port=0", "--log-format=json", "--v=5",
-                "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s",
-                "--leader-elect-retry-period=500ms"]
+        args = [
+            sys.executable,
+            "-m",
+            "controller_manager",
+            "run",
+            f"--kubeconfig={kubeconfig}",
+            "--controllers=replicaset",
+            "--secure-port=0",
+            "--log-format=json",
+            "--v=5",
+            "--leader-elect-lease-duration=8s",
+            "--leader-elect-renew-deadline=6s",
+            "--leader-elect-retry-period=500ms",
+        ]
         kube = await cluster.client()
         with output.open("wb") as out:
             proc = await anyio.open_process(args, env=env, stdout=out, stderr=out, stdin=None)
@@ -136,7 +178,9 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
         assert len(runs) >= 4  # the first token and at least 3 renewals
         expiries = [float(run["token"].rpartition(".")[0]) for run in runs]
         assert expiries[-1] - expiries[0] > 2 * 3.0  # renewed as tokens ran out, over several lifetimes
-        assert cluster.auth.tokens.authenticate(runs[0]["token"])[0] is None  # the first token is refused by now
+        assert (
+            cluster.auth.tokens.authenticate(runs[0]["token"])[0] is None
+        )  # the first token is refused by now
         assert cluster.auth.rejected == 0  # no request went out with an expired token
         plugin_calls = sum(n for (user, *_), n in cluster.auth.decisions.items() if user == PLUGIN_USER.name)
         assert plugin_calls > len(runs)  # the manager's own requests, with the plugin's tokens
@@ -161,9 +205,12 @@ async def _until_pods(kube: KubeClient, count: int, proc: Any) -> None:
 async def test_a_401_reruns_the_plugin_and_the_request_is_sent_again(tmp_path: Path) -> None:
     revoked: set[str] = set()
     async with LocalCluster(authz=True, tls=False) as cluster:
-        cluster.auth.tokens.add_webhook(lambda token: PLUGIN_USER if _valid(token) and token not in revoked else None)
-        kubeconfig, issued = _exec_kubeconfig(tmp_path, cluster.url, lifetime=3600,
-                                              version="client.authentication.k8s.io/v1beta1")
+        cluster.auth.tokens.add_webhook(
+            lambda token: PLUGIN_USER if _valid(token) and token not in revoked else None
+        )
+        kubeconfig, issued = _exec_kubeconfig(
+            tmp_path, cluster.url, lifetime=3600, version="client.authentication.k8s.io/v1beta1"
+        )
         kube = KubeClient(await build_api_client(kubeconfig=str(kubeconfig)))
         try:
             await kube.get(NAMESPACES, "default")
@@ -177,10 +224,16 @@ async def test_a_401_reruns_the_plugin_and_the_request_is_sent_again(tmp_path: P
 
 
 async def test_concurrent_requests_share_one_plugin_run() -> None:
-    config = ExecConfig(command=sys.executable, api_version="client.authentication.k8s.io/v1",
-                        args=("-c", "import json; print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
-                                    "'kind': 'ExecCredential', 'status': {'token': 'abc'}}))"),
-                        interactive_mode="Never")
+    config = ExecConfig(
+        command=sys.executable,
+        api_version="client.authentication.k8s.io/v1",
+        args=(
+            "-c",
+            "import json; print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
+            "'kind': 'ExecCredential', 'status': {'token': 'abc'}}))",
+        ),
+        interactive_mode="Never",
+    )
     creds = ExecCredentials(config, ClusterInfo(server="https://example"))
     async with anyio.create_task_group() as tg:
         for _ in range(10):
@@ -190,22 +243,38 @@ async def test_concurrent_requests_share_one_plugin_run() -> None:
     assert await creds.unauthorized("Bearer abc") is False  # the plugin gave the same token again: no retry
 
 
-@pytest.mark.parametrize(("output", "message"), [
-    ('{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": "t"}}',
-     "exec plugin is configured to use API version client.authentication.k8s.io/v1, plugin returned version "
-     "client.authentication.k8s.io/v1beta1"),
-    ('{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential"}', "didn't return a status field"),
-    ('{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {}}',
-     "didn't return a token or cert/key pair"),
-    ('{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"clientKeyData": "k"}}',
-     "returned only certificate or key, not both"),
-    ("not json", "decoding stdout"),
-])
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        (
+            '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": "t"}}',
+            "exec plugin is configured to use API version client.authentication.k8s.io/v1, plugin returned version "
+            "client.authentication.k8s.io/v1beta1",
+        ),
+        (
+            '{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential"}',
+            "didn't return a status field",
+        ),
+        (
+            '{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {}}',
+            "didn't return a token or cert/key pair",
+        ),
+        (
+            '{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"clientKeyData": "k"}}',
+            "returned only certificate or key, not both",
+        ),
+        ("not json", "decoding stdout"),
+    ],
+)
 async def test_a_bad_plugin_answer_is_refused_with_client_gos_message(output: str, message: str) -> None:
     from apiclient.credentials import CredentialError
 
-    config = ExecConfig(command=sys.executable, api_version="client.authentication.k8s.io/v1",
-                        args=("-c", f"print({output!r})"), interactive_mode="Never")
+    config = ExecConfig(
+        command=sys.executable,
+        api_version="client.authentication.k8s.io/v1",
+        args=("-c", f"print({output!r})"),
+        interactive_mode="Never",
+    )
     with pytest.raises(CredentialError) as caught:
         await ExecCredentials(config, None).authorization()
     assert message in str(caught.value)
@@ -214,8 +283,12 @@ async def test_a_bad_plugin_answer_is_refused_with_client_gos_message(output: st
 async def test_a_failing_plugin_names_its_exit_code() -> None:
     from apiclient.credentials import CredentialError
 
-    config = ExecConfig(command=sys.executable, api_version="client.authentication.k8s.io/v1",
-                        args=("-c", "raise SystemExit(3)"), interactive_mode="Never")
+    config = ExecConfig(
+        command=sys.executable,
+        api_version="client.authentication.k8s.io/v1",
+        args=("-c", "raise SystemExit(3)"),
+        interactive_mode="Never",
+    )
     failures = EXEC_PLUGIN_CALLS.labels("3", "plugin_execution_error")
     before = failures._value.get()
     with pytest.raises(CredentialError, match=f"exec: executable {sys.executable} failed with exit code 3"):
@@ -225,7 +298,9 @@ async def test_a_failing_plugin_names_its_exit_code() -> None:
 
 def _token_file_kubeconfig(tmp_path: Path, server: str, token_file: Path) -> Path:
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "local",
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "local",
         "clusters": [{"name": "local", "cluster": {"server": server}}],
         "contexts": [{"name": "local", "context": {"cluster": "local", "user": "file"}}],
         "users": [{"name": "file", "user": {"tokenFile": token_file.name}}],  # relative to the kubeconfig
@@ -240,7 +315,9 @@ async def test_a_rotated_token_file_is_read_again_after_a_401(tmp_path: Path) ->
     token_file.write_text("first-token\n")
     async with LocalCluster(authz=True, tls=False) as cluster:
         cluster.auth.tokens.add_static("first-token", "file-user", ["system:masters"])
-        kube = KubeClient(await build_api_client(kubeconfig=str(_token_file_kubeconfig(tmp_path, cluster.url, token_file))))
+        kube = KubeClient(
+            await build_api_client(kubeconfig=str(_token_file_kubeconfig(tmp_path, cluster.url, token_file)))
+        )
         try:
             await kube.get(NAMESPACES, "default")
             token_file.write_text("second-token\n")  # the issuer rotates the file, the server the token
@@ -276,7 +353,8 @@ async def test_a_token_file_is_read_again_about_every_minute(tmp_path: Path) -> 
 
 
 async def test_in_cluster_credentials_come_from_the_mounted_token_and_are_re_read(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from apiclient import config as apiconfig
 
     (tmp_path / "token").write_text("service-account-token\n")

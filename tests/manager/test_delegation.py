@@ -39,15 +39,26 @@ class Reviews:
         if body["kind"] == "TokenReview":
             if spec["token"] != "good":
                 return {"status": {"authenticated": False}}
-            return {"status": {"authenticated": True,
-                               "user": {"username": "alice", "uid": "1", "groups": ["team"]}}}
-        allowed = spec["user"] == "alice" and spec["nonResourceAttributes"] == {"path": "/metrics", "verb": "get"}
+            return {
+                "status": {
+                    "authenticated": True,
+                    "user": {"username": "alice", "uid": "1", "groups": ["team"]},
+                }
+            }
+        allowed = spec["user"] == "alice" and spec["nonResourceAttributes"] == {
+            "path": "/metrics",
+            "verb": "get",
+        }
         return {"status": {"allowed": allowed, "reason": "" if allowed else "no rule"}}
 
 
-def _delegation(reviews: Reviews, paths: tuple[str, ...] = delegation.DEFAULT_ALWAYS_ALLOW_PATHS) -> Delegation:
+def _delegation(
+    reviews: Reviews, paths: tuple[str, ...] = delegation.DEFAULT_ALWAYS_ALLOW_PATHS
+) -> Delegation:
     client = cast(KubeClient, reviews)
-    return Delegation(PathAuthorizer(paths), TokenReviewAuthenticator(client), SubjectAccessReviewAuthorizer(client))
+    return Delegation(
+        PathAuthorizer(paths), TokenReviewAuthenticator(client), SubjectAccessReviewAuthorizer(client)
+    )
 
 
 async def test_tokens_and_decisions_are_reviewed_once_per_ttl() -> None:
@@ -79,7 +90,9 @@ async def test_no_credential_is_anonymous_and_always_allowed_paths_cost_no_revie
 async def test_a_verified_client_certificate_names_the_user() -> None:
     d = _delegation(Reviews())
     cert = {"subject": ((("organizationName", "system:masters"),), (("commonName", "admin"),))}
-    assert await d.authenticate(None, cert) == UserInfo("admin", groups=("system:masters", "system:authenticated"))
+    assert await d.authenticate(None, cert) == UserInfo(
+        "admin", groups=("system:masters", "system:authenticated")
+    )
 
 
 async def test_review_errors_are_retried_then_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,14 +170,24 @@ class ConfigMaps:
         return self.answer
 
 
-@pytest.mark.parametrize(("answer", "skip", "tolerate", "expected"), [
-    ({"data": {"client-ca-file": "PEM"}}, False, False, "PEM"),
-    ({"data": {"client-ca-file": "PEM"}}, True, False, None),  # --authentication-skip-lookup
-    (ApiError(404, {"reason": "NotFound"}), False, False, None),  # no such ConfigMap: fine
-    (ApiError(403, {"reason": "Forbidden"}), False, True, None),  # --authentication-tolerate-lookup-failure
-    (ApiError(403, {"reason": "Forbidden"}), False, False, secureserving.ClusterLookupError),
-])
-async def test_the_client_ca_lookup_follows_kcms_flags(answer: Any, skip: bool, tolerate: bool, expected: Any) -> None:
+@pytest.mark.parametrize(
+    ("answer", "skip", "tolerate", "expected"),
+    [
+        ({"data": {"client-ca-file": "PEM"}}, False, False, "PEM"),
+        ({"data": {"client-ca-file": "PEM"}}, True, False, None),  # --authentication-skip-lookup
+        (ApiError(404, {"reason": "NotFound"}), False, False, None),  # no such ConfigMap: fine
+        (
+            ApiError(403, {"reason": "Forbidden"}),
+            False,
+            True,
+            None,
+        ),  # --authentication-tolerate-lookup-failure
+        (ApiError(403, {"reason": "Forbidden"}), False, False, secureserving.ClusterLookupError),
+    ],
+)
+async def test_the_client_ca_lookup_follows_kcms_flags(
+    answer: Any, skip: bool, tolerate: bool, expected: Any
+) -> None:
     client = ConfigMaps(answer)
     opts = ServingOptions(authentication_skip_lookup=skip, authentication_tolerate_lookup_failure=tolerate)
     if isinstance(expected, type):

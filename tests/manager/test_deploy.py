@@ -35,7 +35,9 @@ def test_deployment_runs_two_leader_electing_replicas_with_valid_flags() -> None
     assert opts.webhook.advertise_address == "10.244.1.7"
     assert opts.leader_election.enabled
     assert [p["containerPort"] for p in container["ports"]] == [opts.secure_port, opts.webhook.port]
-    routes = {r.resource.canonical for r in build_app(HealthState()).router.routes() if r.resource is not None}
+    routes = {
+        r.resource.canonical for r in build_app(HealthState()).router.routes() if r.resource is not None
+    }
     for probe in (container["livenessProbe"]["httpGet"], container["readinessProbe"]["httpGet"]):
         assert probe["path"] in routes
         assert probe["path"] in opts.serving.authorization_always_allow_paths  # kubelets send no token
@@ -83,7 +85,10 @@ def test_eviction_webhook_reaches_the_served_path_and_can_never_block() -> None:
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     defaults = WebhookOptions()
     service = docs["Service"]
-    assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (defaults.service, defaults.namespace)
+    assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (
+        defaults.service,
+        defaults.namespace,
+    )
     # No selector: the leader writes the Endpoints (only it has caches to answer from).
     assert "selector" not in service["spec"] and service["spec"]["ports"][0]["targetPort"] == defaults.port
     assert ports[service["spec"]["ports"][0]["name"]] == defaults.port
@@ -92,11 +97,22 @@ def test_eviction_webhook_reaches_the_served_path_and_can_never_block() -> None:
     assert config["metadata"]["name"] == defaults.configuration == rbac.WEBHOOK_CONFIGURATION
     (hook,) = config["webhooks"]
     ref = hook["clientConfig"]["service"]
-    assert (ref["name"], ref["namespace"], ref["path"]) == (defaults.service, defaults.namespace, WEBHOOK_PATH)
+    assert (ref["name"], ref["namespace"], ref["path"]) == (
+        defaults.service,
+        defaults.namespace,
+        WEBHOOK_PATH,
+    )
     assert ref["port"] == service["spec"]["ports"][0]["port"]
     assert hook["failurePolicy"] == "Ignore" and hook["timeoutSeconds"] <= 5
     assert hook["sideEffects"] == "NoneOnDryRun" and hook["admissionReviewVersions"] == ["v1"]
-    assert hook["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
-                              "resources": ["pods/eviction"], "scope": "Namespaced"}]
+    assert hook["rules"] == [
+        {
+            "operations": ["CREATE"],
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "resources": ["pods/eviction"],
+            "scope": "Namespaced",
+        }
+    ]
     policy = docs["NetworkPolicy"]
     assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == ["webhook"]

@@ -30,7 +30,9 @@ def _events(api: FakeApi, namespace: str = "shop") -> list[dict[str, Any]]:
     return api.in_collection(f"/api/v1/namespaces/{namespace}/events")
 
 
-async def test_identical_events_become_one_event_with_a_count(fake_api: FakeApi, fake_client: KubeClient) -> None:
+async def test_identical_events_become_one_event_with_a_count(
+    fake_api: FakeApi, fake_client: KubeClient
+) -> None:
     clock = Clock()
     broadcaster = EventBroadcaster(fake_client, host="h", clock=clock)
     rec = broadcaster.recorder("replicaset-controller")
@@ -40,15 +42,23 @@ async def test_identical_events_become_one_event_with_a_count(fake_api: FakeApi,
     await broadcaster.flush()
     (event,) = _events(fake_api)
     assert event["count"] == 3
-    assert event["involvedObject"] == {"kind": "Pod", "namespace": "shop", "name": "web-1", "uid": "u-1",
-                                       "apiVersion": "v1", "resourceVersion": "7"}
+    assert event["involvedObject"] == {
+        "kind": "Pod",
+        "namespace": "shop",
+        "name": "web-1",
+        "uid": "u-1",
+        "apiVersion": "v1",
+        "resourceVersion": "7",
+    }
     assert event["source"] == {"component": "replicaset-controller", "host": "h"}
     assert event["firstTimestamp"] == "2023-11-14T22:13:20Z"
     assert event["lastTimestamp"] == "2023-11-14T22:13:22Z"
     assert [m for m, _ in fake_api.requests].count("PATCH") == 2
 
 
-async def test_similar_events_are_combined_after_ten_messages(fake_api: FakeApi, fake_client: KubeClient) -> None:
+async def test_similar_events_are_combined_after_ten_messages(
+    fake_api: FakeApi, fake_client: KubeClient
+) -> None:
     broadcaster = EventBroadcaster(fake_client, host="h", clock=Clock())
     rec = broadcaster.recorder("c")
     for i in range(15):
@@ -97,7 +107,9 @@ async def test_spam_filter_caps_one_object_at_25_then_one_per_5_minutes(
     assert len(_events(fake_api)) == 26
 
 
-async def test_recorder_never_blocks_and_the_run_task_writes(fake_api: FakeApi, fake_client: KubeClient) -> None:
+async def test_recorder_never_blocks_and_the_run_task_writes(
+    fake_api: FakeApi, fake_client: KubeClient
+) -> None:
     broadcaster = EventBroadcaster(fake_client, host="h", max_queued=2)
     rec = broadcaster.recorder("c")
     for i in range(5):
@@ -109,7 +121,9 @@ async def test_recorder_never_blocks_and_the_run_task_writes(fake_api: FakeApi, 
         tg.cancel_scope.cancel()
 
 
-async def test_server_rejections_are_dropped_and_errors_retried(fake_api: FakeApi, fake_client: KubeClient) -> None:
+async def test_server_rejections_are_dropped_and_errors_retried(
+    fake_api: FakeApi, fake_client: KubeClient
+) -> None:
     broadcaster = EventBroadcaster(fake_client, host="h", retry_sleep=0.01)
     fake_api.fail_writes = True
     rec = broadcaster.recorder("c")

@@ -18,7 +18,9 @@ def test_defaults_and_explicit_values() -> None:
 
 
 def test_unknown_gate_names_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"unrecognized feature gate: Bogus \(known gates: .*DeclarativeNodeMaintenance"):
+    with pytest.raises(
+        ValueError, match=r"unrecognized feature gate: Bogus \(known gates: .*DeclarativeNodeMaintenance"
+    ):
         FeatureGate().set_from_string("Bogus=true")
 
 

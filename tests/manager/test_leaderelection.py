@@ -16,8 +16,15 @@ LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aiokcm"
 
 
 def _elector(client: KubeClient, identity: str) -> LeaderElector:
-    return LeaderElector(client, namespace="kube-system", name="aiokcm", identity=identity,
-                         lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
+    return LeaderElector(
+        client,
+        namespace="kube-system",
+        name="aiokcm",
+        identity=identity,
+        lease_duration=1.0,
+        renew_deadline=0.6,
+        retry_period=0.1,
+    )
 
 
 def _spec(api: FakeApi) -> dict[str, object]:
@@ -97,14 +104,22 @@ async def test_failing_renewals_cancel_the_work_and_raise(fake_api: FakeApi, fak
 
 
 async def test_a_standby_retries_when_the_dead_leaders_lease_expires_not_at_its_next_jittered_poll(
-        fake_api: FakeApi) -> None:
+    fake_api: FakeApi,
+) -> None:
     """With a retry period longer than the lease, client-go's jittered poll alone would sleep
     past the expiry; the standby wakes when the lease it observed expires: two GETs in all."""
     client_a, client_b = make_client(fake_api), make_client(fake_api)
     try:
         a = _elector(client_a, "a")
-        b = LeaderElector(client_b, namespace="kube-system", name="aiokcm", identity="b",
-                          lease_duration=1.0, renew_deadline=0.6, retry_period=30.0)
+        b = LeaderElector(
+            client_b,
+            namespace="kube-system",
+            name="aiokcm",
+            identity="b",
+            lease_duration=1.0,
+            renew_deadline=0.6,
+            retry_period=30.0,
+        )
         await a.acquire()  # a leads, then dies: it never renews nor releases
         with anyio.fail_after(20):
             await b.acquire()
@@ -118,15 +133,24 @@ async def test_a_standby_retries_when_the_dead_leaders_lease_expires_not_at_its_
 LEASES = LEASE.rsplit("/", 1)[0]
 
 
-async def test_a_standby_observes_the_last_renewal_through_its_watch_not_a_later_poll(fake_api: FakeApi) -> None:
+async def test_a_standby_observes_the_last_renewal_through_its_watch_not_a_later_poll(
+    fake_api: FakeApi,
+) -> None:
     """The standby's only polls are its first and its take-over (its retry period is far longer than
     the lease): the holder's renewals reach it through the watch, so it takes over one lease
     duration after the last renewal, not one lease duration after it last polled."""
     client_a, client_b = make_client(fake_api), make_client(fake_api)
     try:
         a = _elector(client_a, "a")
-        b = LeaderElector(client_b, namespace="kube-system", name="aiokcm", identity="b",
-                          lease_duration=1.0, renew_deadline=0.6, retry_period=30.0)
+        b = LeaderElector(
+            client_b,
+            namespace="kube-system",
+            name="aiokcm",
+            identity="b",
+            lease_duration=1.0,
+            renew_deadline=0.6,
+            retry_period=30.0,
+        )
         await a.acquire()
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:

@@ -39,10 +39,24 @@ class CountingElector(LeaderElector):
 async def test_a_standby_sees_renewals_through_its_watch_and_takes_over_after_the_last(cluster: Any) -> None:
     client_a, client_b = await cluster.client(), await cluster.client()
     try:
-        a = LeaderElector(client_a, namespace=NAMESPACE, name=NAME, identity="a",
-                          lease_duration=2.0, renew_deadline=1.0, retry_period=0.5)
-        b = CountingElector(client_b, namespace=NAMESPACE, name=NAME, identity="b",
-                            lease_duration=2.0, renew_deadline=1.0, retry_period=60.0)
+        a = LeaderElector(
+            client_a,
+            namespace=NAMESPACE,
+            name=NAME,
+            identity="a",
+            lease_duration=2.0,
+            renew_deadline=1.0,
+            retry_period=0.5,
+        )
+        b = CountingElector(
+            client_b,
+            namespace=NAMESPACE,
+            name=NAME,
+            identity="b",
+            lease_duration=2.0,
+            renew_deadline=1.0,
+            retry_period=60.0,
+        )
         await a.acquire()
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:

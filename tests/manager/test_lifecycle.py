@@ -28,11 +28,23 @@ def _free_port() -> int:
 @asynccontextmanager
 async def _manager(api: FakeApi, port: int, *extra: str) -> AsyncIterator[Process]:
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    args = [sys.executable, "-m", "controller_manager", "run", f"--master={api.url}", "--controllers=",
-            "--bind-address=127.0.0.1", f"--secure-port={port}", "--leader-elect-lease-duration=3s",
-            "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=200ms", "--log-format=json",
-            # No review kubeconfigs here (the fake API serves no TokenReview): paths open to anyone.
-            "--authorization-always-allow-paths=/healthz,/healthz/*,/livez,/readyz,/metrics", *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "controller_manager",
+        "run",
+        f"--master={api.url}",
+        "--controllers=",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=200ms",
+        "--log-format=json",
+        # No review kubeconfigs here (the fake API serves no TokenReview): paths open to anyone.
+        "--authorization-always-allow-paths=/healthz,/healthz/*,/livez,/readyz,/metrics",
+        *extra,
+    ]
     async with await anyio.open_process(args, env=env) as proc:
         try:
             yield proc
@@ -101,7 +113,8 @@ async def test_losing_the_lease_exits_1() -> None:
 async def test_standby_is_ready_and_waits_for_the_holder_then_stops_on_sigterm() -> None:
     async with serve_fake_api() as api:
         api.objects[LEASE] = {
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
             "metadata": {"name": "aiokcm", "namespace": "kube-system", "resourceVersion": "1"},
             "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 3600},
         }

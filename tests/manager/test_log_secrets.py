@@ -31,13 +31,22 @@ from informers import SharedInformerFactory
 from tests.manager.logcapture import CapturedStream, restore_logging  # noqa: F401 - autouse fixture
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXNlcnZpY2UtYWNjb3VudC10b2tlbg.QUJDREVGR0hJSktMTU5PUA"
-PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----"
+PRIVATE_KEY = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----"
+)
 
 
 @pytest.mark.parametrize(
     "text",
-    [f"{{'authorization': 'Bearer {TOKEN}'}}", f"Authorization: Bearer {TOKEN}", f"token: {TOKEN}",
-     f'"token": "{TOKEN}"', f"client-key-data: {TOKEN}", PRIVATE_KEY, f"GET ...?access_token&Bearer%20{TOKEN}"],
+    [
+        f"{{'authorization': 'Bearer {TOKEN}'}}",
+        f"Authorization: Bearer {TOKEN}",
+        f"token: {TOKEN}",
+        f'"token": "{TOKEN}"',
+        f"client-key-data: {TOKEN}",
+        PRIVATE_KEY,
+        f"GET ...?access_token&Bearer%20{TOKEN}",
+    ],
 )
 def test_each_secret_shape_is_redacted(text: str) -> None:
     redacted = manager_logging.redact_text(text)
@@ -61,14 +70,23 @@ class _Failing(Controller):
             raise ValueError(f"sent {headers} with key {PRIVATE_KEY}")
 
 
-async def _client_to(tmp_path: Path, server: str = "http://127.0.0.1:9") -> KubeClient:  # 9: connection refused
+async def _client_to(
+    tmp_path: Path, server: str = "http://127.0.0.1:9"
+) -> KubeClient:  # 9: connection refused
     """A client built as the manager builds it, from a kubeconfig whose user has the token."""
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-        "users": [{"name": "u", "user": {"token": TOKEN}}]}))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": TOKEN}}],
+            }
+        )
+    )
     return KubeClient(await build_api_client(kubeconfig=str(kubeconfig)), qps=0, burst=1, request_timeout=0.5)
 
 
@@ -85,9 +103,17 @@ async def _api_answering(failure: str, seen: list[str]) -> AsyncIterator[str]:
                 await done.wait()
         code = 401 if failure == "401" else 500
         echoed = f"upstream refused the request with headers {dict(request.headers)}"
-        return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
-                                  "reason": "Unauthorized" if code == 401 else "InternalError",
-                                  "message": "Unauthorized" if code == 401 else echoed}, status=code)
+        return web.json_response(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "code": code,
+                "reason": "Unauthorized" if code == 401 else "InternalError",
+                "message": "Unauthorized" if code == 401 else echoed,
+            },
+            status=code,
+        )
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handle)
@@ -106,13 +132,17 @@ async def _api_answering(failure: str, seen: list[str]) -> AsyncIterator[str]:
 @pytest.mark.parametrize("verbosity", [2, 10])
 @pytest.mark.parametrize("log_format", ["json", "text"])
 @pytest.mark.parametrize("failure", ["connection", "401", "500", "timeout", "bug"])
-async def test_error_paths_never_log_the_token(log_format: str, failure: str, verbosity: int, tmp_path: Path) -> None:
+async def test_error_paths_never_log_the_token(
+    log_format: str, failure: str, verbosity: int, tmp_path: Path
+) -> None:
     stream = CapturedStream()
     manager_logging.configure(log_format=log_format, verbosity=verbosity, stream=stream)
     seen: list[str] = []
     async with _api_answering(failure, seen) as url:
         answered = failure in ("401", "500", "timeout")
-        await _fail_and_log(await _client_to(tmp_path, url) if answered else await _client_to(tmp_path), failure)
+        await _fail_and_log(
+            await _client_to(tmp_path, url) if answered else await _client_to(tmp_path), failure
+        )
     assert seen == ([f"Bearer {TOKEN}"] if answered else [])  # the token went out with the request
     output = stream.everything()
     assert "sync failed, requeueing" in output  # the error path was taken and logged
@@ -127,11 +157,18 @@ async def test_error_paths_never_log_the_token(log_format: str, failure: str, ve
 
 async def _fail_and_log(client: KubeClient, failure: str) -> None:
     try:
-        controller = _Failing(ControllerContext(client=client, informers=SharedInformerFactory(client)), failure)
+        controller = _Failing(
+            ControllerContext(client=client, informers=SharedInformerFactory(client)), failure
+        )
         await controller.process("default/web")
-        structlog.get_logger().exception("unexpected", request_headers={"Authorization": f"Bearer {TOKEN}"},
-                                         kubeconfig=f"users:\n- user:\n    token: {TOKEN}\n")
-        logging.getLogger("aiohttp.client").warning("request failed: headers=%s", {"Authorization": f"Bearer {TOKEN}"})
+        structlog.get_logger().exception(
+            "unexpected",
+            request_headers={"Authorization": f"Bearer {TOKEN}"},
+            kubeconfig=f"users:\n- user:\n    token: {TOKEN}\n",
+        )
+        logging.getLogger("aiohttp.client").warning(
+            "request failed: headers=%s", {"Authorization": f"Bearer {TOKEN}"}
+        )
     finally:
         await client.close()
 
@@ -141,7 +178,9 @@ async def test_a_dropped_connection_is_an_error_not_a_panic(tmp_path: Path) -> N
 
     client = await _client_to(tmp_path)
     try:
-        controller = _Failing(ControllerContext(client=client, informers=SharedInformerFactory(client)), "connection")
+        controller = _Failing(
+            ControllerContext(client=client, informers=SharedInformerFactory(client)), "connection"
+        )
         before = metrics.RECONCILE_PANICS.labels("failing")._value.get()
         await controller.process("default/web")
         assert metrics.RECONCILE_PANICS.labels("failing")._value.get() == before

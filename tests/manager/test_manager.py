@@ -57,9 +57,14 @@ def _manager(client: KubeClient, informers: FakeInformers, built: list[Slow], gr
         return controller
 
     registry = ControllerRegistry([ControllerDescriptor("slow", (), (), False, construct, default_workers=1)])
-    opts = ManagerOptions(controllers=("*",), leader_election=LeaderElectionOptions(enabled=False),
-                          bind_address="127.0.0.1", secure_port=_free_port(), shutdown_grace_period=grace,
-                          serving=ServingOptions(authorization_always_allow_paths=("/healthz*", "/readyz", "/livez")))
+    opts = ManagerOptions(
+        controllers=("*",),
+        leader_election=LeaderElectionOptions(enabled=False),
+        bind_address="127.0.0.1",
+        secure_port=_free_port(),
+        shutdown_grace_period=grace,
+        serving=ServingOptions(authorization_always_allow_paths=("/healthz*", "/readyz", "/livez")),
+    )
     return Manager(opts, client, registry=registry, factory=lambda _: informers)  # type: ignore[arg-type,return-value]
 
 

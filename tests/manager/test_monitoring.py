@@ -23,14 +23,30 @@ from controller_manager.registry import _TABLE
 from controllers.nodemaintenance import api, drain
 
 MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
-_KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool"}
+_KEYWORDS = {
+    "and",
+    "or",
+    "unless",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "offset",
+    "bool",
+}
 _SELECTOR = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}")
 _MATCHER = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*\"([^\"]*)\"")
 
 
 def _exported() -> dict[str, tuple[str, ...]]:
     """Sample name -> label names, for every metric of the manager's registry."""
-    for module in ("controller_manager.app", "controller_manager.leaderelection", "controller_manager.loopmonitor"):
+    for module in (
+        "controller_manager.app",
+        "controller_manager.leaderelection",
+        "controller_manager.loopmonitor",
+    ):
         importlib.import_module(module)
     for row in _TABLE:
         importlib.import_module(row.import_path.split(":")[0])
@@ -50,7 +66,7 @@ def _metric_names(expr: str) -> set[str]:
     text = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", " ", text)  # grouping labels
     names = set()
     for match in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", text):
-        rest = text[match.end():].lstrip()
+        rest = text[match.end() :].lstrip()
         if rest.startswith("(") or match.group(0) in _KEYWORDS:
             continue  # a function or an aggregation
         names.add(match.group(0))
@@ -94,7 +110,10 @@ def test_the_alerts_match_values_the_controller_writes() -> None:
     for expr in _rules_exprs() + _dashboard_exprs():
         for name, matchers in _SELECTOR.findall(expr):
             for label, op, value in _MATCHER.findall(matchers):
-                if not name.startswith(("aiokcm_nodemaintenance_", "controller_runtime_")) or label not in written:
+                if (
+                    not name.startswith(("aiokcm_nodemaintenance_", "controller_runtime_"))
+                    or label not in written
+                ):
                     continue
                 values = value.split("|") if op == "=~" else [value]
                 assert set(values) <= written[label], f"{label}={value!r} is never written ({expr!r})"

@@ -47,7 +47,13 @@ def calls_in(path: Path) -> list[tuple[int, Grant]]:
         if method not in VERBS or not node.args:
             continue
         first = node.args[0]
-        name = first.id if isinstance(first, ast.Name) else first.attr if isinstance(first, ast.Attribute) else ""
+        name = (
+            first.id
+            if isinstance(first, ast.Name)
+            else first.attr
+            if isinstance(first, ast.Attribute)
+            else ""
+        )
         res = CONSTANTS.get(name)
         if res is None:
             continue
@@ -65,7 +71,9 @@ def _granted_by_manifest() -> set[Grant]:
         for rule in doc.get("rules") or []:
             if "nonResourceURLs" in rule:
                 continue
-            granted |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+            granted |= {
+                (g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+            }
     return granted
 
 
@@ -78,20 +86,26 @@ def test_manifest_grants_exactly_the_declared_rules() -> None:
     declared |= rbac.union(rbac.MANAGER_RULES) | rbac.union(rbac.LEADER_ELECTION_RULES)
     declared |= rbac.union(rbac.SERVING_RULES) | rbac.union(rbac.WEBHOOK_RULES)
     assert _granted_by_manifest() == declared
-    assert (ROOT / "deploy" / "rbac.yaml").read_text() == rbac.render(), "regenerate: python -m controller_manager.rbac"
+    assert (ROOT / "deploy" / "rbac.yaml").read_text() == rbac.render(), (
+        "regenerate: python -m controller_manager.rbac"
+    )
 
 
 def test_the_secure_port_can_review_callers_and_read_the_client_ca() -> None:
     """Delegated authentication and authorization, as `system:auth-delegator` and the API server's
     `extension-apiserver-authentication-reader` grant them; a scraper's ClusterRole for /metrics."""
     docs = _docs()
-    reader = next(d for d in docs if d["kind"] == "RoleBinding" and d["roleRef"]["name"] == rbac.AUTH_READER_ROLE)  # type: ignore[index]
+    reader = next(
+        d for d in docs if d["kind"] == "RoleBinding" and d["roleRef"]["name"] == rbac.AUTH_READER_ROLE
+    )  # type: ignore[index]
     assert reader["metadata"]["namespace"] == "kube-system"  # type: ignore[index]
     assert reader["subjects"] == [{"kind": "ServiceAccount", "name": rbac.NAME, "namespace": rbac.NAMESPACE}]
     metrics = next(d for d in docs if d["metadata"]["name"] == rbac.METRICS_READER)  # type: ignore[index]
     assert metrics["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
-    assert {("authentication.k8s.io", "tokenreviews", "create"),
-            ("authorization.k8s.io", "subjectaccessreviews", "create")} <= _granted_by_manifest()
+    assert {
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    } <= _granted_by_manifest()
 
 
 def test_leases_are_written_in_the_maintenance_namespace_only() -> None:
@@ -110,7 +124,9 @@ def test_leases_are_written_in_the_maintenance_namespace_only() -> None:
         ("Role", NODE_LEASE_NAMESPACE): {"list", "watch"},
         ("Role", "kube-system"): {"get", "create", "update", "watch"},  # leader election (a standby watches)
     }
-    namespaces = [d["metadata"]["name"] for d in yaml.safe_load_all((ROOT / "deploy" / "namespace.yaml").read_text())]
+    namespaces = [
+        d["metadata"]["name"] for d in yaml.safe_load_all((ROOT / "deploy" / "namespace.yaml").read_text())
+    ]
     assert MAINTENANCE in namespaces  # the Role needs its namespace to exist
 
 
@@ -118,16 +134,22 @@ def test_leases_are_written_in_the_maintenance_namespace_only() -> None:
 THROUGH_SHARED_HELPERS: dict[Grant, str] = {
     ("", "pods", "patch"): "controllers/common/controller_ref.py: a ReplicaSet adopts and releases its pods",
     ("apps", "deployments", "get"): "controllers/common/controller_ref.py: a fresh read of the Deployment "
-                                    "before it adopts a ReplicaSet",
+    "before it adopts a ReplicaSet",
     ("*", "*/scale", "get"): "controllers/disruption/finders.py: the /scale of any controller a PDB covers",
 }
 
 
 def test_every_granted_verb_has_a_call_site() -> None:
     """No grant the code does not use: what the scanner finds plus the helpers above, nothing more."""
-    paths = [*(ROOT / "controllers").rglob("*.py"), ROOT / "apiclient" / "events.py",
-             *[p for p in (ROOT / "controller_manager").glob("*.py")
-               if p.name not in {"maintenance_cli.py", "lease_cli.py"}]]  # user tools, the user's credentials
+    paths = [
+        *(ROOT / "controllers").rglob("*.py"),
+        ROOT / "apiclient" / "events.py",
+        *[
+            p
+            for p in (ROOT / "controller_manager").glob("*.py")
+            if p.name not in {"maintenance_cli.py", "lease_cli.py"}
+        ],
+    ]  # user tools, the user's credentials
     seen = {g for p in paths for _, g in calls_in(p)}
     declared = rbac.union(r for rules in rbac.CONTROLLER_RULES.values() for r in rules)
     declared |= rbac.union(rbac.MANAGER_RULES) | rbac.union(rbac.LEADER_ELECTION_RULES)
@@ -146,20 +168,34 @@ def test_controller_calls_are_covered_by_its_rules(package: str, controller: str
     root = ROOT / "controllers" / package
     assert root.is_dir(), f"controllers/{package} is missing"
     allowed = rbac.union(rbac.CONTROLLER_RULES[controller]) | rbac.union(rbac.MANAGER_RULES)
-    missing = [f"{path.relative_to(ROOT)}:{line}: {grant}"
-               for path in sorted(root.rglob("*.py")) for line, grant in calls_in(path) if grant not in allowed]
+    missing = [
+        f"{path.relative_to(ROOT)}:{line}: {grant}"
+        for path in sorted(root.rglob("*.py"))
+        for line, grant in calls_in(path)
+        if grant not in allowed
+    ]
     assert not missing, "add these to controller_manager/rbac.py:\n" + "\n".join(missing)
 
 
 def test_shared_and_manager_code_is_covered() -> None:
     everything = rbac.union(r for rules in rbac.CONTROLLER_RULES.values() for r in rules)
     everything |= rbac.union(rbac.MANAGER_RULES) | rbac.union(rbac.LEADER_ELECTION_RULES)
-    everything |= rbac.union(rbac.SERVING_RULES) | rbac.union(rbac.AUTH_READER_RULES) | rbac.union(rbac.WEBHOOK_RULES)
-    paths = [*sorted((ROOT / "controllers" / "common").rglob("*.py")), ROOT / "controllers" / "base.py",
-             *[p for p in sorted((ROOT / "controller_manager").glob("*.py"))
-               if p.name not in {"maintenance_cli.py", "lease_cli.py"}],  # user tools, the user's credentials
-             ROOT / "apiclient" / "events.py"]
-    missing = [f"{p.relative_to(ROOT)}:{line}: {g}" for p in paths for line, g in calls_in(p) if g not in everything]
+    everything |= (
+        rbac.union(rbac.SERVING_RULES) | rbac.union(rbac.AUTH_READER_RULES) | rbac.union(rbac.WEBHOOK_RULES)
+    )
+    paths = [
+        *sorted((ROOT / "controllers" / "common").rglob("*.py")),
+        ROOT / "controllers" / "base.py",
+        *[
+            p
+            for p in sorted((ROOT / "controller_manager").glob("*.py"))
+            if p.name not in {"maintenance_cli.py", "lease_cli.py"}
+        ],  # user tools, the user's credentials
+        ROOT / "apiclient" / "events.py",
+    ]
+    missing = [
+        f"{p.relative_to(ROOT)}:{line}: {g}" for p in paths for line, g in calls_in(p) if g not in everything
+    ]
     assert not missing, "\n".join(missing)
 
 
@@ -174,6 +210,9 @@ def test_scanner_sees_the_calls_it_must(tmp_path: Path) -> None:
         "    await client.patch(self.resource, 'x', {})\n"
     )
     assert {g for _, g in calls_in(sample)} == {
-        ("", "pods/status", "patch"), ("", "nodes", "update"), ("apps", "replicasets", "list"),
-        ("apps", "replicasets", "watch"), ("", "pods/eviction", "create"),
+        ("", "pods/status", "patch"),
+        ("", "nodes", "update"),
+        ("apps", "replicasets", "list"),
+        ("apps", "replicasets", "watch"),
+        ("", "pods/eviction", "create"),
     }

@@ -21,8 +21,9 @@ def _never(ctx: object) -> object:
 
 
 def _d(name: str, *aliases: str, off: bool = False, gates: tuple[str, ...] = ()) -> ControllerDescriptor:
-    return ControllerDescriptor(name=name, aliases=aliases, required_gates=gates, disabled_by_default=off,
-                                constructor=_never)  # type: ignore[arg-type]
+    return ControllerDescriptor(
+        name=name, aliases=aliases, required_gates=gates, disabled_by_default=off, constructor=_never
+    )  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -50,12 +51,16 @@ def _enabled(reg: ControllerRegistry, flag: str) -> set[str]:
         ("alpha-controller", {"alpha"}),
     ],
 )
-def test_controllers_flag_follows_kcm_rule(registry: ControllerRegistry, flag: str, expected: set[str]) -> None:
+def test_controllers_flag_follows_kcm_rule(
+    registry: ControllerRegistry, flag: str, expected: set[str]
+) -> None:
     assert _enabled(registry, flag) == expected
 
 
 def test_unknown_controller_is_rejected_with_the_known_list(registry: ControllerRegistry) -> None:
-    with pytest.raises(ValueError, match=r"'nope' is not in the list of known controllers.*alpha, beta, gamma"):
+    with pytest.raises(
+        ValueError, match=r"'nope' is not in the list of known controllers.*alpha, beta, gamma"
+    ):
         registry.resolve_controllers_flag(["*", "nope"])
     with pytest.raises(ValueError, match="'-nope'"):
         registry.resolve_controllers_flag(["-nope"])
@@ -71,7 +76,9 @@ def test_unknown_controller_is_rejected_with_the_known_list(registry: Controller
         ([_d("a", "")], "empty alias"),
     ],
 )
-def test_descriptor_table_is_validated_when_built(descriptors: list[ControllerDescriptor], message: str) -> None:
+def test_descriptor_table_is_validated_when_built(
+    descriptors: list[ControllerDescriptor], message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
         ControllerRegistry(descriptors)
 
@@ -87,8 +94,14 @@ def test_required_gates_filter_enabled_controllers() -> None:
 def test_default_table_is_valid_and_builds_without_importing_controllers() -> None:
     reg = default_registry()
     assert set(reg.names()) == {
-        "replicaset", "deployment", "disruption", "nodemaintenance",
-        "taint-eviction-controller", "node-lifecycle-controller", "maintenance-lease", "eviction-surge",
+        "replicaset",
+        "deployment",
+        "disruption",
+        "nodemaintenance",
+        "taint-eviction-controller",
+        "node-lifecycle-controller",
+        "maintenance-lease",
+        "eviction-surge",
     }
     assert reg.canonical("replicaset-controller") == "replicaset"
     assert reg.get("nodemaintenance").required_gates == ("DeclarativeNodeMaintenance",)

@@ -51,11 +51,20 @@ class Callers:
 
 
 async def _token(kube: KubeClient, name: str) -> str:
-    await kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts",
-                       body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
-    issued = await kube.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts/{name}/token",
-                                body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                                      "spec": {"expirationSeconds": 3600}})
+    await kube.request(
+        "POST",
+        f"/api/v1/namespaces/{NS}/serviceaccounts",
+        body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
+    )
+    issued = await kube.request(
+        "POST",
+        f"/api/v1/namespaces/{NS}/serviceaccounts/{name}/token",
+        body={
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600},
+        },
+    )
     return str(issued["status"]["token"])
 
 
@@ -69,16 +78,26 @@ async def _delete(kube: KubeClient, path: str) -> None:
 
 @pytest.fixture
 async def callers(kube: KubeClient) -> AsyncIterator[Callers]:
-    await kube.request("POST", "/api/v1/namespaces",
-                       body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "secure-serving-metrics"},
-            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": "secure-serving-metrics"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": "secure-serving-metrics"},
-               "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": NS}]}
+    await kube.request(
+        "POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
+    )
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "secure-serving-metrics"},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "secure-serving-metrics"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "secure-serving-metrics",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": NS}],
+    }
     try:
         await kube.request("POST", f"{RBAC}/clusterroles", body=role)
         await kube.request("POST", f"{RBAC}/clusterrolebindings", body=binding)
@@ -93,19 +112,28 @@ async def _get(port: int, path: str, token: str | None = None) -> tuple[int, str
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     context = ssl.create_default_context()
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # curl -k
-    async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}{path}", headers=headers,
-                                                     ssl=context) as r:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(f"https://127.0.0.1:{port}{path}", headers=headers, ssl=context) as r,
+    ):
         return r.status, await r.text()
 
 
 @pytest.mark.backends("local", "real")
 @pytest.mark.timeout(60)
-async def test_metrics_need_an_authorized_token_and_health_does_not(cluster: Any, kube: KubeClient,
-                                                                     callers: Callers) -> None:
-    serving = ServingOptions(authentication_kubeconfig=cluster.kubeconfig_path,
-                             authorization_kubeconfig=cluster.kubeconfig_path)
-    opts = ManagerOptions(controllers=(), leader_election=LeaderElectionOptions(enabled=False),
-                          bind_address="127.0.0.1", secure_port=_free_port(), serving=serving)
+async def test_metrics_need_an_authorized_token_and_health_does_not(
+    cluster: Any, kube: KubeClient, callers: Callers
+) -> None:
+    serving = ServingOptions(
+        authentication_kubeconfig=cluster.kubeconfig_path, authorization_kubeconfig=cluster.kubeconfig_path
+    )
+    opts = ManagerOptions(
+        controllers=(),
+        leader_election=LeaderElectionOptions(enabled=False),
+        bind_address="127.0.0.1",
+        secure_port=_free_port(),
+        serving=serving,
+    )
     manager = Manager(opts, kube)
     async with anyio.create_task_group() as tg:
         tg.start_soon(functools.partial(manager.run, handle_signals=False))
@@ -136,8 +164,12 @@ async def test_metrics_need_an_authorized_token_and_health_does_not(cluster: Any
 async def test_without_review_kubeconfigs_only_health_is_served(kube: KubeClient) -> None:
     """Outside a cluster and without the review kubeconfigs, as KCM v1.24 measured: a token is ignored
     (the request is anonymous), health is served, nothing else (401: no one can be authenticated)."""
-    opts = ManagerOptions(controllers=(), leader_election=LeaderElectionOptions(enabled=False),
-                          bind_address="127.0.0.1", secure_port=_free_port())
+    opts = ManagerOptions(
+        controllers=(),
+        leader_election=LeaderElectionOptions(enabled=False),
+        bind_address="127.0.0.1",
+        secure_port=_free_port(),
+    )
     manager = Manager(opts, kube)
     async with anyio.create_task_group() as tg:
         tg.start_soon(functools.partial(manager.run, handle_signals=False))
@@ -156,22 +188,43 @@ def _client_cert(tmp_path: Path, user: str) -> tuple[Path, ssl.SSLContext]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-client-ca")])
     now = dt.datetime.now(dt.UTC)
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(1).not_valid_before(now - dt.timedelta(hours=1)).not_valid_after(now + dt.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "scrapers"),
-                         x509.NameAttribute(NameOID.COMMON_NAME, user)])
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(key.public_key())
-            .serial_number(2).not_valid_before(now - dt.timedelta(hours=1)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "scrapers"),
+            x509.NameAttribute(NameOID.COMMON_NAME, user),
+        ]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(2)
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     ca_file, cert_file, key_file = tmp_path / "ca.crt", tmp_path / "client.crt", tmp_path / "client.key"
     ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     context = ssl.create_default_context()
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     context.load_cert_chain(cert_file, key_file)
@@ -179,22 +232,38 @@ def _client_cert(tmp_path: Path, user: str) -> tuple[Path, ssl.SSLContext]:
 
 
 @pytest.mark.timeout(60)
-async def test_a_client_certificate_signed_by_the_client_ca_names_the_user(cluster: Any, kube: KubeClient,
-                                                                          tmp_path: Path) -> None:
+async def test_a_client_certificate_signed_by_the_client_ca_names_the_user(
+    cluster: Any, kube: KubeClient, tmp_path: Path
+) -> None:
     """`--client-ca-file`: the certificate's CN is the user (its O the groups), then RBAC decides."""
     ca_file, with_cert = _client_cert(tmp_path, "cert-scraper")
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": "cert-scraper"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cert-scraper"},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "scrapers"}]}
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "cert-scraper"},
-            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "cert-scraper"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cert-scraper"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "scrapers"}],
+    }
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "cert-scraper"},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+    }
     await kube.request("POST", f"{RBAC}/clusterroles", body=role)
     await kube.request("POST", f"{RBAC}/clusterrolebindings", body=binding)
-    serving = ServingOptions(authentication_kubeconfig=cluster.kubeconfig_path, client_ca_file=str(ca_file),
-                             authorization_kubeconfig=cluster.kubeconfig_path)
-    opts = ManagerOptions(controllers=(), leader_election=LeaderElectionOptions(enabled=False),
-                          bind_address="127.0.0.1", secure_port=_free_port(), serving=serving)
+    serving = ServingOptions(
+        authentication_kubeconfig=cluster.kubeconfig_path,
+        client_ca_file=str(ca_file),
+        authorization_kubeconfig=cluster.kubeconfig_path,
+    )
+    opts = ManagerOptions(
+        controllers=(),
+        leader_election=LeaderElectionOptions(enabled=False),
+        bind_address="127.0.0.1",
+        secure_port=_free_port(),
+        serving=serving,
+    )
     manager = Manager(opts, kube)
     try:
         async with anyio.create_task_group() as tg:

@@ -38,17 +38,27 @@ def test_cert_dir_keeps_the_pair_private_and_reuses_it(tmp_path: Path) -> None:
     first, _ = servingcert.resolve(cert_file="", key_file="", cert_dir=str(tmp_path), bind_address="0.0.0.0")
     key = tmp_path / "kube-controller-manager.key"
     assert key.stat().st_mode & 0o777 == 0o600
-    again, source = servingcert.resolve(cert_file="", key_file="", cert_dir=str(tmp_path), bind_address="0.0.0.0")
+    again, source = servingcert.resolve(
+        cert_file="", key_file="", cert_dir=str(tmp_path), bind_address="0.0.0.0"
+    )
     assert again == first and str(key) in source
-    given, _ = servingcert.resolve(cert_file=str(tmp_path / "kube-controller-manager.crt"), key_file=str(key),
-                                   cert_dir="/nonexistent", bind_address="0.0.0.0")
+    given, _ = servingcert.resolve(
+        cert_file=str(tmp_path / "kube-controller-manager.crt"),
+        key_file=str(key),
+        cert_dir="/nonexistent",
+        bind_address="0.0.0.0",
+    )
     assert given == first
 
 
 def test_unusable_files_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(servingcert.CertificateError, match="cannot read"):
-        servingcert.resolve(cert_file=str(tmp_path / "no.crt"), key_file=str(tmp_path / "no.key"), cert_dir="",
-                            bind_address="")
+        servingcert.resolve(
+            cert_file=str(tmp_path / "no.crt"),
+            key_file=str(tmp_path / "no.key"),
+            cert_dir="",
+            bind_address="",
+        )
     other = servingcert.generate_self_signed()
     mismatched = servingcert.CertKey(_pem_of_other_leaf(), other.key_pem)
     with pytest.raises(servingcert.CertificateError, match="not usable"):
@@ -67,16 +77,30 @@ def _free_port() -> int:
 
 async def test_no_private_key_is_left_on_disk_after_sigkill(tmp_path: Path) -> None:
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"} | {"TMPDIR": str(tmp_path), "HOME": str(tmp_path)}
-    args = [sys.executable, "-m", "controller_manager", "run", "--master=http://127.0.0.1:9", "--controllers=",
-            "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={port}"]
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"} | {
+        "TMPDIR": str(tmp_path),
+        "HOME": str(tmp_path),
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "controller_manager",
+        "run",
+        "--master=http://127.0.0.1:9",
+        "--controllers=",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+    ]
     async with await anyio.open_process(args, env=env, cwd=tmp_path) as proc:
         try:
             with anyio.fail_after(30):
                 while True:
                     try:
-                        async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}/healthz",
-                                                                         ssl=False) as r:
+                        async with (
+                            aiohttp.ClientSession() as s,
+                            s.get(f"https://127.0.0.1:{port}/healthz", ssl=False) as r,
+                        ):
                             assert r.status == 200
                             break
                     except aiohttp.ClientConnectionError:

@@ -34,13 +34,17 @@ class Echo:
     webhook_path = "/validate-test"
 
     def review(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                "response": {"uid": body["request"]["uid"], "allowed": True}}
+        return {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {"uid": body["request"]["uid"], "allowed": True},
+        }
 
 
 def ca_of(pair: servingcert.CertKey) -> bytes:
-    return b"".join(c.public_bytes(serialization.Encoding.PEM)
-                    for c in x509.load_pem_x509_certificates(pair.cert_pem)[1:])
+    return b"".join(
+        c.public_bytes(serialization.Encoding.PEM) for c in x509.load_pem_x509_certificates(pair.cert_pem)[1:]
+    )
 
 
 def client_context(bundle: bytes) -> ssl.SSLContext:
@@ -55,16 +59,26 @@ async def served() -> AsyncIterator[tuple[webhookcert.ReloadableContext, int]]:
     async with anyio.create_task_group() as tg:
         first = servingcert.generate_self_signed(HOST, ips=NAMES.ips, dns=NAMES.dns)
         tls.load(first)
-        port = await tg.start(lambda task_status: webhookserver.serve(
-            [Echo()], host="127.0.0.1", port=0, tls=tls.context, task_status=task_status))
+        port = await tg.start(
+            lambda task_status: webhookserver.serve(
+                [Echo()], host="127.0.0.1", port=0, tls=tls.context, task_status=task_status
+            )
+        )
         yield tls, port
         tg.cancel_scope.cancel()
 
 
 async def post(port: int, bundle: bytes, body: bytes) -> tuple[int, bytes]:
-    async with aiohttp.ClientSession() as session, session.post(
-            f"https://127.0.0.1:{port}/validate-test", data=body, ssl=client_context(bundle),
-            server_hostname=HOST, headers={"Content-Type": "application/json"}) as resp:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"https://127.0.0.1:{port}/validate-test",
+            data=body,
+            ssl=client_context(bundle),
+            server_hostname=HOST,
+            headers={"Content-Type": "application/json"},
+        ) as resp,
+    ):
         return resp.status, await resp.read()
 
 
@@ -127,14 +141,15 @@ async def test_pair_kept_in_a_secret_and_its_ca_in_the_configuration(cluster: An
     now = dt.datetime.now(dt.UTC)
 
     def keeper(at: dt.datetime) -> webhookcert.ManagedCertificate:
-        return webhookcert.ManagedCertificate(kube, namespace="kube-system", secret=secret, configuration=name,
-                                              names=NAMES, clock=lambda: at)
+        return webhookcert.ManagedCertificate(
+            kube, namespace="kube-system", secret=secret, configuration=name, names=NAMES, clock=lambda: at
+        )
 
     await kube.create(VALIDATINGWEBHOOKCONFIGURATIONS, config)  # the shipped manifest, as is: valid
     try:
         first = keeper(now)
         await first.ensure()
-        stored = (await kube.get(SECRETS, secret, namespace="kube-system"))
+        stored = await kube.get(SECRETS, secret, namespace="kube-system")
         assert stored["type"] == "kubernetes.io/tls"
         bundle = base64.b64decode(stored["data"]["ca.crt"])
         installed = await kube.get(VALIDATINGWEBHOOKCONFIGURATIONS, name)
@@ -143,14 +158,16 @@ async def test_pair_kept_in_a_secret_and_its_ca_in_the_configuration(cluster: An
         second = keeper(now)
         await second.ensure()
         assert second.tls.loaded == first.tls.loaded
-        assert (await kube.get(SECRETS, secret, namespace="kube-system"))["metadata"]["resourceVersion"] == \
-            stored["metadata"]["resourceVersion"]
+        assert (await kube.get(SECRETS, secret, namespace="kube-system"))["metadata"][
+            "resourceVersion"
+        ] == stored["metadata"]["resourceVersion"]
         # Two thirds into its life the pair is replaced; the caBundle trusts the old CA and the new one.
         later = keeper(now + dt.timedelta(days=250))
         await later.ensure()
         assert later.tls.loaded != first.tls.loaded
-        rotated = base64.b64decode((await kube.get(VALIDATINGWEBHOOKCONFIGURATIONS, name))["webhooks"][0]
-                                   ["clientConfig"]["caBundle"])
+        rotated = base64.b64decode(
+            (await kube.get(VALIDATINGWEBHOOKCONFIGURATIONS, name))["webhooks"][0]["clientConfig"]["caBundle"]
+        )
         cas = webhookcert.split_pem(rotated)
         assert len(cas) == 2 and cas[1] == webhookcert.split_pem(bundle)[0]
         leaf = x509.load_pem_x509_certificates(later.tls.loaded)[0]
@@ -178,18 +195,26 @@ async def test_the_leader_points_the_selectorless_service_at_itself(cluster: Any
     name = service["metadata"]["name"]
     await kube.create(SERVICES, service, namespace="kube-system")
     try:
-        await webhookendpoints.advertise(kube, namespace="kube-system", service=name, address="10.244.1.7", port=9443)
+        await webhookendpoints.advertise(
+            kube, namespace="kube-system", service=name, address="10.244.1.7", port=9443
+        )
         first = await kube.get(ENDPOINTS, name, namespace="kube-system")
-        await webhookendpoints.advertise(kube, namespace="kube-system", service=name, address="10.244.1.7", port=9443)
+        await webhookendpoints.advertise(
+            kube, namespace="kube-system", service=name, address="10.244.1.7", port=9443
+        )
         again = await kube.get(ENDPOINTS, name, namespace="kube-system")
         assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]  # no write
-        await webhookendpoints.advertise(kube, namespace="kube-system", service=name, address="10.244.2.9", port=9443)
+        await webhookendpoints.advertise(
+            kube, namespace="kube-system", service=name, address="10.244.2.9", port=9443
+        )
 
         async def mirrored() -> bool:
-            found = await kube.list_all(slices, namespace="kube-system",
-                                        label_selector=f"kubernetes.io/service-name={name}")
-            return [a for s in found for e in s.get("endpoints") or [] for a in e["addresses"]] == ["10.244.2.9"] \
-                and [p["port"] for s in found for p in s.get("ports") or []] == [9443]
+            found = await kube.list_all(
+                slices, namespace="kube-system", label_selector=f"kubernetes.io/service-name={name}"
+            )
+            return [a for s in found for e in s.get("endpoints") or [] for a in e["addresses"]] == [
+                "10.244.2.9"
+            ] and [p["port"] for s in found for p in s.get("ports") or []] == [9443]
 
         await eventually(mirrored, "the Endpoints mirrored into an EndpointSlice", timeout=30)
     finally:

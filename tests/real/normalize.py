@@ -135,39 +135,59 @@ def normalize(raw: Raw) -> dict[str, Any]:
         status = dict(d.get("status") or {})
         status["conditions"] = _conditions(status.get("conditions"))
         out["deployments"][d["metadata"]["name"]] = {
-            "generation": d["metadata"].get("generation"), "annotations": _annotations(d), "status": status,
+            "generation": d["metadata"].get("generation"),
+            "annotations": _annotations(d),
+            "status": status,
         }
     for rs in raw.replica_sets:
         status = dict(rs.get("status") or {})
         status["conditions"] = _conditions(status.get("conditions"))
-        refs = [{k: r.get(k) for k in ("kind", "name", "controller", "blockOwnerDeletion")}
-                for r in rs["metadata"].get("ownerReferences") or []]
+        refs = [
+            {k: r.get(k) for k in ("kind", "name", "controller", "blockOwnerDeletion")}
+            for r in rs["metadata"].get("ownerReferences") or []
+        ]
         out["replicasets"][rs["metadata"]["name"]] = {
-            "generation": rs["metadata"].get("generation"), "annotations": _annotations(rs),
-            "labels": rs["metadata"].get("labels") or {}, "owners": refs,
-            "replicas": rs["spec"].get("replicas"), "status": status,
+            "generation": rs["metadata"].get("generation"),
+            "annotations": _annotations(rs),
+            "labels": rs["metadata"].get("labels") or {},
+            "owners": refs,
+            "replicas": rs["spec"].get("replicas"),
+            "status": status,
         }
     for pdb in raw.pdbs:
         status = dict(pdb.get("status") or {})
         status["conditions"] = _conditions(status.get("conditions"))
         status["disruptedPods"] = len(status.get("disruptedPods") or {})
-        out["pdbs"][pdb["metadata"]["name"]] = {"generation": pdb["metadata"].get("generation"), "status": status}
+        out["pdbs"][pdb["metadata"]["name"]] = {
+            "generation": pdb["metadata"].get("generation"),
+            "status": status,
+        }
     pods: Counter[str] = Counter()
     for pod in raw.pods:
         meta, status = pod["metadata"], pod.get("status") or {}
-        ready = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-        fields = {"owner": _owner(pod), "labels": meta.get("labels") or {}, "phase": status.get("phase"),
-                  "ready": ready, "terminating": bool(meta.get("deletionTimestamp"))}
+        ready = next(
+            (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None
+        )
+        fields = {
+            "owner": _owner(pod),
+            "labels": meta.get("labels") or {},
+            "phase": status.get("phase"),
+            "ready": ready,
+            "terminating": bool(meta.get("deletionTimestamp")),
+        }
         if raw.nodes and not meta.get("generateName"):  # where the story pins pods to nodes
             fields["node"] = (pod.get("spec") or {}).get("nodeName")
         pods[orjson.dumps({"pod": _pod_key(pod), **fields}, option=orjson.OPT_SORT_KEYS).decode()] += 1
     out["pods"] = dict(sorted(pods.items()))
     for node in raw.nodes:
         spec, status = node.get("spec") or {}, node.get("status") or {}
-        taints = sorted(({k: t.get(k) for k in ("key", "value", "effect")} for t in spec.get("taints") or []),
-                        key=lambda t: (t["key"], t["effect"]))
+        taints = sorted(
+            ({k: t.get(k) for k in ("key", "value", "effect")} for t in spec.get("taints") or []),
+            key=lambda t: (t["key"], t["effect"]),
+        )
         out["nodes"][node["metadata"]["name"]] = {
-            "taints": taints, "unschedulable": bool(spec.get("unschedulable")),
+            "taints": taints,
+            "unschedulable": bool(spec.get("unschedulable")),
             "conditions": _conditions(status.get("conditions")),
         }
     result: dict[str, Any] = _rename(out, names)

@@ -32,13 +32,20 @@ Obj = dict[str, Any]
 
 def _owned(raw: Raw, owner: Obj, items: list[Obj]) -> list[Obj]:
     uid = owner["metadata"]["uid"]
-    return [o for o in items if any(r.get("uid") == uid and r.get("controller")
-                                    for r in o["metadata"].get("ownerReferences") or [])]
+    return [
+        o
+        for o in items
+        if any(
+            r.get("uid") == uid and r.get("controller") for r in o["metadata"].get("ownerReferences") or []
+        )
+    ]
 
 
 def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def _quiet(raw: Raw, *, allow_terminating: bool) -> bool:
@@ -54,8 +61,11 @@ def _quiet(raw: Raw, *, allow_terminating: bool) -> bool:
     for rs in raw.replica_sets:
         st = rs.get("status") or {}
         pods = [p for p in _owned(raw, rs, raw.pods) if not p["metadata"].get("deletionTimestamp")]
-        if (int(st.get("replicas") or 0) != len(pods) or len(pods) != int(rs["spec"].get("replicas", 1))
-                or int(st.get("readyReplicas") or 0) != sum(map(_ready, pods))):
+        if (
+            int(st.get("replicas") or 0) != len(pods)
+            or len(pods) != int(rs["spec"].get("replicas", 1))
+            or int(st.get("readyReplicas") or 0) != sum(map(_ready, pods))
+        ):
             return False
     for d in raw.deployments:
         st, sets = d.get("status") or {}, _owned(raw, d, raw.replica_sets)
@@ -68,10 +78,14 @@ def _quiet(raw: Raw, *, allow_terminating: bool) -> bool:
 def _done(raw: Raw) -> bool:
     for d in raw.deployments:
         spec, st = d["spec"], d.get("status") or {}
-        timed_out = any(c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded"
-                        for c in st.get("conditions") or [])
+        timed_out = any(
+            c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded"
+            for c in st.get("conditions") or []
+        )
         want = int(spec.get("replicas", 1))
-        complete = all(int(st.get(f) or 0) == want for f in ("replicas", "updatedReplicas", "availableReplicas"))
+        complete = all(
+            int(st.get(f) or 0) == want for f in ("replicas", "updatedReplicas", "availableReplicas")
+        )
         if not (spec.get("paused") or timed_out or complete):
             return False
     return True
@@ -124,5 +138,7 @@ async def settle(
                     last = None
                 await anyio.sleep(every)
     except TimeoutError:
-        raise AssertionError(f"{namespace} did not settle in {timeout:.0f} s; last seen: "
-                             f"{normalize(raw) if raw is not None else None}") from None
+        raise AssertionError(
+            f"{namespace} did not settle in {timeout:.0f} s; last seen: "
+            f"{normalize(raw) if raw is not None else None}"
+        ) from None

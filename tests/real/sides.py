@@ -59,10 +59,26 @@ class Side:
         self.manager_log = self.plane.workdir / "aiokcm.log"
         log = self.manager_log.open("ab")
         self.manager = await anyio.open_process(
-            [str(Path(sys.executable).with_name("aiokcm")), "run", "--kubeconfig", str(self.plane.kubeconfig("aiokcm")),
-             "--controllers", self.controllers, "--leader-elect=false", "--secure-port", "0",
-             "--log-format", "json", "-v", "4", *self.manager_flags],
-            stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            [
+                str(Path(sys.executable).with_name("aiokcm")),
+                "run",
+                "--kubeconfig",
+                str(self.plane.kubeconfig("aiokcm")),
+                "--controllers",
+                self.controllers,
+                "--leader-elect=false",
+                "--secure-port",
+                "0",
+                "--log-format",
+                "json",
+                "-v",
+                "4",
+                *self.manager_flags,
+            ],
+            stdout=log,
+            stderr=log,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         log.close()
 
@@ -117,14 +133,19 @@ class Side:
         for line in log.read_text().splitlines():
             event = orjson.loads(line)
             ref = event.get("objectRef") or {}
-            if (ref.get("namespace") != namespace or event.get("verb") in ("get", "list", "watch")
-                    or ref.get("resource") in ("pods", "events")):
+            if (
+                ref.get("namespace") != namespace
+                or event.get("verb") in ("get", "list", "watch")
+                or ref.get("resource") in ("pods", "events")
+            ):
                 continue
             user = (event.get("user") or {}).get("username", "").rsplit(":", 1)[-1]
             sub = "/" + ref["subresource"] if ref.get("subresource") else ""
             code = (event.get("responseStatus") or {}).get("code")
-            out.append(f"{event['stageTimestamp'][11:23]} {user} {event['verb']} {ref.get('resource')}/"
-                       f"{ref.get('name', '')}{sub} {code}")
+            out.append(
+                f"{event['stageTimestamp'][11:23]} {user} {event['verb']} {ref.get('resource')}/"
+                f"{ref.get('name', '')}{sub} {code}"
+            )
         return out
 
     def pod_creates(self, *, since: float = 0.0) -> int:
@@ -137,9 +158,13 @@ class Side:
         for line in log.read_text().splitlines():
             event = orjson.loads(line)
             ref = event.get("objectRef") or {}
-            if (event.get("verb") != "create" or ref.get("resource") != "pods" or ref.get("subresource")
-                    or (event.get("user") or {}).get("username") != user
-                    or (event.get("responseStatus") or {}).get("code") != 201):
+            if (
+                event.get("verb") != "create"
+                or ref.get("resource") != "pods"
+                or ref.get("subresource")
+                or (event.get("user") or {}).get("username") != user
+                or (event.get("responseStatus") or {}).get("code") != 201
+            ):
                 continue
             stamp = dt.datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00")).timestamp()
             if stamp >= since:
@@ -153,8 +178,9 @@ def planes_side_by_side(assets: Assets, *, kcm_flags: Sequence[str] = ()) -> dic
     users = {"aiokcm": "system:masters"}
     return {
         "kcm": ControlPlane(assets, kcm_controllers="*", extra_users=users, audit=True, kcm_flags=kcm_flags),
-        "aiokcm": ControlPlane(assets, kcm_controllers=KCM_BESIDE_AIOKCM, extra_users=users, audit=True,
-                               kcm_flags=kcm_flags),
+        "aiokcm": ControlPlane(
+            assets, kcm_controllers=KCM_BESIDE_AIOKCM, extra_users=users, audit=True, kcm_flags=kcm_flags
+        ),
     }
 
 
@@ -200,20 +226,35 @@ async def sides_running(
 
 
 @asynccontextmanager
-async def _running(planes: dict[str, ControlPlane], sides: dict[str, Side], nodes: int, aiokcm_controllers: str,
-                   aiokcm_flags: Sequence[str], options: dict[str, Any]) -> AsyncIterator[tuple[Side, Side]]:
+async def _running(
+    planes: dict[str, ControlPlane],
+    sides: dict[str, Side],
+    nodes: int,
+    aiokcm_controllers: str,
+    aiokcm_flags: Sequence[str],
+    options: dict[str, Any],
+) -> AsyncIterator[tuple[Side, Side]]:
     async with anyio.create_task_group() as tg:
         for name, plane in planes.items():
-            client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("admin"))),
-                                qps=1000, burst=2000)
-            kubelet_client = KubeClient(await build_api_client(kubeconfig=str(plane.kubeconfig("kubelet"))),
-                                        qps=1000, burst=2000)
+            client = KubeClient(
+                await build_api_client(kubeconfig=str(plane.kubeconfig("admin"))), qps=1000, burst=2000
+            )
+            kubelet_client = KubeClient(
+                await build_api_client(kubeconfig=str(plane.kubeconfig("kubelet"))), qps=1000, burst=2000
+            )
             kubelets = ApiKubelets(kubelet_client, **options)
             for i in range(1, nodes + 1):
                 kubelets.add_node(f"node-{i}")
             tg.start_soon(kubelets.run)
-            sides[name] = Side(name, plane, client, kubelet_client, kubelets,
-                               controllers=aiokcm_controllers, manager_flags=tuple(aiokcm_flags))
+            sides[name] = Side(
+                name,
+                plane,
+                client,
+                kubelet_client,
+                kubelets,
+                controllers=aiokcm_controllers,
+                manager_flags=tuple(aiokcm_flags),
+            )
         for side in sides.values():
             await side.kubelets.registered.wait()
             await _default_service_account(side.client)

@@ -29,15 +29,25 @@ SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 
 async def _token_for(admin: KubeClient, name: str) -> str:
     await admin.create(SERVICEACCOUNTS, {"metadata": {"name": name}}, namespace="default")
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
-    issued = await admin.request("POST", f"/api/v1/namespaces/default/serviceaccounts/{name}/token", body=body)
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600},
+    }
+    issued = await admin.request(
+        "POST", f"/api/v1/namespaces/default/serviceaccounts/{name}/token", body=body
+    )
     return str(issued["status"]["token"])
 
 
 def _kubeconfig(tmp_path: Path, plane: ControlPlane, user: dict[str, object]) -> Path:
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "real",
-        "clusters": [{"name": "real", "cluster": {"server": plane.url, "certificate-authority": str(plane.ca_file)}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "real",
+        "clusters": [
+            {"name": "real", "cluster": {"server": plane.url, "certificate-authority": str(plane.ca_file)}}
+        ],
         "contexts": [{"name": "real", "context": {"cluster": "real", "user": "rotating"}}],
         "users": [{"name": "rotating", "user": user}],
     }
@@ -51,8 +61,9 @@ async def _until_refused(plane: ControlPlane, token: str) -> None:
     async with aiohttp.ClientSession() as session:
         with anyio.fail_after(60):
             while True:
-                async with session.get(plane.url + "/api", ssl=context,
-                                       headers={"Authorization": f"Bearer {token}"}) as response:
+                async with session.get(
+                    plane.url + "/api", ssl=context, headers={"Authorization": f"Bearer {token}"}
+                ) as response:
                     if response.status == 401:
                         return
                 await anyio.sleep(0.5)
@@ -60,7 +71,8 @@ async def _until_refused(plane: ControlPlane, token: str) -> None:
 
 @pytest.mark.parametrize("source", ["tokenFile", "exec"])
 async def test_a_revoked_token_is_replaced_after_the_real_servers_401(
-        real_bare_plane: ControlPlane, tmp_path: Path, source: str) -> None:
+    real_bare_plane: ControlPlane, tmp_path: Path, source: str
+) -> None:
     async with RealCluster(real_bare_plane, nodes=0, kubelets=False) as cluster:
         admin = await cluster.client()
         try:
@@ -70,18 +82,33 @@ async def test_a_revoked_token_is_replaced_after_the_real_servers_401(
             if source == "tokenFile":
                 user: dict[str, object] = {"tokenFile": str(current)}
             else:
-                script = ("import json, sys; print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
-                          "'kind': 'ExecCredential', 'status': {'token': open(sys.argv[1]).read()}}))")
-                user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "interactiveMode": "Never",
-                                 "command": sys.executable, "args": ["-c", script, str(current)]}}
-            kube = KubeClient(await build_api_client(kubeconfig=str(_kubeconfig(tmp_path, real_bare_plane, user))))
+                script = (
+                    "import json, sys; print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
+                    "'kind': 'ExecCredential', 'status': {'token': open(sys.argv[1]).read()}}))"
+                )
+                user = {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "interactiveMode": "Never",
+                        "command": sys.executable,
+                        "args": ["-c", script, str(current)],
+                    }
+                }
+            kube = KubeClient(
+                await build_api_client(kubeconfig=str(_kubeconfig(tmp_path, real_bare_plane, user)))
+            )
             try:
-                review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
-                          "spec": {"namespace": "default"}}
+                review = {
+                    "apiVersion": "authorization.k8s.io/v1",
+                    "kind": "SelfSubjectRulesReview",
+                    "spec": {"namespace": "default"},
+                }
                 path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
                 assert json.dumps(await kube.request("POST", path, body=review))  # authenticated as "first"
                 current.write_text(second)  # the issuer rotates the token...
-                await admin.delete(SERVICEACCOUNTS, "first", namespace="default")  # ...and the old one is revoked
+                await admin.delete(
+                    SERVICEACCOUNTS, "first", namespace="default"
+                )  # ...and the old one is revoked
                 await _until_refused(real_bare_plane, first)  # past kube-apiserver's token cache
                 refused = REQUESTS_TOTAL.labels("401", "POST", urlsplit(real_bare_plane.url).netloc)
                 before = refused._value.get()

@@ -49,14 +49,27 @@ def manager_args(port: int, kubeconfig: Path) -> list[str]:
     In a pod the secure port reviews callers through the in-cluster ServiceAccount; here the same
     ServiceAccount's kubeconfig is named explicitly, so deploy/rbac.yaml's delegation grants are
     what lets a scrape through."""
-    rendered = subprocess.run(["kubectl", "kustomize", str(ROOT / "overlays" / "replace-kcm")],
-                              capture_output=True, check=True, text=True).stdout
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(ROOT / "overlays" / "replace-kcm")],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
     docs = list(yaml.safe_load_all(rendered))
     deployment = next(d for d in docs if d and d.get("kind") == "Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     args = [a for a in expanded_args(container) if not a.startswith(("--bind-address", "--secure-port"))]
-    return [*args, "--bind-address=127.0.0.1", f"--secure-port={port}", "--kubeconfig", str(kubeconfig),
-            "--authentication-kubeconfig", str(kubeconfig), "--authorization-kubeconfig", str(kubeconfig)]
+    return [
+        *args,
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--authentication-kubeconfig",
+        str(kubeconfig),
+        "--authorization-kubeconfig",
+        str(kubeconfig),
+    ]
 
 
 @pytest.fixture
@@ -68,27 +81,48 @@ async def cluster() -> AsyncIterator[RealCluster]:
 
 
 async def _service_account_token(admin: KubeClient, name: str = "aiokcm") -> str:
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
-    issued = await admin.request("POST", f"/api/v1/namespaces/aiokcm-system/serviceaccounts/{name}/token", body=body)
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600},
+    }
+    issued = await admin.request(
+        "POST", f"/api/v1/namespaces/aiokcm-system/serviceaccounts/{name}/token", body=body
+    )
     return str(issued["status"]["token"])
 
 
 async def _scraper_token(admin: KubeClient) -> str:
     """A Prometheus-like ServiceAccount bound to deploy/rbac.yaml's aiokcm-metrics-reader, and nothing else."""
-    await admin.request("POST", "/api/v1/namespaces/aiokcm-system/serviceaccounts",
-                        body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "prometheus"}})
-    await admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", body={
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "prometheus-aiokcm-metrics"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "aiokcm-metrics-reader"},
-        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "aiokcm-system"}]})
+    await admin.request(
+        "POST",
+        "/api/v1/namespaces/aiokcm-system/serviceaccounts",
+        body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "prometheus"}},
+    )
+    await admin.request(
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        body={
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "prometheus-aiokcm-metrics"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "aiokcm-metrics-reader",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "aiokcm-system"}],
+        },
+    )
     return await _service_account_token(admin, "prometheus")
 
 
 async def _metric_total(port: int, code: str, token: str) -> float:
     headers = {"Authorization": f"Bearer {token}"}
-    async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}/metrics", headers=headers,
-                                                     ssl=False) as r:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(f"https://127.0.0.1:{port}/metrics", headers=headers, ssl=False) as r,
+    ):
         assert r.status == 200, await r.text()
         text = await r.text()
     pattern = re.compile(r'^rest_client_requests_total\{[^}]*code="' + code + r'"[^}]*\} (\S+)$', re.M)
@@ -98,8 +132,15 @@ async def _metric_total(port: int, code: str, token: str) -> float:
 @pytest.mark.timeout(240)
 async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(cluster: RealCluster) -> None:
     applied = await anyio.run_process(
-        ["kubectl", "--kubeconfig", cluster.kubeconfig_path, "apply", *[arg for m in MANIFESTS for arg in ("-f", str(m))]],
-        check=False)
+        [
+            "kubectl",
+            "--kubeconfig",
+            cluster.kubeconfig_path,
+            "apply",
+            *[arg for m in MANIFESTS for arg in ("-f", str(m))],
+        ],
+        check=False,
+    )
     assert applied.returncode == 0, applied.stderr.decode()
     admin = await cluster.client()
     port = _free_port()
@@ -111,7 +152,11 @@ async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(clust
         with log_path.open("wb") as log:
             manager = await anyio.open_process(
                 [str(Path(sys.executable).with_name("aiokcm")), *manager_args(port, kubeconfig)],
-                stdout=log, stderr=log, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                stdout=log,
+                stderr=log,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         result = await run_demo(admin, out=io.StringIO())
         scraper = await _scraper_token(admin)  # reviewed by the API server through aiokcm's ServiceAccount
         forbidden = await _metric_total(port, "403", scraper)

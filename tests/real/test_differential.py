@@ -36,11 +36,22 @@ pytestmark = pytest.mark.xdist_group("differential")
 GRACE = "6s"
 KCM_FLAGS = (f"--node-monitor-grace-period={GRACE}", "--node-monitor-period=1s")
 NODE_CONTROLLERS = AIOKCM_CONTROLLERS + ",node-lifecycle-controller,taint-eviction-controller"
-NODE_FLAGS = ("--feature-gates", "SeparateTaintEvictionController=true", "--node-monitor-grace-period", GRACE,
-              "--node-monitor-period", "1s")
+NODE_FLAGS = (
+    "--feature-gates",
+    "SeparateTaintEvictionController=true",
+    "--node-monitor-grace-period",
+    GRACE,
+    "--node-monitor-period",
+    "1s",
+)
 NEVER_READY = "registry.example/never-ready:1"
-KUBELETS = {"lease_interval": 1.0, "never_ready_images": frozenset({NEVER_READY}), "gate_readiness": True,
-            "pod_start_delay": 0.1, "termination_cap": 0.1}
+KUBELETS = {
+    "lease_interval": 1.0,
+    "never_ready_images": frozenset({NEVER_READY}),
+    "gate_readiness": True,
+    "pod_start_delay": 0.1,
+    "termination_cap": 0.1,
+}
 SIGTERM_DEADLINE = 2.0
 timings: dict[str, float] = {}
 
@@ -64,7 +75,9 @@ async def kubectl(side: Side, namespace: str, *args: str, stdin: Any = None) -> 
     data = orjson.dumps(stdin) if stdin is not None else None
     result = await anyio.run_process(
         ["kubectl", "--kubeconfig", str(side.plane.kubeconfig("admin")), "-n", namespace, *args],
-        input=data, check=False)
+        input=data,
+        check=False,
+    )
     if result.returncode != 0:
         raise AssertionError(f"{side.name}: kubectl {' '.join(args)}: {result.stderr.decode()}")
     return result.stdout.decode()
@@ -91,35 +104,69 @@ def kc(name: str, *args: str, stdin: Any = None, until: Callable[[Raw], bool] | 
 
 def deployment(name: str, replicas: int, image: str, **spec: Any) -> dict[str, Any]:
     labels = {"app": name}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, **spec,
-                     "template": {"metadata": {"labels": labels},
-                                  "spec": {"containers": [{"name": "app", "image": image}],
-                                           "terminationGracePeriodSeconds": 1}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            **spec,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": image}], "terminationGracePeriodSeconds": 1},
+            },
+        },
+    }
 
 
 def pdb(name: str, app: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name},
-            "spec": {"selector": {"matchLabels": {"app": app}}, **spec}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": app}}, **spec},
+    }
 
 
 def pod(name: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
-            "spec": {"containers": [{"name": "app", "image": "pause:1"}], "terminationGracePeriodSeconds": 0,
-                     **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "containers": [{"name": "app", "image": "pause:1"}],
+            "terminationGracePeriodSeconds": 0,
+            **spec,
+        },
+    }
 
 
 def replicaset(name: str, replicas: int, app: str) -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}},
-                     "template": {"metadata": {"labels": {"app": app}},
-                                  "spec": {"containers": [{"name": "app", "image": "pause:1"}],
-                                           "terminationGracePeriodSeconds": 0}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": app}},
+            "template": {
+                "metadata": {"labels": {"app": app}},
+                "spec": {
+                    "containers": [{"name": "app", "image": "pause:1"}],
+                    "terminationGracePeriodSeconds": 0,
+                },
+            },
+        },
+    }
 
 
 def timed_out(raw: Raw) -> bool:
-    return any(c.get("reason") == "ProgressDeadlineExceeded"
-               for d in raw.deployments for c in (d.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("reason") == "ProgressDeadlineExceeded"
+        for d in raw.deployments
+        for c in (d.get("status") or {}).get("conditions") or []
+    )
 
 
 def gone(*kinds: str) -> Callable[[Raw], bool]:
@@ -129,12 +176,20 @@ def gone(*kinds: str) -> Callable[[Raw], bool]:
 # -- the runner -------------------------------------------------------------------------------
 
 
-async def run_story(planes: dict[str, ControlPlane], namespace: str, steps: list[Step], *,
-                    controllers: str = AIOKCM_CONTROLLERS, flags: tuple[str, ...] = (),
-                    nodes: bool = False, allow_terminating: bool = False) -> None:
+async def run_story(
+    planes: dict[str, ControlPlane],
+    namespace: str,
+    steps: list[Step],
+    *,
+    controllers: str = AIOKCM_CONTROLLERS,
+    flags: tuple[str, ...] = (),
+    nodes: bool = False,
+    allow_terminating: bool = False,
+) -> None:
     started = time.monotonic()
-    async with sides_running(planes, aiokcm_controllers=controllers, aiokcm_flags=flags,
-                             kubelet_options=KUBELETS) as (kcm, aiokcm):
+    async with sides_running(
+        planes, aiokcm_controllers=controllers, aiokcm_flags=flags, kubelet_options=KUBELETS
+    ) as (kcm, aiokcm):
         await on_both(kcm, aiokcm, lambda side: kubectl(side, "default", "create", "namespace", namespace))
         for number, step in enumerate(steps, 1):
 
@@ -142,21 +197,34 @@ async def run_story(planes: dict[str, ControlPlane], namespace: str, steps: list
                 await step.run(side, namespace)
 
             async def settled(side: Side, step: Step = step) -> dict[str, Any]:
-                return await settle(side.client, side.kubelets, namespace, nodes=nodes,
-                                    allow_terminating=allow_terminating, until=step.until)
+                return await settle(
+                    side.client,
+                    side.kubelets,
+                    namespace,
+                    nodes=nodes,
+                    allow_terminating=allow_terminating,
+                    until=step.until,
+                )
 
             await on_both(kcm, aiokcm, act)
             views = await on_both(kcm, aiokcm, settled)
             diffs = differences(views["kcm"], views["aiokcm"])
             if diffs:
                 await anyio.sleep(1.5)  # the audit log is written in batches
-                trail = "\n".join(f"-- {side.name}'s writes:\n" + "\n".join(side.writes(namespace))
-                                  for side in (kcm, aiokcm))
-                raise AssertionError(f"{namespace} step {number} ({step.name}) differs from KCM:\n  "
-                                     + "\n  ".join(diffs) + "\n" + trail)
+                trail = "\n".join(
+                    f"-- {side.name}'s writes:\n" + "\n".join(side.writes(namespace))
+                    for side in (kcm, aiokcm)
+                )
+                raise AssertionError(
+                    f"{namespace} step {number} ({step.name}) differs from KCM:\n  "
+                    + "\n  ".join(diffs)
+                    + "\n"
+                    + trail
+                )
         code, took = await aiokcm.terminate_manager()
         assert code is not None and took <= SIGTERM_DEADLINE, (
-            f"aiokcm took {took:.2f} s to answer SIGTERM (exit code {code})\n{aiokcm.manager_output()[-3000:]}")
+            f"aiokcm took {took:.2f} s to answer SIGTERM (exit code {code})\n{aiokcm.manager_output()[-3000:]}"
+        )
     timings[namespace] = time.monotonic() - started
     print(f"{namespace}: {len(steps)} steps equal to KCM in {timings[namespace]:.1f} s")
 
@@ -183,8 +251,15 @@ async def test_rollout_story_matches_kcm(planes: dict[str, ControlPlane]) -> Non
         kc("stuck rollout", "set", "image", "deployment/web", f"app={NEVER_READY}", until=timed_out),
         kc("undo the stuck rollout", "rollout", "undo", "deployment/web"),
         kc("undo to revision 2", "rollout", "undo", "deployment/web", "--to-revision=2"),
-        kc("switch to Recreate", "patch", "deployment/web", "--type", "merge",
-           "-p", '{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}'),
+        kc(
+            "switch to Recreate",
+            "patch",
+            "deployment/web",
+            "--type",
+            "merge",
+            "-p",
+            '{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}',
+        ),
         kc("set image under Recreate", "set", "image", "deployment/web", "app=pause:4"),
         kc("scale to 0", "scale", "deployment/web", "--replicas", "0"),
         kc("delete", "delete", "deployment/web", until=gone("deployments", "replica_sets", "pods")),
@@ -203,16 +278,46 @@ async def test_pdb_story_matches_kcm(planes: dict[str, ControlPlane]) -> None:
         kc("create", "create", "-f", "-", stdin=deployment("api", 4, "pause:1")),
         kc("maxUnavailable 1", "create", "-f", "-", stdin=pdb("api", "api", maxUnavailable=1)),
         kc("scale to 6", "scale", "deployment/api", "--replicas", "6"),
-        kc("maxUnavailable 50%", "patch", "pdb/api", "--type", "merge", "-p", '{"spec":{"maxUnavailable":"50%"}}'),
+        kc(
+            "maxUnavailable 50%",
+            "patch",
+            "pdb/api",
+            "--type",
+            "merge",
+            "-p",
+            '{"spec":{"maxUnavailable":"50%"}}',
+        ),
         kc("scale to 3", "scale", "deployment/api", "--replicas", "3"),
-        kc("minAvailable 50%", "patch", "pdb/api", "--type", "merge",
-           "-p", '{"spec":{"maxUnavailable":null,"minAvailable":"50%"}}'),
+        kc(
+            "minAvailable 50%",
+            "patch",
+            "pdb/api",
+            "--type",
+            "merge",
+            "-p",
+            '{"spec":{"maxUnavailable":null,"minAvailable":"50%"}}',
+        ),
         kc("scale to 1", "scale", "deployment/api", "--replicas", "1"),
         kc("minAvailable 2", "patch", "pdb/api", "--type", "merge", "-p", '{"spec":{"minAvailable":2}}'),
         kc("PDB over nothing", "create", "-f", "-", stdin=pdb("none", "nothing", minAvailable=1)),
-        kc("bare pods", "create", "-f", "-", stdin={"apiVersion": "v1", "kind": "List", "items": [
-            pod("lonely", {"app": "lonely"}), pod("solo", {"app": "solo"})]}),
-        kc("percentage over a bare pod", "create", "-f", "-", stdin=pdb("lonely", "lonely", maxUnavailable="50%")),
+        kc(
+            "bare pods",
+            "create",
+            "-f",
+            "-",
+            stdin={
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [pod("lonely", {"app": "lonely"}), pod("solo", {"app": "solo"})],
+            },
+        ),
+        kc(
+            "percentage over a bare pod",
+            "create",
+            "-f",
+            "-",
+            stdin=pdb("lonely", "lonely", maxUnavailable="50%"),
+        ),
         kc("integer over a bare pod", "create", "-f", "-", stdin=pdb("solo", "solo", minAvailable=1)),
         kc("scale to 0", "scale", "deployment/api", "--replicas", "0"),
     ]
@@ -225,16 +330,34 @@ async def test_adoption_story_matches_kcm(planes: dict[str, ControlPlane]) -> No
     pods orphaned, and a new ReplicaSet adopts them; a Deployment deleted with its ReplicaSet
     orphaned, created again, adopts it and scales it."""
     steps = [
-        kc("bare pods", "create", "-f", "-", stdin={"apiVersion": "v1", "kind": "List", "items": [
-            pod("pet-a", {"app": "pets"}), pod("pet-b", {"app": "pets"})]}),
+        kc(
+            "bare pods",
+            "create",
+            "-f",
+            "-",
+            stdin={
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [pod("pet-a", {"app": "pets"}), pod("pet-b", {"app": "pets"})],
+            },
+        ),
         kc("ReplicaSet adopts", "create", "-f", "-", stdin=replicaset("pets", 3, "pets")),
         kc("relabel releases", "label", "pod", "pet-a", "app=stray", "--overwrite"),
-        kc("delete orphaning", "delete", "replicaset", "pets", "--cascade=orphan", until=gone("replica_sets")),
+        kc(
+            "delete orphaning", "delete", "replicaset", "pets", "--cascade=orphan", until=gone("replica_sets")
+        ),
         kc("new ReplicaSet adopts", "create", "-f", "-", stdin=replicaset("pets2", 3, "pets")),
         kc("stray pod back", "label", "pod", "pet-a", "app=pets", "--overwrite"),
         kc("scale to 0", "scale", "replicaset/pets2", "--replicas", "0"),
         kc("a Deployment", "create", "-f", "-", stdin=deployment("herd", 2, "pause:1")),
-        kc("delete it orphaning", "delete", "deployment", "herd", "--cascade=orphan", until=gone("deployments")),
+        kc(
+            "delete it orphaning",
+            "delete",
+            "deployment",
+            "herd",
+            "--cascade=orphan",
+            until=gone("deployments"),
+        ),
         kc("the same Deployment adopts", "create", "-f", "-", stdin=deployment("herd", 3, "pause:1")),
     ]
     await run_story(planes, "adopt", steps)
@@ -259,6 +382,7 @@ def _pods_gone(*names: str) -> Callable[[Raw], bool]:
     def check(raw: Raw) -> bool:
         left = {p["metadata"]["name"] for p in raw.pods if not p["metadata"].get("deletionTimestamp")}
         return not left & set(names)
+
     return check
 
 
@@ -285,21 +409,45 @@ async def test_node_story_matches_kcm(planes: dict[str, ControlPlane]) -> None:
     node's kubelet reports NotReady itself: the same through the not-ready taint."""
     on_node = {"nodeName": "node-1"}
     steps = [
-        kc("pods on node-1", "create", "-f", "-", stdin={"apiVersion": "v1", "kind": "List", "items": [
-            pod("quick", {"app": "n"}, tolerations=_tolerating(2), **on_node),
-            pod("slow", {"app": "n"}, tolerations=_tolerating(8), **on_node),
-            pod("forever", {"app": "n"}, tolerations=_tolerating(None), **on_node),
-            pod("default", {"app": "n"}, **on_node),
-            pod("nr-quick", {"app": "n"}, tolerations=_tolerating(2), nodeName="node-2"),
-            pod("nr-forever", {"app": "n"}, tolerations=_tolerating(None), nodeName="node-2")]}),
+        kc(
+            "pods on node-1",
+            "create",
+            "-f",
+            "-",
+            stdin={
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [
+                    pod("quick", {"app": "n"}, tolerations=_tolerating(2), **on_node),
+                    pod("slow", {"app": "n"}, tolerations=_tolerating(8), **on_node),
+                    pod("forever", {"app": "n"}, tolerations=_tolerating(None), **on_node),
+                    pod("default", {"app": "n"}, **on_node),
+                    pod("nr-quick", {"app": "n"}, tolerations=_tolerating(2), nodeName="node-2"),
+                    pod("nr-forever", {"app": "n"}, tolerations=_tolerating(None), nodeName="node-2"),
+                ],
+            },
+        ),
         kc("a Deployment", "create", "-f", "-", stdin=deployment("svc", 3, "pause:1")),
-        Step("kubelet stops", action=_stop_kubelet,
-             until=lambda raw: _node_tainted(raw) and _pods_gone("quick")(raw)),
+        Step(
+            "kubelet stops",
+            action=_stop_kubelet,
+            until=lambda raw: _node_tainted(raw) and _pods_gone("quick")(raw),
+        ),
         Step("tolerationSeconds run out", until=_pods_gone("quick", "slow")),
         Step("kubelet back", action=_start_kubelet, until=lambda raw: not _node_tainted(raw)),
-        Step("node-2 reports NotReady", action=_not_ready,
-             until=lambda raw: _node_tainted(raw, "node-2") and _pods_gone("nr-quick")(raw)),
+        Step(
+            "node-2 reports NotReady",
+            action=_not_ready,
+            until=lambda raw: _node_tainted(raw, "node-2") and _pods_gone("nr-quick")(raw),
+        ),
         Step("node-2 Ready again", action=_ready_again, until=lambda raw: not _node_tainted(raw, "node-2")),
     ]
-    await run_story(planes, "node", steps, controllers=NODE_CONTROLLERS, flags=NODE_FLAGS, nodes=True,
-                    allow_terminating=True)
+    await run_story(
+        planes,
+        "node",
+        steps,
+        controllers=NODE_CONTROLLERS,
+        flags=NODE_FLAGS,
+        nodes=True,
+        allow_terminating=True,
+    )

@@ -38,17 +38,31 @@ def assets() -> Assets:
 
 def replicaset(name: str, replicas: int) -> dict[str, Any]:
     labels = {"app": name}
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": NS},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels},
-                                  "spec": {"containers": [{"name": "app", "image": "pause:1"}],
-                                           "terminationGracePeriodSeconds": 0}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [{"name": "app", "image": "pause:1"}],
+                    "terminationGracePeriodSeconds": 0,
+                },
+            },
+        },
+    }
 
 
 def deployment(name: str, replicas: int, image: str = "pause:1") -> dict[str, Any]:
     body = replicaset(name, replicas)
     body["kind"] = "Deployment"
-    body["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    body["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+    }
     body["spec"]["template"]["spec"]["containers"][0]["image"] = image
     return body
 
@@ -65,12 +79,17 @@ async def replica_sets_settled(client: KubeClient, app: str) -> dict[str, tuple[
     out: dict[str, tuple[int, int, int]] = {}
     for rs in await client.list_all(REPLICASETS, namespace=NS):
         uid = rs["metadata"]["uid"]
-        owned = [p for p in pods if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])]
+        owned = [
+            p for p in pods if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])
+        ]
         want = int(rs["spec"].get("replicas", 1))
         status = rs.get("status") or {}
-        if (len(owned) != want or int(status.get("replicas", 0)) != want
-                or status.get("observedGeneration") != rs["metadata"]["generation"]
-                or int(status.get("readyReplicas", 0)) != want):
+        if (
+            len(owned) != want
+            or int(status.get("replicas", 0)) != want
+            or status.get("observedGeneration") != rs["metadata"]["generation"]
+            or int(status.get("readyReplicas", 0)) != want
+        ):
             return None
         image = rs["spec"]["template"]["spec"]["containers"][0]["image"]
         out[image] = (want, int(status.get("replicas", 0)), len(owned))
@@ -84,8 +103,12 @@ async def deployment_settled(client: KubeClient, app: str) -> dict[str, Any] | N
         return None
     st = d.get("status") or {}
     want = int(d["spec"]["replicas"])
-    if (st.get("observedGeneration") != d["metadata"]["generation"] or st.get("updatedReplicas") != want
-            or st.get("replicas") != want or st.get("availableReplicas") != want):
+    if (
+        st.get("observedGeneration") != d["metadata"]["generation"]
+        or st.get("updatedReplicas") != want
+        or st.get("replicas") != want
+        or st.get("availableReplicas") != want
+    ):
         return None
     sets = await replica_sets_settled(client, app)
     if sets is None:
@@ -131,16 +154,48 @@ async def _create_deploy(side: Side) -> None:
 
 
 SCENARIOS = [
-    Scenario("apiserver-killed-during-scale-up", lambda s: _create_rs(s, 0), lambda s: _scale_rs(s, 60),
-             _rs_settled, "kube-apiserver", minimum_creates=60),
-    Scenario("apiserver-killed-during-scale-down", lambda s: _create_rs(s, 60), lambda s: _scale_rs(s, 5),
-             _rs_settled, "kube-apiserver", minimum_creates=0),
-    Scenario("apiserver-killed-during-rollout", _create_deploy, lambda s: _set_image(s, "pause:2"),
-             _deploy_settled, "kube-apiserver", minimum_creates=10),
-    Scenario("etcd-restarted-during-rollout", _create_deploy, lambda s: _set_image(s, "pause:2"),
-             _deploy_settled, "etcd", minimum_creates=10),
-    Scenario("manager-killed-mid-rollout", _create_deploy, lambda s: _set_image(s, "pause:2"),
-             _deploy_settled, "manager", minimum_creates=10, fault_after=1.0, down_for=2.0),
+    Scenario(
+        "apiserver-killed-during-scale-up",
+        lambda s: _create_rs(s, 0),
+        lambda s: _scale_rs(s, 60),
+        _rs_settled,
+        "kube-apiserver",
+        minimum_creates=60,
+    ),
+    Scenario(
+        "apiserver-killed-during-scale-down",
+        lambda s: _create_rs(s, 60),
+        lambda s: _scale_rs(s, 5),
+        _rs_settled,
+        "kube-apiserver",
+        minimum_creates=0,
+    ),
+    Scenario(
+        "apiserver-killed-during-rollout",
+        _create_deploy,
+        lambda s: _set_image(s, "pause:2"),
+        _deploy_settled,
+        "kube-apiserver",
+        minimum_creates=10,
+    ),
+    Scenario(
+        "etcd-restarted-during-rollout",
+        _create_deploy,
+        lambda s: _set_image(s, "pause:2"),
+        _deploy_settled,
+        "etcd",
+        minimum_creates=10,
+    ),
+    Scenario(
+        "manager-killed-mid-rollout",
+        _create_deploy,
+        lambda s: _set_image(s, "pause:2"),
+        _deploy_settled,
+        "manager",
+        minimum_creates=10,
+        fault_after=1.0,
+        down_for=2.0,
+    ),
 ]
 
 
@@ -165,8 +220,11 @@ async def run_side(side: Side, scenario: Scenario) -> dict[str, Any]:
         back = time.monotonic()
     converged = await first_time(lambda: _truthy(scenario.settled(side)), timeout=60)
     await anyio.sleep(2.0)  # let anything extra show up, and the audit log catch up
-    return {"state": await scenario.settled(side), "recovery": converged - back,
-            "creates": side.pod_creates(since=since)}
+    return {
+        "state": await scenario.settled(side),
+        "recovery": converged - back,
+        "creates": side.pod_creates(since=since),
+    }
 
 
 async def _truthy(result: Awaitable[Any]) -> bool:
@@ -186,15 +244,20 @@ async def test_fault_ends_in_kcms_state_as_fast_as_kcm(assets: Assets, scenario:
             results = await on_both(kcm, aiokcm, lambda side: run_side(side, scenario))
             output = aiokcm.manager_output()
         want, got = results["kcm"], results["aiokcm"]
-        assert got["state"] == want["state"], f"{scenario.name}: aiokcm ended in {got['state']}, KCM in {want['state']}"
+        assert got["state"] == want["state"], (
+            f"{scenario.name}: aiokcm ended in {got['state']}, KCM in {want['state']}"
+        )
         assert got["creates"] == scenario.minimum_creates, (
             f"{scenario.name}: aiokcm created {got['creates']} pods, the change needs {scenario.minimum_creates} "
-            f"(KCM created {want['creates']})")
+            f"(KCM created {want['creates']})"
+        )
         for token in aiokcm.plane.tokens().values():
             assert token not in output, f"{scenario.name}: a bearer token reached aiokcm's log"
         recoveries.append((got["recovery"], want["recovery"]))
         if got["recovery"] <= want["recovery"] + RECOVERY_SLACK:
             return
     tries = ", ".join(f"aiokcm {mine:.1f} s / KCM {theirs:.1f} s" for mine, theirs in recoveries)
-    pytest.fail(f"{scenario.name}: aiokcm converged more than {RECOVERY_SLACK:g} s after KCM once the server "
-                f"was back, in every try: {tries}")
+    pytest.fail(
+        f"{scenario.name}: aiokcm converged more than {RECOVERY_SLACK:g} s after KCM once the server "
+        f"was back, in every try: {tries}"
+    )

@@ -28,10 +28,17 @@ JSON_CRD_GROUP = "pbtwin.example.com"
 _SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink")
 
 
-async def _post(kube: KubeClient, path: str, body: Any, content_type: str = CONTENT_TYPE) -> tuple[int, dict[str, Any]]:
+async def _post(
+    kube: KubeClient, path: str, body: Any, content_type: str = CONTENT_TYPE
+) -> tuple[int, dict[str, Any]]:
     resp = await kube.api_client.call_api(
-        path, "POST", body=body, auth_settings=["BearerToken"], _preload_content=False,
-        header_params={"Content-Type": content_type, "Accept": "application/json"})
+        path,
+        "POST",
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
+    )
     try:
         return resp.status, orjson.loads(await resp.read())
     finally:
@@ -39,8 +46,13 @@ async def _post(kube: KubeClient, path: str, body: Any, content_type: str = CONT
 
 
 async def _get_protobuf(kube: KubeClient, path: str) -> bytes:
-    resp = await kube.api_client.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
-                                          header_params={"Accept": CONTENT_TYPE})
+    resp = await kube.api_client.call_api(
+        path,
+        "GET",
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        header_params={"Accept": CONTENT_TYPE},
+    )
     try:
         assert resp.status == 200 and resp.headers.get("Content-Type") == CONTENT_TYPE
         return bytes(await resp.read())
@@ -99,23 +111,29 @@ def _twin(obj: dict[str, Any]) -> Any:
 
 
 async def _stored_json(kube: KubeClient, path: str, obj: dict[str, Any]) -> dict[str, Any]:
-    code, stored = await _post(kube, path.replace(f"/namespaces/{NS}", f"/namespaces/{JSON_NS}"), _twin(obj),
-                               "application/json")
+    code, stored = await _post(
+        kube, path.replace(f"/namespaces/{NS}", f"/namespaces/{JSON_NS}"), _twin(obj), "application/json"
+    )
     assert code == 201, f"{obj['kind']} as JSON: {stored}"
     return stored
 
 
 async def test_every_served_kind_decodes_from_protobuf_as_the_real_server_stores_it(
-        real_bare_plane: ControlPlane) -> None:
+    real_bare_plane: ControlPlane,
+) -> None:
     problems: list[str] = []
-    async with RealCluster(real_bare_plane, nodes=0, kubelets=False) as real_cluster, \
-            LocalCluster(scheduler=False, kubelets=False, gc=False, controllers=False) as local_cluster:
+    async with (
+        RealCluster(real_bare_plane, nodes=0, kubelets=False) as real_cluster,
+        LocalCluster(scheduler=False, kubelets=False, gc=False, controllers=False) as local_cluster,
+    ):
         real, local = await real_cluster.client(), await local_cluster.client()
         try:
             for path, obj in samples():
                 body = encode_body(obj)
-                (real_code, stored_real), (local_code, stored_local) = await _post(real, path, body), \
-                    await _post(local, path, body)
+                (real_code, stored_real), (local_code, stored_local) = (
+                    await _post(real, path, body),
+                    await _post(local, path, body),
+                )
                 kind = obj["kind"]
                 assert real_code == 201, f"{kind}: the real server refused the sample: {stored_real}"
                 if local_code != 201:
@@ -124,25 +142,34 @@ async def test_every_served_kind_decodes_from_protobuf_as_the_real_server_stores
                 if "name" in stored_real["metadata"]:  # reviews are answered, not stored
                     go_bytes = await _get_protobuf(real, f"{path}/{stored_real['metadata']['name']}")
                     if encode_body(decode_body(go_bytes)) != go_bytes:
-                        problems.append(f"{kind}: re-encoding what kube-apiserver wrote does not give its bytes back")
+                        problems.append(
+                            f"{kind}: re-encoding what kube-apiserver wrote does not give its bytes back"
+                        )
                 sent = {k: v for k, v in obj.items() if k != "status"}
                 problems += [f"{kind} (encoder): {d}" for d in _differences(sent, stored_real)]
-                as_json = _diff(_normalized(await _stored_json(local, path, obj)),
-                                _normalized(await _stored_json(real, path, obj)))
+                as_json = _diff(
+                    _normalized(await _stored_json(local, path, obj)),
+                    _normalized(await _stored_json(real, path, obj)),
+                )
                 for where, what in _diff(_normalized(stored_local), _normalized(stored_real)).items():
                     if not any(where == p or where.startswith((p + ".", p + "[")) for p in as_json):
                         problems.append(f"{kind}: {where}: {what}")
         finally:
-            for cleanup in ("/api/v1/nodes/pb-node", "/api/v1/nodes/pb-node-json", f"/api/v1/namespaces/{NS}",
-                            f"/api/v1/namespaces/{JSON_NS}",
-                            "/apis/rbac.authorization.k8s.io/v1/clusterroles/pb-reader",
-                            "/apis/rbac.authorization.k8s.io/v1/clusterroles/pb-reader-json",
-                            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/pb-reader",
-                            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/pb-reader-json",
-                            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{CRD_GROUP}",
-                            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{JSON_CRD_GROUP}"):
-                await real.api_client.call_api(cleanup, "DELETE", auth_settings=["BearerToken"],
-                                               _preload_content=False)
+            for cleanup in (
+                "/api/v1/nodes/pb-node",
+                "/api/v1/nodes/pb-node-json",
+                f"/api/v1/namespaces/{NS}",
+                f"/api/v1/namespaces/{JSON_NS}",
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles/pb-reader",
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles/pb-reader-json",
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/pb-reader",
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/pb-reader-json",
+                f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{CRD_GROUP}",
+                f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{JSON_CRD_GROUP}",
+            ):
+                await real.api_client.call_api(
+                    cleanup, "DELETE", auth_settings=["BearerToken"], _preload_content=False
+                )
             await real.close()
             await local.close()
     assert not problems, "\n".join(problems)

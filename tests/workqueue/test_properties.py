@@ -166,7 +166,9 @@ def test_queue_matches_client_go_model(case: tuple[list[tuple[object, ...]], int
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     producer=st.lists(
-        st.tuples(st.sampled_from(["add", "add_after", "sleep"]), KEYS, st.integers(min_value=0, max_value=4)),
+        st.tuples(
+            st.sampled_from(["add", "add_after", "sleep"]), KEYS, st.integers(min_value=0, max_value=4)
+        ),
         max_size=80,
     ),
     workers=st.integers(min_value=1, max_value=4),

@@ -41,7 +41,13 @@ async def test_node_items_before_pod_items_fifo_otherwise() -> None:
     q.add(("pod", "n1", "p3"))
     q.add(("node", "n2", ""))
     got = [await q.get(0) for _ in range(5)]
-    assert got == [("node", "n1", ""), ("node", "n2", ""), ("pod", "n1", "p1"), ("pod", "n1", "p2"), ("pod", "n1", "p3")]
+    assert got == [
+        ("node", "n1", ""),
+        ("node", "n2", ""),
+        ("pod", "n1", "p1"),
+        ("pod", "n1", "p2"),
+        ("pod", "n1", "p3"),
+    ]
 
 
 async def test_each_shard_only_sees_its_own_items_with_queue_semantics() -> None:

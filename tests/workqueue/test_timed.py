@@ -19,7 +19,9 @@ def _now() -> float:
 
 
 @asynccontextmanager
-async def running(handler: Callable[[str], object] | None = None) -> AsyncIterator[tuple[TimedWorkerQueue[str], list[tuple[str, float]]]]:
+async def running(
+    handler: Callable[[str], object] | None = None,
+) -> AsyncIterator[tuple[TimedWorkerQueue[str], list[tuple[str, float]]]]:
     fired: list[tuple[str, float]] = []
 
     async def record(key: str) -> None:

@@ -22,7 +22,12 @@ def make_pod(
     conditions: list[dict[str, Any]] | None = None,
     labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}", "labels": labels or {}}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": uid or f"uid-{name}",
+        "labels": labels or {},
+    }
     if created is not None:
         meta["creationTimestamp"] = format_time(created)
     if cost is not None:

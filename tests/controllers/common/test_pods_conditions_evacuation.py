@@ -82,12 +82,17 @@ def test_count_annotation_patch_is_minimal() -> None:
     }
     assert count_annotation_patch({}, "maintenance.aiokcm.io/replicas-to-evacuate", 0) is None
     assert not is_evacuation_ready(rs)
-    assert is_evacuation_ready({"metadata": {"annotations": {"deployment.kubernetes.io/evacuation-ready": "true"}}})
+    assert is_evacuation_ready(
+        {"metadata": {"annotations": {"deployment.kubernetes.io/evacuation-ready": "true"}}}
+    )
 
 
 def test_pod_from_template() -> None:
     owner = {"metadata": {"name": "web", "namespace": "ns", "uid": "u1"}}
-    template = {"metadata": {"labels": {"app": "web"}, "annotations": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}
+    template = {
+        "metadata": {"labels": {"app": "web"}, "annotations": {"a": "b"}},
+        "spec": {"containers": [{"name": "c"}]},
+    }
     ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1", "controller": True}
     pod = pod_from_template(template, owner, ref)
     assert pod["metadata"]["generateName"] == "web-"

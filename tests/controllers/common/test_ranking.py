@@ -28,7 +28,11 @@ def test_unassigned_before_assigned() -> None:
 
 
 def test_pending_before_unknown_before_running() -> None:
-    pods = [make_pod("r", node="n", phase="Running"), make_pod("u", node="n", phase="Unknown"), make_pod("p", node="n")]
+    pods = [
+        make_pod("r", node="n", phase="Running"),
+        make_pod("u", node="n", phase="Unknown"),
+        make_pod("p", node="n"),
+    ]
     assert order(*pods) == ["p", "u", "r"]
 
 

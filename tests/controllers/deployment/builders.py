@@ -103,7 +103,11 @@ def pod(
     node: str = "node-1",
 ) -> dict[str, Any]:
     conditions: list[dict[str, Any]] = [
-        {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": "2024-01-01T00:00:00Z"}
+        {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "lastTransitionTime": "2024-01-01T00:00:00Z",
+        }
     ]
     if requested:
         conditions.append({"type": "EvacuationRequest", "status": "True", "reason": "NodeMaintenance"})

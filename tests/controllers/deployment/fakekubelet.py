@@ -22,7 +22,9 @@ from controllers.common.timeutil import format_time, utcnow
 
 
 class FakeKubelet:
-    def __init__(self, kube: KubeClient, namespace: str, *, broken_images: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, kube: KubeClient, namespace: str, *, broken_images: frozenset[str] = frozenset()
+    ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.broken_images = set(broken_images)
@@ -52,9 +54,16 @@ class FakeKubelet:
         if not pod["spec"].get("nodeName"):
             if not nodes:
                 return
-            node = min(nodes, key=lambda n: (load[n["metadata"]["name"]], n["metadata"]["name"]))["metadata"]["name"]
+            node = min(nodes, key=lambda n: (load[n["metadata"]["name"]], n["metadata"]["name"]))["metadata"][
+                "name"
+            ]
             load[node] += 1
-            binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name}, "target": {"kind": "Node", "name": node}}
+            binding = {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": name},
+                "target": {"kind": "Node", "name": node},
+            }
             await self.kube.create(PODS, binding, namespace=self.namespace, name=name, subresource="binding")
         if is_pod_ready(pod) or self.hold_readiness:
             return
@@ -62,8 +71,18 @@ class FakeKubelet:
         if images & self.broken_images:
             return
         now = format_time(utcnow())
-        status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}
-        await self.kube.patch(PODS, name, {"status": status}, namespace=self.namespace, subresource="status", patch_type="strategic")
+        status = {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+        }
+        await self.kube.patch(
+            PODS,
+            name,
+            {"status": status},
+            namespace=self.namespace,
+            subresource="status",
+            patch_type="strategic",
+        )
 
 
 class AvailabilitySampler:

@@ -18,13 +18,25 @@ from .test_integration import NS, deployment_body
 pytestmark = pytest.mark.usefixtures("cluster")
 
 
-def _rs(name: str, namespace: str, labels: dict[str, str], owner: dict[str, Any] | None = None) -> dict[str, Any]:
+def _rs(
+    name: str, namespace: str, labels: dict[str, str], owner: dict[str, Any] | None = None
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
     if owner is not None:
         meta["ownerReferences"] = [owner]
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta, "spec": {
-        "replicas": 0, "selector": {"matchLabels": labels},
-        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": meta,
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
+            },
+        },
+    }
 
 
 async def _owner_uid(kube: KubeClient, name: str, namespace: str = NS) -> str | None:

@@ -25,20 +25,26 @@ NO_DEADLINE = 2147483647
 
 
 def _reconciles() -> float:
-    return sum(metrics.RECONCILE_TOTAL.labels("deployment", result)._value.get()
-               for result in ("success", "error", "requeue_after"))
+    return sum(
+        metrics.RECONCILE_TOTAL.labels("deployment", result)._value.get()
+        for result in ("success", "error", "requeue_after")
+    )
 
 
 async def _condition(kube: KubeClient, name: str, reason: str) -> bool:
     d = await kube.get(DEPLOYMENTS, name, namespace=NS)
-    return any(c.get("type") == "Progressing" and c.get("reason") == reason
-               for c in (d.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Progressing" and c.get("reason") == reason
+        for c in (d.get("status") or {}).get("conditions") or []
+    )
 
 
 async def test_a_scaled_deployment_past_its_deadline_is_rechecked_rate_limited(kube: KubeClient) -> None:
     """No kubelets here: the scaled-up pod never becomes ready, so the check stays due."""
     async with running_controllers(kube, DeploymentController, ReplicaSetController):
-        await kube.create(DEPLOYMENTS, deployment_body("aged", 0, extra_spec={"progressDeadlineSeconds": 1}), namespace=NS)
+        await kube.create(
+            DEPLOYMENTS, deployment_body("aged", 0, extra_spec={"progressDeadlineSeconds": 1}), namespace=NS
+        )
         await eventually(lambda: _condition(kube, "aged", "NewReplicaSetAvailable"), "complete at 0 replicas")
         await anyio.sleep(1.5)  # the condition is now older than the deadline
         await kube.patch(DEPLOYMENTS, "aged", {"spec": {"replicas": 1}}, namespace=NS)
@@ -68,8 +74,12 @@ class CountingWrites:
 
 async def test_no_deadline_converges_then_writes_nothing(kube: KubeClient) -> None:
     counting = CountingWrites(kube)
-    async with running_controllers(counting, DeploymentController, ReplicaSetController,  # type: ignore[arg-type]
-                                   informer_client=kube):
+    async with running_controllers(
+        counting,
+        DeploymentController,
+        ReplicaSetController,  # type: ignore[arg-type]
+        informer_client=kube,
+    ):
         body = deployment_body("forever", 0, extra_spec={"progressDeadlineSeconds": NO_DEADLINE})
         await kube.create(DEPLOYMENTS, body, namespace=NS)
 

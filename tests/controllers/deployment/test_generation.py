@@ -35,9 +35,13 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
 async def _settled(kube: KubeClient, revision: str) -> dict[str, Any] | None:
     d = await kube.get(DEPLOYMENTS, "gen", namespace=NS)
     st = d.get("status") or {}
-    done = (st.get("observedGeneration") == d["metadata"]["generation"] and st.get("updatedReplicas") == 2
-            and st.get("availableReplicas") == 2 and st.get("replicas") == 2
-            and (d["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION) == revision)
+    done = (
+        st.get("observedGeneration") == d["metadata"]["generation"]
+        and st.get("updatedReplicas") == 2
+        and st.get("availableReplicas") == 2
+        and st.get("replicas") == 2
+        and (d["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION) == revision
+    )
     return d if done else None
 
 

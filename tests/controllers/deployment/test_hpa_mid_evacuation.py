@@ -71,13 +71,20 @@ async def autoscale(kube: KubeClient, name: str, replicas: int) -> None:
 
 
 @pytest.mark.parametrize(("start", "resized"), [(3, 5), (4, 2)])
-async def test_hpa_resizes_a_deployment_mid_evacuation(kube_with_kubelets: KubeClient, start: int, resized: int) -> None:
+async def test_hpa_resizes_a_deployment_mid_evacuation(
+    kube_with_kubelets: KubeClient, start: int, resized: int
+) -> None:
     kube = kube_with_kubelets
     sampler = AvailabilitySampler(kube, NS, "auto")
     hpa: dict[str, Any] = {
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "auto"},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "auto"},
-                 "minReplicas": 1, "maxReplicas": 10},
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "auto"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "auto"},
+            "minReplicas": 1,
+            "maxReplicas": 10,
+        },
     }
     async with running_controllers(kube, DeploymentController, ReplicaSetController, gates=GATES):
         await kube.create(DEPLOYMENTS, deployment_body("auto", start), namespace=NS)

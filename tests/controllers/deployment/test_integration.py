@@ -52,16 +52,21 @@ def deployment_body(
                 "metadata": {"labels": {"app": name}},
                 "spec": {"containers": [{"name": "app", "image": image}]},
             },
-            "strategy": strategy or {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "strategy": strategy
+            or {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             **(extra_spec or {}),
         },
     }
 
 
 @asynccontextmanager
-async def running(kube: KubeClient, *, gates: dict[str, bool] | None = None) -> AsyncIterator[tuple[Harness, FakeKubelet]]:
+async def running(
+    kube: KubeClient, *, gates: dict[str, bool] | None = None
+) -> AsyncIterator[tuple[Harness, FakeKubelet]]:
     kubelet = FakeKubelet(kube, NS, broken_images=frozenset({BROKEN}))
-    async with running_controllers(kube, DeploymentController, ReplicaSetController, gates=gates or GATES) as h:
+    async with running_controllers(
+        kube, DeploymentController, ReplicaSetController, gates=gates or GATES
+    ) as h:
         async with anyio.create_task_group() as tg:
             tg.start_soon(kubelet.run)
             try:
@@ -76,7 +81,9 @@ async def get_d(kube: KubeClient, name: str) -> dict[str, Any]:
 
 async def replica_sets(kube: KubeClient, name: str) -> list[dict[str, Any]]:
     rss = await kube.list_all(REPLICASETS, namespace=NS, label_selector=f"app={name}")
-    return sorted(rss, key=lambda rs: int(rs["metadata"].get("annotations", {}).get(REVISION_ANNOTATION, "0")))
+    return sorted(
+        rss, key=lambda rs: int(rs["metadata"].get("annotations", {}).get(REVISION_ANNOTATION, "0"))
+    )
 
 
 async def live_pods(kube: KubeClient, name: str) -> list[dict[str, Any]]:
@@ -112,7 +119,9 @@ def progressing_reason(d: dict[str, Any]) -> str | None:
 
 async def test_rolling_update_replaces_every_pod_and_records_revisions(kube: KubeClient) -> None:
     async with running(kube):
-        await kube.create(DEPLOYMENTS, deployment_body("web", 3, extra_spec={"progressDeadlineSeconds": 600}), namespace=NS)
+        await kube.create(
+            DEPLOYMENTS, deployment_body("web", 3, extra_spec={"progressDeadlineSeconds": 600}), namespace=NS
+        )
         await eventually(lambda: rollout_complete(kube, "web"), "first rollout")
         first = (await replica_sets(kube, "web"))[0]
         pod_hash = first["metadata"]["labels"][POD_TEMPLATE_HASH_LABEL]
@@ -140,7 +149,10 @@ async def test_recreate_never_runs_two_versions_at_once(kube: KubeClient) -> Non
     async def watch_versions() -> None:
         nonlocal seen_mixed
         while True:
-            images = {p["spec"]["containers"][0]["image"] for p in await kube.list_all(PODS, namespace=NS, label_selector="app=rec")}
+            images = {
+                p["spec"]["containers"][0]["image"]
+                for p in await kube.list_all(PODS, namespace=NS, label_selector="app=rec")
+            }
             seen_mixed = seen_mixed or len(images) > 1
             await anyio.sleep(0.005)
 
@@ -192,12 +204,19 @@ async def test_progress_deadline_exceeded_when_rollout_stalls(kube: KubeClient) 
         cond = get_condition((await get_d(kube, "slow"))["status"], "Progressing")
         assert cond is not None and cond["status"] == "False"
         # The old pods keep serving: maxUnavailable 0 never let them go.
-        assert len([p for p in await live_pods(kube, "slow") if p["spec"]["containers"][0]["image"] == "nginx:1"]) == 2
+        assert (
+            len(
+                [p for p in await live_pods(kube, "slow") if p["spec"]["containers"][0]["image"] == "nginx:1"]
+            )
+            == 2
+        )
 
 
 async def test_pause_holds_the_rollout_and_resume_continues(kube: KubeClient) -> None:
     async with running(kube):
-        await kube.create(DEPLOYMENTS, deployment_body("pz", 2, extra_spec={"progressDeadlineSeconds": 600}), namespace=NS)
+        await kube.create(
+            DEPLOYMENTS, deployment_body("pz", 2, extra_spec={"progressDeadlineSeconds": 600}), namespace=NS
+        )
         await eventually(lambda: rollout_complete(kube, "pz"), "first rollout")
         await kube.patch(DEPLOYMENTS, "pz", {"spec": {"paused": True}}, namespace=NS)
         await eventually(lambda: _reason_is(kube, "pz", "DeploymentPaused"), "paused condition")
@@ -232,7 +251,9 @@ async def test_rollback_annotation_restores_previous_template(kube: KubeClient) 
 
         async def back_on_v1() -> bool:
             d = await get_d(kube, "rb")
-            return d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1" and await rollout_complete(kube, "rb")
+            return d["spec"]["template"]["spec"]["containers"][0][
+                "image"
+            ] == "nginx:1" and await rollout_complete(kube, "rb")
 
         await eventually(back_on_v1, "rolled back to nginx:1")
         d = await get_d(kube, "rb")
@@ -249,7 +270,9 @@ async def test_rollback_annotation_restores_previous_template(kube: KubeClient) 
 
 async def test_old_replica_sets_beyond_history_limit_are_deleted(kube: KubeClient) -> None:
     async with running(kube):
-        await kube.create(DEPLOYMENTS, deployment_body("hist", 1, extra_spec={"revisionHistoryLimit": 1}), namespace=NS)
+        await kube.create(
+            DEPLOYMENTS, deployment_body("hist", 1, extra_spec={"revisionHistoryLimit": 1}), namespace=NS
+        )
         for version in (1, 2, 3, 4):
             if version > 1:
                 await set_image(kube, "hist", f"nginx:{version}")
@@ -259,7 +282,9 @@ async def test_old_replica_sets_beyond_history_limit_are_deleted(kube: KubeClien
             return len(await replica_sets(kube, "hist")) == 2
 
         await eventually(two_left, "history trimmed to one old ReplicaSet")
-        revisions = [rs["metadata"]["annotations"][REVISION_ANNOTATION] for rs in await replica_sets(kube, "hist")]
+        revisions = [
+            rs["metadata"]["annotations"][REVISION_ANNOTATION] for rs in await replica_sets(kube, "hist")
+        ]
         assert revisions == ["3", "4"]
 
 
@@ -271,8 +296,20 @@ async def cordon(kube: KubeClient, node: str) -> None:
 
 
 async def request_evacuation(kube: KubeClient, pod: str, *, status: str = "True") -> None:
-    cond = {"type": "EvacuationRequest", "status": status, "reason": "NodeMaintenance", "message": "kernel upgrade"}
-    await kube.patch(PODS, pod, {"status": {"conditions": [cond]}}, namespace=NS, subresource="status", patch_type="strategic")
+    cond = {
+        "type": "EvacuationRequest",
+        "status": status,
+        "reason": "NodeMaintenance",
+        "message": "kernel upgrade",
+    }
+    await kube.patch(
+        PODS,
+        pod,
+        {"status": {"conditions": [cond]}},
+        namespace=NS,
+        subresource="status",
+        patch_type="strategic",
+    )
 
 
 async def pods_on(kube: KubeClient, name: str, node: str) -> list[dict[str, Any]]:
@@ -290,12 +327,15 @@ async def evacuate_node(kube: KubeClient, name: str, node: str) -> list[str]:
 async def rs_marked(kube: KubeClient, name: str) -> bool:
     rss = [rs for rs in await replica_sets(kube, name) if rs["spec"]["replicas"] > 0]
     return bool(rss) and all(
-        rs["metadata"].get("annotations", {}).get("deployment.kubernetes.io/evacuation-ready") == "true" for rs in rss
+        rs["metadata"].get("annotations", {}).get("deployment.kubernetes.io/evacuation-ready") == "true"
+        for rs in rss
     )
 
 
 @pytest.mark.parametrize("replicas", [1, 3])
-async def test_evacuation_moves_pods_off_the_node_without_losing_availability(kube: KubeClient, replicas: int) -> None:
+async def test_evacuation_moves_pods_off_the_node_without_losing_availability(
+    kube: KubeClient, replicas: int
+) -> None:
     # 25% surge rounds up to 1; 25% unavailable rounds down to 0: availability must never dip.
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
     sampler = AvailabilitySampler(kube, NS, "evac")
@@ -320,7 +360,9 @@ async def test_evacuation_moves_pods_off_the_node_without_losing_availability(ku
             tg.cancel_scope.cancel()
         # Moved by surging and releasing, once per requested pod (surge budget 1), not by a rollout:
         # each step is one scale of the one ReplicaSet, announced as KCM announces a scale.
-        scaled = [e.message for e in h.events.events if e.object_name == "evac" and e.reason == "ScalingReplicaSet"]
+        scaled = [
+            e.message for e in h.events.events if e.object_name == "evac" and e.reason == "ScalingReplicaSet"
+        ]
         ups = [m for m in scaled if m.startswith("Scaled up") and not m.endswith(f"from 0 to {replicas}")]
         downs = [m for m in scaled if m.startswith("Scaled down")]
         assert len(ups) == len(requested) and len(downs) == len(requested), scaled
@@ -333,7 +375,9 @@ async def test_evacuation_moves_pods_off_the_node_without_losing_availability(ku
         assert "maintenance.aiokcm.io/replicas-to-evacuate" not in d["metadata"].get("annotations", {})
 
 
-async def test_all_requested_pods_of_an_app_are_replaced_in_one_step_within_max_surge(kube: KubeClient) -> None:
+async def test_all_requested_pods_of_an_app_are_replaced_in_one_step_within_max_surge(
+    kube: KubeClient,
+) -> None:
     # Three pods asked to leave and a surge budget of three: one scale of the ReplicaSet from 3 to
     # 6 creates the three replacements together, instead of one replacement at a time.
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0}}
@@ -357,7 +401,9 @@ async def test_all_requested_pods_of_an_app_are_replaced_in_one_step_within_max_
 
             await eventually(moved, "three replacements, no requested pod left", timeout=40)
             tg.cancel_scope.cancel()
-        scaled = [e.message for e in h.events.events if e.object_name == "all3" and e.reason == "ScalingReplicaSet"]
+        scaled = [
+            e.message for e in h.events.events if e.object_name == "all3" and e.reason == "ScalingReplicaSet"
+        ]
         assert [m for m in scaled if m.startswith("Scaled up")] == [scaled[0]]
         assert scaled[0].endswith("from 3 to 6"), scaled
         creates = [e for e in h.events.events if e.reason == "SuccessfulCreate"]
@@ -365,7 +411,9 @@ async def test_all_requested_pods_of_an_app_are_replaced_in_one_step_within_max_
     assert sampler.minimum is not None and sampler.minimum >= 3
 
 
-async def test_requests_arriving_mid_surge_are_replaced_without_waiting_for_the_first(kube: KubeClient) -> None:
+async def test_requests_arriving_mid_surge_are_replaced_without_waiting_for_the_first(
+    kube: KubeClient,
+) -> None:
     # A drain asks pod by pod: the surge for the first request is topped up for the next ones at
     # once, not after the first replacement became available.
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0}}
@@ -394,7 +442,9 @@ async def test_requests_arriving_mid_surge_are_replaced_without_waiting_for_the_
         await eventually(moved, "requested pods replaced", timeout=40)
 
 
-async def test_one_sync_writes_the_status_and_the_evacuation_count_together(kube: KubeClient, cluster: Any) -> None:
+async def test_one_sync_writes_the_status_and_the_evacuation_count_together(
+    kube: KubeClient, cluster: Any
+) -> None:
     # A sync that finds both its status and its evacuation count out of date writes them in one
     # `/status` write, not one write for the count and another for the status.
     async with running(kube):
@@ -407,7 +457,9 @@ async def test_one_sync_writes_the_status_and_the_evacuation_count_together(kube
     stale = {"status": {"availableReplicas": 0, "readyReplicas": 0, "unavailableReplicas": 1}}
     await kube.patch(DEPLOYMENTS, "once", stale, namespace=NS, subresource="status")
     factory = make_factory(kube)
-    ctx = ControllerContext(client=kube, informers=factory, events=RecordingEvents(), gates=StaticGates(GATES))
+    ctx = ControllerContext(
+        client=kube, informers=factory, events=RecordingEvents(), gates=StaticGates(GATES)
+    )
     controller = DeploymentController(ctx)
     async with anyio.create_task_group() as tg:
         factory.start(tg)
@@ -553,7 +605,9 @@ async def test_paused_deployment_still_evacuates(kube: KubeClient) -> None:
 
             async def moved() -> bool:
                 pods = await live_pods(kube, "pe")
-                return len(pods) == 1 and pods[0]["spec"].get("nodeName") != node and bool(is_pod_ready(pods[0]))
+                return (
+                    len(pods) == 1 and pods[0]["spec"].get("nodeName") != node and bool(is_pod_ready(pods[0]))
+                )
 
             await eventually(moved, "pod moved while paused", timeout=40)
             tg.cancel_scope.cancel()
@@ -561,7 +615,9 @@ async def test_paused_deployment_still_evacuates(kube: KubeClient) -> None:
 
 
 async def kubectl(cluster: Any, *args: str) -> str:
-    result = await anyio.run_process(["kubectl", "--kubeconfig", cluster.kubeconfig_path, "-n", NS, *args], check=False)
+    result = await anyio.run_process(
+        ["kubectl", "--kubeconfig", cluster.kubeconfig_path, "-n", NS, *args], check=False
+    )
     out = result.stdout.decode() + result.stderr.decode()
     assert result.returncode == 0, out
     return out
@@ -596,7 +652,10 @@ async def test_hash_collision_bumps_collision_count_and_picks_another_name(kube:
         "spec": {
             "replicas": 0,
             "selector": {"matchLabels": {"app": "other"}},
-            "template": {"metadata": {"labels": {"app": "other"}}, "spec": {"containers": [{"name": "x", "image": "x"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "other"}},
+                "spec": {"containers": [{"name": "x", "image": "x"}]},
+            },
         },
     }
     await kube.create(REPLICASETS, squatter, namespace=NS)

@@ -18,7 +18,12 @@ def test_status_counts_come_from_replica_sets() -> None:
     new = replica_set("new", 3, available=1, ready=2)
     st = progress.calculate_status([old, new], new, d, now=NOW)
     assert st["observedGeneration"] == 4
-    assert (st["replicas"], st["updatedReplicas"], st["readyReplicas"], st["availableReplicas"]) == (4, 3, 3, 2)
+    assert (st["replicas"], st["updatedReplicas"], st["readyReplicas"], st["availableReplicas"]) == (
+        4,
+        3,
+        3,
+        2,
+    )
     assert st["unavailableReplicas"] == 2
     avail = get_condition(st, "Available")
     # 25% of 3 rounds down to 0 unavailable allowed: 2 available of 3 is not enough.
@@ -56,7 +61,13 @@ def test_progress_refreshes_last_update_time_but_keeps_transition() -> None:
             "updatedReplicas": 1,
             "availableReplicas": 2,
             "conditions": [
-                {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "lastUpdateTime": earlier, "lastTransitionTime": earlier}
+                {
+                    "type": "Progressing",
+                    "status": "True",
+                    "reason": "ReplicaSetUpdated",
+                    "lastUpdateTime": earlier,
+                    "lastTransitionTime": earlier,
+                }
             ],
         },
     )
@@ -77,7 +88,13 @@ def test_no_progress_past_deadline_times_out_and_stays_timed_out() -> None:
         "availableReplicas": 3,
         "readyReplicas": 3,
         "conditions": [
-            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "lastUpdateTime": long_ago, "lastTransitionTime": long_ago}
+            {
+                "type": "Progressing",
+                "status": "True",
+                "reason": "ReplicaSetUpdated",
+                "lastUpdateTime": long_ago,
+                "lastTransitionTime": long_ago,
+            }
         ],
     }
     d = deployment(3, status=status, progress_deadline=600)
@@ -94,7 +111,13 @@ def test_requeue_before_deadline() -> None:
     recent = format_time(NOW - timedelta(seconds=100))
     status = {
         "conditions": [
-            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "lastUpdateTime": recent, "lastTransitionTime": recent}
+            {
+                "type": "Progressing",
+                "status": "True",
+                "reason": "ReplicaSetUpdated",
+                "lastUpdateTime": recent,
+                "lastTransitionTime": recent,
+            }
         ]
     }
     d = deployment(3, status=status, progress_deadline=600)
@@ -111,9 +134,18 @@ def test_without_deadline_no_progressing_condition() -> None:
 def test_replica_failure_surfaces_new_replica_set_first() -> None:
     d = deployment(1)
     old = replica_set("old", 1)
-    old["status"]["conditions"] = [{"type": "ReplicaFailure", "status": "True", "reason": "Old", "lastTransitionTime": "2024-01-01T00:00:00Z"}]
+    old["status"]["conditions"] = [
+        {
+            "type": "ReplicaFailure",
+            "status": "True",
+            "reason": "Old",
+            "lastTransitionTime": "2024-01-01T00:00:00Z",
+        }
+    ]
     new = replica_set("new", 1)
-    new["status"]["conditions"] = [{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "quota"}]
+    new["status"]["conditions"] = [
+        {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "quota"}
+    ]
     cond = get_condition(progress.rollout_status([old, new], new, d, now=NOW), "ReplicaFailure")
     assert cond is not None and cond["reason"] == "FailedCreate"
     new["status"]["conditions"] = []

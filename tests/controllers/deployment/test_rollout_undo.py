@@ -23,8 +23,11 @@ from controllers.replicaset import ReplicaSetController
 from tests.backends import cluster_on_backend
 from tests.controllers.harness import eventually, running_controllers
 
-pytestmark = [pytest.mark.kubectl, pytest.mark.backends("local", "real"),
-              pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")]
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.backends("local", "real"),
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary"),
+]
 
 NS = "default"
 
@@ -39,8 +42,17 @@ async def kubectl(cluster: Any, *args: str) -> str:
     cache = tempfile.mkdtemp(prefix="kubectl-cache-")
     try:
         proc = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", cluster.kubeconfig_path, "--cache-dir", cache, "-n", NS, *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            "kubectl",
+            "--kubeconfig",
+            cluster.kubeconfig_path,
+            "--cache-dir",
+            cache,
+            "-n",
+            NS,
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         out, _ = await proc.communicate()
         assert proc.returncode == 0, f"kubectl {' '.join(args)}: {out.decode()}"
         return out.decode()
@@ -52,8 +64,13 @@ async def rolled_out(kube: KubeClient, image: str) -> dict[str, Any] | None:
     d = await kube.get(DEPLOYMENTS, "web", namespace=NS)
     st = d.get("status") or {}
     containers = d["spec"]["template"]["spec"]["containers"]
-    done = (containers[0]["image"] == image and st.get("observedGeneration") == d["metadata"]["generation"]
-            and st.get("updatedReplicas") == 2 and st.get("availableReplicas") == 2 and st.get("replicas") == 2)
+    done = (
+        containers[0]["image"] == image
+        and st.get("observedGeneration") == d["metadata"]["generation"]
+        and st.get("updatedReplicas") == 2
+        and st.get("availableReplicas") == 2
+        and st.get("replicas") == 2
+    )
     return d if done else None
 
 
@@ -70,8 +87,10 @@ async def test_rollout_undo_scales_the_first_replicaset_back(cluster: Any, kube:
         await kubectl(cluster, "rollout", "undo", "deployment/web")
         await eventually(lambda: rolled_out(kube, "nginx:1.26"), "undone to nginx:1.26", timeout=60)
 
-        replica_sets = {rs["metadata"]["name"]: rs for rs in
-                        (await kube.list(REPLICASETS, namespace=NS, label_selector="app=web"))["items"]}
+        replica_sets = {
+            rs["metadata"]["name"]: rs
+            for rs in (await kube.list(REPLICASETS, namespace=NS, label_selector="app=web"))["items"]
+        }
         assert len(replica_sets) == 2, sorted(replica_sets)
         original = replica_sets[first[0]["metadata"]["name"]]
         assert original["spec"]["replicas"] == 2

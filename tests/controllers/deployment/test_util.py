@@ -122,13 +122,23 @@ def test_equal_ignore_hash_ignores_only_the_hash_label() -> None:
 
 def test_equal_ignore_hash_is_semantic_equality() -> None:
     """As Go's typed comparison: null, absent, `{}` and `[]` alike (what `kubectl rollout undo` sends back)."""
-    stored = {"metadata": {"labels": {"app": "web", "pod-template-hash": "abc"}},
-              "spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}
-    from_kubectl = {"metadata": {"creationTimestamp": None, "labels": {"app": "web"}, "annotations": {}},
-                    "spec": {"containers": [{"name": "c", "image": "nginx:1.26", "resources": {}, "env": []}],
-                             "securityContext": {}, "volumes": None}}
+    stored = {
+        "metadata": {"labels": {"app": "web", "pod-template-hash": "abc"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]},
+    }
+    from_kubectl = {
+        "metadata": {"creationTimestamp": None, "labels": {"app": "web"}, "annotations": {}},
+        "spec": {
+            "containers": [{"name": "c", "image": "nginx:1.26", "resources": {}, "env": []}],
+            "securityContext": {},
+            "volumes": None,
+        },
+    }
     assert util.equal_ignore_hash(stored, from_kubectl)
-    changed = {**from_kubectl, "spec": {"containers": [{"name": "c", "image": "nginx:1.27", "resources": {}}]}}
+    changed = {
+        **from_kubectl,
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27", "resources": {}}]},
+    }
     assert not util.equal_ignore_hash(stored, changed)
     assert not util.equal_ignore_hash({"spec": {"hostNetwork": False}}, {"spec": {"hostNetwork": True}})
 
@@ -167,7 +177,9 @@ def test_proportional_scaling_down_mid_rollout_gives_leftover_to_largest() -> No
 
 def test_proportional_scaling_to_zero_empties_everything() -> None:
     d = deployment(0)
-    sizes = util.proportional_sizes(d, [replica_set("a", 3, max_replicas=5), replica_set("b", 2, max_replicas=5)])
+    sizes = util.proportional_sizes(
+        d, [replica_set("a", 3, max_replicas=5), replica_set("b", 2, max_replicas=5)]
+    )
     assert sizes == {"a": 0, "b": 0}
 
 

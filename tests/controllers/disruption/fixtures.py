@@ -15,7 +15,9 @@ FOO_BAR = {"foo": "bar"}
 Obj = dict[str, Any]
 
 
-def new_pod(name: str, *, labels: dict[str, str] | None = None, ready: bool = True, owner: Obj | None = None) -> Obj:
+def new_pod(
+    name: str, *, labels: dict[str, str] | None = None, ready: bool = True, owner: Obj | None = None
+) -> Obj:
     """A pod `foo=bar`, Ready unless told otherwise, optionally controlled by `owner`."""
     meta: Obj = {"name": name, "namespace": NS, "uid": str(uuid.uuid4()), "labels": dict(labels or FOO_BAR)}
     pod: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {}, "status": {"conditions": []}}

@@ -73,7 +73,9 @@ class Sim:
 
     @property
     def finder(self) -> ControllerFinder:
-        return ControllerFinder(rcs=self.rcs, replicasets=self.rss, deployments=self.deps, statefulsets=self.sss)
+        return ControllerFinder(
+            rcs=self.rcs, replicasets=self.rss, deployments=self.deps, statefulsets=self.sss
+        )
 
     async def sync(self, now: datetime = NOW) -> Status:
         try:
@@ -143,7 +145,9 @@ async def test_integer_max_unavailable_naked_pod() -> None:
     [(2, (0, 1, 5, 7, {}), (0, 1, 3, 5, {})), ("30%", (0, 1, 4, 7, {}), (0, 1, 2, 3, {}))],
     ids=["TestIntegerMaxUnavailableWithScaling", "TestPercentageMaxUnavailableWithScaling"],
 )
-async def test_max_unavailable_follows_scale(max_unavailable: int | str, first: tuple[Any, ...], second: tuple[Any, ...]) -> None:
+async def test_max_unavailable_follows_scale(
+    max_unavailable: int | str, first: tuple[Any, ...], second: tuple[Any, ...]
+) -> None:
     """maxUnavailable against the ReplicaSet's scale, recomputed when the ReplicaSet scales."""
     sim = Sim(new_pdb(max_unavailable=max_unavailable))
     rs = sim.rss.add(new_rs(7))
@@ -172,8 +176,13 @@ async def test_unsupported_controller_pod_fails_safe() -> None:
     await sim.sync()
     pod = new_pod("naked")
     pod["metadata"]["ownerReferences"] = [
-        {"apiVersion": "apps.test.io/v1", "kind": "TestWorkload", "name": "fake-controller",
-         "uid": "b7329742-8daa-493a-8881-6ca07139172b", "controller": True}
+        {
+            "apiVersion": "apps.test.io/v1",
+            "kind": "TestWorkload",
+            "name": "fake-controller",
+            "uid": "b7329742-8daa-493a-8881-6ca07139172b",
+            "controller": True,
+        }
     ]
     sim.pods.append(pod)
     assert (await sim.sync())[0] == 0
@@ -207,7 +216,11 @@ async def test_controller_34_percent_rounds_up(kind: str) -> None:
     """TestReplicationController / TestStatefulSetController: 34% of 3 rounds up to 2."""
     labels = {"foo": "bar", "baz": "quux"}
     sim = Sim(new_pdb(min_available="34%"))
-    owner = sim.rcs.add(new_rc(3, labels=labels)) if kind == "ReplicationController" else sim.sss.add(new_statefulset(3))
+    owner = (
+        sim.rcs.add(new_rc(3, labels=labels))
+        if kind == "ReplicationController"
+        else sim.sss.add(new_statefulset(3))
+    )
     assert await sim.sync() == (0, 0, 0, 0, {})
     for i in range(3):
         sim.pods.append(new_pod(f"foobar {i}", labels=labels, owner=owner))
@@ -299,7 +312,12 @@ def test_finder_functions() -> None:
     f = sim.finder
 
     def ref(api_version: str, kind: str, obj: Obj) -> dict[str, Any]:
-        return {"apiVersion": api_version, "kind": kind, "name": obj["metadata"]["name"], "uid": obj["metadata"]["uid"]}
+        return {
+            "apiVersion": api_version,
+            "kind": kind,
+            "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"],
+        }
 
     found = f.replicaset(ref("apps/v1", "ReplicaSet", rs), NS)
     assert found is not None and (found.scale, found.uid) == (10, rs["metadata"]["uid"])
@@ -323,7 +341,13 @@ def test_finder_functions() -> None:
         ("extensions/v1", "ReplicaSet", "deployment/v1", "Deployment", False),
         ("apps/v1", "ReplicaSet", "extensions/v1", "InvalidKind", False),
     ],
-    ids=["happy path", "invalid rs apiVersion", "invalid rs kind", "invalid deployment apiVersion", "invalid deployment kind"],
+    ids=[
+        "happy path",
+        "invalid rs apiVersion",
+        "invalid rs kind",
+        "invalid deployment apiVersion",
+        "invalid deployment kind",
+    ],
 )
 def test_deployment_finder(rs_api: str, rs_kind: str, dep_api: str, dep_kind: str, finds: bool) -> None:
     """TestDeploymentFinderFunction: a Deployment's scale through the ReplicaSet it controls."""
@@ -331,7 +355,12 @@ def test_deployment_finder(rs_api: str, rs_kind: str, dep_api: str, dep_kind: st
     dep = sim.deps.add(new_deployment(10))
     rs = sim.rss.add(new_rs(5))
     set_owner(rs, dep, api_version=dep_api, kind=dep_kind)
-    ref = {"apiVersion": rs_api, "kind": rs_kind, "name": rs["metadata"]["name"], "uid": rs["metadata"]["uid"]}
+    ref = {
+        "apiVersion": rs_api,
+        "kind": rs_kind,
+        "name": rs["metadata"]["name"],
+        "uid": rs["metadata"]["uid"],
+    }
     found = sim.finder.deployment(ref, NS)
     if finds:
         assert found is not None and (found.scale, found.uid) == (10, dep["metadata"]["uid"])
@@ -349,8 +378,10 @@ def test_parse_group_version() -> None:
 
 @pytest.mark.parametrize(
     "selector",
-    [{"matchLabels": {"k8s.io/too/many/slashes": "value"}},
-     {"matchExpressions": [{"key": "foo", "operator": "illegal", "values": ["bar"]}]}],
+    [
+        {"matchLabels": {"k8s.io/too/many/slashes": "value"}},
+        {"matchExpressions": [{"key": "foo", "operator": "illegal", "values": ["bar"]}]},
+    ],
     ids=["illegal value key", "illegal operator"],
 )
 async def test_invalid_selectors_fail_safe(selector: Obj) -> None:
@@ -422,11 +453,15 @@ async def test_evacuating_pods_are_disrupted() -> None:
         ("kubelet's condition", {"status": "True", "reason": "TerminationByKubelet"}, False, 121, None),
     ],
 )
-def test_stale_pod_disruption(name: str, condition: Obj | None, terminating: bool, passed: int, stale: bool | None) -> None:
+def test_stale_pod_disruption(
+    name: str, condition: Obj | None, terminating: bool, passed: int, stale: bool | None
+) -> None:
     """TestStalePodDisruption: only a non-terminating pod's DisruptionTarget older than 2 min is stale."""
     pod = new_pod("foo", ready=False)
     if condition is not None:
-        pod["status"]["conditions"] = [{"type": "DisruptionTarget", "lastTransitionTime": format_time(NOW), **condition}]
+        pod["status"]["conditions"] = [
+            {"type": "DisruptionTarget", "lastTransitionTime": format_time(NOW), **condition}
+        ]
     if terminating:
         pod["metadata"]["deletionTimestamp"] = format_time(NOW)
     wait = stale_disruption_wait(pod, NOW + timedelta(seconds=passed))

@@ -41,8 +41,14 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
 
 async def kubectl(kubeconfig: str, cache: Path, *args: str) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", kubeconfig, "--cache-dir", str(cache), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        "kubectl",
+        "--kubeconfig",
+        kubeconfig,
+        "--cache-dir",
+        str(cache),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
     )
     out, _ = await proc.communicate()
     assert proc.returncode is not None
@@ -70,12 +76,21 @@ async def test_kubectl_drain_allowed_and_blocked_by_the_controller_numbers(
     async with running_controllers(kube, DisruptionController):
         rs = await create_workload(kube, REPLICASETS, 4, name="web")
         for name, node in LAYOUT.items():
-            body = {"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": name, "labels": {"foo": "bar"}, "ownerReferences": [controller_ref(rs)]},
-                    "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}}
+            body = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "labels": {"foo": "bar"}, "ownerReferences": [controller_ref(rs)]},
+                "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]},
+            }
             await kube.create(PODS, body, namespace=NS)
-        await kube.create(PODDISRUPTIONBUDGETS, {"metadata": {"name": "web"}, "spec": {
-            "maxUnavailable": 1, "selector": {"matchLabels": {"foo": "bar"}}}}, namespace=NS)
+        await kube.create(
+            PODDISRUPTIONBUDGETS,
+            {
+                "metadata": {"name": "web"},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"foo": "bar"}}},
+            },
+            namespace=NS,
+        )
         # All four pods Ready: 4 healthy, 3 desired of 4 expected, 1 disruption allowed.
         await wait_budget(kube, (1, 4, 3, 4))
 

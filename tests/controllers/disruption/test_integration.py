@@ -58,7 +58,12 @@ async def create_pdb(
         spec["minAvailable"] = min_available
     if max_unavailable is not None:
         spec["maxUnavailable"] = max_unavailable
-    body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    body = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": spec,
+    }
     return await kube.create(PODDISRUPTIONBUDGETS, body, namespace=NS)
 
 
@@ -70,11 +75,19 @@ async def create_workload(
     spec: Obj = {
         "replicas": size,
         "selector": selector,
-        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}},
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+        },
     }
     if res is STATEFULSETS:
         spec["serviceName"] = name
-    body = {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    body = {
+        "apiVersion": res.api_version,
+        "kind": res.kind,
+        "metadata": {"name": name, "namespace": NS},
+        "spec": spec,
+    }
     return await kube.create(res, body, namespace=NS)
 
 
@@ -107,16 +120,34 @@ async def create_pod(
     spec = {"nodeName": "node-1", "containers": [{"name": "app", "image": "nginx"}]}
     await kube.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}, namespace=NS)
     stamp = format_time(utcnow())
-    conds = [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp}, *(conditions or [])]
+    conds = [
+        {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp},
+        *(conditions or []),
+    ]
     return await kube.patch(
-        PODS, name, {"status": {"phase": "Running", "conditions": conds}}, namespace=NS, subresource="status",
+        PODS,
+        name,
+        {"status": {"phase": "Running", "conditions": conds}},
+        namespace=NS,
+        subresource="status",
         patch_type="strategic",
     )
 
 
 async def set_ready(kube: KubeClient, name: str, ready: bool) -> None:
-    cond = {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": format_time(utcnow())}
-    await kube.patch(PODS, name, {"status": {"conditions": [cond]}}, namespace=NS, subresource="status", patch_type="strategic")
+    cond = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "lastTransitionTime": format_time(utcnow()),
+    }
+    await kube.patch(
+        PODS,
+        name,
+        {"status": {"conditions": [cond]}},
+        namespace=NS,
+        subresource="status",
+        patch_type="strategic",
+    )
 
 
 async def get_pdb(kube: KubeClient, name: str = "foobar") -> Obj:
@@ -141,7 +172,9 @@ def condition_of(pdb: Obj) -> Obj:
     return {}
 
 
-async def wait_status(kube: KubeClient, expected: Status, *, name: str = "foobar", reason: str | None = None) -> Obj:
+async def wait_status(
+    kube: KubeClient, expected: Status, *, name: str = "foobar", reason: str | None = None
+) -> Obj:
     """The budget's status reaches `expected` (with an up-to-date condition, so it was computed)."""
 
     async def check() -> Obj | None:
@@ -222,8 +255,11 @@ async def test_unsupported_controller_fails_safe(kube: KubeClient) -> None:
         await create_pod(kube, "b")
         await wait_status(kube, (1, 2, 1, 2, {}))
         # The budget switches to a percentage, which needs the pods' controllers; one cannot be found.
-        fake = {"apiVersion": "apps.test.io/v1", "kind": "TestWorkload", "metadata": {"name": "fake-controller",
-                "uid": "b7329742-8daa-493a-8881-6ca07139172b"}}
+        fake = {
+            "apiVersion": "apps.test.io/v1",
+            "kind": "TestWorkload",
+            "metadata": {"name": "fake-controller", "uid": "b7329742-8daa-493a-8881-6ca07139172b"},
+        }
         await kube.patch(PODS, "b", {"metadata": {"ownerReferences": [controller_ref(fake)]}}, namespace=NS)
         await kube.patch(PODDISRUPTIONBUDGETS, "foobar", {"spec": {"minAvailable": "28%"}}, namespace=NS)
 
@@ -235,7 +271,9 @@ async def test_unsupported_controller_fails_safe(kube: KubeClient) -> None:
         # disruptionsAllowed 0; the other fields are what they were.
         assert status_of(pdb) == (0, 2, 1, 2, {})
         assert condition_of(pdb)["status"] == "False"
-        assert condition_of(pdb)["message"] == 'no matches for kind "TestWorkload" in version "apps.test.io/v1"'
+        assert (
+            condition_of(pdb)["message"] == 'no matches for kind "TestWorkload" in version "apps.test.io/v1"'
+        )
         assert "CalculateExpectedPodCountFailed" in h.events.reasons("foobar")
 
 
@@ -247,12 +285,18 @@ async def test_replicaset_and_deployment(kube: KubeClient) -> None:
         await create_pod(kube, "pod", owner=rs)
         await wait_status(kube, (0, 1, 2, 10, {}))
         dep = await create_workload(kube, DEPLOYMENTS, 4, name="dep")
-        await kube.patch(REPLICASETS, "foobar", {"metadata": {"ownerReferences": [controller_ref(dep)]}}, namespace=NS)
+        await kube.patch(
+            REPLICASETS, "foobar", {"metadata": {"ownerReferences": [controller_ref(dep)]}}, namespace=NS
+        )
         await create_pod(kube, "pod-2", owner=rs)  # a pod event re-counts with the new owner chain
         await wait_status(kube, (1, 2, 1, 4, {}))
 
 
-@pytest.mark.parametrize("res", [REPLICATIONCONTROLLERS, STATEFULSETS], ids=["TestReplicationController", "TestStatefulSetController"])
+@pytest.mark.parametrize(
+    "res",
+    [REPLICATIONCONTROLLERS, STATEFULSETS],
+    ids=["TestReplicationController", "TestStatefulSetController"],
+)
 async def test_controller_34_percent(kube: KubeClient, res: Resource) -> None:
     """34% of 3 rounds up to 2; a rogue unmanaged pod still counts when healthy."""
     labels = {"foo": "bar", "baz": "quux"}
@@ -270,17 +314,25 @@ async def test_controller_34_percent(kube: KubeClient, res: Resource) -> None:
 async def create_crd(kube: KubeClient, plural: str, kind: str, *, scale: bool) -> Resource:
     """A namespaced custom resource in `test.aiokcm.io/v1`, with or without a `/scale` subresource."""
     version: Obj = {
-        "name": "v1", "served": True, "storage": True,
+        "name": "v1",
+        "served": True,
+        "storage": True,
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
     }
     if scale:
-        version["subresources"] = {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}
+        version["subresources"] = {
+            "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
+        }
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.test.aiokcm.io"},
-        "spec": {"group": "test.aiokcm.io", "scope": "Namespaced",
-                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind}, "versions": [version]},
+        "spec": {
+            "group": "test.aiokcm.io",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [version],
+        },
     }
     await kube.create(CUSTOMRESOURCEDEFINITIONS, crd)
     res = Resource("test.aiokcm.io", "v1", plural, kind, True)
@@ -300,8 +352,14 @@ async def test_scale_subresource(kube: KubeClient) -> None:
     """TestScaleResource: a custom resource's `/scale` gives the expected count."""
     await create_crd(kube, "scalers", "Scaler", scale=True)
     scaler = await kube.create(
-        SCALERS, {"apiVersion": "test.aiokcm.io/v1", "kind": "Scaler", "metadata": {"name": "big", "namespace": NS},
-                  "spec": {"replicas": 10}}, namespace=NS,
+        SCALERS,
+        {
+            "apiVersion": "test.aiokcm.io/v1",
+            "kind": "Scaler",
+            "metadata": {"name": "big", "namespace": NS},
+            "spec": {"replicas": 10},
+        },
+        namespace=NS,
     )
     async with running_controllers(kube, DisruptionController):
         await create_pdb(kube, max_unavailable=5)
@@ -309,7 +367,9 @@ async def test_scale_subresource(kube: KubeClient) -> None:
             await create_pod(kube, f"pod-{i}", owner=scaler)
         await wait_status(kube, (0, 4, 5, 10, {}))
         await kube.patch(SCALERS, "big", {"spec": {"replicas": 6}}, namespace=NS)
-        await create_pod(kube, "pod-4", owner=scaler)  # the custom kind has no informer: a pod event re-counts
+        await create_pod(
+            kube, "pod-4", owner=scaler
+        )  # the custom kind has no informer: a pod event re-counts
         await wait_status(kube, (4, 5, 1, 6, {}))
 
 
@@ -321,8 +381,14 @@ async def test_update_disrupted_pods(kube: KubeClient) -> None:
     pdb = await create_pdb(kube, min_available=1)
     now = utcnow()
     p3_time = format_time(now - timedelta(minutes=1))
-    pdb["status"] = {"disruptedPods": {"p1": format_time(now), "p2": format_time(now - timedelta(minutes=3)),
-                                       "p3": p3_time, "notthere": format_time(now)}}
+    pdb["status"] = {
+        "disruptedPods": {
+            "p1": format_time(now),
+            "p2": format_time(now - timedelta(minutes=3)),
+            "p3": p3_time,
+            "notthere": format_time(now),
+        }
+    }
     await kube.replace(PODDISRUPTIONBUDGETS, pdb, namespace=NS, subresource="status")
     async with running_controllers(kube, DisruptionController) as h:
         await wait_status(kube, (0, 1, 1, 3, {"p3": p3_time}))
@@ -363,7 +429,9 @@ async def test_conflicting_eviction_is_never_overwritten(kube: KubeClient) -> No
         await create_pod(kube, name)
     held = HeldWatches(kube, [PODDISRUPTIONBUDGETS])
     factory = SharedInformerFactory(held)  # type: ignore[arg-type]
-    controller = DisruptionController(ControllerContext(client=kube, informers=factory, events=RecordingEvents()))
+    controller = DisruptionController(
+        ControllerContext(client=kube, informers=factory, events=RecordingEvents())
+    )
     async with anyio.create_task_group() as tg:
         factory.start(tg)
         assert await factory.wait_for_cache_sync()
@@ -372,7 +440,11 @@ async def test_conflicting_eviction_is_never_overwritten(kube: KubeClient) -> No
         pdb = await wait_status(kube, (2, 3, 1, 3, {}))
         # The eviction API spends both disruptions on larry and curly, and they go.
         stamp = format_time(utcnow())
-        pdb["status"] = {**pdb["status"], "disruptionsAllowed": 0, "disruptedPods": {"larry": stamp, "curly": stamp}}
+        pdb["status"] = {
+            **pdb["status"],
+            "disruptionsAllowed": 0,
+            "disruptedPods": {"larry": stamp, "curly": stamp},
+        }
         await kube.replace(PODDISRUPTIONBUDGETS, pdb, namespace=NS, subresource="status")
         for name in ("moe", "larry", "curly"):
             await kube.delete(PODS, name, namespace=NS, grace_period_seconds=0)
@@ -382,8 +454,10 @@ async def test_conflicting_eviction_is_never_overwritten(kube: KubeClient) -> No
         assert err.value.conflict
         assert status_of(await get_pdb(kube))[0] == 0
         held.release()
-        await eventually(lambda: (controller.pdb_lister.get("foobar", NS) or {}).get("status", {}).get("disruptedPods"),
-                         "the budget cache to catch up")
+        await eventually(
+            lambda: (controller.pdb_lister.get("foobar", NS) or {}).get("status", {}).get("disruptedPods"),
+            "the budget cache to catch up",
+        )
         await controller.sync(key)
         await wait_status(kube, (0, 0, 1, 0, {}))
         tg.cancel_scope.cancel()
@@ -393,7 +467,12 @@ async def test_stale_disruption_target_reset(kube: KubeClient) -> None:
     """TestStalePodDisruption: a DisruptionTarget older than 2 min on a running pod is reset to False."""
     old = format_time(utcnow() - timedelta(minutes=3))
     fresh = format_time(utcnow())
-    target = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI", "lastTransitionTime": old}
+    target = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "EvictionByEvictionAPI",
+        "lastTransitionTime": old,
+    }
     await create_pod(kube, "stale", conditions=[target])
     await create_pod(kube, "fresh", conditions=[{**target, "lastTransitionTime": fresh}])
     await create_pod(kube, "kubelet", conditions=[{**target, "reason": "TerminationByKubelet"}])
@@ -417,11 +496,17 @@ async def test_stale_disruption_target_reset(kube: KubeClient) -> None:
 
 async def test_evacuating_pods_protect_the_migration(kube: KubeClient) -> None:
     """KEP-4212: evacuating pods are disrupted for the budget; their number is on the PDB as an annotation."""
-    evacuating = {"type": "EvacuationInitiated", "status": "True", "reason": "NodeMaintenance",
-                  "lastTransitionTime": format_time(utcnow())}
+    evacuating = {
+        "type": "EvacuationInitiated",
+        "status": "True",
+        "reason": "NodeMaintenance",
+        "lastTransitionTime": format_time(utcnow()),
+    }
     dep = await create_workload(kube, DEPLOYMENTS, 2, name="web")
     rs = await create_workload(kube, REPLICASETS, 3, name="web-1")
-    await kube.patch(REPLICASETS, "web-1", {"metadata": {"ownerReferences": [controller_ref(dep)]}}, namespace=NS)
+    await kube.patch(
+        REPLICASETS, "web-1", {"metadata": {"ownerReferences": [controller_ref(dep)]}}, namespace=NS
+    )
     await create_pod(kube, "old", owner=rs, conditions=[evacuating])
     await create_pod(kube, "other", owner=rs)
     await create_pod(kube, "surge", owner=rs)
@@ -432,7 +517,12 @@ async def test_evacuating_pods_protect_the_migration(kube: KubeClient) -> None:
 
         async def annotated() -> Obj | None:
             got = await get_pdb(kube)
-            return got if (got["metadata"].get("annotations") or {}).get("maintenance.aiokcm.io/evacuating-pods") == "1" else None
+            return (
+                got
+                if (got["metadata"].get("annotations") or {}).get("maintenance.aiokcm.io/evacuating-pods")
+                == "1"
+                else None
+            )
 
         await eventually(annotated, "the evacuating-pods annotation")
         # The migration ends: the old pod goes; the annotation goes with it.
@@ -440,7 +530,11 @@ async def test_evacuating_pods_protect_the_migration(kube: KubeClient) -> None:
 
         async def cleared() -> Obj | None:
             got = await get_pdb(kube)
-            return got if "maintenance.aiokcm.io/evacuating-pods" not in (got["metadata"].get("annotations") or {}) else None
+            return (
+                got
+                if "maintenance.aiokcm.io/evacuating-pods" not in (got["metadata"].get("annotations") or {})
+                else None
+            )
 
         pdb = await eventually(cleared, "the annotation to go")
         assert status_of(pdb) == (1, 2, 1, 2, {})
@@ -448,7 +542,11 @@ async def test_evacuating_pods_protect_the_migration(kube: KubeClient) -> None:
 
 async def test_evacuation_rule_off_without_gate(kube: KubeClient) -> None:
     """Without `DeclarativeNodeMaintenance` the numbers are exactly KCM's: evacuating pods are healthy."""
-    evacuating = {"type": "EvacuationInitiated", "status": "True", "lastTransitionTime": format_time(utcnow())}
+    evacuating = {
+        "type": "EvacuationInitiated",
+        "status": "True",
+        "lastTransitionTime": format_time(utcnow()),
+    }
     await create_pod(kube, "old", conditions=[evacuating])
     await create_pod(kube, "surge")
     async with running_controllers(kube, DisruptionController):
@@ -464,9 +562,16 @@ async def test_scale_finder_no_resource(kube: KubeClient) -> None:
     """
     plain_res = await create_crd(kube, "plains", "Plain", scale=False)
     await create_crd(kube, "scalers", "Scaler", scale=True)
-    plain = await kube.create(plain_res, {"apiVersion": "test.aiokcm.io/v1", "kind": "Plain",
-                                          "metadata": {"name": "p", "namespace": NS}}, namespace=NS)
-    gone = {"apiVersion": "test.aiokcm.io/v1", "kind": "Scaler", "metadata": {"name": "gone", "uid": "0000-gone"}}
+    plain = await kube.create(
+        plain_res,
+        {"apiVersion": "test.aiokcm.io/v1", "kind": "Plain", "metadata": {"name": "p", "namespace": NS}},
+        namespace=NS,
+    )
+    gone = {
+        "apiVersion": "test.aiokcm.io/v1",
+        "kind": "Scaler",
+        "metadata": {"name": "gone", "uid": "0000-gone"},
+    }
     await create_pod(kube, "of-plain", labels={"app": "plain"}, owner=plain)
     await create_pod(kube, "of-gone", labels={"app": "gone"}, owner=gone)
     async with running_controllers(kube, DisruptionController):
@@ -485,4 +590,3 @@ async def test_scale_finder_no_resource(kube: KubeClient) -> None:
             pdb = await eventually(failed, f"{name}: SyncFailed")
             assert condition_of(pdb)["message"] == message
             assert pdb["status"]["disruptionsAllowed"] == 0
-

@@ -12,9 +12,15 @@ from controllers.evictionsurge.decision import Decision, Why
 
 
 def review(**request: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"uid": "u", "operation": "CREATE", "namespace": "ns", "name": "p",
-                            "subResource": "eviction", "resource": {"group": "", "version": "v1", "resource": "pods"},
-                            "object": {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}}
+    base: dict[str, Any] = {
+        "uid": "u",
+        "operation": "CREATE",
+        "namespace": "ns",
+        "name": "p",
+        "subResource": "eviction",
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "object": {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}},
+    }
     base.update(request)
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": base}
 
@@ -36,10 +42,22 @@ def test_parse(body: dict[str, Any], applies: bool, dry_run: bool) -> None:
 
 
 def test_denial_is_a_429_status_and_an_allowance_echoes_the_uid() -> None:
-    denied = admission.response("u-7", Decision(False, Why.SURGING, "a replacement for pod ns/p is being started"))
-    assert denied["response"] == {"uid": "u-7", "allowed": False, "status": {
-        "status": "Failure", "code": 429, "reason": "TooManyRequests",
-        "message": "a replacement for pod ns/p is being started"}}
-    assert admission.response("u-8", Decision(True, Why.ENOUGH_AVAILABLE))["response"] == {"uid": "u-8", "allowed": True}
+    denied = admission.response(
+        "u-7", Decision(False, Why.SURGING, "a replacement for pod ns/p is being started")
+    )
+    assert denied["response"] == {
+        "uid": "u-7",
+        "allowed": False,
+        "status": {
+            "status": "Failure",
+            "code": 429,
+            "reason": "TooManyRequests",
+            "message": "a replacement for pod ns/p is being started",
+        },
+    }
+    assert admission.response("u-8", Decision(True, Why.ENOUGH_AVAILABLE))["response"] == {
+        "uid": "u-8",
+        "allowed": True,
+    }
     told = admission.response("u-9", Decision(True, Why.SURGE_TIMED_OUT, "the PodDisruptionBudget decides"))
     assert told["response"]["warnings"] == ["the PodDisruptionBudget decides"]

@@ -26,10 +26,24 @@ GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True, 
 
 
 def review(name: str, *, dry_run: bool = False, uid: str = "u-1") -> dict[str, Any]:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": uid, "operation": "CREATE", "namespace": NS, "name": name, "subResource": "eviction",
-        "resource": {"group": "", "version": "v1", "resource": "pods"}, "dryRun": dry_run,
-        "object": {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": NS}}}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "operation": "CREATE",
+            "namespace": NS,
+            "name": name,
+            "subResource": "eviction",
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "dryRun": dry_run,
+            "object": {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": name, "namespace": NS},
+            },
+        },
+    }
 
 
 def surge_controller(harness: Harness) -> EvictionSurgeController:
@@ -37,7 +51,11 @@ def surge_controller(harness: Harness) -> EvictionSurgeController:
 
 
 async def app_pods(kube: KubeClient) -> list[dict[str, Any]]:
-    return [p for p in await kube.list_all(PODS, namespace=NS) if (p["metadata"].get("labels") or {}).get("app") == "web"]
+    return [
+        p
+        for p in await kube.list_all(PODS, namespace=NS)
+        if (p["metadata"].get("labels") or {}).get("app") == "web"
+    ]
 
 
 def our_request(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -57,10 +75,14 @@ async def one_ready_pod(kube: KubeClient, controller: EvictionSurgeController) -
         cached = controller.pod_lister.get(pods[0]["metadata"]["name"], NS)
         rs = controller.facts(NS, pods[0]["metadata"]["name"], dry_run=False).replica_set
         # The Deployment controller has marked its ReplicaSet, and our caches have seen it all.
-        marked = rs is not None and "deployment.kubernetes.io/evacuation-ready" in (rs["metadata"].get("annotations") or {})
+        marked = rs is not None and "deployment.kubernetes.io/evacuation-ready" in (
+            rs["metadata"].get("annotations") or {}
+        )
         return pods[0] if cached is not None and pod_available(cached) and marked else None
 
-    found: dict[str, Any] = await eventually(ready, "one available pod of web, its ReplicaSet marked", timeout=30)
+    found: dict[str, Any] = await eventually(
+        ready, "one available pod of web, its ReplicaSet marked", timeout=30
+    )
     return found
 
 
@@ -69,8 +91,9 @@ def options(**extra: float) -> ControllerOptions:
 
 
 async def test_held_back_until_the_replacement_is_available_then_let_through(kube: KubeClient) -> None:
-    async with running_controllers(kube, ReplicaSetController, DeploymentController, EvictionSurgeController,
-                                   gates=GATES) as h:
+    async with running_controllers(
+        kube, ReplicaSetController, DeploymentController, EvictionSurgeController, gates=GATES
+    ) as h:
         surge = surge_controller(h)
         pod = await one_ready_pod(kube, surge)
         name = pod["metadata"]["name"]
@@ -93,16 +116,24 @@ async def test_held_back_until_the_replacement_is_available_then_let_through(kub
                 return True
             return bool(surge.review(review(name))["response"]["allowed"])
 
-        await eventually(let_through_or_gone, "the retry let through once the replacement is available", timeout=30)
+        await eventually(
+            let_through_or_gone, "the retry let through once the replacement is available", timeout=30
+        )
         others = [p for p in await app_pods(kube) if p["metadata"]["name"] != name]
         assert any(pod_available(p) for p in others)
 
 
 async def test_request_withdrawn_when_evictions_stop_and_timeout_reported_once(kube: KubeClient) -> None:
     def build(ctx: ControllerContext) -> EvictionSurgeController:
-        return EvictionSurgeController(ControllerContext(
-            client=ctx.client, informers=ctx.informers, events=ctx.events, gates=ctx.gates,
-            options=options(eviction_surge_retry_window=1.5, eviction_surge_timeout=0.5)))
+        return EvictionSurgeController(
+            ControllerContext(
+                client=ctx.client,
+                informers=ctx.informers,
+                events=ctx.events,
+                gates=ctx.gates,
+                options=options(eviction_surge_retry_window=1.5, eviction_surge_timeout=0.5),
+            )
+        )
 
     async with running_controllers(kube, ReplicaSetController, DeploymentController, build, gates=GATES) as h:
         surge = surge_controller(h)
@@ -138,10 +169,15 @@ async def test_request_withdrawn_when_evictions_stop_and_timeout_reported_once(k
 
 
 async def test_pods_nobody_answers_for_are_never_held(kube: KubeClient) -> None:
-    bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare", "namespace": NS},
-            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}
-    async with running_controllers(kube, ReplicaSetController, DeploymentController, EvictionSurgeController,
-                                   gates=GATES) as h:
+    bare = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "bare", "namespace": NS},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+    async with running_controllers(
+        kube, ReplicaSetController, DeploymentController, EvictionSurgeController, gates=GATES
+    ) as h:
         surge = surge_controller(h)
         await kube.create(PODS, bare, namespace=NS)
 
@@ -172,9 +208,15 @@ async def test_a_request_found_at_start_is_withdrawn_when_no_eviction_comes(kube
         await request_evacuation(kube, pod, message="left by a manager that stopped", now=datetime.now(UTC))
 
     def build(ctx: ControllerContext) -> EvictionSurgeController:
-        return EvictionSurgeController(ControllerContext(
-            client=ctx.client, informers=ctx.informers, events=ctx.events, gates=ctx.gates,
-            options=options(eviction_surge_retry_window=1.0)))
+        return EvictionSurgeController(
+            ControllerContext(
+                client=ctx.client,
+                informers=ctx.informers,
+                events=ctx.events,
+                gates=ctx.gates,
+                options=options(eviction_surge_retry_window=1.0),
+            )
+        )
 
     async with running_controllers(kube, build, gates=GATES) as h:
         name = pod["metadata"]["name"]

@@ -23,16 +23,37 @@ def stamp(seconds_ago: float) -> str:
     return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def pod(name: str, *, ready: bool = True, ready_for: float = 600, terminating: bool = False, phase: str = "Running",
-        request: tuple[str, float] | None = None, initiated: tuple[str, float] | None = None) -> dict[str, Any]:
+def pod(
+    name: str,
+    *,
+    ready: bool = True,
+    ready_for: float = 600,
+    terminating: bool = False,
+    phase: str = "Running",
+    request: tuple[str, float] | None = None,
+    initiated: tuple[str, float] | None = None,
+) -> dict[str, Any]:
     conditions: list[dict[str, Any]] = [
-        {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp(ready_for)}]
+        {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp(ready_for)}
+    ]
     if request is not None:
-        conditions.append({"type": EVACUATION_REQUEST, "status": "True", "reason": request[0],
-                           "lastTransitionTime": stamp(request[1])})
+        conditions.append(
+            {
+                "type": EVACUATION_REQUEST,
+                "status": "True",
+                "reason": request[0],
+                "lastTransitionTime": stamp(request[1]),
+            }
+        )
     if initiated is not None:
-        conditions.append({"type": EVACUATION_INITIATED, "status": initiated[0], "reason": "Deployment",
-                           "lastTransitionTime": stamp(initiated[1])})
+        conditions.append(
+            {
+                "type": EVACUATION_INITIATED,
+                "status": initiated[0],
+                "reason": "Deployment",
+                "lastTransitionTime": stamp(initiated[1]),
+            }
+        )
     meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"uid-{name}"}
     if terminating:
         meta["deletionTimestamp"] = stamp(1)
@@ -66,9 +87,13 @@ class Case:
         pods = ([self.target] if self.target else []) + self.others
         if not self.has_owner:
             return Facts(self.target, None, None, dry_run=self.dry_run)
-        return Facts(self.target, rs(ready=self.rs_ready),
-                     deployment(self.replicas, min_ready=self.min_ready, deleting=self.deleting), pods,
-                     dry_run=self.dry_run)
+        return Facts(
+            self.target,
+            rs(ready=self.rs_ready),
+            deployment(self.replicas, min_ready=self.min_ready, deleting=self.deleting),
+            pods,
+            dry_run=self.dry_run,
+        )
 
 
 OURS = REASON_EVICTION_SURGE

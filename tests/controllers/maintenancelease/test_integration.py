@@ -53,8 +53,11 @@ async def hand_made_lease(kube: KubeClient, node: str) -> dict[str, Any]:
     """A lease made with kubectl by a holder: no owner reference (the namespace is deploy/namespace.yaml's)."""
     await lease.ensure_namespace(kube)
     await delete_lease(kube, node)
-    spec = {"holderIdentity": "hand-made", "leaseDurationSeconds": 600,
-            "renewTime": lease.format_microtime(lease.utcnow())}
+    spec = {
+        "holderIdentity": "hand-made",
+        "leaseDurationSeconds": 600,
+        "renewTime": lease.format_microtime(lease.utcnow()),
+    }
     return await kube.create(LEASES, {"metadata": {"name": node}, "spec": spec}, namespace=lease.NAMESPACE)
 
 
@@ -162,8 +165,12 @@ async def test_kubeadm_holder_always_holds_and_clients_cannot_take_the_prefix(ku
     node = (await node_names(kube))[0]
     await lease.acquire(kube, node, holder="agent", duration_seconds=5)
     # An administrator with kubectl: just the holder, no times to compute.
-    await kube.patch(LEASES, node, {"spec": {"holderIdentity": "kubeadm-alice", "leaseDurationSeconds": None,
-                                             "renewTime": None}}, namespace=lease.NAMESPACE)
+    await kube.patch(
+        LEASES,
+        node,
+        {"spec": {"holderIdentity": "kubeadm-alice", "leaseDurationSeconds": None, "renewTime": None}},
+        namespace=lease.NAMESPACE,
+    )
     far = lease.utcnow() + timedelta(days=30)
     with pytest.raises(lease.LeaseHeldError, match="kubeadm-alice"):
         await lease.acquire(kube, node, holder="agent", clock=lambda: far)
@@ -199,8 +206,13 @@ async def test_cli_acquire_status_renew_release(kube: KubeClient) -> None:
     code, out, _ = await cli("renew", node, "--holder", "ops/alice", "--duration", "20m")
     assert code == 0
     assert (await get_lease(kube, node) or {})["spec"]["leaseDurationSeconds"] == 1200
-    await lease.acquire(kube, other, holder="gone-agent", duration_seconds=1,
-                        clock=lambda: lease.utcnow() - timedelta(hours=1))
+    await lease.acquire(
+        kube,
+        other,
+        holder="gone-agent",
+        duration_seconds=1,
+        clock=lambda: lease.utcnow() - timedelta(hours=1),
+    )
 
     code, out, _ = await cli("status")
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
@@ -217,11 +229,15 @@ async def test_cli_acquire_status_renew_release(kube: KubeClient) -> None:
     assert code == 0
 
 
-async def test_cli_status_shows_a_never_leased_node_free_and_an_unknown_node_missing(kube: KubeClient) -> None:
+async def test_cli_status_shows_a_never_leased_node_free_and_an_unknown_node_missing(
+    kube: KubeClient,
+) -> None:
     node = (await node_names(kube))[-1]
     await delete_lease(kube, node)
     out, err = io.StringIO(), io.StringIO()
-    code = await run(build_parser().parse_args(["lease", "status", node, "no-such-node"]), kube, out=out, err=err)
+    code = await run(
+        build_parser().parse_args(["lease", "status", node, "no-such-node"]), kube, out=out, err=err
+    )
     assert code == 1
     assert out.getvalue().splitlines()[1].split() == [node, "<none>", "-", "-", "no"]
     assert "no-such-node not found" in err.getvalue()
@@ -230,8 +246,9 @@ async def test_cli_status_shows_a_never_leased_node_free_and_an_unknown_node_mis
 
 async def test_context_manager_renews_in_the_background_and_releases(kube: KubeClient) -> None:
     node = (await node_names(kube))[0]
-    async with lease.maintenance_lease(kube, node, holder="reboot/node", duration_seconds=30,
-                                       renew_every=0.05) as held:
+    async with lease.maintenance_lease(
+        kube, node, holder="reboot/node", duration_seconds=30, renew_every=0.05
+    ) as held:
         first = held.state.renew_time
         assert first is not None
 
@@ -250,9 +267,12 @@ async def test_context_manager_cancels_the_body_when_the_lease_is_lost(kube: Kub
     node = (await node_names(kube))[0]
     reached_end = False
     with pytest.raises(lease.LeaseLostError):
-        async with lease.maintenance_lease(kube, node, holder="reboot/node", duration_seconds=30,
-                                           renew_every=0.05):
-            await kube.patch(LEASES, node, {"spec": {"holderIdentity": "kubeadm-admin"}}, namespace=lease.NAMESPACE)
+        async with lease.maintenance_lease(
+            kube, node, holder="reboot/node", duration_seconds=30, renew_every=0.05
+        ):
+            await kube.patch(
+                LEASES, node, {"spec": {"holderIdentity": "kubeadm-admin"}}, namespace=lease.NAMESPACE
+            )
             await anyio.sleep(30)
             reached_end = True
     assert not reached_end
@@ -273,12 +293,20 @@ async def test_metrics_count_leases_from_the_controller_cache(kube: KubeClient) 
     names = await node_names(kube)
     async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
         await lease.acquire(kube, names[0], holder="aiokcm/nodemaintenance/m1", duration_seconds=600)
-        await lease.acquire(kube, names[1], holder="ops/bob", duration_seconds=1,
-                            clock=lambda: lease.utcnow() - timedelta(hours=1))
+        await lease.acquire(
+            kube,
+            names[1],
+            holder="ops/bob",
+            duration_seconds=1,
+            clock=lambda: lease.utcnow() - timedelta(hours=1),
+        )
 
         def samples() -> dict[tuple[str, str], float]:
-            return {(s.name, s.labels["holder_prefix"]): s.value
-                    for family in COLLECTOR.collect() for s in family.samples}
+            return {
+                (s.name, s.labels["holder_prefix"]): s.value
+                for family in COLLECTOR.collect()
+                for s in family.samples
+            }
 
         def counted() -> dict[tuple[str, str], float]:
             got = samples()
@@ -301,11 +329,23 @@ async def test_node_maintenance_waits_for_a_lease_held_by_someone_else(kube: Kub
     holder = "aiokcm/nodemaintenance/m1"
     await lease.acquire(kube, target, holder="firmware-agent", duration_seconds=600)
     gates = {"DeclarativeNodeMaintenance": True, **LEASE_GATES}
-    async with running_controllers(kube, NodeMaintenanceController, MaintenanceLeaseController, gates=gates) as h:
-        await kube.create(NODEMAINTENANCES, {
-            "apiVersion": "maintenance.aiokcm.io/v1alpha1", "kind": "NodeMaintenance", "metadata": {"name": "m1"},
-            "spec": {"nodeSelector": names_selector([target]), "cordon": True, "drain": False, "reason": "bios"},
-        })
+    async with running_controllers(
+        kube, NodeMaintenanceController, MaintenanceLeaseController, gates=gates
+    ) as h:
+        await kube.create(
+            NODEMAINTENANCES,
+            {
+                "apiVersion": "maintenance.aiokcm.io/v1alpha1",
+                "kind": "NodeMaintenance",
+                "metadata": {"name": "m1"},
+                "spec": {
+                    "nodeSelector": names_selector([target]),
+                    "cordon": True,
+                    "drain": False,
+                    "reason": "bios",
+                },
+            },
+        )
 
         async def waiting() -> dict[str, Any] | None:
             c = condition(await kube.get(NODEMAINTENANCES, "m1"), "Cordoned")

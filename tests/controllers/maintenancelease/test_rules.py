@@ -15,8 +15,13 @@ from controllers.maintenancelease.metrics import count_leases
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 
 
-def obj(holder: str | None, *, renew: datetime | None = T0, duration: int | None = 10,
-        acquired: datetime | None = T0) -> dict[str, Any]:
+def obj(
+    holder: str | None,
+    *,
+    renew: datetime | None = T0,
+    duration: int | None = 10,
+    acquired: datetime | None = T0,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if holder is not None:
         spec["holderIdentity"] = holder

@@ -49,7 +49,9 @@ pytestmark = pytest.mark.backends("local", "real")
 
 @pytest.fixture
 async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    async with cluster_on_backend(request, nodes=3, speed=10.0, pod_start_delay=0.1, termination_cap=0.5) as c:
+    async with cluster_on_backend(
+        request, nodes=3, speed=10.0, pod_start_delay=0.1, termination_cap=0.5
+    ) as c:
         if backend_of(request) == "real":
             c.kubelets.set_speed(10.0)
         yield c
@@ -58,7 +60,11 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
 def bare_pod(name: str, node: str, tolerations: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "metadata": {"name": name, "namespace": NS},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}], "tolerations": tolerations},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "image": "busybox"}],
+            "tolerations": tolerations,
+        },
     }
 
 
@@ -133,24 +139,44 @@ async def test_a_stopped_kubelet_taints_its_node_and_its_pods_go_by_their_tolera
                 f"the unschedulable taint on {node}",
             )
         await kube.create(REPLICASETS, replicaset("web", 2), namespace=NS)
-        await kube.create(PODS, bare_pod("tolerates-2s", "node-1", [
-            {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2}]), namespace=NS)
-        await kube.create(PODS, bare_pod("tolerates-forever", "node-1", [
-            {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}]), namespace=NS)
+        await kube.create(
+            PODS,
+            bare_pod(
+                "tolerates-2s",
+                "node-1",
+                [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2}],
+            ),
+            namespace=NS,
+        )
+        await kube.create(
+            PODS,
+            bare_pod(
+                "tolerates-forever",
+                "node-1",
+                [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}],
+            ),
+            namespace=NS,
+        )
 
         async def web_on_node_1() -> list[str]:
             pods = await live_pods(kube, "web")
-            ok = len(pods) == 2 and all(p["spec"].get("nodeName") == "node-1" and pod_ready(p) == "True" for p in pods)
+            ok = len(pods) == 2 and all(
+                p["spec"].get("nodeName") == "node-1" and pod_ready(p) == "True" for p in pods
+            )
             return [p["metadata"]["name"] for p in pods] if ok else []
 
         first_web = await eventually(web_on_node_1, "two web pods running on node-1")
         for node in ("node-2", "node-3"):
             await kube.patch(NODES, node, {"spec": {"unschedulable": None}})
-            await eventually(lambda node=node: _lacks(kube, node, "node.kubernetes.io/unschedulable"), "uncordoned")
+            await eventually(
+                lambda node=node: _lacks(kube, node, "node.kubernetes.io/unschedulable"), "uncordoned"
+            )
 
         cluster.kubelets["node-1"].stop()
         await eventually(lambda: _is(ready_status(kube, "node-1"), "Unknown"), "node-1 Ready=Unknown")
-        await eventually(lambda: _has(kube, "node-1", (UNREACHABLE, "NoExecute")), "node-1 tainted unreachable")
+        await eventually(
+            lambda: _has(kube, "node-1", (UNREACHABLE, "NoExecute")), "node-1 tainted unreachable"
+        )
         tainted_at = anyio.current_time()
         assert (UNREACHABLE, "NoSchedule") in await taints(kube, "node-1")
         assert (NOT_READY, "NoExecute") not in await taints(kube, "node-1")
@@ -178,7 +204,9 @@ async def test_a_node_coming_back_loses_its_taint_and_scheduled_deletions_are_ca
 ) -> None:
     tol = [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 8}]
     await kube.create(PODS, bare_pod("patient", "node-1", tol), namespace=NS)
-    async with running_controllers(kube, NodeLifecycleController, TaintEvictionController, options=OPTIONS) as h:
+    async with running_controllers(
+        kube, NodeLifecycleController, TaintEvictionController, options=OPTIONS
+    ) as h:
         evictor = next(c for c in h.controllers if isinstance(c, TaintEvictionController))
         await eventually(lambda: _is(_pod_ready(kube, "patient"), "True"), "the pod running")
         cluster.kubelets["node-1"].stop()
@@ -195,10 +223,16 @@ async def test_conditions_map_to_no_schedule_taints(cluster: Any, kube: KubeClie
         kubelet = cluster.kubelets["node-2"]
         kubelet.set_condition("MemoryPressure", True)
         kubelet.set_condition("PIDPressure", True)
-        await eventually(lambda: _has(kube, "node-2", ("node.kubernetes.io/memory-pressure", "NoSchedule")), "memory")
-        await eventually(lambda: _has(kube, "node-2", ("node.kubernetes.io/pid-pressure", "NoSchedule")), "pid")
+        await eventually(
+            lambda: _has(kube, "node-2", ("node.kubernetes.io/memory-pressure", "NoSchedule")), "memory"
+        )
+        await eventually(
+            lambda: _has(kube, "node-2", ("node.kubernetes.io/pid-pressure", "NoSchedule")), "pid"
+        )
         kubelet.set_condition("MemoryPressure", False)
-        await eventually(lambda: _lacks(kube, "node-2", "node.kubernetes.io/memory-pressure"), "memory taint gone")
+        await eventually(
+            lambda: _lacks(kube, "node-2", "node.kubernetes.io/memory-pressure"), "memory taint gone"
+        )
         kubelet.set_ready(False)
         await eventually(lambda: _has(kube, "node-2", (NOT_READY, "NoExecute")), "not-ready NoExecute")
         await eventually(lambda: _has(kube, "node-2", (NOT_READY, "NoSchedule")), "not-ready NoSchedule")

@@ -30,7 +30,9 @@ class FakeNodes:
         self.tainted: list[tuple[float, str]] = []
         self.clock: list[float] = [0.0]
 
-    async def patch(self, res: Any, name: str, body: dict[str, Any], *, subresource: str | None = None, **_: Any) -> Any:
+    async def patch(
+        self, res: Any, name: str, body: dict[str, Any], *, subresource: str | None = None, **_: Any
+    ) -> Any:
         if res != NODES:
             return {}
         node = copy.deepcopy(self.store.get(name))
@@ -55,7 +57,12 @@ def node(name: str, zone: str, *, excluded: bool = False) -> dict[str, Any]:
     labels = {"topology.kubernetes.io/zone": zone}
     if excluded:
         labels[EXCLUDE_DISRUPTION_LABEL] = ""
-    ready = {"type": "Ready", "status": "True", "lastHeartbeatTime": HEARTBEAT, "lastTransitionTime": HEARTBEAT}
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "lastHeartbeatTime": HEARTBEAT,
+        "lastTransitionTime": HEARTBEAT,
+    }
     return {
         "metadata": {"name": name, "uid": name, "resourceVersion": "1", "labels": labels},
         "spec": {},
@@ -83,7 +90,9 @@ class World:
         self.renewals += 1
         lease = {
             "metadata": {"name": name, "namespace": "kube-node-lease"},
-            "spec": {"renewTime": f"2026-01-01T00:{self.renewals // 60:02d}:{self.renewals % 60:02d}.000000Z"},
+            "spec": {
+                "renewTime": f"2026-01-01T00:{self.renewals // 60:02d}:{self.renewals % 60:02d}.000000Z"
+            },
         }
         self.controller.lease_informer.store.update(f"kube-node-lease/{name}", lease)
 
@@ -170,11 +179,17 @@ async def test_a_lease_renewal_queues_nothing_and_is_noted_by_the_next_pass() ->
     await world.controller.monitor_node_health()
     probe = world.controller.health["n1"].probe
     world.clock[0] = 30.0
-    lease = {"metadata": {"name": "n1", "namespace": "kube-node-lease", "resourceVersion": "7"},
-             "spec": {"renewTime": "2026-01-01T00:00:30.000000Z"}}
+    lease = {
+        "metadata": {"name": "n1", "namespace": "kube-node-lease", "resourceVersion": "7"},
+        "spec": {"renewTime": "2026-01-01T00:00:30.000000Z"},
+    }
     world.controller.lease_informer.apply("ADDED", lease)
-    world.controller.lease_informer.apply("MODIFIED", {**lease, "spec": {"renewTime": "2026-01-01T00:00:40.000000Z"}})
-    assert world.controller.lease_informer._listeners == []  # nothing woken: the cache update is the whole cost
+    world.controller.lease_informer.apply(
+        "MODIFIED", {**lease, "spec": {"renewTime": "2026-01-01T00:00:40.000000Z"}}
+    )
+    assert (
+        world.controller.lease_informer._listeners == []
+    )  # nothing woken: the cache update is the whole cost
     assert len(world.controller.queue) == 0 and len(world.controller.pod_queue) == 0
     await world.controller.monitor_node_health()
     assert world.controller.health["n1"].probe == 30.0 > probe

@@ -18,7 +18,9 @@ def _adds(name: str) -> float:
 
 async def test_node_and_pod_queues_report_under_kcm_names() -> None:
     client = cast(KubeClient, object())
-    controller = NodeLifecycleController(ControllerContext(client=client, informers=SharedInformerFactory(client)))
+    controller = NodeLifecycleController(
+        ControllerContext(client=client, informers=SharedInformerFactory(client))
+    )
     nodes, pods = _adds("node_lifecycle_controller"), _adds("node_lifecycle_controller_pods")
     controller.enqueue("n1")
     controller.pod_queue.add("default/a")

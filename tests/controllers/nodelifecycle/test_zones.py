@@ -22,7 +22,9 @@ class Clock:
         return self.t
 
 
-def drain(q: RateLimitedTimedQueue, clock: Clock, *, seconds: float, step: float = 0.1) -> list[tuple[float, str]]:
+def drain(
+    q: RateLimitedTimedQueue, clock: Clock, *, seconds: float, step: float = 0.1
+) -> list[tuple[float, str]]:
     """Run the 100 ms tainting pass for `seconds` of virtual time; (time, node) of each node handed out."""
     out: list[tuple[float, str]] = []
 

@@ -27,23 +27,45 @@ GATES = {"DeclarativeNodeMaintenance": True}
 NO_CLUSTER_LIMIT = ControllerOptions(extra={MAX_UNSCHEDULABLE_OPTION: "100%"})
 
 
-def nm_body(name: str, nodes: list[str], *, cordon: bool = True, drain: bool = False, timeout: int = 180,
-            reason: str = "kernel upgrade") -> dict[str, Any]:
+def nm_body(
+    name: str,
+    nodes: list[str],
+    *,
+    cordon: bool = True,
+    drain: bool = False,
+    timeout: int = 180,
+    reason: str = "kernel upgrade",
+) -> dict[str, Any]:
     return {
         "apiVersion": "maintenance.aiokcm.io/v1alpha1",
         "kind": "NodeMaintenance",
         "metadata": {"name": name},
-        "spec": {"nodeSelector": names_selector(nodes), "cordon": cordon, "drain": drain, "reason": reason,
-                 "evacuationTimeoutSeconds": timeout},
+        "spec": {
+            "nodeSelector": names_selector(nodes),
+            "cordon": cordon,
+            "drain": drain,
+            "reason": reason,
+            "evacuationTimeoutSeconds": timeout,
+        },
     }
 
 
-OWNER_RESOURCES = {"ReplicaSet": REPLICASETS, "StatefulSet": STATEFULSETS, "Deployment": DEPLOYMENTS,
-                   "DaemonSet": DAEMONSETS}
+OWNER_RESOURCES = {
+    "ReplicaSet": REPLICASETS,
+    "StatefulSet": STATEFULSETS,
+    "Deployment": DEPLOYMENTS,
+    "DaemonSet": DAEMONSETS,
+}
 
 
-async def make_owner(kube: KubeClient, kind: str, name: str, *, answers: bool = False,
-                     annotations: dict[str, str] | None = None) -> dict[str, Any]:
+async def make_owner(
+    kube: KubeClient,
+    kind: str,
+    name: str,
+    *,
+    answers: bool = False,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """A live owner with no replicas (no controller of its kind runs here): what the drain looks up.
 
     `answers` marks a ReplicaSet `evacuation-ready`, as the Deployment controller does for one that surges.
@@ -58,26 +80,52 @@ async def make_owner(kube: KubeClient, kind: str, name: str, *, answers: bool = 
         spec["replicas"] = 0
     if kind == "StatefulSet":
         spec["serviceName"] = name
-    body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS, "annotations": notes},
-            "spec": spec}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": NS, "annotations": notes},
+        "spec": spec,
+    }
     return await kube.create(OWNER_RESOURCES[kind], body, namespace=NS)
 
 
-async def make_pod(kube: KubeClient, name: str, node: str, *, owner: str | None = "ReplicaSet",
-                   labels: dict[str, str] | None = None, mirror: bool = False, answers: bool = True,
-                   owner_obj: dict[str, Any] | None = None, annotations: dict[str, str] | None = None,
-                   volumes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+async def make_pod(
+    kube: KubeClient,
+    name: str,
+    node: str,
+    *,
+    owner: str | None = "ReplicaSet",
+    labels: dict[str, str] | None = None,
+    mirror: bool = False,
+    answers: bool = True,
+    owner_obj: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
+    volumes: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A pod bound to `node`; its owner (of kind `owner`) is created too unless `owner_obj` is given.
 
     By default a ReplicaSet that answers EvacuationRequests (the test writes the answer).
     """
-    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": labels or {"app": name},
-                            "annotations": dict(annotations or {})}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": NS,
+        "labels": labels or {"app": name},
+        "annotations": dict(annotations or {}),
+    }
     if owner:
         if owner_obj is None:
-            owner_obj = await make_owner(kube, owner, f"{name}-owner", answers=answers and owner == "ReplicaSet")
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": owner_obj["metadata"]["name"],
-                                    "uid": owner_obj["metadata"]["uid"], "controller": True}]
+            owner_obj = await make_owner(
+                kube, owner, f"{name}-owner", answers=answers and owner == "ReplicaSet"
+            )
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": owner,
+                "name": owner_obj["metadata"]["name"],
+                "uid": owner_obj["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
     if mirror:
         meta["annotations"]["kubernetes.io/config.mirror"] = "hash"
     spec: dict[str, Any] = {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]}
@@ -162,8 +210,9 @@ class RolloutWatch:
         self.most_cordoned_not_drained = max(self.most_cordoned_not_drained, busy)
 
     async def maintenance(self, kube: KubeClient, name: str) -> None:
-        async with kube.watch(NODEMAINTENANCES, resource_version="0",
-                              field_selector=f"metadata.name={name}") as events:
+        async with kube.watch(
+            NODEMAINTENANCES, resource_version="0", field_selector=f"metadata.name={name}"
+        ) as events:
             async for ev in events:
                 nodes = ((ev.object.get("status") or {}).get("nodes") or {}).values()
                 self.status_events += 1

@@ -17,7 +17,9 @@ from controller_manager.maintenance_cli import (
 )
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("5m", 300), ("1h30m", 5400), ("0", 0)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90), ("90s", 90), ("5m", 300), ("1h30m", 5400), ("0", 0)]
+)
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
@@ -30,16 +32,29 @@ def test_bad_durations_are_rejected(text: str) -> None:
 
 def test_parser_takes_the_subcommand_first() -> None:
     args = build_parser().parse_args(["drain", "node-1", "node-2", "--timeout", "2m", "--reason", "kernel"])
-    assert (args.command, args.nodes, args.timeout, args.reason) == ("drain", ["node-1", "node-2"], 120, "kernel")
+    assert (args.command, args.nodes, args.timeout, args.reason) == (
+        "drain",
+        ["node-1", "node-2"],
+        120,
+        "kernel",
+    )
 
 
 NM = {
     "metadata": {"name": maintenance_name("n1"), "generation": 2},
     "status": {
         "observedGeneration": 2,
-        "nodes": {"n1": {"phase": "Draining", "podsPendingEvacuation": 2, "podsEvacuating": 1,
-                         "blockingPods": [{"namespace": "ns", "name": "db-0", "reason": "EvictionRefused"},
-                                          {"namespace": "ns", "name": "web-1", "reason": "AwaitingEvacuation"}]}},
+        "nodes": {
+            "n1": {
+                "phase": "Draining",
+                "podsPendingEvacuation": 2,
+                "podsEvacuating": 1,
+                "blockingPods": [
+                    {"namespace": "ns", "name": "db-0", "reason": "EvictionRefused"},
+                    {"namespace": "ns", "name": "web-1", "reason": "AwaitingEvacuation"},
+                ],
+            }
+        },
         "conditions": [{"type": "Drained", "status": "False"}],
     },
 }
@@ -50,9 +65,13 @@ def test_row_summarises_the_first_blocking_pod() -> None:
     assert (row.phase, row.pending, row.evacuating) == ("Draining", 2, 1)
     assert row.blocking == "ns/db-0: EvictionRefused (+1)"
     assert row_for("n1", None).phase == "Pending"  # not yet seen by the controller
-    refused = {"namespace": "ns", "name": "db-0", "reason": "EvictionRefused",
-               "message": "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget "
-                          "db needs 2 healthy pods and has 2 currently " + "x" * 200}
+    refused = {
+        "namespace": "ns",
+        "name": "db-0",
+        "reason": "EvictionRefused",
+        "message": "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget "
+        "db needs 2 healthy pods and has 2 currently " + "x" * 200,
+    }
     status = {"nodes": {"n1": {"phase": "Draining", "blockingPods": [refused]}}}
     row = row_for("n1", {"status": status})
     assert "The disruption budget db needs 2" in row.blocking and row.blocking.endswith("...)")
@@ -70,8 +89,10 @@ def test_plain_output_prints_only_changes() -> None:
 
 
 def test_completion_needs_the_condition_for_the_current_generation() -> None:
-    drained = {"metadata": {"generation": 3}, "status": {"observedGeneration": 2,
-               "conditions": [{"type": "Drained", "status": "True"}]}}
+    drained = {
+        "metadata": {"generation": 3},
+        "status": {"observedGeneration": 2, "conditions": [{"type": "Drained", "status": "True"}]},
+    }
     assert not is_current_and_true(drained, "Drained")  # a leftover from before the spec changed
     drained["status"]["observedGeneration"] = 3
     assert is_current_and_true(drained, "Drained")

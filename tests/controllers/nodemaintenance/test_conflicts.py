@@ -38,8 +38,10 @@ async def test_a_stale_pod_write_is_a_conflict_not_an_error(kube: KubeClient, no
         conflicts = _count("controller_runtime_reconcile_total", result="conflict")
         errors = _count("controller_runtime_reconcile_errors_total")
         await kube.create(NODEMAINTENANCES, nm_body("m", [target], drain=True))
-        await eventually(lambda: _count("controller_runtime_reconcile_total", result="conflict") > conflicts,
-                         "the stale write counted as a conflict")
+        await eventually(
+            lambda: _count("controller_runtime_reconcile_total", result="conflict") > conflicts,
+            "the stale write counted as a conflict",
+        )
         held.release()
 
         async def requested() -> dict[str, Any] | None:
@@ -52,15 +54,19 @@ async def test_a_stale_pod_write_is_a_conflict_not_an_error(kube: KubeClient, no
 
 async def test_only_an_inapplicable_patch_is_a_conflict(kube: KubeClient, node_names: list[str]) -> None:
     created = await make_pod(kube, "p", node_names[0])
-    stale = [{"op": "test", "path": "/metadata/resourceVersion", "value": "1"},
-             {"op": "add", "path": "/metadata/labels/x", "value": "y"}]
+    stale = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "1"},
+        {"op": "add", "path": "/metadata/labels/x", "value": "y"},
+    ]
     with pytest.raises(ApiError) as err, stale_plan_is_conflict():
         await kube.patch(PODS, "p", stale, namespace=NS, patch_type="json")
     assert err.value.conflict
     # a value the schema refuses is an error, whatever guards the patch
     rv = created["metadata"]["resourceVersion"]
-    invalid = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-               {"op": "add", "path": "/metadata/labels/x", "value": "not a valid label value!"}]
+    invalid = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+        {"op": "add", "path": "/metadata/labels/x", "value": "not a valid label value!"},
+    ]
     with pytest.raises(ApiError) as err, stale_plan_is_conflict():
         await kube.patch(PODS, "p", invalid, namespace=NS, patch_type="json")
     assert err.value.invalid and not err.value.conflict

@@ -14,7 +14,10 @@ def node(*, unschedulable: bool = False, original: str | None = None) -> dict[st
 
 
 def apply(n: dict[str, Any], spec: dict[str, Any], notes: dict[str, str | None]) -> dict[str, Any]:
-    out = {"metadata": {"name": "n", "annotations": dict(n["metadata"]["annotations"])}, "spec": dict(n["spec"])}
+    out = {
+        "metadata": {"name": "n", "annotations": dict(n["metadata"]["annotations"])},
+        "spec": dict(n["spec"]),
+    }
     for k, v in notes.items():
         if v is None:
             out["metadata"]["annotations"].pop(k, None)

@@ -48,7 +48,12 @@ def pod(
 
 
 def cond(type_: str, status: str, *, reason: str = "NodeMaintenance", ago: float = 0.0) -> dict[str, Any]:
-    return {"type": type_, "status": status, "reason": reason, "lastTransitionTime": format_time(NOW - timedelta(seconds=ago))}
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "lastTransitionTime": format_time(NOW - timedelta(seconds=ago)),
+    }
 
 
 def plan(p: dict[str, Any], *, draining: bool = True, timeout: float = 180.0) -> Action:
@@ -69,15 +74,21 @@ def test_daemonset_mirror_and_finished_pods_are_skipped() -> None:
 
 
 def test_pods_nobody_answers_for_are_evicted_at_once_unless_they_ask_to_wait() -> None:
-    evict = plan_pod(pod(owner_kind="StatefulSet", conditions=REQUESTED), draining=True, timeout=180, now=NOW,
-                     workload=CANNOT)
+    evict = plan_pod(
+        pod(owner_kind="StatefulSet", conditions=REQUESTED),
+        draining=True,
+        timeout=180,
+        now=NOW,
+        workload=CANNOT,
+    )
     assert evict.action is Action.EVICT and "StatefulSet db cannot answer" in evict.message
     patient = Workload(Answer.CANNOT, "StatefulSet db", "sts-uid", wait=True)
     waiting = plan_pod(pod(conditions=REQUESTED), draining=True, timeout=180, now=NOW, workload=patient)
     assert waiting.action is Action.WAIT and waiting.deadline == NOW + timedelta(seconds=179)
     own = Workload(Answer.CANNOT, "StatefulSet db", "sts-uid", timeout=30)
-    assert plan_pod(pod(conditions=REQUESTED), draining=True, timeout=180, now=NOW,
-                    workload=own).deadline == NOW + timedelta(seconds=29)
+    assert plan_pod(
+        pod(conditions=REQUESTED), draining=True, timeout=180, now=NOW, workload=own
+    ).deadline == NOW + timedelta(seconds=29)
     # A request is still made first, with the recheck due at once.
     first = plan_pod(pod(), draining=True, timeout=180, now=NOW, workload=CANNOT)
     assert (first.action, first.deadline) == (Action.REQUEST, NOW)
@@ -85,26 +96,49 @@ def test_pods_nobody_answers_for_are_evicted_at_once_unless_they_ask_to_wait() -
 
 def test_zero_timeout_never_evicts_what_may_answer() -> None:
     for work in (WILL, Workload(Answer.MAY, "Widget w")):
-        p = plan_pod(pod(conditions=[cond("EvacuationRequest", "True", ago=10_000)]), draining=True, timeout=0,
-                     now=NOW, workload=work)
+        p = plan_pod(
+            pod(conditions=[cond("EvacuationRequest", "True", ago=10_000)]),
+            draining=True,
+            timeout=0,
+            now=NOW,
+            workload=work,
+        )
         assert (p.action, p.deadline) == (Action.WAIT, None)
-    assert plan_pod(pod(conditions=REQUESTED), draining=True, timeout=0, now=NOW,
-                    workload=CANNOT).action is Action.EVICT
+    assert (
+        plan_pod(pod(conditions=REQUESTED), draining=True, timeout=0, now=NOW, workload=CANNOT).action
+        is Action.EVICT
+    )
 
 
 def test_data_is_lost_only_with_an_opt_in() -> None:
-    bare = plan_pod(pod(owner_kind=None, conditions=REQUESTED), draining=True, timeout=180, now=NOW,
-                    workload=NOBODY)
+    bare = plan_pod(
+        pod(owner_kind=None, conditions=REQUESTED), draining=True, timeout=180, now=NOW, workload=NOBODY
+    )
     assert (bare.action, bare.reason) == (Action.BLOCK, "NoController")
     assert bare.message == "cannot delete Pods that declare no controller (use --force to override)"
-    forced = plan_pod(pod(owner_kind=None, conditions=REQUESTED), draining=True, timeout=180, now=NOW,
-                      workload=NOBODY, options=DrainOptions(force=True))
+    forced = plan_pod(
+        pod(owner_kind=None, conditions=REQUESTED),
+        draining=True,
+        timeout=180,
+        now=NOW,
+        workload=NOBODY,
+        options=DrainOptions(force=True),
+    )
     assert forced.action is Action.EVICT and "no controller" in forced.message
     cache = pod(owner_kind="StatefulSet", empty_dir=True, conditions=REQUESTED)
     blocked = plan_pod(cache, draining=True, timeout=180, now=NOW, workload=CANNOT)
     assert (blocked.action, blocked.reason) == (Action.BLOCK, "LocalStorage")
-    assert plan_pod(cache, draining=True, timeout=180, now=NOW, workload=CANNOT,
-                    options=DrainOptions(delete_emptydir_data=True)).action is Action.EVICT
+    assert (
+        plan_pod(
+            cache,
+            draining=True,
+            timeout=180,
+            now=NOW,
+            workload=CANNOT,
+            options=DrainOptions(delete_emptydir_data=True),
+        ).action
+        is Action.EVICT
+    )
     # An owner that moves the pod itself is still asked: its surge is its own choice to make.
     answering = pod(empty_dir=True, conditions=REQUESTED)
     assert plan_pod(answering, draining=True, timeout=180, now=NOW, workload=WILL).action is Action.WAIT
@@ -114,19 +148,32 @@ def test_data_is_lost_only_with_an_opt_in() -> None:
 
 def test_pod_selector_narrows_the_drain_and_withdraws_from_the_rest() -> None:
     only_db = DrainOptions(pod_selector=parse("app=db"))
-    assert plan_pod(pod(labels={"app": "web"}), draining=True, timeout=180, now=NOW,
-                    options=only_db).action is Action.NONE
+    assert (
+        plan_pod(pod(labels={"app": "web"}), draining=True, timeout=180, now=NOW, options=only_db).action
+        is Action.NONE
+    )
     ours = [cond("EvacuationRequest", "True")]
-    assert plan_pod(pod(labels={"app": "web"}, conditions=ours), draining=True, timeout=180, now=NOW,
-                    options=only_db).action is Action.WITHDRAW
-    assert plan_pod(pod(labels={"app": "db"}), draining=True, timeout=180, now=NOW,
-                    options=only_db).action is Action.REQUEST
+    assert (
+        plan_pod(
+            pod(labels={"app": "web"}, conditions=ours), draining=True, timeout=180, now=NOW, options=only_db
+        ).action
+        is Action.WITHDRAW
+    )
+    assert (
+        plan_pod(pod(labels={"app": "db"}), draining=True, timeout=180, now=NOW, options=only_db).action
+        is Action.REQUEST
+    )
 
 
 def test_overlapping_maintenances_lose_data_only_if_all_allow_it() -> None:
     assert not combine([DrainOptions(force=True), DrainOptions()]).force
     assert combine([DrainOptions(force=True, delete_emptydir_data=True)] * 2).delete_emptydir_data
-    assert combine([DrainOptions(grace_period_seconds=5), DrainOptions(grace_period_seconds=30)]).grace_period_seconds == 30
+    assert (
+        combine(
+            [DrainOptions(grace_period_seconds=5), DrainOptions(grace_period_seconds=30)]
+        ).grace_period_seconds
+        == 30
+    )
     assert combine([DrainOptions(grace_period_seconds=5), DrainOptions()]).grace_period_seconds is None
     assert combine_timeouts([0, 60, 180]) == 60
     assert combine_timeouts([0]) == 0
@@ -141,13 +188,22 @@ def test_huge_timeouts_do_not_overflow() -> None:
 def test_kubectl_filters_in_kubectls_order() -> None:
     flags = {"force": False, "delete_emptydir_data": False, "ignore_daemonsets": False}
     ds = kubectl_filter(pod(owner_kind="DaemonSet"), **flags)
-    assert (ds.delete, ds.kind, ds.message) == (False, "Error",
-                                                "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)")
+    assert (ds.delete, ds.kind, ds.message) == (
+        False,
+        "Error",
+        "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)",
+    )
     ignored = kubectl_filter(pod(owner_kind="DaemonSet"), **{**flags, "ignore_daemonsets": True})
-    assert (ignored.delete, ignored.kind, ignored.message) == (False, "Warning", "ignoring DaemonSet-managed Pods")
+    assert (ignored.delete, ignored.kind, ignored.message) == (
+        False,
+        "Warning",
+        "ignoring DaemonSet-managed Pods",
+    )
     orphan_error = 'daemonsets.apps "d" not found'
     assert not kubectl_filter(pod(owner_kind="DaemonSet"), **flags, daemonset_error=orphan_error).delete
-    assert kubectl_filter(pod(owner_kind="DaemonSet"), **{**flags, "force": True}, daemonset_error=orphan_error).delete
+    assert kubectl_filter(
+        pod(owner_kind="DaemonSet"), **{**flags, "force": True}, daemonset_error=orphan_error
+    ).delete
     assert kubectl_filter(pod(mirror=True, owner_kind=None), **flags).kind == "Skip"
     # Local storage is checked before the controller, and the first refusal is the one reported.
     both = kubectl_filter(pod(owner_kind=None, empty_dir=True), **flags)
@@ -170,7 +226,9 @@ def test_preview_names_each_fate() -> None:
 
 def test_request_then_wait_then_evict_after_the_timeout() -> None:
     assert plan(pod()) is Action.REQUEST
-    waiting = plan_pod(pod(conditions=[cond("EvacuationRequest", "True", ago=60)]), draining=True, timeout=180, now=NOW)
+    waiting = plan_pod(
+        pod(conditions=[cond("EvacuationRequest", "True", ago=60)]), draining=True, timeout=180, now=NOW
+    )
     assert waiting.action is Action.WAIT
     assert waiting.deadline == NOW + timedelta(seconds=120)
     assert plan(pod(conditions=[cond("EvacuationRequest", "True", ago=181)])) is Action.EVICT

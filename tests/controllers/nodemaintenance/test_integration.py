@@ -74,11 +74,15 @@ async def test_cordon_and_release_on_delete(kube: KubeClient, node_names: list[s
         n = await node(kube, target)
         assert not n["spec"].get("unschedulable")
         annotations = n["metadata"].get("annotations") or {}
-        assert not {PHASE_ANNOTATION, MAINTENANCES_ANNOTATION, ORIGINAL_UNSCHEDULABLE_ANNOTATION} & set(annotations)
+        assert not {PHASE_ANNOTATION, MAINTENANCES_ANNOTATION, ORIGINAL_UNSCHEDULABLE_ANNOTATION} & set(
+            annotations
+        )
 
 
 @pytest.mark.usefixtures("crd")
-async def test_never_uncordons_a_node_cordoned_before_or_still_held(kube: KubeClient, node_names: list[str]) -> None:
+async def test_never_uncordons_a_node_cordoned_before_or_still_held(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     pre, shared = node_names[0], node_names[1]
     await kube.patch(NODES, pre, {"spec": {"unschedulable": True}})
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT):
@@ -86,7 +90,9 @@ async def test_never_uncordons_a_node_cordoned_before_or_still_held(kube: KubeCl
         await kube.create(NODEMAINTENANCES, nm_body("b", [shared]))
 
         async def both_applied() -> bool:
-            return (await node(kube, shared))["metadata"].get("annotations", {}).get(MAINTENANCES_ANNOTATION) == "a,b"
+            return (await node(kube, shared))["metadata"].get("annotations", {}).get(
+                MAINTENANCES_ANNOTATION
+            ) == "a,b"
 
         await eventually(both_applied, "both maintenances applied to the shared node")
         await kube.delete(NODEMAINTENANCES, "a")
@@ -105,7 +111,9 @@ async def test_never_uncordons_a_node_cordoned_before_or_still_held(kube: KubeCl
 
 
 @pytest.mark.usefixtures("crd")
-async def test_drain_requests_evacuation_and_completes_when_pods_leave(kube: KubeClient, node_names: list[str]) -> None:
+async def test_drain_requests_evacuation_and_completes_when_pods_leave(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     target = node_names[0]
     await make_pod(kube, "web", target)
     await make_pod(kube, "agent", target, owner="DaemonSet")
@@ -134,10 +142,20 @@ async def test_drain_requests_evacuation_and_completes_when_pods_leave(kube: Kub
         # The owner answers, as the ReplicaSet controller would.
         web = await pod(kube, "web")
         assert web is not None
-        answered = {"type": "EvacuationInitiated", "status": "True", "reason": "NodeMaintenance",
-                    "lastTransitionTime": format_time(utcnow())}
-        await kube.patch(PODS, "web", [{"op": "add", "path": "/status/conditions/-", "value": answered}],
-                         namespace=NS, subresource="status", patch_type="json")
+        answered = {
+            "type": "EvacuationInitiated",
+            "status": "True",
+            "reason": "NodeMaintenance",
+            "lastTransitionTime": format_time(utcnow()),
+        }
+        await kube.patch(
+            PODS,
+            "web",
+            [{"op": "add", "path": "/status/conditions/-", "value": answered}],
+            namespace=NS,
+            subresource="status",
+            patch_type="json",
+        )
 
         async def evacuating() -> bool:
             obj = await kube.get(NODEMAINTENANCES, "d")
@@ -164,11 +182,27 @@ async def test_withdraws_only_its_own_requests(kube: KubeClient, node_names: lis
     target = node_names[0]
     await make_pod(kube, "ours", target)
     theirs = await make_pod(kube, "theirs", target)
-    other_request = {"type": "EvacuationRequest", "status": "True", "reason": "Descheduler",
-                     "message": "rebalance", "lastTransitionTime": format_time(utcnow())}
-    await kube.patch(PODS, "theirs", [{"op": "add", "path": "/status/conditions",
-                                       "value": [*((theirs.get("status") or {}).get("conditions") or []), other_request]}],
-                     namespace=NS, subresource="status", patch_type="json")
+    other_request = {
+        "type": "EvacuationRequest",
+        "status": "True",
+        "reason": "Descheduler",
+        "message": "rebalance",
+        "lastTransitionTime": format_time(utcnow()),
+    }
+    await kube.patch(
+        PODS,
+        "theirs",
+        [
+            {
+                "op": "add",
+                "path": "/status/conditions",
+                "value": [*((theirs.get("status") or {}).get("conditions") or []), other_request],
+            }
+        ],
+        namespace=NS,
+        subresource="status",
+        patch_type="json",
+    )
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
         await kube.create(NODEMAINTENANCES, nm_body("w", [target], drain=True))
 
@@ -188,15 +222,24 @@ async def test_withdraws_only_its_own_requests(kube: KubeClient, node_names: lis
 
 
 @pytest.mark.usefixtures("crd", "eviction")
-async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(kube: KubeClient, node_names: list[str]) -> None:
+async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     target = node_names[0]
     # Their ReplicaSets have no surging Deployment: nobody answers, so timeout 0 evicts them at once.
     await make_pod(kube, "lonely", target, labels={"app": "lonely"}, answers=False)
     await make_pod(kube, "guarded", target, labels={"app": "guarded"}, answers=False)
-    await kube.create(PODDISRUPTIONBUDGETS, {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guard", "namespace": NS},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
-    }, namespace=NS)
+    await kube.create(
+        PODDISRUPTIONBUDGETS,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guard", "namespace": NS},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+        },
+        namespace=NS,
+    )
+
     # The eviction API skips the budget for Pending pods, so the guard only holds once the
     # kubelet has the pod running.
     async def running() -> bool:
@@ -223,8 +266,9 @@ async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(kube: KubeC
 
         # The CLI's timeout lists the blocking pod and fails.
         out, err = io.StringIO(), io.StringIO()
-        args = build_parser().parse_args(["drain", target, "--timeout", "3s", "--evacuation-timeout", "0",
-                                          "--poll-interval", "0.2"])
+        args = build_parser().parse_args(
+            ["drain", target, "--timeout", "3s", "--evacuation-timeout", "0", "--poll-interval", "0.2"]
+        )
         assert await run(args, kube, out=out, err=err) == 1
         assert "guarded" in err.getvalue() and "EvictionRefused" in err.getvalue()
 
@@ -236,13 +280,17 @@ async def test_cli_drain_then_uncordon(kube: KubeClient, node_names: list[str]) 
 
     async def owner() -> None:
         """The pod's owner: answers the request by deleting the pod."""
+
         async def requested() -> bool:
             return condition(await pod(kube, "batch"), "EvacuationRequest") is not None
 
         await eventually(requested, "the drain to ask for the pod")
         await kube.delete(PODS, "batch", namespace=NS, grace_period_seconds=0)
 
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES), anyio.create_task_group() as tg:
+    async with (
+        running_controllers(kube, NodeMaintenanceController, gates=GATES),
+        anyio.create_task_group() as tg,
+    ):
         tg.start_soon(owner)
         out, err = io.StringIO(), io.StringIO()
         args = build_parser().parse_args(["drain", target, "--poll-interval", "0.1", "--timeout", "60s"])
@@ -271,10 +319,17 @@ async def test_cli_fallback_refuses_what_kubectl_refuses(kube: KubeClient, node_
     assert await run(args, kube, out=out, err=err) == 1
     text = err.getvalue()
     assert "falling back" in text
-    assert "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/legacy-agent" in text
-    assert "cannot delete Pods that declare no controller (use --force to override): default/legacy-bare" in text
-    assert ("cannot delete Pods with local storage (use --delete-emptydir-data to override): default/legacy-cache"
-            in text)
+    assert (
+        "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): default/legacy-agent"
+        in text
+    )
+    assert (
+        "cannot delete Pods that declare no controller (use --force to override): default/legacy-bare" in text
+    )
+    assert (
+        "cannot delete Pods with local storage (use --delete-emptydir-data to override): default/legacy-cache"
+        in text
+    )
     assert "There are pending nodes to be drained" in text
     # As kubectl: the node is cordoned, and not one pod is evicted while any is refused.
     assert (await node(kube, target))["spec"]["unschedulable"] is True
@@ -282,8 +337,21 @@ async def test_cli_fallback_refuses_what_kubectl_refuses(kube: KubeClient, node_
         assert not await gone_or_terminating(kube, name), name
 
     out, err = io.StringIO(), io.StringIO()
-    args = build_parser().parse_args(["drain", target, "--poll-interval", "0.1", "--timeout", "20s", "--force",
-                                      "--delete-emptydir-data", "--ignore-daemonsets", "--grace-period", "0"])
+    args = build_parser().parse_args(
+        [
+            "drain",
+            target,
+            "--poll-interval",
+            "0.1",
+            "--timeout",
+            "20s",
+            "--force",
+            "--delete-emptydir-data",
+            "--ignore-daemonsets",
+            "--grace-period",
+            "0",
+        ]
+    )
     code = await run(args, kube, out=out, err=err)
     assert code == 0, err.getvalue()
     assert f"drained: {target}" in out.getvalue()

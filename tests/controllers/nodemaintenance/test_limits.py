@@ -45,18 +45,24 @@ async def _condition_is(kube: KubeClient, name: str, type_: str, status: str) ->
     return bool(c and c["status"] == status)
 
 
-async def test_a_maintenance_over_every_node_drains_one_at_a_time(kube: KubeClient, node_names: list[str]) -> None:
+async def test_a_maintenance_over_every_node_drains_one_at_a_time(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     owner = await make_owner(kube, "StatefulSet", "db")
     for i, n in enumerate(node_names):
         for j in range(2):
             await make_pod(kube, f"db-{i}-{j}", n, owner="StatefulSet", owner_obj=owner)
     watch = RolloutWatch()
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT) as h, \
-            anyio.create_task_group() as tg:
+    async with (
+        running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT) as h,
+        anyio.create_task_group() as tg,
+    ):
         tg.start_soon(watch.nodes, kube)
         tg.start_soon(watch.maintenance, kube, "all")
         await kube.create(NODEMAINTENANCES, nm_body("all", node_names, drain=True))
-        await eventually(lambda: _condition_is(kube, "all", "Drained", "True"), "every node drained", timeout=60)
+        await eventually(
+            lambda: _condition_is(kube, "all", "Drained", "True"), "every node drained", timeout=60
+        )
         obj = await kube.get(NODEMAINTENANCES, "all")
         await anyio.sleep(0.2)  # the last watch events
         tg.cancel_scope.cancel()
@@ -78,10 +84,15 @@ async def test_the_cluster_guard_holds_back_then_override_or_release_lets_go(
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
         # 3 nodes, at most 50% unschedulable: one node
         await kube.create(NODEMAINTENANCES, nm_body("wide", [first, second]))
-        await eventually(lambda: _condition_is(kube, "wide", "ClusterLimitReached", "True"), "the guard holding back")
+        await eventually(
+            lambda: _condition_is(kube, "wide", "ClusterLimitReached", "True"), "the guard holding back"
+        )
         obj = await kube.get(NODEMAINTENANCES, "wide")
         held = condition(obj, "ClusterLimitReached")
-        assert held is not None and "would make 2 of 3 nodes unschedulable; the cluster allows 1" in held["message"]
+        assert (
+            held is not None
+            and "would make 2 of 3 nodes unschedulable; the cluster allows 1" in held["message"]
+        )
         assert obj["status"]["nodes"][first]["phase"] == "Cordoned"
         assert obj["status"]["nodes"][second]["phase"] == "Waiting"
         assert obj["status"]["nodes"][second]["message"] == held["message"]
@@ -92,18 +103,28 @@ async def test_the_cluster_guard_holds_back_then_override_or_release_lets_go(
 
         # a second maintenance waits too, and starts by itself once the first lets its node go
         await kube.create(NODEMAINTENANCES, nm_body("other", [third]))
-        await eventually(lambda: _condition_is(kube, "other", "ClusterLimitReached", "True"), "the second held back")
+        await eventually(
+            lambda: _condition_is(kube, "other", "ClusterLimitReached", "True"), "the second held back"
+        )
         assert not (await node(kube, third))["spec"].get("unschedulable")
         await kube.delete(NODEMAINTENANCES, "wide")
         await eventually(lambda: nm_gone(kube, "wide"), "the first released")
-        await eventually(lambda: _condition_is(kube, "other", "Cordoned", "True"), "the second cordoning its node")
+        await eventually(
+            lambda: _condition_is(kube, "other", "Cordoned", "True"), "the second cordoning its node"
+        )
         assert await _condition_is(kube, "other", "ClusterLimitReached", "False")
 
         # an explicit override goes beyond the guard, still one node at a time
-        await kube.create(NODEMAINTENANCES, {**nm_body("forced", [first, second]),
-                                             "spec": {**nm_body("forced", [first, second])["spec"],
-                                                      "overrideMaxUnschedulable": True}})
-        await eventually(lambda: _condition_is(kube, "forced", "Cordoned", "True"), "the override cordoning both")
+        await kube.create(
+            NODEMAINTENANCES,
+            {
+                **nm_body("forced", [first, second]),
+                "spec": {**nm_body("forced", [first, second])["spec"], "overrideMaxUnschedulable": True},
+            },
+        )
+        await eventually(
+            lambda: _condition_is(kube, "forced", "Cordoned", "True"), "the override cordoning both"
+        )
         assert all([(await node(kube, n))["spec"].get("unschedulable") for n in node_names])
 
 
@@ -133,13 +154,40 @@ async def test_a_restart_between_cordon_and_status_never_undoes_the_cordon(
     """Killed after cordoning its next node but before writing the status that says so."""
     first, second = node_names[0], node_names[1]
     await kube.create(NODEMAINTENANCES, nm_body("m", [first, second], drain=True))
-    await kube.patch(NODEMAINTENANCES, "m", {"status": {"nodes": {
-        first: {"phase": "Drained", "podsPendingEvacuation": 0, "podsEvacuating": 0, "blockingPods": []},
-        second: {"phase": "Waiting", "podsPendingEvacuation": 0, "podsEvacuating": 0, "blockingPods": []},
-    }}}, subresource="status")
+    await kube.patch(
+        NODEMAINTENANCES,
+        "m",
+        {
+            "status": {
+                "nodes": {
+                    first: {
+                        "phase": "Drained",
+                        "podsPendingEvacuation": 0,
+                        "podsEvacuating": 0,
+                        "blockingPods": [],
+                    },
+                    second: {
+                        "phase": "Waiting",
+                        "podsPendingEvacuation": 0,
+                        "podsEvacuating": 0,
+                        "blockingPods": [],
+                    },
+                }
+            }
+        },
+        subresource="status",
+    )
     for n in (first, second):
-        await kube.patch(NODES, n, {"spec": {"unschedulable": True}, "metadata": {"annotations": {
-            MAINTENANCES_ANNOTATION: "m", ORIGINAL_UNSCHEDULABLE_ANNOTATION: "false"}}})
+        await kube.patch(
+            NODES,
+            n,
+            {
+                "spec": {"unschedulable": True},
+                "metadata": {
+                    "annotations": {MAINTENANCES_ANNOTATION: "m", ORIGINAL_UNSCHEDULABLE_ANNOTATION: "false"}
+                },
+            },
+        )
     await make_pod(kube, "web", second)  # something to drain, so the node is in progress a while
     uncordoned: list[str] = []
 
@@ -152,8 +200,10 @@ async def test_a_restart_between_cordon_and_status_never_undoes_the_cordon(
                 if not (ev.object.get("spec") or {}).get("unschedulable"):
                     uncordoned.append(ev.type)
 
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT), \
-            anyio.create_task_group() as tg:
+    async with (
+        running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT),
+        anyio.create_task_group() as tg,
+    ):
         tg.start_soon(watch_second)
 
         async def requested() -> bool:
@@ -166,13 +216,17 @@ async def test_a_restart_between_cordon_and_status_never_undoes_the_cordon(
     assert uncordoned == []
 
 
-async def test_cordoned_first_then_drained_still_one_node_at_a_time(kube: KubeClient, node_names: list[str]) -> None:
+async def test_cordoned_first_then_drained_still_one_node_at_a_time(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     owner = await make_owner(kube, "StatefulSet", "db")
     for i, n in enumerate(node_names):
         await make_pod(kube, f"db-{i}", n, owner="StatefulSet", owner_obj=owner)
     watch = RolloutWatch()
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT), \
-            anyio.create_task_group() as tg:
+    async with (
+        running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT),
+        anyio.create_task_group() as tg,
+    ):
         await kube.create(NODEMAINTENANCES, nm_body("two-step", node_names))
         await eventually(lambda: _condition_is(kube, "two-step", "Cordoned", "True"), "every node cordoned")
         tg.start_soon(watch.maintenance, kube, "two-step")
@@ -181,11 +235,19 @@ async def test_cordoned_first_then_drained_still_one_node_at_a_time(kube: KubeCl
         async def one_draining_others_wait() -> dict[str, Any] | None:
             obj = await kube.get(NODEMAINTENANCES, "two-step")
             nodes = (obj.get("status") or {}).get("nodes") or {}
-            waiting = [e for e in nodes.values() if e.get("phase") == "Cordoned" and "its turn" in e.get("message", "")]
+            waiting = [
+                e
+                for e in nodes.values()
+                if e.get("phase") == "Cordoned" and "its turn" in e.get("message", "")
+            ]
             return obj if len(waiting) == len(node_names) - 1 else None
 
-        await eventually(one_draining_others_wait, "the drain started on one cordoned node, the others waiting")
-        await eventually(lambda: _condition_is(kube, "two-step", "Drained", "True"), "every node drained", timeout=60)
+        await eventually(
+            one_draining_others_wait, "the drain started on one cordoned node, the others waiting"
+        )
+        await eventually(
+            lambda: _condition_is(kube, "two-step", "Drained", "True"), "every node drained", timeout=60
+        )
         tg.cancel_scope.cancel()
     assert watch.most_in_progress == 1
     for n in node_names:  # cordoned all along

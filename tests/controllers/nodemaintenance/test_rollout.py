@@ -20,8 +20,12 @@ ROOMY = Cluster(nodes=10, unschedulable=0, max_unschedulable=10)
 
 def c(name: str, state: str = "", unschedulable: bool = False) -> Candidate:
     """`state`: "" (not started), "started" (in progress) or "done"."""
-    return Candidate(name, started=state in ("started", "done"), done=state == "done",
-                     unschedulable=unschedulable or state in ("started", "done"))
+    return Candidate(
+        name,
+        started=state in ("started", "done"),
+        done=state == "done",
+        unschedulable=unschedulable or state in ("started", "done"),
+    )
 
 
 @pytest.mark.parametrize(
@@ -52,8 +56,14 @@ def c(name: str, state: str = "", unschedulable: bool = False) -> Candidate:
         ([c("n1")], 1, Cluster(4, 0, 0), False, (), {"n1"}),
     ],
 )
-def test_admit(candidates: list[Candidate], limit: int, cluster: Cluster, override: bool,
-               new: tuple[str, ...], waiting: set[str]) -> None:
+def test_admit(
+    candidates: list[Candidate],
+    limit: int,
+    cluster: Cluster,
+    override: bool,
+    new: tuple[str, ...],
+    waiting: set[str],
+) -> None:
     got = admit(candidates, limit=limit, cluster=cluster, override=override)
     assert got.new == new
     assert set(got.waiting) == waiting
@@ -103,16 +113,30 @@ def test_scaled_rejects(value: object) -> None:
 
 
 def test_an_invalid_limit_is_reported_and_the_default_used_meanwhile() -> None:
-    m = Maintenance.from_obj({"metadata": {"name": "m"}, "spec": {"cordon": True, "maxConcurrentNodes": "lots"}})
+    m = Maintenance.from_obj(
+        {"metadata": {"name": "m"}, "spec": {"cordon": True, "maxConcurrentNodes": "lots"}}
+    )
     assert m.invalid.startswith("spec.maxConcurrentNodes")
     assert m.concurrent_nodes(6) == 1
-    ok = Maintenance.from_obj({"metadata": {"name": "m"}, "spec": {"cordon": True, "maxConcurrentNodes": "50%"}})
+    ok = Maintenance.from_obj(
+        {"metadata": {"name": "m"}, "spec": {"cordon": True, "maxConcurrentNodes": "50%"}}
+    )
     assert ok.invalid == "" and ok.concurrent_nodes(6) == 3
-    assert Maintenance.from_obj({"metadata": {"name": "m"}, "spec": {"cordon": True}}).concurrent_nodes(6) == 1
+    assert (
+        Maintenance.from_obj({"metadata": {"name": "m"}, "spec": {"cordon": True}}).concurrent_nodes(6) == 1
+    )
 
 
 def test_what_a_maintenance_started_is_read_back_from_its_status() -> None:
-    status = {"nodes": {"a": {"phase": "Drained"}, "b": {"phase": "Draining"}, "c": {"phase": "Cordoned"},
-                        "d": {"phase": "Waiting"}, "e": {"phase": "Planning"}, "f": None}}
+    status = {
+        "nodes": {
+            "a": {"phase": "Drained"},
+            "b": {"phase": "Draining"},
+            "c": {"phase": "Cordoned"},
+            "d": {"phase": "Waiting"},
+            "e": {"phase": "Planning"},
+            "f": None,
+        }
+    }
     assert from_status("u", status) == Working("u", frozenset("abc"), frozenset("ab"))
     assert from_status("u", None) == Working("u")

@@ -63,15 +63,19 @@ def blocking_of(obj: dict[str, Any], node_name: str) -> dict[str, dict[str, str]
     return {b["name"]: b for b in entry.get("blockingPods") or []}
 
 
-async def test_bare_and_emptydir_pods_are_evicted_only_with_opt_in(kube: KubeClient, node_names: list[str]) -> None:
+async def test_bare_and_emptydir_pods_are_evicted_only_with_opt_in(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     target = node_names[0]
     await make_pod(kube, "bare", target, owner=None)
     await make_pod(kube, "cache", target, owner="StatefulSet", volumes=EMPTY_DIR)
     with capture_logs() as logs:
         await _opt_in_drain(kube, target)
     withheld = [e for e in logs if e.get("event") == "eviction withheld"]
-    assert {(e["pod"], e["reason"]) for e in withheld} == {("default/bare", "NoController"),
-                                                          ("default/cache", "LocalStorage")}
+    assert {(e["pod"], e["reason"]) for e in withheld} == {
+        ("default/bare", "NoController"),
+        ("default/cache", "LocalStorage"),
+    }
     assert len(withheld) == 2, withheld  # once per pod, not once per sync
 
 
@@ -91,21 +95,29 @@ async def _opt_in_drain(kube: KubeClient, target: str) -> None:
         obj = await eventually(blocked, "both pods listed as blocking")
         blocking = blocking_of(obj, target)
         assert blocking["bare"]["reason"] == "NoController"
-        assert blocking["bare"]["message"] == "cannot delete Pods that declare no controller (use --force to override)"
+        assert (
+            blocking["bare"]["message"]
+            == "cannot delete Pods that declare no controller (use --force to override)"
+        )
         assert blocking["cache"]["reason"] == "LocalStorage"
         assert blocking["cache"]["message"] == (
-            "cannot delete Pods with local storage (use --delete-emptydir-data to override)")
+            "cannot delete Pods with local storage (use --delete-emptydir-data to override)"
+        )
         assert not await gone_or_terminating(kube, "bare")
         assert not await gone_or_terminating(kube, "cache")
         assert condition(obj, "Drained")["status"] == "False"
         assert "EvictedPod" not in h.events.reasons("safe")
         assert "DrainBlocked" in h.events.reasons("safe")
         for reason in ("NoController", "LocalStorage"):
-            await eventually(lambda r=reason: blocked_gauge(r) == 1, f"the blocked-pods gauge at 1 for {reason}")
+            await eventually(
+                lambda r=reason: blocked_gauge(r) == 1, f"the blocked-pods gauge at 1 for {reason}"
+            )
 
         await kube.patch(NODEMAINTENANCES, "safe", {"spec": {"force": True, "deleteEmptyDirData": True}})
         await eventually(lambda: gone_or_terminating(kube, "bare"), "the bare pod evicted with force")
-        await eventually(lambda: gone_or_terminating(kube, "cache"), "the emptyDir pod evicted with deleteEmptyDirData")
+        await eventually(
+            lambda: gone_or_terminating(kube, "cache"), "the emptyDir pod evicted with deleteEmptyDirData"
+        )
         evicted = [e.message for e in h.events.events if e.reason == "EvictedPod"]
         assert any("default/bare" in m and "has no controller" in m for m in evicted), evicted
         assert not any("its owner did not answer" in m for m in evicted)
@@ -122,14 +134,22 @@ async def test_statefulset_pods_are_evicted_promptly_one_at_a_time_under_their_p
     patient = await make_owner(kube, "StatefulSet", "patient", annotations={WAIT_ANNOTATION: "true"})
     await make_pod(kube, "patient-0", target, owner="StatefulSet", owner_obj=patient)
     await make_pod(kube, "web", target, owner="ReplicaSet", answers=True)
-    await kube.create(PODDISRUPTIONBUDGETS, {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": NS},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
-    }, namespace=NS)
+    await kube.create(
+        PODDISRUPTIONBUDGETS,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "db", "namespace": NS},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        },
+        namespace=NS,
+    )
     await eventually(lambda: running(kube, "db-0", "db-1"), "the db pods running")
     with capture_logs() as logs:
-        async with running_controllers(kube, DisruptionController, NodeMaintenanceController,
-                                       gates=GATES) as h:
+        async with running_controllers(
+            kube, DisruptionController, NodeMaintenanceController, gates=GATES
+        ) as h:
+
             async def budget() -> bool:
                 st = (await kube.get(PODDISRUPTIONBUDGETS, "db", namespace=NS)).get("status") or {}
                 return st.get("currentHealthy") == 2 and st.get("disruptionsAllowed") == 1
@@ -147,9 +167,12 @@ async def test_statefulset_pods_are_evicted_promptly_one_at_a_time_under_their_p
                     return blocking
                 return None
 
-            blocking = await eventually(one_gone_one_refused, "one db pod evicted, the other held by the budget",
-                                        timeout=60)
-            kept = next(n for n in ("db-0", "db-1") if n in blocking and blocking[n]["reason"] == "EvictionRefused")
+            blocking = await eventually(
+                one_gone_one_refused, "one db pod evicted, the other held by the budget", timeout=60
+            )
+            kept = next(
+                n for n in ("db-0", "db-1") if n in blocking and blocking[n]["reason"] == "EvictionRefused"
+            )
             assert "disruption budget db" in blocking[kept]["message"], blocking[kept]
             # Asked to wait, and answering owners, are not evicted before their time.
             assert blocking["patient-0"]["reason"] == "AwaitingEvacuation"
@@ -165,7 +188,9 @@ async def test_statefulset_pods_are_evicted_promptly_one_at_a_time_under_their_p
         return [e for e in logs if e.get("event") == event and e.get("log_level") == "info"]
 
     assert any(e["node"] == target and e["maintenance"] == "sts" for e in logged("cordoned node"))
-    assert any(e["pod"] == "default/web" and e["maintenance"] == "sts" for e in logged("requested evacuation"))
+    assert any(
+        e["pod"] == "default/web" and e["maintenance"] == "sts" for e in logged("requested evacuation")
+    )
     assert any(e["pod"].startswith("default/db-") and e["node"] == target for e in logged("evicted pod"))
     refused = logged("eviction refused")
     assert any(e["pod"] == f"default/{kept}" and "disruption budget db" in e["message"] for e in refused)
@@ -175,8 +200,11 @@ async def test_statefulset_pods_are_evicted_promptly_one_at_a_time_under_their_p
 
 async def test_a_selector_that_matches_nothing_never_reports_drained(kube: KubeClient) -> None:
     typo = nm_body("typo", [], drain=True)
-    typo["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["nod-1"]}]}]}
+    typo["spec"]["nodeSelector"] = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["nod-1"]}]}
+        ]
+    }
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
         await kube.create(NODEMAINTENANCES, typo)
 
@@ -194,7 +222,9 @@ async def test_a_selector_that_matches_nothing_never_reports_drained(kube: KubeC
         assert h.events.reasons("typo").count("NoNodesSelected") == 1
 
 
-async def test_cli_checks_every_node_before_changing_anything(kube: KubeClient, node_names: list[str]) -> None:
+async def test_cli_checks_every_node_before_changing_anything(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     target = node_names[0]
     out, err = io.StringIO(), io.StringIO()
     args = build_parser().parse_args(["drain", target, "node-99", "--timeout", "5s"])
@@ -229,8 +259,9 @@ async def test_cli_timeout_says_the_maintenance_goes_on_and_can_cancel_it(
         assert not await nm_gone(kube, maintenance_name(target))
 
         out, err = io.StringIO(), io.StringIO()
-        args = build_parser().parse_args(["drain", target, "--timeout", "1s", "--poll-interval", "0.1",
-                                          "--cancel-on-timeout"])
+        args = build_parser().parse_args(
+            ["drain", target, "--timeout", "1s", "--poll-interval", "0.1", "--cancel-on-timeout"]
+        )
         assert await run(args, kube, out=out, err=err) == 1
         assert "cancelled: deleted nodemaintenance" in err.getvalue()
         await eventually(lambda: nm_gone(kube, maintenance_name(target)), "the maintenance cancelled")
@@ -242,7 +273,9 @@ async def _schedulable(kube: KubeClient, name: str) -> bool:
     return not (await node(kube, name))["spec"].get("unschedulable")
 
 
-async def test_cli_stops_when_the_maintenance_or_the_node_goes(kube: KubeClient, node_names: list[str]) -> None:
+async def test_cli_stops_when_the_maintenance_or_the_node_goes(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     first, second = node_names[0], node_names[1]
     await make_pod(kube, "stuck-1", first, owner=None)
     await make_pod(kube, "stuck-2", second, owner=None)
@@ -279,7 +312,9 @@ async def test_cli_stops_when_the_maintenance_or_the_node_goes(kube: KubeClient,
         assert condition(obj, "Drained")["reason"] == "NodeNotFound"
 
 
-async def test_cli_dry_run_tells_each_pods_fate_and_changes_nothing(kube: KubeClient, node_names: list[str]) -> None:
+async def test_cli_dry_run_tells_each_pods_fate_and_changes_nothing(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     target = node_names[0]
     await make_pod(kube, "web", target, owner="ReplicaSet", answers=True)
     await make_pod(kube, "db-0", target, owner="StatefulSet")
@@ -295,15 +330,21 @@ async def test_cli_dry_run_tells_each_pods_fate_and_changes_nothing(kube: KubeCl
     assert "surge: ReplicaSet web-owner answers by surging" in lines["default/web"]
     assert "evict: StatefulSet db-0-owner cannot answer" in lines["default/db-0"]
     assert "skip: ignoring DaemonSet-managed Pods" in lines["default/agent"]
-    assert "block: cannot delete Pods that declare no controller (use --force to override)" in lines["default/bare"]
+    assert (
+        "block: cannot delete Pods that declare no controller (use --force to override)"
+        in lines["default/bare"]
+    )
     assert "block: cannot delete Pods with local storage" in lines["default/cache"]
     assert "skip: mirror (static) pod" in lines["default/static"]
     assert (await kube.list(NODEMAINTENANCES))["items"] == []
-    assert (await kube.get(NODES, target))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert (await kube.get(NODES, target))["metadata"]["resourceVersion"] == before["metadata"][
+        "resourceVersion"
+    ]
 
     out = io.StringIO()
-    args = build_parser().parse_args(["drain", target, "--dry-run", "--force", "--delete-emptydir-data",
-                                      "--pod-selector", "app!=web"])
+    args = build_parser().parse_args(
+        ["drain", target, "--dry-run", "--force", "--delete-emptydir-data", "--pod-selector", "app!=web"]
+    )
     assert await run(args, kube, out=out, err=err) == 0
     lines = {line.split()[1]: line for line in out.getvalue().splitlines() if line.startswith("  ")}
     assert "default/web" not in lines  # not selected
@@ -359,15 +400,35 @@ async def _deployment_pod(kube: KubeClient, node: str) -> None:
     """A pod of a RollingUpdate Deployment (maxSurge 25 %, the default) whose ReplicaSet is unmarked."""
     deployment = await make_owner(kube, "Deployment", "web")
     deployment = await kube.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 1}}, namespace=NS)  # surge: 1
-    rs = await kube.create(REPLICASETS, {
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": "web-1", "namespace": NS, "ownerReferences": [{
-            "apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": deployment["metadata"]["uid"],
-            "controller": True}]},
-        "spec": {"replicas": 0, "selector": {"matchLabels": {"owner": "web"}},
-                 "template": {"metadata": {"labels": {"owner": "web"}},
-                              "spec": {"containers": [{"name": "app", "image": "nginx"}]}}},
-    }, namespace=NS)
+    rs = await kube.create(
+        REPLICASETS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": "web-1",
+                "namespace": NS,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "name": "web",
+                        "uid": deployment["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"owner": "web"}},
+                "template": {
+                    "metadata": {"labels": {"owner": "web"}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+                },
+            },
+        },
+        namespace=NS,
+    )
     await make_pod(kube, "web-1-a", node, owner="ReplicaSet", owner_obj=rs)
 
 
@@ -402,7 +463,9 @@ async def test_a_deployment_pod_waits_only_when_the_surging_controllers_run(
         assert not await gone_or_terminating(kube, "web-1-a")
 
 
-async def test_cli_names_a_real_lease_holder_and_the_eviction_time(kube: KubeClient, node_names: list[str]) -> None:
+async def test_cli_names_a_real_lease_holder_and_the_eviction_time(
+    kube: KubeClient, node_names: list[str]
+) -> None:
     """The blockers a timed-out drain names come from the cluster itself: the holder of the node's
     maintenance Lease (taken by kured with the lease library, as `aiokcm lease acquire` does), then,
     once it is released, the time the fallback eviction of a pod whose owner may answer is due."""
@@ -419,12 +482,15 @@ async def test_cli_names_a_real_lease_holder_and_the_eviction_time(kube: KubeCli
 
         assert await lease.release(kube, target, holder="kured/reboot-sentinel")
         out, err = io.StringIO(), io.StringIO()
-        args = build_parser().parse_args(["drain", target, "--timeout", "3s", "--poll-interval", "0.1",
-                                          "--evacuation-timeout", "600s"])
+        args = build_parser().parse_args(
+            ["drain", target, "--timeout", "3s", "--poll-interval", "0.1", "--evacuation-timeout", "600s"]
+        )
         assert await run(args, kube, out=out, err=err) == 1
         text = err.getvalue()
-        assert "default/custom  AwaitingEvacuation: no EvacuationInitiated yet (ReplicaSet custom-owner answers" \
-            in text, text
+        assert (
+            "default/custom  AwaitingEvacuation: no EvacuationInitiated yet (ReplicaSet custom-owner answers"
+            in text
+        ), text
         assert "; evicted after 20" in text, text  # the deadline, as an RFC 3339 time
 
 
@@ -457,7 +523,10 @@ async def test_an_owner_without_a_budget_loses_one_pod_at_a_time_and_a_workload_
                     leaving.add(name)
                     timeline.append((anyio.current_time(), "leaving", name))
 
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES), anyio.create_task_group() as tg:
+    async with (
+        running_controllers(kube, NodeMaintenanceController, gates=GATES),
+        anyio.create_task_group() as tg,
+    ):
         tg.start_soon(watch_pods)
         start = anyio.current_time()
         await kube.create(NODEMAINTENANCES, nm_body("sts", [target], drain=True))  # its own timeout: 180 s

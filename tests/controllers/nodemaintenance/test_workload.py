@@ -7,11 +7,24 @@ from typing import Any
 from controllers.nodemaintenance.workload import TIMEOUT_ANNOTATION, WAIT_ANNOTATION, Answer, workload_of
 
 
-def obj(kind: str, name: str, *, owner: tuple[str, str] | None = None, annotations: dict[str, str] | None = None,
-        spec: dict[str, Any] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"{name}-uid", "annotations": annotations or {}}
+def obj(
+    kind: str,
+    name: str,
+    *,
+    owner: tuple[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": f"{name}-uid",
+        "annotations": annotations or {},
+    }
     if owner:
-        meta["ownerReferences"] = [{"kind": owner[0], "name": owner[1], "uid": f"{owner[1]}-uid", "controller": True}]
+        meta["ownerReferences"] = [
+            {"kind": owner[0], "name": owner[1], "uid": f"{owner[1]}-uid", "controller": True}
+        ]
     return {"kind": kind, "metadata": meta, "spec": spec or {}}
 
 
@@ -28,13 +41,21 @@ ROLLING = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUna
 
 
 def test_a_surging_deployment_answers() -> None:
-    rs = obj("ReplicaSet", "web-1", owner=("Deployment", "web"),
-             annotations={"deployment.kubernetes.io/evacuation-ready": "true"})
+    rs = obj(
+        "ReplicaSet",
+        "web-1",
+        owner=("Deployment", "web"),
+        annotations={"deployment.kubernetes.io/evacuation-ready": "true"},
+    )
     assert judge(obj("Pod", "p", owner=("ReplicaSet", "web-1")), rs).answer is Answer.WILL
     unmarked = obj("ReplicaSet", "web-1", owner=("Deployment", "web"))
     # Not marked yet, but its Deployment surges: wait for the answer rather than evict.
-    assert judge(obj("Pod", "p", owner=("ReplicaSet", "web-1")), unmarked,
-                 deployment("web", strategy=ROLLING)).answer is Answer.WILL
+    assert (
+        judge(
+            obj("Pod", "p", owner=("ReplicaSet", "web-1")), unmarked, deployment("web", strategy=ROLLING)
+        ).answer
+        is Answer.WILL
+    )
 
 
 def test_owners_that_cannot_answer() -> None:
@@ -62,8 +83,12 @@ def test_annotations_on_the_pod_win_over_the_owners() -> None:
     sts = obj("StatefulSet", "db", annotations={WAIT_ANNOTATION: "true", TIMEOUT_ANNOTATION: "600"})
     work = judge(obj("Pod", "db-0", owner=("StatefulSet", "db")), sts)
     assert (work.wait, work.timeout, work.evict_promptly) == (True, 600.0, False)
-    pod = obj("Pod", "db-0", owner=("StatefulSet", "db"), annotations={WAIT_ANNOTATION: "false",
-                                                                        TIMEOUT_ANNOTATION: "nonsense"})
+    pod = obj(
+        "Pod",
+        "db-0",
+        owner=("StatefulSet", "db"),
+        annotations={WAIT_ANNOTATION: "false", TIMEOUT_ANNOTATION: "nonsense"},
+    )
     work = judge(pod, obj("StatefulSet", "db", annotations={WAIT_ANNOTATION: "true"}))
     assert (work.wait, work.timeout, work.evict_promptly) == (False, None, True)
     huge = judge(obj("Pod", "p", annotations={TIMEOUT_ANNOTATION: str(2**70)}))

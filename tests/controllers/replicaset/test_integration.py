@@ -66,12 +66,18 @@ async def make_pod(
     spec: dict[str, Any] = {"containers": [{"name": "app", "image": "nginx"}]}
     if node:
         spec["nodeName"] = node
-    pod = await kube.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}, namespace=NS)
+    pod = await kube.create(
+        PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}, namespace=NS
+    )
     if node:
         status = {
             "phase": "Running",
             "conditions": [
-                {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": format_time(utcnow())}
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "lastTransitionTime": format_time(utcnow()),
+                }
             ],
         }
         pod = await kube.patch(PODS, name, {"status": status}, namespace=NS, subresource="status")
@@ -79,7 +85,14 @@ async def make_pod(
 
 
 async def set_pod_condition(kube: KubeClient, name: str, cond: dict[str, Any]) -> None:
-    await kube.patch(PODS, name, {"status": {"conditions": [cond]}}, namespace=NS, subresource="status", patch_type="strategic")
+    await kube.patch(
+        PODS,
+        name,
+        {"status": {"conditions": [cond]}},
+        namespace=NS,
+        subresource="status",
+        patch_type="strategic",
+    )
 
 
 def evacuation_request(status: str = "True") -> dict[str, Any]:
@@ -104,7 +117,10 @@ async def test_scale_up_then_down_with_status_and_events(kube: KubeClient) -> No
         async def status_is(replicas: int) -> bool:
             cur = await kube.get(REPLICASETS, "web", namespace=NS)
             st = cur.get("status") or {}
-            return st.get("replicas", 0) == replicas and st.get("observedGeneration") == cur["metadata"]["generation"]
+            return (
+                st.get("replicas", 0) == replicas
+                and st.get("observedGeneration") == cur["metadata"]["generation"]
+            )
 
         await eventually(lambda: status_is(3), "status.replicas == 3")
         await scale(kube, "web", 1)
@@ -155,7 +171,10 @@ async def test_adopts_matching_orphans_and_releases_pods_that_stop_matching(kube
             return len(pods) == 2 and all((get_controller_of(p) or {}).get("uid") == uid for p in pods)
 
         await eventually(adopted, "both orphans adopted, none created")
-        assert sorted(p["metadata"]["name"] for p in await active_pods(kube, "adopt")) == ["orphan-a", "orphan-b"]
+        assert sorted(p["metadata"]["name"] for p in await active_pods(kube, "adopt")) == [
+            "orphan-a",
+            "orphan-b",
+        ]
 
         await kube.patch(PODS, "orphan-a", {"metadata": {"labels": {"app": "elsewhere"}}}, namespace=NS)
 
@@ -197,7 +216,9 @@ async def test_evacuation_flow(kube: KubeClient) -> None:
 
         async def to_evacuate(n: int) -> bool:
             cur = await kube.get(REPLICASETS, "evac", namespace=NS)
-            value = (cur["metadata"].get("annotations") or {}).get("maintenance.aiokcm.io/replicas-to-evacuate")
+            value = (cur["metadata"].get("annotations") or {}).get(
+                "maintenance.aiokcm.io/replicas-to-evacuate"
+            )
             return value == (str(n) if n else None)
 
         await set_pod_condition(kube, "evac-a", evacuation_request())
@@ -209,7 +230,10 @@ async def test_evacuation_flow(kube: KubeClient) -> None:
         assert get_pod_condition(pod_a, "EvacuationInitiated") is None
 
         await kube.patch(
-            REPLICASETS, "evac", {"metadata": {"annotations": {"deployment.kubernetes.io/evacuation-ready": "true"}}}, namespace=NS
+            REPLICASETS,
+            "evac",
+            {"metadata": {"annotations": {"deployment.kubernetes.io/evacuation-ready": "true"}}},
+            namespace=NS,
         )
 
         async def answered(name: str) -> dict[str, Any] | None:
@@ -266,4 +290,6 @@ async def test_a_scale_is_one_status_write_that_counts_the_pods_it_created(kube:
         tg.cancel_scope.cancel()
     rs = await kube.get(REPLICASETS, "once", namespace=NS)
     assert len(await active_pods(kube, "once")) == 3
-    assert rs["status"]["replicas"] == 3 and rs["status"]["observedGeneration"] == rs["metadata"]["generation"]
+    assert (
+        rs["status"]["replicas"] == 3 and rs["status"]["observedGeneration"] == rs["metadata"]["generation"]
+    )

@@ -14,8 +14,12 @@ def _pod(name: str, *, finalizers: list[str] | None = None) -> dict[str, object]
     meta: dict[str, object] = {"name": name}
     if finalizers:
         meta["finalizers"] = finalizers
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+    }
 
 
 async def test_the_servers_namespace_terminating_refusal_is_recognised(kube: KubeClient) -> None:

@@ -41,7 +41,9 @@ async def test_slow_start_stops_after_the_first_failing_batch() -> None:
     assert isinstance(error, RuntimeError)
 
 
-def rs(replicas: int = 3, min_ready: int = 0, generation: int = 2, status: dict[str, Any] | None = None) -> dict[str, Any]:
+def rs(
+    replicas: int = 3, min_ready: int = 0, generation: int = 2, status: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "metadata": {"name": "web", "namespace": "ns", "uid": "rs-uid", "generation": generation},
         "spec": {
@@ -61,7 +63,12 @@ def test_status_counts_fully_labeled_ready_and_available() -> None:
         make_pod("c", labels={"app": "web", "tier": "front"}),
     ]
     status = calculate_status(rs(min_ready=10), pods, None, NOW)
-    assert (status["replicas"], status["fullyLabeledReplicas"], status["readyReplicas"], status["availableReplicas"]) == (
+    assert (
+        status["replicas"],
+        status["fullyLabeledReplicas"],
+        status["readyReplicas"],
+        status["availableReplicas"],
+    ) == (
         3,
         2,
         2,
@@ -96,7 +103,9 @@ def test_status_patch_only_when_something_changed() -> None:
 
 
 def evac(name: str, **kw: Any) -> dict[str, Any]:
-    return make_pod(name, conditions=[{"type": "EvacuationRequest", "status": "True", "reason": "NodeMaintenance"}], **kw)
+    return make_pod(
+        name, conditions=[{"type": "EvacuationRequest", "status": "True", "reason": "NodeMaintenance"}], **kw
+    )
 
 
 def test_evacuation_requested_pods_are_deleted_first_only_with_the_gate() -> None:
@@ -123,14 +132,26 @@ async def test_related_pods_match_every_siblings_selector_and_the_scan_lets_the_
     owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-uid", "controller": True}
     rs_store, pod_store = Store(default_indexers(pods=False)), Store(default_indexers(pods=True))
     for name, hash_ in (("web-a", "a"), ("web-b", "b")):
-        rs_store.update(f"ns/{name}", {"metadata": {"name": name, "namespace": "ns", "uid": name, "ownerReferences": [owner]},
-                                       "spec": {"selector": {"matchLabels": {"app": "web", "hash": hash_}}}})
+        rs_store.update(
+            f"ns/{name}",
+            {
+                "metadata": {"name": name, "namespace": "ns", "uid": name, "ownerReferences": [owner]},
+                "spec": {"selector": {"matchLabels": {"app": "web", "hash": hash_}}},
+            },
+        )
     for i in range(20_000):
         labels = {"app": "web" if i % 1000 == 0 else "other", "hash": "ab"[i % 2]}
-        pod_store.update(f"ns/p{i}", {"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"p{i}", "labels": labels}})
-    sync = ReplicaSetSync(client=None, rs_lister=Lister(rs_store), pod_lister=Lister(pod_store),  # type: ignore[arg-type]
-                          expectations=UIDTrackingControllerExpectations(), recorder=None,  # type: ignore[arg-type]
-                          gates=StaticGates({}))
+        pod_store.update(
+            f"ns/p{i}", {"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"p{i}", "labels": labels}}
+        )
+    sync = ReplicaSetSync(
+        client=None,
+        rs_lister=Lister(rs_store),
+        pod_lister=Lister(pod_store),  # type: ignore[arg-type]
+        expectations=UIDTrackingControllerExpectations(),
+        recorder=None,  # type: ignore[arg-type]
+        gates=StaticGates({}),
+    )
     ticks: list[int] = []
     done = anyio.Event()
 

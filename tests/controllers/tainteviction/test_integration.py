@@ -61,7 +61,9 @@ async def present(kube: KubeClient, name: str) -> bool:
     return not await gone(kube, name)
 
 
-async def test_untolerating_pods_go_at_once_tolerating_after_their_seconds_forever_stays(kube: KubeClient) -> None:
+async def test_untolerating_pods_go_at_once_tolerating_after_their_seconds_forever_stays(
+    kube: KubeClient,
+) -> None:
     for p in (
         pod("no-toleration", "node-1"),
         pod("tolerates-1s", "node-1", tolerate(1)),
@@ -129,7 +131,9 @@ async def test_a_second_taint_does_not_postpone_a_scheduled_deletion(kube: KubeC
         extra = {"key": other["key"], "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}
         await kube.patch(PODS, "changes-mind", {"spec": {"tolerations": [*current, extra]}}, namespace=NS)
         await set_taints(kube, "node-1", [UNREACHABLE, other])
-        await eventually(lambda: "example.com/maintenance" in str(controller.tainted.get("node-1")), "both taints seen")
+        await eventually(
+            lambda: "example.com/maintenance" in str(controller.tainted.get("node-1")), "both taints seen"
+        )
         assert controller.scheduled(key) == first
         # ... and it still fires at its first deadline.
         await eventually(lambda: gone(kube, "changes-mind"), "the pod deleted")

@@ -49,9 +49,18 @@ def test_matching_tolerations_needs_every_taint_tolerated() -> None:
     [
         ([], 0.0),
         ([{"operator": "Exists"}], -1.0),  # no tolerationSeconds anywhere: forever
-        ([{"operator": "Exists", "tolerationSeconds": 30}, {"operator": "Exists", "tolerationSeconds": 10}], 10.0),
+        (
+            [
+                {"operator": "Exists", "tolerationSeconds": 30},
+                {"operator": "Exists", "tolerationSeconds": 10},
+            ],
+            10.0,
+        ),
         ([{"operator": "Exists", "tolerationSeconds": 30}, {"operator": "Exists"}], 30.0),
-        ([{"operator": "Exists", "tolerationSeconds": 30}, {"operator": "Exists", "tolerationSeconds": 0}], 0.0),
+        (
+            [{"operator": "Exists", "tolerationSeconds": 30}, {"operator": "Exists", "tolerationSeconds": 0}],
+            0.0,
+        ),
         ([{"operator": "Exists", "tolerationSeconds": -5}], 0.0),
     ],
 )
