@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import anyio
@@ -123,6 +124,38 @@ def controller_no_schedule_taints(node: Mapping[str, Any]) -> list[Taint]:
     ]
 
 
+@dataclass(slots=True)
+class _Seen:
+    """What the health pass worked out about one cached node object, and what it last concluded.
+
+    At 5,000 nodes a pass every 5 s visits a thousand nodes a second, nearly all Ready,
+    renewing their Lease and otherwise unchanged; recomputing each one's zone, health and
+    NoExecute taints was most of an idle manager's CPU. The informer replaces a cached object
+    on every change, so "the same object as last pass" is a free, exact test for "unchanged".
+    """
+
+    node: Mapping[str, Any]
+    zone: str
+    excluded: bool
+    #: neither NoExecute taint is on the node: a Ready node needs no taint removed
+    untainted: bool
+    #: the Lease object of the last pass that found the node Ready with nothing left to do;
+    #: while node and Lease stay these objects and the grace period has not run out, the
+    #: pass would conclude the same again
+    quiet_lease: Mapping[str, Any] | None = None
+    quiet: bool = False
+
+
+def _seen(node: Mapping[str, Any]) -> _Seen:
+    taints = node_taints(node)
+    return _Seen(
+        node=node,
+        zone=zone_key(node),
+        excluded=excluded_from_disruption(node),
+        untainted=not taint_exists(taints, UNREACHABLE_TAINT) and not taint_exists(taints, NOT_READY_TAINT),
+    )
+
+
 # KCM's queue names, so the `workqueue_*{name=...}` series existing dashboards query are found.
 NODE_QUEUE_NAME = "node_lifecycle_controller"
 POD_QUEUE_NAME = "node_lifecycle_controller_pods"
@@ -147,6 +180,7 @@ class NodeLifecycleController(Controller):
         self._now = now or anyio.current_time
         self.health: dict[str, NodeHealth] = {}
         self.known_nodes: dict[str, str] = {}  # name -> zone
+        self._seen: dict[str, _Seen] = {}
         self.tainters: dict[str, RateLimitedTimedQueue] = {}
         self.zone_states: dict[str, ZoneState] = {}
         self.nodes_to_retry: set[str] = set()
@@ -270,19 +304,38 @@ class NodeLifecycleController(Controller):
                 await anyio.lowlevel.checkpoint()  # thousands of nodes: let the loop run between slices
                 now = self._now()
             name = _name(cached)
+            seen = self._seen_for(name, cached)
+            lease = self.lease_lister.get(name, NODE_LEASE_NAMESPACE)
+            if (
+                seen.quiet
+                and seen.quiet_lease is lease
+                and now <= self.health[name].probe + self.monitor_grace
+            ):
+                if not seen.excluded:
+                    zone_ready.setdefault(seen.zone, []).append("True")
+                continue
+            seen.quiet = False
             try:
                 observed, current, node = await self.update_node_health(cached, now=now)
             except ApiError as exc:
                 self.log.warning("updating node health failed", node=name, error=str(exc))
                 continue
-            if not excluded_from_disruption(node):
-                zone_ready.setdefault(zone_key(node), []).append(current)
+            if node is not cached:
+                seen = self._seen_for(name, node)
+            if not seen.excluded:
+                zone_ready.setdefault(seen.zone, []).append(current)
             if current is None:
                 continue
-            try:
-                await self.process_taint_based_eviction(node, current)
-            except ApiError as exc:
-                self.log.warning("tainting node failed", node=name, error=str(exc))
+            if current == "True" and seen.untainted:
+                # process_taint_based_eviction's Ready case with no taint to remove
+                tainter = self.tainters.get(seen.zone)
+                if tainter is not None:
+                    tainter.remove(name)
+            else:
+                try:
+                    await self.process_taint_based_eviction(node, current)
+                except ApiError as exc:
+                    self.log.warning("tainting node failed", node=name, error=str(exc))
             just_failed = current != "True" and observed == "True"
             if just_failed:
                 self.recorder.event(
@@ -296,13 +349,25 @@ class NodeLifecycleController(Controller):
                     self.nodes_to_retry.add(name)
                     continue
             self.nodes_to_retry.discard(name)
+            if observed == "True" and current == "True" and node is cached and seen.untainted:
+                seen.quiet, seen.quiet_lease = True, lease
         await self.handle_disruption(zone_ready, nodes)
 
+    def _seen_for(self, name: str, node: Mapping[str, Any]) -> _Seen:
+        seen = self._seen.get(name)
+        if seen is None or seen.node is not node:
+            seen = self._seen[name] = _seen(node)
+        return seen
+
     def _track_added_and_deleted(self, nodes: Sequence[Mapping[str, Any]]) -> None:
-        seen = {_name(n): zone_key(n) for n in nodes}
+        seen = {}
+        for n in nodes:
+            name = _name(n)
+            seen[name] = self._seen_for(name, n).zone
         for name, zone in list(self.known_nodes.items()):
             if name not in seen:
                 del self.known_nodes[name]
+                self._seen.pop(name, None)
                 self.health.pop(name, None)
                 self.nodes_to_retry.discard(name)
                 if zone in self.tainters:

@@ -195,3 +195,36 @@ async def test_a_lease_renewal_queues_nothing_and_is_noted_by_the_next_pass() ->
     assert world.controller.health["n1"].probe == 30.0 > probe
     assert world.controller.health["n2"].probe == probe
     assert len(world.controller.queue) == 0 and len(world.controller.pod_queue) == 0
+
+
+async def test_a_change_to_a_quiet_node_is_seen_by_the_next_pass() -> None:
+    """Passes skip nodes whose cached object and Lease are unchanged; any write to the node ends that.
+
+    A Ready node that someone taints `unreachable:NoExecute` by hand loses the taint at the next
+    pass, as in Go, and a node relabelled into another zone is counted there.
+    """
+    world = World([node("n1", "a"), node("n2", "a")])
+    await world.advance(20, healthy=("n1", "n2"))
+    tainted = copy.deepcopy(world.fake.store.get("n1"))
+    assert tainted is not None
+    tainted["spec"]["taints"] = [{"key": UNREACHABLE, "effect": "NoExecute"}]
+    tainted["metadata"]["labels"]["topology.kubernetes.io/zone"] = "b"
+    world.fake.store.update("n1", tainted)
+    await world.advance(5, healthy=("n1", "n2"))
+    n1 = world.fake.store.get("n1")
+    assert n1 is not None and n1["spec"]["taints"] == []
+    assert zone_key(n1) in world.controller.zone_states
+    assert world.controller.known_nodes["n1"] == zone_key(n1)
+
+
+async def test_a_quiet_node_that_stops_renewing_goes_unknown_after_the_grace_period() -> None:
+    world = World([node("n1", "a"), node("n2", "a")])
+    await world.advance(20, healthy=("n1", "n2"))
+    await world.advance(45, healthy=("n2",))  # n1's last renewal was at 15 s: silent 50 s at 65 s
+    n1 = world.fake.store.get("n1")
+    assert n1 is not None
+    assert [c["status"] for c in n1["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
+    await world.advance(10, healthy=("n2",))
+    n1 = world.fake.store.get("n1")
+    assert n1 is not None
+    assert [c["status"] for c in n1["status"]["conditions"] if c["type"] == "Ready"] == ["Unknown"]
