@@ -12,6 +12,7 @@ COPY apiclient ./apiclient
 COPY kubeutil ./kubeutil
 COPY workqueue ./workqueue
 COPY informers ./informers
+COPY nodemaintenancelease ./nodemaintenancelease
 COPY controllers ./controllers
 COPY controller_manager ./controller_manager
 COPY localcluster ./localcluster

@@ -5,7 +5,7 @@
     aiokcm lease release node-1 --holder reboot-agent/node-1
     aiokcm lease status  [node-1 ...]
 
-The rules are `controllers.maintenancelease.lease`'s: a claim lasts renewTime + duration + 3 s;
+The rules are `nodemaintenancelease.lease`'s: a claim lasts renewTime + duration + 3 s;
 durations above 1 h are refused (renew instead); identities starting with `kubeadm` belong to
 administrators (who set them with kubectl), so `acquire` and `renew` refuse them. `release` may
 name a `kubeadm...` holder: giving a claim back takes nothing.
@@ -31,7 +31,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NODES
 from controller_manager.clientcli import run_with_client
 from controller_manager.options import OneLineParser, UsageError, parse_duration
-from controllers.maintenancelease import lease
+from nodemaintenancelease import lease
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

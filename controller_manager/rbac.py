@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from controllers.maintenancelease.lease import NAMESPACE as MAINTENANCE_LEASE_NAMESPACE
 from controllers.nodelifecycle.controller import NODE_LEASE_NAMESPACE
+from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASE_NAMESPACE
 
 READ = ("get", "list", "watch")
 # Leases are written in one namespace only (never cluster-wide: that would let aiokcm take KCM's or
@@ -82,7 +82,7 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("apps", "deployments", ("list", "watch")),
         Rule("apps", "statefulsets", ("list", "watch")),
         # With the NodeMaintenanceLease gate: the node's maintenance Lease is taken before a
-        # cordon or drain (controllers/maintenancelease/gate.py), and its namespace made if missing.
+        # cordon or drain (nodemaintenancelease/gate.py), and its namespace made if missing.
         Rule("coordination.k8s.io", "leases", ("get", "create", "update"), MAINTENANCE_LEASES),
         Rule("", "namespaces", ("create",)),
     ),

@@ -1,5 +1,6 @@
 """Helpers every controller shares, written once: pod state and ranking, conditions, controller
-references and adoption, expectations, pod templates, and the KEP-4212 evacuation vocabulary.
+references and adoption, expectations, pod templates, a Deployment's surge budget, and the KEP-4212
+evacuation vocabulary. Controllers never import one another: what two of them need lives here.
 
 Import from the submodules (`controllers.common.pods`, `.ranking`, ...); the most used names are
 re-exported here for convenience.

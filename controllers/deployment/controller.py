@@ -33,6 +33,7 @@ from controllers.common.controller_ref import (
     get_controller_of,
     recheck_deletion_timestamp,
 )
+from controllers.common.deploymentstrategy import RECREATE, strategy_type
 from controllers.common.evacuation import (
     GATE_NODE_MAINTENANCE_DEPLOYMENT,
     has_evacuation_request,
@@ -46,13 +47,7 @@ from controllers.deployment.recreate import rollout_recreate
 from controllers.deployment.rollback import rollback, rollback_to
 from controllers.deployment.rolling import rollout_rolling
 from controllers.deployment.sync import RS, DeploymentSync
-from controllers.deployment.util import (
-    RECREATE,
-    is_paused,
-    meta,
-    strategy_type,
-    uid_of,
-)
+from controllers.deployment.util import is_paused, meta, uid_of
 from informers import (
     CONTROLLER_UID_INDEX,
     DeletedFinalStateUnknown,

@@ -58,6 +58,7 @@ from typing import Any
 
 import structlog
 
+from controllers.common.deploymentstrategy import is_rolling_update, max_surge, replicas
 from controllers.common.evacuation import (
     EVACUATION_READY_ANNOTATION,
     REPLICAS_TO_EVACUATE_ANNOTATION,
@@ -72,12 +73,9 @@ from controllers.deployment.util import (
     annotations_of,
     filter_active,
     is_paused,
-    is_rolling_update,
-    max_surge,
     meta,
     min_ready_seconds,
     name_of,
-    replicas,
     status_int,
 )
 

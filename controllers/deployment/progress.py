@@ -21,18 +21,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controllers.common.conditions import get_condition, new_condition, remove_condition, set_condition
+from controllers.common.deploymentstrategy import max_unavailable, replicas
 from controllers.common.timeutil import parse_time
 from controllers.deployment.util import (
     actual_replica_count,
     available_replica_count,
     has_progress_deadline,
-    max_unavailable,
     meta,
     name_of,
     progress_deadline_seconds,
     ready_replica_count,
     replica_count,
-    replicas,
 )
 
 Obj = Mapping[str, Any]

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from controllers.common.deploymentstrategy import replicas
 from controllers.common.pods import is_pod_terminal
 from controllers.deployment import progress
 from controllers.deployment.sync import RS, DeploymentSync
-from controllers.deployment.util import actual_replica_count, filter_active, replicas, uid_of
+from controllers.deployment.util import actual_replica_count, filter_active, uid_of
 
 
 async def rollout_recreate(

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from controllers.common.deploymentstrategy import max_unavailable, replicas
 from controllers.common.evacuation import has_evacuation_request
 from controllers.common.pods import is_pod_active, is_pod_available
 from controllers.common.timeutil import utcnow
@@ -21,11 +22,9 @@ from controllers.deployment.util import (
     available_replica_count,
     creation_key,
     filter_active,
-    max_unavailable,
     min_ready_seconds,
     new_rs_new_replicas,
     replica_count,
-    replicas,
     status_int,
     uid_of,
 )

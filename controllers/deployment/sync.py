@@ -30,6 +30,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import DEPLOYMENTS, REPLICASETS
 from controllers.common.conditions import get_condition, set_condition
 from controllers.common.controller_ref import is_controlled_by, new_controller_ref
+from controllers.common.deploymentstrategy import is_rolling_update, max_surge, replicas
 from controllers.common.timeutil import utcnow
 from controllers.common.written import WrittenVersions
 from controllers.context import EventRecorder
@@ -46,15 +47,12 @@ from controllers.deployment.util import (
     find_new_replica_set,
     find_old_replica_sets,
     has_progress_deadline,
-    is_rolling_update,
     is_saturated,
     max_revision,
-    max_surge,
     meta,
     name_of,
     new_rs_new_replicas,
     proportional_sizes,
-    replicas,
     replicas_annotations_need_update,
     revision_history_limit,
     revision_key,

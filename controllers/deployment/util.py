@@ -3,9 +3,10 @@
 Everything here is a function of plain-dict objects and returns plain values: no I/O, so the
 strategies (`rolling`, `recreate`), the scaler (`sync`) and the evacuation planner can be
 tested without a cluster. Names follow the Go helpers they port so the two can be read side by
-side: `resolve_fenceposts` (surge rounds up, unavailable rounds down, both 0 -> unavailable 1),
-the revision and replicas annotations, proportional scaling (`get_proportion`), the
-pod-template hash and the sort orders the controller relies on.
+side: the revision and replicas annotations, proportional scaling (`get_proportion`), the
+pod-template hash and the sort orders the controller relies on. The strategy's surge and
+unavailability budget (`resolve_fenceposts`, `max_surge`, ...) is in
+`controllers.common.deploymentstrategy`, because the NodeMaintenance drain reads it too.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Any, TypeVar
 
 import orjson
 
+from controllers.common.deploymentstrategy import is_rolling_update, max_surge, max_unavailable, replicas
 from controllers.common.evacuation import (
     EVACUATION_READY_ANNOTATION,
     REPLICAS_TO_EVACUATE_ANNOTATION,
 )
-from controllers.common.intstr import IntOrStringError, scaled_value
 from controllers.common.timeutil import parse_time
 
 Obj = Mapping[str, Any]
@@ -35,8 +36,6 @@ MAX_REPLICAS_ANNOTATION = "deployment.kubernetes.io/max-replicas"
 ROLLBACK_TO_ANNOTATION = "deprecated.deployment.rollback.to"
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 
-ROLLING_UPDATE = "RollingUpdate"
-RECREATE = "Recreate"
 DEFAULT_MAX_SURGE = "25%"
 DEFAULT_MAX_UNAVAILABLE = "25%"
 MAX_INT32 = 2**31 - 1
@@ -79,68 +78,8 @@ def annotations_of(obj: Obj) -> Mapping[str, str]:
     return meta(obj).get("annotations") or {}
 
 
-def replicas(d: Obj) -> int:
-    """`spec.replicas` of a Deployment or ReplicaSet (the API server defaults it to 1)."""
-    value = (d.get("spec") or {}).get("replicas")
-    return 1 if value is None else int(value)
-
-
 def status_int(obj: Obj, field: str) -> int:
     return int((obj.get("status") or {}).get(field) or 0)
-
-
-def strategy_type(d: Obj) -> str:
-    return str(((d.get("spec") or {}).get("strategy") or {}).get("type") or ROLLING_UPDATE)
-
-
-def is_rolling_update(d: Obj) -> bool:
-    return strategy_type(d) == ROLLING_UPDATE
-
-
-def _rolling_params(d: Obj) -> Mapping[str, Any]:
-    return ((d.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
-
-
-def resolve_fenceposts(
-    max_surge: int | str | None, max_unavailable: int | str | None, desired: int
-) -> tuple[int, int]:
-    """`ResolveFenceposts`: surge rounds up, unavailable rounds down; both 0 means unavailable 1.
-
-    A rollout with neither surge nor unavailability could never make progress, so Kubernetes
-    lets one pod be unavailable in that case. An unset value counts as 0, as Go's
-    `ValueOrDefault(..., FromInt(0))`: the 25 % defaults are the API server's to apply, and a
-    controller that applied them too would disagree with KCM on an object that reached it
-    undefaulted.
-    """
-    surge = scaled_value(max_surge, desired, round_up=True)
-    unavailable = scaled_value(max_unavailable, desired, round_up=False)
-    if surge == 0 and unavailable == 0:
-        unavailable = 1
-    return surge, unavailable
-
-
-def max_surge(d: Obj) -> int:
-    """`MaxSurge`: 0 unless RollingUpdate."""
-    if not is_rolling_update(d):
-        return 0
-    params = _rolling_params(d)
-    try:
-        surge, _ = resolve_fenceposts(params.get("maxSurge"), params.get("maxUnavailable"), replicas(d))
-    except IntOrStringError:
-        return 0  # as Go: an invalid value resolves to 0 (validation rejects it anyway)
-    return surge
-
-
-def max_unavailable(d: Obj) -> int:
-    """`MaxUnavailable`: 0 unless RollingUpdate with replicas; never more than replicas."""
-    if not is_rolling_update(d) or replicas(d) == 0:
-        return 0
-    params = _rolling_params(d)
-    try:
-        _, unavailable = resolve_fenceposts(params.get("maxSurge"), params.get("maxUnavailable"), replicas(d))
-    except IntOrStringError:
-        return 0
-    return min(unavailable, replicas(d))
 
 
 def min_available(d: Obj) -> int:

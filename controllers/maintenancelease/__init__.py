@@ -1,9 +1,8 @@
-"""Node maintenance leases: one Lease per node, made by its first holder, and the holders' library.
+"""The maintenance-lease controller: each node's maintenance Lease, once made, owned by its node.
 
-`lease.py` holds the proposal's rules and `acquire` (which creates a missing lease) / `renew` /
-`release` / `maintenance_lease`; `controller.py` keeps each lease owned by its node; `gate.py`
-plugs the leases into the NodeMaintenance controller; `metrics.py` counts held and abandoned
-leases at scrape time.
+`controller.py` repairs the owner reference; `metrics.py` counts held and abandoned leases at scrape
+time. The holders' rules and `acquire` / `renew` / `release` are the `nodemaintenancelease`
+library's, which every holder (the CLI, the NodeMaintenance controller's gate) shares with this one.
 """
 
 from controllers.maintenancelease.controller import MaintenanceLeaseController

@@ -2,7 +2,7 @@
 
 The Node Maintenance Lease proposal: one Lease per node, named after it, in namespace
 `kube-node-maintenance`, owned by the node (so the garbage collector removes it with the node).
-Leases are made when first needed, not in advance: `lease.acquire` (every holder: the library,
+Leases are made when first needed, not in advance: `nodemaintenancelease.lease.acquire` (every holder:
 `aiokcm lease acquire`, the NodeMaintenance controller's gate) creates the node's lease, owned by
 the node, together with the namespace when either is missing (the controller makes the namespace
 at start on a fresh cluster; a restart only reads it). A node without a lease is free.
@@ -29,9 +29,9 @@ from apiclient.resources import LEASES, NODES
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.maintenancelease import metrics
-from controllers.maintenancelease.lease import NAMESPACE, ensure_namespace, namespace_exists
 from controllers.worker import is_expected_failure
 from informers import ResourceEventHandler
+from nodemaintenancelease.lease import NAMESPACE, ensure_namespace, namespace_exists
 
 Obj = Mapping[str, Any]
 GATE = "NodeMaintenanceLease"

@@ -22,7 +22,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from controllers.maintenancelease.lease import LeaseState, holder_prefix, utcnow
+from nodemaintenancelease.lease import LeaseState, holder_prefix, utcnow
 
 HELD = "aiokcm_maintenance_leases_held"
 ABANDONED = "aiokcm_maintenance_leases_abandoned"

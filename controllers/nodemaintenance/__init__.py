@@ -2,10 +2,10 @@
 
 See `controller.py` for the wiring and queues, `sync.py` for the reconciles, `cordon.py` and
 `drain.py` for the two actions (with `kubectl drain`'s safety), `workload.py` for who answers an
-EvacuationRequest, `status.py` for progress, `leasegate.py` for the lease seam.
+EvacuationRequest, `status.py` for progress. The lease seam it asks before disrupting a node
+(`LeaseGate`) is in `nodemaintenancelease`, shared with the lease CLI and the lease controller.
 """
 
 from controllers.nodemaintenance.controller import NodeMaintenanceController
-from controllers.nodemaintenance.leasegate import LeaseDecision, LeaseGate, NoLeaseGate
 
-__all__ = ["LeaseDecision", "LeaseGate", "NoLeaseGate", "NodeMaintenanceController"]
+__all__ = ["NodeMaintenanceController"]

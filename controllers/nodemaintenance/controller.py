@@ -33,12 +33,12 @@ from controllers.base import Controller
 from controllers.common.evacuation import SURGE_ANSWERS_OPTION
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
-from controllers.nodemaintenance.leasegate import LeaseGate, NoLeaseGate
 from controllers.nodemaintenance.nodeselector import selector_matches
 from controllers.nodemaintenance.rollout import DEFAULT_MAX_UNSCHEDULABLE
 from controllers.nodemaintenance.sync import DrainState, Listers, MaintenanceSync, NodeSync, utcnow
 from controllers.worker import Outcome
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
+from nodemaintenancelease.gate import LeaseGate, MaintenanceLeaseGate, NoLeaseGate
 from workqueue import ShardedQueue
 
 Obj = Mapping[str, Any]
@@ -64,8 +64,6 @@ def _name(obj: Obj) -> str:
 def _default_gate(ctx: ControllerContext) -> LeaseGate:
     """Real node leases when the `NodeMaintenanceLease` gate is on, else no coordination."""
     if ctx.gates.enabled(LEASE_FEATURE_GATE):
-        from controllers.maintenancelease.gate import MaintenanceLeaseGate
-
         return MaintenanceLeaseGate(ctx.client)
     return NoLeaseGate()
 

@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controllers.common.deploymentstrategy import is_rolling_update, max_surge
 from controllers.common.evacuation import is_evacuation_ready
-from controllers.deployment.util import is_rolling_update, max_surge
 
 Obj = Mapping[str, Any]
 # (kind, namespace, name) -> the object, or None when not known.

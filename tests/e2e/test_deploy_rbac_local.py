@@ -52,9 +52,9 @@ from apiclient.resources import (
     Resource,
 )
 from controller_manager import rbac
-from controllers.maintenancelease.lease import NAMESPACE as MAINTENANCE_LEASES
 from localcluster.cluster import LocalCluster
 from localcluster.demo import APPS, drained, node_maintenance, run_demo
+from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASES
 from tests.localcluster.living import eventually
 from tests.real.test_deploy_rbac import (
     DEPLOY,

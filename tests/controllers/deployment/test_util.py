@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from controllers.common import deploymentstrategy
 from controllers.common.intstr import IntOrStringError
 from controllers.deployment import util
 from tests.controllers.deployment.builders import TEMPLATE, deployment, replica_set
@@ -32,9 +33,9 @@ def test_resolve_fenceposts(
 ) -> None:
     if want is None:
         with pytest.raises(IntOrStringError):
-            util.resolve_fenceposts(surge, unavailable, desired)
+            deploymentstrategy.resolve_fenceposts(surge, unavailable, desired)
     else:
-        assert util.resolve_fenceposts(surge, unavailable, desired) == want
+        assert deploymentstrategy.resolve_fenceposts(surge, unavailable, desired) == want
 
 
 # `TestGetNonNegativeInt32FromAnnotation`: what Go's parser refuses counts as no annotation.
@@ -89,10 +90,10 @@ def test_min_available(d: dict[str, object], want: int) -> None:
 
 
 def test_max_unavailable_never_exceeds_replicas_and_recreate_has_no_budget() -> None:
-    assert util.max_unavailable(deployment(2, max_surge=0, max_unavailable=5)) == 2
-    assert util.max_unavailable(deployment(0, max_unavailable=5)) == 0
+    assert deploymentstrategy.max_unavailable(deployment(2, max_surge=0, max_unavailable=5)) == 2
+    assert deploymentstrategy.max_unavailable(deployment(0, max_unavailable=5)) == 0
     recreate = deployment(3, strategy="Recreate")
-    assert (util.max_surge(recreate), util.max_unavailable(recreate)) == (0, 0)
+    assert (deploymentstrategy.max_surge(recreate), deploymentstrategy.max_unavailable(recreate)) == (0, 0)
 
 
 def test_hash_is_stable_ignores_dict_order_and_moves_with_collision_count() -> None:

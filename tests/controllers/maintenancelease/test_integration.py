@@ -16,11 +16,12 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NAMESPACES, NODEMAINTENANCES, NODES
 from controller_manager.lease_cli import build_parser, run
-from controllers.maintenancelease import MaintenanceLeaseController, lease
+from controllers.maintenancelease import MaintenanceLeaseController
 from controllers.maintenancelease.metrics import ABANDONED, COLLECTOR, HELD
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import PHASE_ANNOTATION
 from controllers.nodemaintenance.nodeselector import names_selector
+from nodemaintenancelease import lease
 from tests.controllers.harness import eventually, running_controllers
 
 pytestmark = pytest.mark.backends("local", "real")

@@ -9,8 +9,8 @@ import pytest
 
 from controller_manager.lease_cli import build_parser, status_row
 from controller_manager.options import UsageError
-from controllers.maintenancelease import lease
 from controllers.maintenancelease.metrics import count_leases
+from nodemaintenancelease import lease
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 

@@ -22,10 +22,10 @@ from controller_manager.maintenance_cli import build_parser, maintenance_name, r
 from controllers.common.evacuation import SURGE_ANSWERS_OPTION
 from controllers.context import ControllerOptions
 from controllers.disruption import DisruptionController
-from controllers.maintenancelease import lease
-from controllers.maintenancelease.gate import MaintenanceLeaseGate
-from controllers.nodemaintenance import LeaseDecision, NodeMaintenanceController
+from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.workload import TIMEOUT_ANNOTATION, WAIT_ANNOTATION
+from nodemaintenancelease import lease
+from nodemaintenancelease.gate import LeaseDecision, MaintenanceLeaseGate
 from tests.controllers.harness import eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,

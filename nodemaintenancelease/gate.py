@@ -1,8 +1,13 @@
-"""`MaintenanceLeaseGate`: the NodeMaintenance controller's `LeaseGate` backed by real node leases.
+"""The NodeMaintenance controller's lease seam, and the gate that backs it with real node leases.
 
-The node sync asks `acquire(node=, holder="aiokcm/nodemaintenance/<name>")` before it cordons or
-drains, and `release` once the maintenance no longer applies. Granting means holding the node's
-Lease under the proposal's rules (`lease.acquire`); refusing reports who holds it instead.
+The node sync asks its `LeaseGate` before it cordons or drains a node, with the holder identity
+`aiokcm/nodemaintenance/<name>`; a refused node is reported as `WaitingForLease` and retried. It
+releases once the maintenance no longer applies to the node (spec turned off, selector changed,
+object deleted). `NoLeaseGate` grants everything: the behaviour without the `NodeMaintenanceLease`
+gate. `MaintenanceLeaseGate` grants by holding the node's Lease under the proposal's rules
+(`lease.acquire`); refusing reports who holds it instead. The seam lives here, beside the leases,
+and not in the controller, so that the gate and the controller depend on one library instead of
+on each other.
 
 Renewal while working: node syncs are irregular (a cordon-only maintenance may not sync again for
 hours), so the gate remembers what it holds and `run()` renews each claim every third of its
@@ -13,18 +18,46 @@ price: an administrator's takeover with kubectl is noticed at the next renewal, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
 
 import anyio
 import structlog
 
 from apiclient import ApiError, KubeClient
-from controllers.maintenancelease import lease
-from controllers.nodemaintenance.leasegate import LeaseDecision
+from nodemaintenancelease import lease
 
 log = structlog.get_logger()
 
 DEFAULT_GATE_DURATION_SECONDS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseDecision:
+    granted: bool
+    holder: str | None = None  # who holds it instead, when not granted (for the status and events)
+
+
+@runtime_checkable
+class LeaseGate(Protocol):
+    async def acquire(self, *, node: str, holder: str) -> LeaseDecision:
+        """Take or renew the node's lease for `holder`; never blocks waiting for another holder."""
+        ...
+
+    async def release(self, *, node: str, holder: str) -> None:
+        """Give the node's lease back if `holder` has it; a no-op otherwise."""
+        ...
+
+
+class NoLeaseGate:
+    """No coordination: every maintenance may disrupt every node it selects."""
+
+    async def acquire(self, *, node: str, holder: str) -> LeaseDecision:
+        return LeaseDecision(True, holder)
+
+    async def release(self, *, node: str, holder: str) -> None:
+        return None
 
 
 class MaintenanceLeaseGate:
