@@ -294,7 +294,7 @@ class NodeLifecycleController(Controller):
     async def monitor_node_health(self) -> None:
         """One pass of `monitorNodeHealth` over every node in the cache."""
         nodes = self.node_lister.list()
-        self._track_added_and_deleted(nodes)
+        present: set[str] = set()
         zone_ready: dict[str, list[str | None]] = {}
         # The clock is read once per slice, not per node: asking anyio for the time looks the
         # running async library up each call, which was most of a pass over 5,000 quiet nodes.
@@ -304,7 +304,10 @@ class NodeLifecycleController(Controller):
                 await anyio.lowlevel.checkpoint()  # thousands of nodes: let the loop run between slices
                 now = self._now()
             name = _name(cached)
+            present.add(name)
             seen = self._seen_for(name, cached)
+            if self.known_nodes.get(name) != seen.zone:
+                self._track_zone(name, seen.zone)
             lease = self.lease_lister.get(name, NODE_LEASE_NAMESPACE)
             if (
                 seen.quiet
@@ -351,6 +354,8 @@ class NodeLifecycleController(Controller):
             self.nodes_to_retry.discard(name)
             if observed == "True" and current == "True" and node is cached and seen.untainted:
                 seen.quiet, seen.quiet_lease = True, lease
+        if len(self.known_nodes) > len(present):
+            self._forget_deleted(present)
         await self.handle_disruption(zone_ready, nodes)
 
     def _seen_for(self, name: str, node: Mapping[str, Any]) -> _Seen:
@@ -359,26 +364,24 @@ class NodeLifecycleController(Controller):
             seen = self._seen[name] = _seen(node)
         return seen
 
-    def _track_added_and_deleted(self, nodes: Sequence[Mapping[str, Any]]) -> None:
-        seen = {}
-        for n in nodes:
-            name = _name(n)
-            seen[name] = self._seen_for(name, n).zone
+    def _track_zone(self, name: str, zone: str) -> None:
+        """A node seen for the first time, or relabelled into another zone (`classifyNodes`)."""
+        old = self.known_nodes.get(name)
+        if old is not None and old in self.tainters:
+            self.tainters[old].remove(name)
+        self.known_nodes[name] = zone
+        self._ensure_zone(zone)
+
+    def _forget_deleted(self, present: set[str]) -> None:
+        """Nodes gone from the cache since the last pass: their health and queued taints go too."""
         for name, zone in list(self.known_nodes.items()):
-            if name not in seen:
+            if name not in present:
                 del self.known_nodes[name]
                 self._seen.pop(name, None)
                 self.health.pop(name, None)
                 self.nodes_to_retry.discard(name)
                 if zone in self.tainters:
                     self.tainters[zone].remove(name)
-        for name, zone in seen.items():
-            if self.known_nodes.get(name) != zone:
-                old = self.known_nodes.get(name)
-                if old is not None and old in self.tainters:
-                    self.tainters[old].remove(name)
-                self.known_nodes[name] = zone
-                self._ensure_zone(zone)
 
     def _ensure_zone(self, zone: str) -> RateLimitedTimedQueue:
         tainter = self.tainters.get(zone)
