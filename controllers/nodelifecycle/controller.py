@@ -57,7 +57,13 @@ from controllers.common.taints import (
 from controllers.common.timeutil import format_time, utcnow
 from controllers.context import ControllerContext
 from controllers.nodelifecycle import metrics
-from controllers.nodelifecycle.health import NodeHealth, observe, unknown_conditions
+from controllers.nodelifecycle.health import (
+    NodeHealth,
+    lease_renew_time,
+    observe,
+    renewed_later,
+    unknown_conditions,
+)
 from controllers.nodelifecycle.ratelimited import RateLimitedTimedQueue, TimedValue
 from controllers.nodelifecycle.zones import (
     ZoneState,
@@ -139,9 +145,9 @@ class _Seen:
     excluded: bool
     #: neither NoExecute taint is on the node: a Ready node needs no taint removed
     untainted: bool
-    #: the Lease object of the last pass that found the node Ready with nothing left to do;
-    #: while node and Lease stay these objects and the grace period has not run out, the
-    #: pass would conclude the same again
+    #: the Lease object last looked at while the node was quiet: Ready with nothing left to do,
+    #: a conclusion that holds while the node stays this object and the grace period (counted
+    #: from the last renewal) has not run out
     quiet_lease: Mapping[str, Any] | None = None
     quiet: bool = False
 
@@ -309,14 +315,19 @@ class NodeLifecycleController(Controller):
             if self.known_nodes.get(name) != seen.zone:
                 self._track_zone(name, seen.zone)
             lease = self.lease_lister.get(name, NODE_LEASE_NAMESPACE)
-            if (
-                seen.quiet
-                and seen.quiet_lease is lease
-                and now <= self.health[name].probe + self.monitor_grace
-            ):
-                if not seen.excluded:
-                    zone_ready.setdefault(seen.zone, []).append("True")
-                continue
+            if seen.quiet:
+                # The same node object as at its last quiet pass: only its Lease can have news,
+                # which is `observe`'s last step for an unchanged status.
+                health = self.health[name]
+                if seen.quiet_lease is not lease:
+                    renew = lease_renew_time(lease)
+                    if renewed_later(health.lease_renew, renew):
+                        health.lease_renew, health.probe = renew, now
+                    seen.quiet_lease = lease
+                if now <= health.probe + self.monitor_grace:
+                    if not seen.excluded:
+                        zone_ready.setdefault(seen.zone, []).append("True")
+                    continue
             seen.quiet = False
             try:
                 observed, current, node = await self.update_node_health(cached, now=now)
