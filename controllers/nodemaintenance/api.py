@@ -168,6 +168,11 @@ def applied_maintenances(node: Mapping[str, Any]) -> list[str]:
     return sorted({part for part in raw.split(",") if part})
 
 
+#: The node index by applied maintenance: a maintenance finds the nodes it holds without a
+#: pass over every node.
+APPLIED_MAINTENANCES_INDEX = "maintenance.aiokcm.io/applied"
+
+
 def oldest_first(maintenances: list[Maintenance]) -> list[Maintenance]:
     """Oldest first (then by name): the one whose reason a pod's request carries when several drain."""
     return sorted(maintenances, key=lambda m: (m.created, m.name))

@@ -94,6 +94,8 @@ class NodeMaintenanceController(Controller):
         factory = ctx.informers
         nm_inf = factory.informer(NODEMAINTENANCES)
         node_inf = factory.informer(NODES)
+        if api.APPLIED_MAINTENANCES_INDEX not in node_inf.store.indexers:
+            node_inf.add_indexers({api.APPLIED_MAINTENANCES_INDEX: api.applied_maintenances})
         pod_inf = factory.informer(PODS)
         # The pods' owners, to tell who will answer an EvacuationRequest (workload.py).
         owners = {res.kind: factory.informer(res).lister for res in (REPLICASETS, DEPLOYMENTS, STATEFULSETS)}
@@ -150,9 +152,8 @@ class NodeMaintenanceController(Controller):
 
     def _enqueue_nodes_of(self, obj: Obj) -> None:
         m = api.Maintenance.from_obj(obj)
-        for node in self.listers.nodes.list():
-            if selector_matches(m.selector, node) or m.name in api.applied_maintenances(node):
-                self.node_queue.add(_name(node))
+        for node in (*self.listers.selected_nodes(m.selector), *self.listers.nodes_applying(m.name)):
+            self.node_queue.add(_name(node))
 
     def _maintenance_added(self, obj: Obj) -> None:
         self.enqueue(_name(obj))

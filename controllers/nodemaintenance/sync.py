@@ -41,7 +41,7 @@ from apiclient.resources import NODEMAINTENANCES, NODES
 from controllers.base import RequeueAfter
 from controllers.context import EventRecorder
 from controllers.nodemaintenance import api, cordon, drain, metrics, rollout
-from controllers.nodemaintenance.nodeselector import selector_matches
+from controllers.nodemaintenance.nodeselector import named_nodes, selector_matches
 from controllers.nodemaintenance.status import (
     BlockingPod,
     NodeProgress,
@@ -136,6 +136,18 @@ class Listers:
 
     def node_pods(self, node: str) -> list[dict[str, Any]]:
         return self.pods.by_index(NODE_NAME_INDEX, node)
+
+    def selected_nodes(self, selector: Mapping[str, Any] | None) -> list[Obj]:
+        """The nodes `selector` selects, looked up by name when it names them (`named_nodes`)."""
+        names = named_nodes(selector)
+        if names is None:
+            return [n for n in self.nodes.list() if selector_matches(selector, n)]
+        found = (self.nodes.get(name) for name in sorted(names))
+        return [n for n in found if n is not None and selector_matches(selector, n)]
+
+    def nodes_applying(self, maintenance: str) -> list[dict[str, Any]]:
+        """The nodes whose annotation lists `maintenance` as applied to them."""
+        return self.nodes.by_index(api.APPLIED_MAINTENANCES_INDEX, maintenance)
 
     def owner(self, kind: str, namespace: str, name: str) -> Obj | None:
         lister = self.owners.get(kind)
@@ -552,11 +564,7 @@ class MaintenanceSync:
         """Remove the finalizer once no node lists us: cordons and requests are then undone."""
         if not m.has_finalizer:
             return
-        holding = [
-            str(n["metadata"]["name"])
-            for n in self.listers.nodes.list()
-            if m.name in api.applied_maintenances(n)
-        ]
+        holding = [str(n["metadata"]["name"]) for n in self.listers.nodes_applying(m.name)]
         if holding:
             for node in holding:
                 self.enqueue_node(node)
@@ -614,11 +622,7 @@ class MaintenanceSync:
         Decided without a suspension point, so two maintenances never both take the last room the
         cluster-wide guard leaves. Returns the progress and why the guard holds this maintenance back.
         """
-        selected = {
-            str(n["metadata"]["name"]): n
-            for n in self.listers.nodes.list()
-            if selector_matches(m.selector, n)
-        }
+        selected = {str(n["metadata"]["name"]): n for n in self.listers.selected_nodes(m.selector)}
         if not m.paced:
             self.state.working.pop(m.name, None)
             self.state.held_by_cluster.discard(m.name)

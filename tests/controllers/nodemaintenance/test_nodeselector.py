@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controllers.nodemaintenance.nodeselector import names_selector, selector_matches
+from controllers.nodemaintenance.nodeselector import named_nodes, names_selector, selector_matches
 
 
 def node(name: str, **labels: str) -> dict[str, Any]:
@@ -77,3 +77,51 @@ def test_empty_selectors_and_terms_select_nothing() -> None:
 def test_names_selector_selects_exactly_the_named_nodes() -> None:
     s = names_selector(["b", "a", "a"])
     assert [n for n in ("a", "b", "c") if selector_matches(s, node(n))] == ["a", "b"]
+
+
+NODES = [node("a", zone="x"), node("b", zone="y"), node("c", zone="x"), node("d")]
+
+
+@pytest.mark.parametrize(
+    ("selector", "bound"),
+    [
+        (names_selector(["a", "b"]), {"a", "b"}),
+        (
+            sel(
+                {
+                    "matchFields": [expr("metadata.name", "In", "a")],
+                    "matchExpressions": [expr("zone", "In", "y")],
+                }
+            ),
+            {"a"},
+        ),
+        (sel({"matchFields": [expr("metadata.name", "In", "a")]}, {}), {"a"}),  # an empty term adds nothing
+        (
+            sel(
+                {"matchFields": [expr("metadata.name", "In", "a")]},
+                {"matchExpressions": [expr("zone", "In", "x")]},
+            ),
+            None,
+        ),
+        (sel({"matchFields": [expr("metadata.name", "NotIn", "a")]}), None),
+        (sel({"matchExpressions": [expr("zone", "Exists")]}), None),
+        (sel(), set()),
+        (None, set()),
+        (sel({"matchFields": [expr("metadata.name", "In", "zzz")]}), {"zzz"}),
+    ],
+)
+def test_a_selector_naming_its_nodes_is_bounded_by_those_names(
+    selector: dict[str, Any] | None, bound: set[str] | None
+) -> None:
+    """The by-name lookup must select exactly what matching every node selects."""
+    names = named_nodes(selector)
+    assert names == (frozenset(bound) if bound is not None else None)
+    everyone = {n["metadata"]["name"] for n in NODES if selector_matches(selector, n)}
+    if names is not None:
+        assert everyone <= names
+        by_name = {
+            n["metadata"]["name"]
+            for n in NODES
+            if n["metadata"]["name"] in names and selector_matches(selector, n)
+        }
+        assert by_name == everyone
