@@ -235,7 +235,9 @@ async def _models(url: str, pods: int) -> Obj:
     fake = FakeApiServer()
     fake.url = url
     client = fake.client(request_timeout=120)
-    deserialize = client.api_client._ApiClient__deserialize
+    # the generated client's private model decoder (the public one wants a whole response)
+    api_client: Any = client.api_client
+    deserialize = api_client._ApiClient__deserialize
     kept: list[Any] = []
     gc.collect()
     tracemalloc.start()

@@ -45,7 +45,9 @@ class CountingWebhook:
 
 def configuration(url: str, ca_pem: bytes) -> dict[str, Any]:
     docs = [d for d in yaml.safe_load_all(WEBHOOK.read_text()) if d]
-    config = copy.deepcopy(next(d for d in docs if d["kind"] == "ValidatingWebhookConfiguration"))
+    config: dict[str, Any] = copy.deepcopy(
+        next(d for d in docs if d["kind"] == "ValidatingWebhookConfiguration")
+    )
     for hook in config["webhooks"]:
         hook["clientConfig"] = {"url": url, "caBundle": base64.b64encode(ca_pem).decode()}
     return config

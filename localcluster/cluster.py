@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import yaml
@@ -64,6 +64,12 @@ from localcluster.serviceaccountadmission import ServiceAccountAdmission
 from localcluster.statefulset import StatefulSetController
 from localcluster.storage import COMPACTION_INTERVAL, DEFAULT_WINDOW, Storage
 from localcluster.volumebinder import VolumeBinder
+
+
+class BackgroundActor(Protocol):
+    """A controller or behaviour of the cluster: `run` works until cancelled."""
+
+    async def run(self) -> None: ...
 
 
 def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
@@ -200,7 +206,7 @@ class LocalCluster:
             ServiceAccountAdmission(self.objects, namespace_defaults.ensure_default_service_account).install()
         self.jobs = JobController(self.objects)
         self.cronjobs = CronJobController(self.objects)
-        self.controllers = (
+        self.controllers: list[BackgroundActor] = (
             [
                 StatefulSetController(self.objects),
                 DaemonSetController(self.objects),
@@ -273,8 +279,7 @@ class LocalCluster:
         site = web.TCPSite(runner, self.host, self.port, backlog=1024, ssl_context=context)
         await site.start()
         self._runner = runner
-        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
-        self.port = sockets[0].getsockname()[1]
+        self.port = runner.addresses[0][1]  # the bound port, when self.port was 0
         self.url = f"{'https' if context is not None else 'http'}://{self.host}:{self.port}"
         self.kubernetes_service.ensure()
         self._tmp = tempfile.mkdtemp(prefix="localcluster-")
@@ -294,7 +299,12 @@ class LocalCluster:
             tg.start_soon(self.kubernetes_service.run)
             for controller in self.controllers:
                 tg.start_soon(controller.run)
-            for behaviour in (self.scheduler, self.gc, self.kubelets if self._kubelets_enabled else None):
+            behaviours: tuple[BackgroundActor | None, ...] = (
+                self.scheduler,
+                self.gc,
+                self.kubelets if self._kubelets_enabled else None,
+            )
+            for behaviour in behaviours:
                 if behaviour is not None:
                     tg.start_soon(behaviour.run)
             self._tg = tg

@@ -344,7 +344,8 @@ def _validate_crd(obj: Obj) -> list[FieldError]:
     if not isinstance(spec, dict):
         return [FieldError.required("spec")]
     group = spec.get("group")
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    raw_names = spec.get("names")
+    names: dict[str, Any] = raw_names if isinstance(raw_names, dict) else {}
     if not isinstance(group, str) or not group:
         errs.append(FieldError.required("spec.group"))
     elif "." not in group:

@@ -269,8 +269,8 @@ class DaemonSetController:
                     to_delete.extend(_surplus_with_surge(ds, running, digest))
             elif pods:
                 to_delete.extend(p for p in pods if not podstate.is_terminating(p))
-        for node, pods in by_node.items():
-            if node is None or node not in verdicts:
+        for owner, pods in by_node.items():
+            if owner is None or owner not in verdicts:
                 to_delete.extend(
                     p
                     for p in pods

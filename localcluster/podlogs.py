@@ -170,7 +170,7 @@ class PodLogs:
                     if ev.type == "DELETED" or obj["metadata"]["uid"] != uid:
                         return
                     statuses = (obj.get("status") or {}).get("containerStatuses") or []
-                    status = next((s for s in statuses if s.get("name") == container), {})
+                    status: Obj = next((s for s in statuses if s.get("name") == container), {})
                     if (status.get("state") or {}).get("terminated"):
                         spec = next(
                             c

@@ -169,7 +169,7 @@ class Admission:
                 )
             cls = entry.load()
         else:
-            cls = next(
+            default: Obj | None = next(
                 (
                     e.load()
                     for e in self.objects.storage.iter_entries("priorityclasses.scheduling.k8s.io")
@@ -177,8 +177,9 @@ class Admission:
                 ),
                 None,
             )
-            if cls is None:
+            if default is None:
                 return
+            cls = default
             spec["priorityClassName"] = cls["metadata"]["name"]
         spec["priority"] = cls.get("value", 0)
         spec["preemptionPolicy"] = cls.get("preemptionPolicy", "PreemptLowerPriority")

@@ -339,8 +339,8 @@ class RestHandlers:
             body = protobuf.encode_list(t.rt.api_version, t.rt.list_kind, meta, b"".join(items))
             return web.Response(body=body, content_type=protobuf.CONTENT_TYPE)
         head = orjson.dumps({"kind": t.rt.list_kind, "apiVersion": t.rt.api_version, "metadata": meta})
-        items = b",".join(self._render(t.rt, e.raw) for e in result.entries)
-        return _json(head[:-1] + b',"items":[' + items + b"]}")
+        joined = b",".join(self._render(t.rt, e.raw) for e in result.entries)
+        return _json(head[:-1] + b',"items":[' + joined + b"]}")
 
     async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
         q = request.query

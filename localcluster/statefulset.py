@@ -152,6 +152,7 @@ class StatefulSetController:
         now = dt.datetime.now(dt.UTC)
         replicas: list[Obj | None] = [None] * replica_count  # index = ordinal - start
         condemned: list[Obj] = []
+        pod: Obj | None  # the loops below walk both the replicas (with gaps) and the condemned
         for pod in self._pods(sts):
             ordinal = ordinal_of(name, pod["metadata"]["name"])
             if start <= ordinal < start + replica_count:

@@ -77,9 +77,9 @@ class VolumeBinder:
             if get_path(claim, "status", "phase") == "Pending" and not claim["metadata"].get(
                 "deletionTimestamp"
             ):
-                volume = self._match(claim, volumes)
-                if volume is not None:
-                    self._bind(volume, claim)
+                match = self._match(claim, volumes)
+                if match is not None:
+                    self._bind(match, claim)
 
     def _match(self, claim: Obj, volumes: list[Obj]) -> Obj | None:
         spec = claim.get("spec") or {}

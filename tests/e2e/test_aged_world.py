@@ -109,7 +109,7 @@ async def _age_marks(kube: KubeClient) -> str:
         for p in await kube.list_all(PODS, namespace=NS, label_selector="app=tolerant")
         if not p["metadata"].get("deletionTimestamp")
     ]
-    marked = pods[0]["metadata"]["name"]
+    marked: str = pods[0]["metadata"]["name"]
     now = _stamp(dt.datetime.now(dt.UTC))
     await kube.patch(
         PODS,

@@ -56,7 +56,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
 
 def webhook_configuration(port: int) -> dict[str, Any]:
     """deploy/webhook.yaml's configuration, reaching this process's port by URL."""
-    config = next(
+    config: dict[str, Any] = next(
         d
         for d in yaml.safe_load_all(WEBHOOK.read_text())
         if d and d["kind"] == "ValidatingWebhookConfiguration"

@@ -238,8 +238,8 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
         assert code == 0, out
         assert f"drained: {TARGET}" in out
         lines = _lines(out)
-        for pod in ("db-0", "bare", "scratch"):
-            assert any(line.startswith("evicted: ") for line in lines[f"{NS}/{pod}"]), lines
+        for name in ("db-0", "bare", "scratch"):
+            assert any(line.startswith("evicted: ") for line in lines[f"{NS}/{name}"]), lines
         await eventually(lambda: _settled(kube), "every workload available again")
 
         # 3. Six nodes, the default limits: one at a time, and the cluster guard at 4 of 8.

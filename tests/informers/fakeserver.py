@@ -16,7 +16,7 @@ import asyncio
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import orjson
 from aiohttp import web
@@ -76,7 +76,7 @@ class FakeApiServer:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    async def __aenter__(self) -> FakeApiServer:
+    async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_get("/{tail:.*}", self._get)
         self._runner = web.AppRunner(app, handle_signals=False)

@@ -18,7 +18,7 @@ def realistic_pod(i: int, *, namespaces: int = 20, nodes: int = 500) -> Obj:
     node = f"node-{i % nodes:04d}"
     ts = "2026-11-20T10:15:30Z"
     owner_uid = f"5c3f0b7e-0000-4000-8000-{i % 97:012d}"
-    fields_status = {
+    fields_status: Obj = {
         "f:conditions": {
             f'k:{{"type":"{t}"}}': {
                 ".": {},

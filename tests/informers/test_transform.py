@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from informers import POD_FIELDS, FieldTree, default_transform, node_projection, pod_projection
 from informers.transform import LAST_APPLIED
@@ -8,7 +9,7 @@ from informers.transform import LAST_APPLIED
 from .helpers import pod
 
 
-def _full_pod() -> dict[str, object]:
+def _full_pod() -> dict[str, Any]:
     p = pod("a", "ns", node="n1", owner_uid="rs1")
     p["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
     p["metadata"]["annotations"] = {LAST_APPLIED: "{...}", "keep": "me"}

@@ -228,7 +228,7 @@ async def test_a_webhook_that_cannot_be_called_fails_the_request_or_is_ignored_p
 async def test_configurations_are_defaulted_and_validated_as_the_real_registry_does(
     cluster: Any, kube: KubeClient
 ) -> None:
-    minimal = {
+    minimal: dict[str, Any] = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": "defaults"},

@@ -99,7 +99,7 @@ async def test_not_found_statuses_carry_details(kube: KubeClient) -> None:
 
 
 async def test_new_deployment_status_and_template_metadata(kube: KubeClient) -> None:
-    body = {
+    body: dict[str, Any] = {
         "metadata": {"name": "d"},
         "spec": {
             "selector": {"matchLabels": {"a": "b"}},
@@ -118,7 +118,7 @@ async def test_new_deployment_status_and_template_metadata(kube: KubeClient) -> 
 
 
 async def test_put_creates_only_kinds_that_allow_it(kube: KubeClient) -> None:
-    lease = {
+    lease: dict[str, Any] = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
         "metadata": {"name": "l1"},

@@ -217,7 +217,7 @@ async def test_token_and_access_reviews(cluster: Any) -> None:
             body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "nope"}},
         )
         assert not bad["status"].get("authenticated") and bad["status"].get("error")
-        sar = {
+        sar: dict[str, Any] = {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SubjectAccessReview",
             "spec": {

@@ -568,7 +568,7 @@ HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodA
 
 @pytest.mark.backends("local", "real")
 async def test_hpa_v2_defaults_validation_and_columns(cluster: Any, kube: KubeClient) -> None:
-    hpa = {
+    hpa: dict[str, Any] = {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": "web"},

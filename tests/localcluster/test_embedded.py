@@ -75,7 +75,7 @@ async def test_cluster_up_serves_until_interrupted(tmp_path: Path) -> None:
 
         items = await eventually(
             get_pods, lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps), interval=0.2
-        )  # type: ignore[arg-type]
+        )
         assert len(items) == 2
     finally:
         proc.send_signal(signal.SIGINT)

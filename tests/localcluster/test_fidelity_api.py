@@ -54,7 +54,7 @@ async def raw(
 ) -> tuple[int, dict[str, Any], list[str]]:
     """A request through kubernetes_asyncio's REST client, keeping status and Warning headers."""
     api = kube.api_client
-    url = api.configuration.host + path
+    url = kube.host + path
     if query:
         url += "?" + "&".join(f"{k}={v}" for k, v in query.items())
     resp = await api.rest_client.pool_manager.request(
@@ -144,7 +144,7 @@ async def test_field_validation_strict_reports_duplicate_fields(
     )
     resp = await api.rest_client.pool_manager.request(
         "POST",
-        api.configuration.host + "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        kube.host + "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
         data=raw_body,
         headers={"Content-Type": "application/json"},
     )

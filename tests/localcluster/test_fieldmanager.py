@@ -175,7 +175,11 @@ def test_paths_print_as_the_real_server_names_them() -> None:
 
 
 def test_fields_v1_is_serialized_in_go_order() -> None:
-    trie = {"f:b": {}, "f:a": {"f:z": {}, ".": {}, "f:y": {}}, "f:l": {'k:{"id":10}': {}, 'k:{"id":9}': {}}}
+    trie: fieldpath.Trie = {
+        "f:b": {},
+        "f:a": {"f:z": {}, ".": {}, "f:y": {}},
+        "f:l": {'k:{"id":10}': {}, 'k:{"id":9}': {}},
+    }
     assert json.dumps(fieldpath.sort_trie(trie)) == json.dumps(
         {"f:a": {".": {}, "f:y": {}, "f:z": {}}, "f:b": {}, "f:l": {'k:{"id":9}': {}, 'k:{"id":10}': {}}}
     )
@@ -226,7 +230,7 @@ def test_more_than_ten_updaters_merge_the_oldest_into_ancient_changes() -> None:
     """`TestCapManagersManagerMergesEntries` in spirit: the oldest updates share one bucket."""
     owners: managed.Managed = {}
     for i in range(12):
-        fields = {"f:data": {f"f:k{i}": {}}}
+        fields: fieldpath.Trie = {"f:data": {f"f:k{i}": {}}}
         owners[(f"m{i:02}", "Update", "v1", "")] = managed.Entry(
             f"m{i:02}", "Update", "v1", "", fields, f"2024-01-01T00:00:{i:02}Z"
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from apiclient import ApiError, KubeClient
@@ -54,7 +56,7 @@ def test_atomic_lists_are_replaced() -> None:
 
 
 def test_retain_keys_and_set_element_order_and_replace() -> None:
-    live = {"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}}
+    live: dict[str, Any] = {"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}}
     dep = schemas.kind_schema("apps", "v1", "Deployment")
     patched = strategic_merge(
         live, {"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}, dep

@@ -8,7 +8,7 @@ binding's namespace, a RoleBinding to a Role, and system:masters.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -66,11 +66,11 @@ def role_binding(namespace: str, role_name: str, kind: str, *subjects: str) -> O
 
 def authorizer(
     *,
-    roles: list[Obj] = (),
-    role_bindings: list[Obj] = (),  # type: ignore[assignment]
-    cluster_roles: list[Obj] = (),
-    cluster_role_bindings: list[Obj] = (),
-) -> RBACAuthorizer:  # type: ignore[assignment]
+    roles: Sequence[Obj] = (),
+    role_bindings: Sequence[Obj] = (),
+    cluster_roles: Sequence[Obj] = (),
+    cluster_role_bindings: Sequence[Obj] = (),
+) -> RBACAuthorizer:
     return RBACAuthorizer(
         PolicySource(
             cluster_role_bindings=lambda: cluster_role_bindings,

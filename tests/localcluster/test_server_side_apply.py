@@ -268,9 +268,9 @@ async def test_apply_options_conflicts_and_shared_ownership(cluster: Any) -> Non
         ) -> dict[str, Any]:
             with pytest.raises(ApiError) as caught:
                 await kube.request(method, path, body=body, content_type=content_type, query=query)
-            body = dict(caught.value.body)
-            assert body.pop("code") == caught.value.status
-            return body
+            answer = dict(caught.value.body)
+            assert answer.pop("code") == caught.value.status
+            return answer
 
         assert await status_of("PATCH", config, apply, {}) == {
             "kind": "Status",

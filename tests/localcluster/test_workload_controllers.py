@@ -13,7 +13,7 @@ import base64
 import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import anyio
@@ -197,7 +197,7 @@ async def test_statefulset_ordered_ready_creates_one_at_a_time(cluster: Any, kub
     await eventually(lambda: _superset(recorded(), expected), "a SuccessfulCreate event per pod")
 
 
-async def _superset(found: Any, expected: set[str]) -> bool:
+async def _superset(found: Awaitable[set[str]], expected: set[str]) -> bool:
     return expected <= await found
 
 

@@ -14,7 +14,12 @@ import structlog
 class CapturedStream(io.StringIO):
     def __init__(self) -> None:
         super().__init__()
-        self.buffer = io.BytesIO()
+        self._bytes = io.BytesIO()
+
+    @property
+    def buffer(self) -> io.BytesIO:
+        """Where the JSON format writes (`sys.stdout.buffer` in a real run)."""
+        return self._bytes
 
     def everything(self) -> str:
         return self.getvalue() + self.buffer.getvalue().decode()

@@ -57,7 +57,8 @@ async def test_each_controller_and_leader_election_get_their_own_client(fake_cli
     def constructor(name: str) -> ControllerDescriptor:
         def construct(ctx: ControllerContext) -> Controller:
             seen[name] = ctx.client
-            return type(name, (_Idle,), {"name": name})(ctx)
+            idle: type[_Idle] = type(name, (_Idle,), {"name": name})
+            return idle(ctx)
 
         return ControllerDescriptor(name, (), (), False, construct, default_workers=1)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import anyio
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -99,7 +100,7 @@ async def test_review_errors_are_retried_then_refuse(monkeypatch: pytest.MonkeyP
     async def no_wait(_: float) -> None:
         return None
 
-    monkeypatch.setattr(delegation.anyio, "sleep", no_wait)
+    monkeypatch.setattr(anyio, "sleep", no_wait)  # the retries' backoff (delegation calls anyio.sleep)
     reviews = Reviews()
     d = _delegation(reviews)
     reviews.fail_next = 2
@@ -134,7 +135,7 @@ async def test_the_app_answers_401_403_and_500_as_kcm(monkeypatch: pytest.Monkey
     async def no_wait(_: float) -> None:
         return None
 
-    monkeypatch.setattr(delegation.anyio, "sleep", no_wait)
+    monkeypatch.setattr(anyio, "sleep", no_wait)  # the retries' backoff (delegation calls anyio.sleep)
     reviews = Reviews()
     app = build_app(HealthState(), delegation=_delegation(reviews))
     async with TestClient(TestServer(app)) as client:

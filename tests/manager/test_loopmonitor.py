@@ -28,12 +28,12 @@ async def test_a_stall_fails_liveness_until_it_is_old_news() -> None:
 
 async def test_an_idle_loop_is_healthy_and_its_lag_is_exported() -> None:
     monitor = LoopMonitor(interval=0.01, stall_threshold=5.0)
-    before = LOOP_LAG.collect()[0].samples
+    before = next(iter(LOOP_LAG.collect())).samples
     count = next(s.value for s in before if s.name.endswith("_count"))
     async with anyio.create_task_group() as tg:
         tg.start_soon(monitor.run)
         await anyio.sleep(0.2)
         assert monitor.healthy()
         tg.cancel_scope.cancel()
-    after = next(s.value for s in LOOP_LAG.collect()[0].samples if s.name.endswith("_count"))
+    after = next(s.value for s in next(iter(LOOP_LAG.collect())).samples if s.name.endswith("_count"))
     assert after > count

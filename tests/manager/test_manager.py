@@ -74,7 +74,8 @@ async def _status(port: int, path: str) -> int:
 
 
 async def test_ready_after_sync_and_stop_lets_in_flight_syncs_finish(fake_client: KubeClient) -> None:
-    informers, built = FakeInformers(), []
+    informers = FakeInformers()
+    built: list[Slow] = []
     manager = _manager(fake_client, informers, built, grace=30.0)
     code: list[int] = []
     async with anyio.create_task_group() as tg:
@@ -102,7 +103,8 @@ async def test_ready_after_sync_and_stop_lets_in_flight_syncs_finish(fake_client
 
 
 async def test_stop_cancels_syncs_still_running_at_the_deadline(fake_client: KubeClient) -> None:
-    informers, built = FakeInformers(), []
+    informers = FakeInformers()
+    built: list[Slow] = []
     informers.synced.set()
     manager = _manager(fake_client, informers, built, grace=0.1)
     code: list[int] = []

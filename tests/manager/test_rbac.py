@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -59,7 +60,12 @@ def calls_in(path: Path) -> list[tuple[int, Grant]]:
             continue
         resource = res.plural
         for kw in node.keywords:
-            if kw.arg == "subresource" and isinstance(kw.value, ast.Constant) and kw.value.value:
+            if (
+                kw.arg == "subresource"
+                and isinstance(kw.value, ast.Constant)
+                and isinstance(kw.value.value, str)
+                and kw.value.value
+            ):
                 resource = f"{res.plural}/{kw.value.value}"
         out.extend((node.lineno, (res.group, resource, verb)) for verb in VERBS[method])
     return out
@@ -77,7 +83,7 @@ def _granted_by_manifest() -> set[Grant]:
     return granted
 
 
-def _docs() -> list[dict[str, object]]:
+def _docs() -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()) if d]
 
 
@@ -97,10 +103,10 @@ def test_the_secure_port_can_review_callers_and_read_the_client_ca() -> None:
     docs = _docs()
     reader = next(
         d for d in docs if d["kind"] == "RoleBinding" and d["roleRef"]["name"] == rbac.AUTH_READER_ROLE
-    )  # type: ignore[index]
-    assert reader["metadata"]["namespace"] == "kube-system"  # type: ignore[index]
+    )
+    assert reader["metadata"]["namespace"] == "kube-system"
     assert reader["subjects"] == [{"kind": "ServiceAccount", "name": rbac.NAME, "namespace": rbac.NAMESPACE}]
-    metrics = next(d for d in docs if d["metadata"]["name"] == rbac.METRICS_READER)  # type: ignore[index]
+    metrics = next(d for d in docs if d["metadata"]["name"] == rbac.METRICS_READER)
     assert metrics["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     assert {
         ("authentication.k8s.io", "tokenreviews", "create"),
@@ -115,9 +121,9 @@ def test_leases_are_written_in_the_maintenance_namespace_only() -> None:
 
     lease_rules: dict[tuple[str, str], set[str]] = {}
     for doc in _docs():
-        for rule in doc.get("rules") or []:  # type: ignore[attr-defined]
+        for rule in doc.get("rules") or []:
             if "leases" in rule.get("resources", []):
-                where = (str(doc["kind"]), str(doc["metadata"].get("namespace", "")))  # type: ignore[index]
+                where = (str(doc["kind"]), str(doc["metadata"].get("namespace", "")))
                 lease_rules.setdefault(where, set()).update(rule["verbs"])
     assert lease_rules == {
         ("Role", MAINTENANCE): {"get", "list", "watch", "create", "update", "patch"},

@@ -14,16 +14,18 @@ from controller_manager.registry import (
     default_registry,
     import_controller_class,
 )
+from controllers.base import Controller
+from controllers.context import ControllerContext
 
 
-def _never(ctx: object) -> object:
+def _never(ctx: ControllerContext) -> Controller:
     raise AssertionError("constructor must not run")
 
 
 def _d(name: str, *aliases: str, off: bool = False, gates: tuple[str, ...] = ()) -> ControllerDescriptor:
     return ControllerDescriptor(
         name=name, aliases=aliases, required_gates=gates, disabled_by_default=off, constructor=_never
-    )  # type: ignore[arg-type]
+    )
 
 
 @pytest.fixture

@@ -188,10 +188,14 @@ def planes_side_by_side(assets: Assets, *, kcm_flags: Sequence[str] = ()) -> dic
 async def side_by_side(assets: Assets, *, nodes: int = 3, **options: Any) -> AsyncIterator[tuple[Side, Side]]:
     """Both sides started (planes, kubelets, managers); everything stopped on exit."""
     planes = planes_side_by_side(assets)
+
+    async def start(plane: ControlPlane) -> None:
+        await anyio.to_thread.run_sync(plane.start)
+
     try:
         async with anyio.create_task_group() as starting:
             for plane in planes.values():
-                starting.start_soon(anyio.to_thread.run_sync, plane.start)
+                starting.start_soon(start, plane)
         async with sides_running(planes, nodes=nodes, **options) as sides:
             yield sides
     finally:

@@ -89,7 +89,7 @@ def test_count_annotation_patch_is_minimal() -> None:
 
 def test_pod_from_template() -> None:
     owner = {"metadata": {"name": "web", "namespace": "ns", "uid": "u1"}}
-    template = {
+    template: dict[str, Any] = {
         "metadata": {"labels": {"app": "web"}, "annotations": {"a": "b"}},
         "spec": {"containers": [{"name": "c"}]},
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from controllers.common.ranking import (
     pods_to_delete,
@@ -15,12 +16,12 @@ NOW = datetime(2024, 6, 1, 12, 0, 0, tzinfo=UTC)
 T0 = NOW - timedelta(days=1)
 
 
-def names(pods: list[dict[str, object]]) -> list[str]:
-    return [p["metadata"]["name"] for p in pods]  # type: ignore[index]
+def names(pods: list[dict[str, Any]]) -> list[str]:
+    return [p["metadata"]["name"] for p in pods]
 
 
-def order(*pods: dict[str, object], ranks: list[int] | None = None) -> list[str]:
-    return names(sort_active_pods_with_ranks(list(pods), ranks or [0] * len(pods), NOW))  # type: ignore[arg-type]
+def order(*pods: dict[str, Any], ranks: list[int] | None = None) -> list[str]:
+    return names(sort_active_pods_with_ranks(list(pods), ranks or [0] * len(pods), NOW))
 
 
 def test_unassigned_before_assigned() -> None:

@@ -426,7 +426,7 @@ async def test_requests_arriving_mid_surge_are_replaced_without_waiting_for_the_
         await request_evacuation(kube, requested[0])
 
         async def spec_is(n: int) -> bool:
-            return (await replica_sets(kube, "topup"))[-1]["spec"]["replicas"] == n
+            return bool((await replica_sets(kube, "topup"))[-1]["spec"]["replicas"] == n)
 
         await eventually(lambda: spec_is(4), "surge for the first request")
         for name in requested[1:]:
@@ -495,7 +495,7 @@ async def test_withdrawing_the_request_mid_surge_scales_back(kube: KubeClient) -
 
             async def published() -> bool:
                 ann = (await get_d(kube, "wd"))["metadata"].get("annotations", {})
-                return ann.get("maintenance.aiokcm.io/replicas-to-evacuate") == str(len(requested))
+                return bool(ann.get("maintenance.aiokcm.io/replicas-to-evacuate") == str(len(requested)))
 
             await eventually(published, "total published on the Deployment")
             for pod in requested:

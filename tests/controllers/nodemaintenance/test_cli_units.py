@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+from typing import Any
 
 import pytest
 
@@ -89,7 +90,7 @@ def test_plain_output_prints_only_changes() -> None:
 
 
 def test_completion_needs_the_condition_for_the_current_generation() -> None:
-    drained = {
+    drained: dict[str, Any] = {
         "metadata": {"generation": 3},
         "status": {"observedGeneration": 2, "conditions": [{"type": "Drained", "status": "True"}]},
     }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from controllers.nodemaintenance import drain
 from controllers.nodemaintenance.drain import (
@@ -185,15 +185,23 @@ def test_huge_timeouts_do_not_overflow() -> None:
     assert p.action is Action.WAIT and p.deadline is not None and p.deadline.year == 9999
 
 
+class DrainFlags(TypedDict):
+    """`kubectl drain`'s flags that `kubectl_filter` takes."""
+
+    force: bool
+    delete_emptydir_data: bool
+    ignore_daemonsets: bool
+
+
 def test_kubectl_filters_in_kubectls_order() -> None:
-    flags = {"force": False, "delete_emptydir_data": False, "ignore_daemonsets": False}
+    flags: DrainFlags = {"force": False, "delete_emptydir_data": False, "ignore_daemonsets": False}
     ds = kubectl_filter(pod(owner_kind="DaemonSet"), **flags)
     assert (ds.delete, ds.kind, ds.message) == (
         False,
         "Error",
         "cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)",
     )
-    ignored = kubectl_filter(pod(owner_kind="DaemonSet"), **{**flags, "ignore_daemonsets": True})
+    ignored = kubectl_filter(pod(owner_kind="DaemonSet"), **(flags | {"ignore_daemonsets": True}))
     assert (ignored.delete, ignored.kind, ignored.message) == (
         False,
         "Warning",
@@ -202,13 +210,13 @@ def test_kubectl_filters_in_kubectls_order() -> None:
     orphan_error = 'daemonsets.apps "d" not found'
     assert not kubectl_filter(pod(owner_kind="DaemonSet"), **flags, daemonset_error=orphan_error).delete
     assert kubectl_filter(
-        pod(owner_kind="DaemonSet"), **{**flags, "force": True}, daemonset_error=orphan_error
+        pod(owner_kind="DaemonSet"), **(flags | {"force": True}), daemonset_error=orphan_error
     ).delete
     assert kubectl_filter(pod(mirror=True, owner_kind=None), **flags).kind == "Skip"
     # Local storage is checked before the controller, and the first refusal is the one reported.
     both = kubectl_filter(pod(owner_kind=None, empty_dir=True), **flags)
     assert both.message == "cannot delete Pods with local storage (use --delete-emptydir-data to override)"
-    bare = kubectl_filter(pod(owner_kind=None, empty_dir=True), **{**flags, "delete_emptydir_data": True})
+    bare = kubectl_filter(pod(owner_kind=None, empty_dir=True), **(flags | {"delete_emptydir_data": True}))
     assert bare.message == "cannot delete Pods that declare no controller (use --force to override)"
     assert kubectl_filter(pod(owner_kind=None, phase="Succeeded", empty_dir=True), **flags).delete
     assert kubectl_filter(pod(), **flags).kind == "Okay"

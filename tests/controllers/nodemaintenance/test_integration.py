@@ -90,9 +90,8 @@ async def test_never_uncordons_a_node_cordoned_before_or_still_held(
         await kube.create(NODEMAINTENANCES, nm_body("b", [shared]))
 
         async def both_applied() -> bool:
-            return (await node(kube, shared))["metadata"].get("annotations", {}).get(
-                MAINTENANCES_ANNOTATION
-            ) == "a,b"
+            annotations = (await node(kube, shared))["metadata"].get("annotations", {})
+            return bool(annotations.get(MAINTENANCES_ANNOTATION) == "a,b")
 
         await eventually(both_applied, "both maintenances applied to the shared node")
         await kube.delete(NODEMAINTENANCES, "a")
@@ -159,7 +158,8 @@ async def test_drain_requests_evacuation_and_completes_when_pods_leave(
 
         async def evacuating() -> bool:
             obj = await kube.get(NODEMAINTENANCES, "d")
-            return ((obj.get("status") or {}).get("nodes") or {}).get(target, {}).get("podsEvacuating") == 1
+            nodes = (obj.get("status") or {}).get("nodes") or {}
+            return bool(nodes.get(target, {}).get("podsEvacuating") == 1)
 
         await eventually(evacuating, "podsEvacuating=1")
         await kube.delete(PODS, "web", namespace=NS, grace_period_seconds=0)
@@ -243,7 +243,9 @@ async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(
     # The eviction API skips the budget for Pending pods, so the guard only holds once the
     # kubelet has the pod running.
     async def running() -> bool:
-        return (await pod(kube, "guarded")).get("status", {}).get("phase") == "Running"
+        guarded = await pod(kube, "guarded")
+        assert guarded is not None
+        return bool(guarded.get("status", {}).get("phase") == "Running")
 
     await eventually(running, "the guarded pod running")
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -105,7 +106,8 @@ async def _opt_in_drain(kube: KubeClient, target: str) -> None:
         )
         assert not await gone_or_terminating(kube, "bare")
         assert not await gone_or_terminating(kube, "cache")
-        assert condition(obj, "Drained")["status"] == "False"
+        drained = condition(obj, "Drained")
+        assert drained is not None and drained["status"] == "False"
         assert "EvictedPod" not in h.events.reasons("safe")
         assert "DrainBlocked" in h.events.reasons("safe")
         for reason in ("NoController", "LocalStorage"):
@@ -184,7 +186,7 @@ async def test_statefulset_pods_are_evicted_promptly_one_at_a_time_under_their_p
             await kube.delete(NODEMAINTENANCES, "sts")
             await eventually(lambda: nm_gone(kube, "sts"), "the maintenance released")
 
-    def logged(event: str) -> list[dict[str, Any]]:
+    def logged(event: str) -> list[MutableMapping[str, Any]]:
         return [e for e in logs if e.get("event") == event and e.get("log_level") == "info"]
 
     assert any(e["node"] == target and e["maintenance"] == "sts" for e in logged("cordoned node"))
@@ -214,7 +216,8 @@ async def test_a_selector_that_matches_nothing_never_reports_drained(kube: KubeC
             return obj if c and c["status"] == "False" else None
 
         obj = await eventually(reported, "NodesSelected=False")
-        assert condition(obj, "NodesSelected")["reason"] == "NoNodesSelected"
+        selected = condition(obj, "NodesSelected")
+        assert selected is not None and selected["reason"] == "NoNodesSelected"
         for type_ in ("Cordoned", "Drained"):
             c = condition(obj, type_)
             assert c is not None and (c["status"], c["reason"]) == ("False", "NoNodesSelected"), c
@@ -309,7 +312,8 @@ async def test_cli_stops_when_the_maintenance_or_the_node_goes(
         assert "drained:" not in text
         obj = await kube.get(NODEMAINTENANCES, maintenance_name(second))
         assert obj["status"]["nodes"][second]["phase"] == "NodeNotFound"
-        assert condition(obj, "Drained")["reason"] == "NodeNotFound"
+        drained = condition(obj, "Drained")
+        assert drained is not None and drained["reason"] == "NodeNotFound"
 
 
 async def test_cli_dry_run_tells_each_pods_fate_and_changes_nothing(

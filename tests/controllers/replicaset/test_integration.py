@@ -117,7 +117,7 @@ async def test_scale_up_then_down_with_status_and_events(kube: KubeClient) -> No
         async def status_is(replicas: int) -> bool:
             cur = await kube.get(REPLICASETS, "web", namespace=NS)
             st = cur.get("status") or {}
-            return (
+            return bool(
                 st.get("replicas", 0) == replicas
                 and st.get("observedGeneration") == cur["metadata"]["generation"]
             )

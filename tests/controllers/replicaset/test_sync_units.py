@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from controllers.replicaset.sync import (
     calculate_status,
@@ -122,8 +122,9 @@ async def test_related_pods_match_every_siblings_selector_and_the_scan_lets_the_
     import anyio
     import anyio.lowlevel
 
+    from apiclient import KubeClient
     from controllers.common.expectations import UIDTrackingControllerExpectations
-    from controllers.context import StaticGates
+    from controllers.context import DiscardEvents, StaticGates
     from controllers.replicaset.sync import ReplicaSetSync
     from informers import Lister
     from informers.indexers import default_indexers
@@ -145,11 +146,11 @@ async def test_related_pods_match_every_siblings_selector_and_the_scan_lets_the_
             f"ns/p{i}", {"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"p{i}", "labels": labels}}
         )
     sync = ReplicaSetSync(
-        client=None,
+        client=cast(KubeClient, None),  # related_pods reads the listers only, never the API
         rs_lister=Lister(rs_store),
-        pod_lister=Lister(pod_store),  # type: ignore[arg-type]
+        pod_lister=Lister(pod_store),
         expectations=UIDTrackingControllerExpectations(),
-        recorder=None,  # type: ignore[arg-type]
+        recorder=DiscardEvents().recorder("replicaset-controller"),
         gates=StaticGates({}),
     )
     ticks: list[int] = []
