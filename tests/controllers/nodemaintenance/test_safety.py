@@ -461,9 +461,13 @@ async def test_a_deployment_pod_waits_only_when_the_surging_controllers_run(
             entry = blocking_of(obj, target).get("web-1-a") or {}
             return entry if "answers by surging" in entry.get("message", "") else None
 
+        async def asked_to_leave() -> bool:
+            # The node's sync writes the request; the maintenance's status may report the plan first.
+            requested = condition(await pod(kube, "web-1-a"), "EvacuationRequest")
+            return requested is not None and requested["status"] == "True"
+
         await eventually(waiting_for_the_surge, "the pod waiting for its Deployment's surge")
-        requested = condition(await pod(kube, "web-1-a"), "EvacuationRequest")
-        assert requested is not None and requested["status"] == "True"
+        await eventually(asked_to_leave, "the pod's EvacuationRequest")
         assert not await gone_or_terminating(kube, "web-1-a")
 
 
