@@ -4,8 +4,10 @@ As KCM's `NewControllerDescriptors`, the registry is a table of descriptors (nam
 required feature gates, disabled by default, constructor) checked once when it is built: no
 empty or duplicate names, no alias that repeats a name or another alias. The table lives here,
 not on the controller classes, so `--controllers` validation and `--help` work without importing
-any controller; a class is imported only when its controller is enabled, and then checked
-against its descriptor (a class whose `name` disagrees is a programming error, not a flag error).
+any controller; a class is imported only when its controller is enabled. A row is the only
+source of a controller's name, aliases, gates and worker count: the classes do not repeat them,
+the manager hands the name and worker count to the class when it builds it (as KCM's
+constructors receive `controllerName`), so nothing can disagree with the table.
 
 `--controllers` follows KCM's `IsControllerEnabled`: the first entry that is exactly the name or
 `-name` decides; else a `*` anywhere enables what is on by default; else nothing. Aliases are
@@ -15,9 +17,9 @@ resolved to names first, as KCM does since 1.28.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from controller_manager import features
 
@@ -25,7 +27,11 @@ if TYPE_CHECKING:
     from controllers.base import Controller
     from controllers.context import ControllerContext
 
-Constructor = Callable[["ControllerContext"], "Controller"]
+
+class Constructor(Protocol):
+    """Builds a controller under the name and worker count its row gives it."""
+
+    def __call__(self, ctx: ControllerContext, *, name: str, workers: int) -> Controller: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,26 +47,32 @@ class ControllerDescriptor:
     concurrent_syncs_flag: str = ""
     import_path: str = ""
 
+    def build(self, ctx: ControllerContext, *, workers: int | None = None) -> Controller:
+        """The controller under this row's name, with `workers` (a flag's value) or the row's count."""
+        count = self.default_workers if workers is None else workers
+        return self.constructor(ctx, name=self.name, workers=count)
+
 
 def import_controller_class(import_path: str) -> type[Controller]:
-    """Import `module:Class`; raise ImportError with the path when it is missing."""
+    """Import `module:Class`; raise ImportError with the path when it is missing or no controller."""
+    from controllers.base import Controller
+
     module_name, _, attr = import_path.partition(":")
     module = importlib.import_module(module_name)
     try:
-        cls: type[Controller] = getattr(module, attr)
+        cls = getattr(module, attr)
     except AttributeError as exc:
         raise ImportError(f"{import_path}: module {module_name} has no {attr}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Controller)):
+        raise ImportError(f"{import_path} is not a controllers.base.Controller subclass")
     return cls
 
 
-def lazy_constructor(import_path: str, *, name: str) -> Constructor:
-    """A constructor that imports the class on first use and checks it matches the descriptor."""
+def lazy_constructor(import_path: str) -> Constructor:
+    """A constructor that imports the class on first use, so a disabled controller is never imported."""
 
-    def construct(ctx: ControllerContext) -> Controller:
-        cls = import_controller_class(import_path)
-        if getattr(cls, "name", None) != name:
-            raise TypeError(f"{import_path}.name is {getattr(cls, 'name', None)!r}, registry says {name!r}")
-        return cls(ctx)
+    def construct(ctx: ControllerContext, *, name: str, workers: int) -> Controller:
+        return import_controller_class(import_path)(ctx, name=name, workers=workers)
 
     return construct
 
@@ -87,6 +99,7 @@ _TABLE: tuple[_Row, ...] = (
     _Row("nodemaintenance", "controllers.nodemaintenance:NodeMaintenanceController",
          gates=(features.DECLARATIVE_NODE_MAINTENANCE,), workers=2,
          syncs_flag="--concurrent-nodemaintenance-syncs"),
+    # Eight workers, one per update shard: Go's taint manager's UpdateWorkerSize.
     _Row("taint-eviction-controller", "controllers.tainteviction:TaintEvictionController",
          gates=(features.SEPARATE_TAINT_EVICTION_CONTROLLER,), workers=8,
          syncs_flag="--concurrent-taint-eviction-syncs"),
@@ -212,7 +225,7 @@ def default_descriptors() -> list[ControllerDescriptor]:
             aliases=row.aliases,
             required_gates=row.gates,
             disabled_by_default=row.disabled_by_default,
-            constructor=lazy_constructor(row.import_path, name=row.name),
+            constructor=lazy_constructor(row.import_path),
             default_workers=row.workers,
             concurrent_syncs_flag=row.syncs_flag,
             import_path=row.import_path,

@@ -38,13 +38,9 @@ class StaticGates:
 
 @dataclass(frozen=True)
 class ControllerOptions:
-    """Per-controller settings from the command line (`--concurrent-*-syncs` and the like)."""
+    """Per-controller settings from the command line."""
 
-    concurrent_syncs: Mapping[str, int] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def workers(self, controller_name: str, default: int) -> int:
-        return int(self.concurrent_syncs.get(controller_name, default))
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.extra.get(name, default)

@@ -23,8 +23,6 @@ from typing import Any
 from controllers.common.conditions import new_condition, pod_condition_patch
 from controllers.common.pods import get_pod_condition
 
-GATE_DECLARATIVE_NODE_MAINTENANCE = "DeclarativeNodeMaintenance"
-GATE_NODE_MAINTENANCE_DEPLOYMENT = "NodeMaintenanceDeployment"
 # Controller option: whether this manager runs the ReplicaSet and Deployment controllers that answer
 # an EvacuationRequest by surging. Beside KCM's own (deploy/'s default) nobody answers for a
 # Deployment's pods, so the drain evicts them at once instead of waiting for an answer.

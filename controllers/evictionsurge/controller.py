@@ -32,7 +32,6 @@ from controllers.common.timeutil import utcnow
 from controllers.context import ControllerContext
 from controllers.evictionsurge import admission, metrics
 from controllers.evictionsurge.decision import (
-    GATE_EVICTION_SURGE,
     Decision,
     Facts,
     Why,
@@ -65,13 +64,12 @@ def _seconds(value: Any, default: float) -> float:
 class EvictionSurgeController(Controller):
     """Holds evictions back until a replacement has surged; see the module docstring."""
 
-    name: ClassVar[str] = "eviction-surge"
-    required_gates: ClassVar[tuple[str, ...]] = (GATE_EVICTION_SURGE,)
-    default_workers: ClassVar[int] = 2
     webhook_path: ClassVar[str] = WEBHOOK_PATH
 
-    def __init__(self, ctx: ControllerContext, *, clock: Callable[[], datetime] = utcnow) -> None:
-        super().__init__(ctx)
+    def __init__(
+        self, ctx: ControllerContext, *, name: str, workers: int, clock: Callable[[], datetime] = utcnow
+    ) -> None:
+        super().__init__(ctx, name=name, workers=workers)
         self.clock = clock
         self.surge_timeout = _seconds(ctx.options.get("eviction_surge_timeout"), DEFAULT_SURGE_TIMEOUT)
         self.retry_window = _seconds(ctx.options.get("eviction_surge_retry_window"), DEFAULT_RETRY_WINDOW)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -131,11 +131,10 @@ POD_QUEUE_NAME = "node_lifecycle_controller_pods"
 class NodeLifecycleController(Controller):
     """KCM's `node-lifecycle-controller` (taint-based eviction); see the module docstring."""
 
-    name: ClassVar[str] = "node-lifecycle-controller"
-    default_workers: ClassVar[int] = 1
-
-    def __init__(self, ctx: ControllerContext, *, now: Callable[[], float] | None = None) -> None:
-        super().__init__(ctx)
+    def __init__(
+        self, ctx: ControllerContext, *, name: str, workers: int, now: Callable[[], float] | None = None
+    ) -> None:
+        super().__init__(ctx, name=name, workers=workers)
         opts = ctx.options
         self.monitor_grace = float(opts.get("node_monitor_grace_period", 50.0))
         self.startup_grace = float(opts.get("node_startup_grace_period", 60.0))

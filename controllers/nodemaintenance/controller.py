@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from anyio.abc import TaskGroup
 
 from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODS, REPLICASETS, STATEFULSETS
+from controllers import features
 from controllers.base import Controller
 from controllers.common.evacuation import SURGE_ANSWERS_OPTION
 from controllers.context import ControllerContext
@@ -47,7 +48,6 @@ LEASE_GATE_OPTION = "nodemaintenance.lease_gate"
 SHARDS_OPTION = "nodemaintenance.node_shards"
 # `--node-maintenance-max-unschedulable`: the cluster-wide guard (rollout.py).
 MAX_UNSCHEDULABLE_OPTION = "node_maintenance_max_unschedulable"
-LEASE_FEATURE_GATE = "NodeMaintenanceLease"
 # Status writes while pods leave a node are batched this far apart, as KCM's Job controller
 # batches its pod-driven syncs (`syncJobBatchPeriod`): one write for several pods' departures.
 STATUS_BATCH_SECONDS = 1.0
@@ -63,7 +63,7 @@ def _name(obj: Obj) -> str:
 
 def _default_gate(ctx: ControllerContext) -> LeaseGate:
     """Real node leases when the `NodeMaintenanceLease` gate is on, else no coordination."""
-    if ctx.gates.enabled(LEASE_FEATURE_GATE):
+    if ctx.gates.enabled(features.NODE_MAINTENANCE_LEASE):
         from controllers.maintenancelease.gate import MaintenanceLeaseGate
 
         return MaintenanceLeaseGate(ctx.client)
@@ -73,19 +73,17 @@ def _default_gate(ctx: ControllerContext) -> LeaseGate:
 class NodeMaintenanceController(Controller):
     """KEP-4212's node maintenance controller, with an eviction fallback so a drain always ends."""
 
-    name: ClassVar[str] = "nodemaintenance"
-    required_gates: ClassVar[tuple[str, ...]] = (api.GATE_DECLARATIVE_NODE_MAINTENANCE,)
-    default_workers: ClassVar[int] = 2
-
     def __init__(
         self,
         ctx: ControllerContext,
         *,
+        name: str,
+        workers: int,
         lease_gate: LeaseGate | None = None,
         node_shards: int | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        super().__init__(ctx)
+        super().__init__(ctx, name=name, workers=workers)
         shards = node_shards or int(ctx.options.get(SHARDS_OPTION, DEFAULT_NODE_SHARDS))
         self.node_queue: ShardedQueue[str] = ShardedQueue(
             shards, shard_key=lambda node: node, name="nodemaintenance_nodes"

@@ -17,6 +17,7 @@ from controllers.nodelifecycle import NodeLifecycleController
 from controllers.nodelifecycle.zones import EXCLUDE_DISRUPTION_LABEL, ZoneState, zone_key
 from informers import SharedInformerFactory
 from informers.store import Store
+from tests.controllers.harness import build
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 HEARTBEAT = "2026-01-01T00:00:00Z"
@@ -75,7 +76,8 @@ class World:
         self.clock = [0.0]
         factory = SharedInformerFactory(cast(KubeClient, None))
         options = ControllerOptions(extra={"node_monitor_grace_period": 50.0, **extra})
-        self.controller = NodeLifecycleController(
+        self.controller = build(
+            NodeLifecycleController,
             ControllerContext(client=cast(KubeClient, None), informers=factory, options=options),
             now=lambda: self.clock[0],
         )

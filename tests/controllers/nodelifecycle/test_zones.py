@@ -12,6 +12,7 @@ from controllers.nodelifecycle import NodeLifecycleController
 from controllers.nodelifecycle.ratelimited import RateLimitedTimedQueue, TimedValue
 from controllers.nodelifecycle.zones import ZoneState, compute_zone_state, zone_key, zone_rate
 from informers import SharedInformerFactory
+from tests.controllers.harness import build
 
 
 class Clock:
@@ -121,7 +122,7 @@ def controller(**extra: Any) -> NodeLifecycleController:
     client = cast(KubeClient, object())
     options = ControllerOptions(extra={"large_cluster_size_threshold": 3, **extra})
     ctx = ControllerContext(client=client, informers=SharedInformerFactory(client), options=options)
-    return NodeLifecycleController(ctx, now=lambda: 0.0)
+    return build(NodeLifecycleController, ctx, now=lambda: 0.0)
 
 
 def node(name: str, zone: str) -> dict[str, Any]:

@@ -7,7 +7,6 @@ runs, so a StatefulSet here never replaces its pods and a ReplicaSet never answe
 
 from __future__ import annotations
 
-import functools
 import io
 from typing import Any
 
@@ -20,13 +19,13 @@ from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS, REPLICASETS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
 from controllers.common.evacuation import SURGE_ANSWERS_OPTION
-from controllers.context import ControllerOptions
+from controllers.context import ControllerContext, ControllerOptions
 from controllers.disruption import DisruptionController
 from controllers.maintenancelease import lease
 from controllers.maintenancelease.gate import MaintenanceLeaseGate
 from controllers.nodemaintenance import LeaseDecision, NodeMaintenanceController
 from controllers.nodemaintenance.workload import TIMEOUT_ANNOTATION, WAIT_ANNOTATION
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import build, eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
@@ -364,7 +363,10 @@ class HeldElsewhere:
 
 async def test_cli_names_the_lease_holder_it_waits_for(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
-    controller = functools.partial(NodeMaintenanceController, lease_gate=HeldElsewhere())
+
+    def controller(ctx: ControllerContext) -> NodeMaintenanceController:
+        return build(NodeMaintenanceController, ctx, lease_gate=HeldElsewhere())
+
     async with running_controllers(kube, controller, gates=GATES):
         out, err = io.StringIO(), io.StringIO()
         args = build_parser().parse_args(["drain", target, "--timeout", "2s", "--poll-interval", "0.1"])
@@ -472,7 +474,10 @@ async def test_cli_names_a_real_lease_holder_and_the_eviction_time(
     target = node_names[0]
     await lease.acquire(kube, target, holder="kured/reboot-sentinel", duration_seconds=600)
     await make_pod(kube, "custom", target, owner="ReplicaSet", answers=True)
-    controller = functools.partial(NodeMaintenanceController, lease_gate=MaintenanceLeaseGate(kube))
+
+    def controller(ctx: ControllerContext) -> NodeMaintenanceController:
+        return build(NodeMaintenanceController, ctx, lease_gate=MaintenanceLeaseGate(kube))
+
     async with running_controllers(kube, controller, gates=GATES):
         out, err = io.StringIO(), io.StringIO()
         args = build_parser().parse_args(["drain", target, "--timeout", "2s", "--poll-interval", "0.1"])
