@@ -78,6 +78,7 @@ from apiclient.throttle import TokenBucket
 from bench import drain_statefulset, surge_webhook
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
+from controller_manager.options import ManagerOptions
 from controller_manager.registry import default_descriptors
 from controllers import features
 from controllers.base import Controller
@@ -381,7 +382,7 @@ async def _run_drain(
         row = rows[path]
         client = base.derive(row.name, qps=0)
         clients.append(client)
-        controllers.append(row.build(dataclasses.replace(ctx, client=client)))
+        controllers.append(row.build(dataclasses.replace(ctx, client=client), ManagerOptions()))
     watcher = SharedInformerFactory(setup)
     pods = watcher.informer(PODS).lister
     async with anyio.create_task_group() as tg:

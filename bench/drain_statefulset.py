@@ -29,6 +29,7 @@ import structlog
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, PODS, STATEFULSETS
+from controller_manager.options import ManagerOptions
 from controller_manager.registry import default_registry
 from controllers import features
 from controllers.context import ControllerContext, StaticGates
@@ -98,7 +99,7 @@ async def one_run(*, wait: bool, timeout: int) -> float:
             target = created["spec"]["nodeName"]
             factory = SharedInformerFactory(client)
             ctx = ControllerContext(client=client, informers=factory, gates=StaticGates(GATES))
-            controller = default_registry().get("nodemaintenance").build(ctx)
+            controller = default_registry().get("nodemaintenance").build(ctx, ManagerOptions())
             async with anyio.create_task_group() as tg:
                 factory.start(tg)
                 tg.start_soon(controller.run)

@@ -25,6 +25,7 @@ import orjson
 from apiclient import KubeClient
 from apiclient.metrics import REQUEST_DURATION, REQUESTS_TOTAL
 from apiclient.resources import REPLICASETS
+from controller_manager.options import ManagerOptions
 from controller_manager.registry import default_registry
 from controllers import metrics as cmetrics
 from controllers.common.controller_ref import get_controller_of
@@ -77,7 +78,9 @@ async def _run_once(
     client: KubeClient = await cluster.client(qps=qps, burst=burst)
     factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
     controller = (
-        default_registry().get("replicaset").build(ControllerContext(client=client, informers=factory))
+        default_registry()
+        .get("replicaset")
+        .build(ControllerContext(client=client, informers=factory), ManagerOptions())
     )
     before_requests = _requests_by_method()
     before_syncs = _sample_sum(cmetrics.RECONCILE_TIME, "controller_runtime_reconcile_time_seconds_count")

@@ -32,6 +32,7 @@ import orjson
 
 from apiclient import KubeClient
 from apiclient.resources import NODES, PODS
+from controller_manager.options import ManagerOptions
 from controller_manager.registry import default_registry
 from controllers.context import ControllerContext
 from controllers.tainteviction import TaintEvictionController
@@ -42,7 +43,7 @@ from localcluster.cluster import LocalCluster
 
 def _build(ctx: ControllerContext) -> TaintEvictionController:
     """The controller as the manager builds it: its registry row's name and worker count."""
-    controller = default_registry().get("taint-eviction-controller").build(ctx)
+    controller = default_registry().get("taint-eviction-controller").build(ctx, ManagerOptions())
     assert isinstance(controller, TaintEvictionController)
     return controller
 

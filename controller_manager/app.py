@@ -34,8 +34,8 @@ from controller_manager.loopmonitor import LoopMonitor
 from controller_manager.options import ManagerOptions, UsageError
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
 from controller_manager.server import HealthState, serve
-from controllers.common.evacuation import SURGE_ANSWERS_OPTION, SURGING_CONTROLLERS
-from controllers.context import ControllerContext, ControllerOptions, FeatureGates
+from controllers.common.evacuation import SURGING_CONTROLLERS
+from controllers.context import ControllerContext, FeatureGates
 from controllers.worker import is_expected_failure
 
 if TYPE_CHECKING:
@@ -205,16 +205,15 @@ class Manager:
             else:
                 await self.elector.run(self._lead)
 
-    def _build(self, descriptors: list[ControllerDescriptor], ctx: ControllerContext) -> list[Controller]:
+    def _build(
+        self, descriptors: list[ControllerDescriptor], ctx: ControllerContext, opts: ManagerOptions
+    ) -> list[Controller]:
         built: list[Controller] = []
         for d in descriptors:
             module = d.import_path.partition(":")[0]
             try:
                 # A client, and so a rate limiter, per controller, as KCM's controller client builder.
-                controller = d.build(
-                    dataclasses.replace(ctx, client=self.client.derive(d.name)),
-                    workers=self.opts.concurrent_syncs.get(d.name),
-                )
+                controller = d.build(dataclasses.replace(ctx, client=self.client.derive(d.name)), opts)
             except ModuleNotFoundError as exc:
                 if exc.name is None or not module.startswith(exc.name):
                     raise
@@ -244,11 +243,11 @@ class Manager:
             informers=informers,
             events=broadcaster,
             gates=opts.gates,
-            options=ControllerOptions(
-                extra={**opts.extra, SURGE_ANSWERS_OPTION: _surge_answers(enabled, opts.gates)},
-            ),
         )
-        self.controllers = self._build(enabled, ctx)
+        maintenance = dataclasses.replace(
+            opts.node_maintenance, surge_answers=_surge_answers(enabled, opts.gates)
+        )
+        self.controllers = self._build(enabled, ctx, dataclasses.replace(opts, node_maintenance=maintenance))
         for controller in self.controllers:
             self.health.add_check(controller.name, controller.healthy)
         async with anyio.create_task_group() as tg:

@@ -14,9 +14,10 @@ from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODES, PODS
 from controllers import features
 from controllers.common.evacuation import EVACUATION_REQUEST
-from controllers.context import ControllerContext, ControllerOptions
+from controllers.context import ControllerContext
 from controllers.deployment import DeploymentController
 from controllers.evictionsurge import EvictionSurgeController
+from controllers.evictionsurge.config import EvictionSurgeConfig
 from controllers.evictionsurge.controller import EVENT_REQUESTED, EVENT_TIMED_OUT, EVENT_WITHDRAWN
 from controllers.evictionsurge.decision import REASON_EVICTION_SURGE
 from controllers.replicaset import ReplicaSetController
@@ -91,10 +92,6 @@ async def one_ready_pod(kube: KubeClient, controller: EvictionSurgeController) -
     return found
 
 
-def options(**extra: float) -> ControllerOptions:
-    return ControllerOptions(extra=extra)
-
-
 async def test_held_back_until_the_replacement_is_available_then_let_through(kube: KubeClient) -> None:
     async with running_controllers(
         kube, ReplicaSetController, DeploymentController, EvictionSurgeController, gates=GATES
@@ -131,14 +128,7 @@ async def test_held_back_until_the_replacement_is_available_then_let_through(kub
 async def test_request_withdrawn_when_evictions_stop_and_timeout_reported_once(kube: KubeClient) -> None:
     def make_surge(ctx: ControllerContext) -> EvictionSurgeController:
         return build(
-            EvictionSurgeController,
-            ControllerContext(
-                client=ctx.client,
-                informers=ctx.informers,
-                events=ctx.events,
-                gates=ctx.gates,
-                options=options(eviction_surge_retry_window=1.5, eviction_surge_timeout=0.5),
-            ),
+            EvictionSurgeController, ctx, config=EvictionSurgeConfig(retry_window=1.5, surge_timeout=0.5)
         )
 
     async with running_controllers(
@@ -216,16 +206,7 @@ async def test_a_request_found_at_start_is_withdrawn_when_no_eviction_comes(kube
         await request_evacuation(kube, pod, message="left by a manager that stopped", now=datetime.now(UTC))
 
     def make_surge(ctx: ControllerContext) -> EvictionSurgeController:
-        return build(
-            EvictionSurgeController,
-            ControllerContext(
-                client=ctx.client,
-                informers=ctx.informers,
-                events=ctx.events,
-                gates=ctx.gates,
-                options=options(eviction_surge_retry_window=1.0),
-            ),
-        )
+        return build(EvictionSurgeController, ctx, config=EvictionSurgeConfig(retry_window=1.0))
 
     async with running_controllers(kube, make_surge, gates=GATES) as h:
         name = pod["metadata"]["name"]

@@ -18,12 +18,12 @@ from structlog.testing import capture_logs
 from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS, REPLICASETS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
-from controllers.common.evacuation import SURGE_ANSWERS_OPTION
-from controllers.context import ControllerContext, ControllerOptions
+from controllers.context import ControllerContext
 from controllers.disruption import DisruptionController
 from controllers.maintenancelease import lease
 from controllers.maintenancelease.gate import MaintenanceLeaseGate
 from controllers.nodemaintenance import LeaseDecision, NodeMaintenanceController
+from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.workload import TIMEOUT_ANNOTATION, WAIT_ANNOTATION
 from tests.controllers.harness import build, eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
@@ -278,7 +278,7 @@ async def test_cli_stops_when_the_maintenance_or_the_node_goes(
     first, second = node_names[0], node_names[1]
     await make_pod(kube, "stuck-1", first, owner=None)
     await make_pod(kube, "stuck-2", second, owner=None)
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT):
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]):
         results: dict[str, tuple[int, str]] = {}
 
         async def drain(n: str) -> None:
@@ -443,8 +443,8 @@ async def test_a_deployment_pod_waits_only_when_the_surging_controllers_run(
     would; with aiokcm's own it is asked to leave and waits for the surge."""
     target = node_names[0]
     await _deployment_pod(kube, target)
-    options = ControllerOptions(extra={SURGE_ANSWERS_OPTION: surge_answers})
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=options):
+    config = NodeMaintenanceConfig(surge_answers=surge_answers)
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[config]):
         # The maintenance's own timeout is the default 180 s: nothing here waits for it.
         await kube.create(NODEMAINTENANCES, nm_body("kernel", [target], drain=True))
 
