@@ -78,7 +78,9 @@ from apiclient.throttle import TokenBucket
 from bench import drain_statefulset, surge_webhook
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
-from controller_manager.registry import import_controller_class
+from controller_manager.options import ManagerOptions
+from controller_manager.registry import default_descriptors
+from controllers import features
 from controllers.base import Controller
 from controllers.context import ControllerContext, StaticGates
 from informers import Lister, SharedInformerFactory
@@ -104,7 +106,7 @@ SCALE_APPS = 340  # 1, 3, 1, 2 replicas in turn: 595 pods, about 20 a node as in
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "deploy" / "crds" / "nodemaintenance.yaml"
 OUT = ROOT / "bench" / "out"
-GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}
+GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True}
 KCM_CONTROLLERS = (
     "controllers.replicaset:ReplicaSetController",
     "controllers.deployment:DeploymentController",
@@ -113,7 +115,7 @@ KCM_CONTROLLERS = (
 NM_CONTROLLER = "controllers.nodemaintenance:NodeMaintenanceController"
 # The third mode, `kubectl_surge`: the real `kubectl drain` with aiokcm's eviction webhook on.
 SURGE_CONTROLLER = "controllers.evictionsurge:EvictionSurgeController"
-SURGE_GATES = {**GATES, "EvictionSurge": True}
+SURGE_GATES = {**GATES, features.EVICTION_SURGE: True}
 
 
 @dataclass
@@ -375,11 +377,12 @@ async def _run_drain(
     gates = SURGE_GATES if mode == "kubectl_surge" else GATES
     ctx = ControllerContext(client=base, informers=factory, events=broadcaster, gates=StaticGates(gates))
     controllers: list[Controller] = []
+    rows = {d.import_path: d for d in default_descriptors()}
     for path in controller_paths:
-        cls = import_controller_class(path)
-        client = base.derive(cls.name, qps=0)
+        row = rows[path]
+        client = base.derive(row.name, qps=0)
         clients.append(client)
-        controllers.append(cls(dataclasses.replace(ctx, client=client)))
+        controllers.append(row.build(dataclasses.replace(ctx, client=client), ManagerOptions()))
     watcher = SharedInformerFactory(setup)
     pods = watcher.informer(PODS).lister
     async with anyio.create_task_group() as tg:
@@ -387,7 +390,7 @@ async def _run_drain(
         watcher.start(tg)
         tg.start_soon(broadcaster.run)
         for c in controllers:
-            tg.start_soon(c.run, None)
+            tg.start_soon(c.run)
         webhook: surge_webhook.CountingWebhook | None = None
         if mode == "kubectl_surge":
             webhook = await tg.start(surge_webhook.serve, setup, controllers)

@@ -29,8 +29,10 @@ import structlog
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, PODS, STATEFULSETS
+from controller_manager.options import ManagerOptions
+from controller_manager.registry import default_registry
+from controllers import features
 from controllers.context import ControllerContext, StaticGates
-from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.nodeselector import names_selector
 from controllers.nodemaintenance.workload import WAIT_ANNOTATION
 from informers import SharedInformerFactory
@@ -38,7 +40,7 @@ from localcluster.cluster import LocalCluster
 from localcluster.demo import ensure_crd
 
 NS = "default"
-GATES = {"DeclarativeNodeMaintenance": True}
+GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}
 
 
 def statefulset(*, wait: bool) -> dict[str, Any]:
@@ -97,10 +99,10 @@ async def one_run(*, wait: bool, timeout: int) -> float:
             target = created["spec"]["nodeName"]
             factory = SharedInformerFactory(client)
             ctx = ControllerContext(client=client, informers=factory, gates=StaticGates(GATES))
-            controller = NodeMaintenanceController(ctx)
+            controller = default_registry().get("nodemaintenance").build(ctx, ManagerOptions())
             async with anyio.create_task_group() as tg:
                 factory.start(tg)
-                tg.start_soon(controller.run, None)
+                tg.start_soon(controller.run)
                 await controller.wait_for_caches()
                 start = time.monotonic()
                 await client.create(

@@ -25,6 +25,8 @@ import orjson
 from apiclient import KubeClient
 from apiclient.metrics import REQUEST_DURATION, REQUESTS_TOTAL
 from apiclient.resources import REPLICASETS
+from controller_manager.options import ManagerOptions
+from controller_manager.registry import default_registry
 from controllers import metrics as cmetrics
 from controllers.common.controller_ref import get_controller_of
 from controllers.context import ControllerContext
@@ -76,7 +78,12 @@ async def _run_once(
 ) -> dict[str, Any]:
     client: KubeClient = await cluster.client(qps=qps, burst=burst)
     factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
-    controller = ReplicaSetController(ControllerContext(client=client, informers=factory))
+    controller = (
+        default_registry()
+        .get("replicaset")
+        .build(ControllerContext(client=client, informers=factory), ManagerOptions())
+    )
+    assert isinstance(controller, ReplicaSetController)
     before_requests = _requests_by_method()
     before_syncs = _sample_sum(cmetrics.RECONCILE_TIME, "controller_runtime_reconcile_time_seconds_count")
     before_sync_time = _sample_sum(cmetrics.RECONCILE_TIME, "controller_runtime_reconcile_time_seconds_sum")
@@ -96,7 +103,7 @@ async def _run_once(
     try:
         async with anyio.create_task_group() as tg:
             factory.start(tg)
-            tg.start_soon(controller.run, None)
+            tg.start_soon(controller.run)
             await factory.wait_for_cache_sync()
             # Spend the burst on nothing else before the clock starts: a fresh bucket.
             start = time.perf_counter()

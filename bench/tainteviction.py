@@ -32,11 +32,21 @@ import orjson
 
 from apiclient import KubeClient
 from apiclient.resources import NODES, PODS
+from controller_manager.options import ManagerOptions
+from controller_manager.registry import default_registry
 from controllers.context import ControllerContext
 from controllers.tainteviction import TaintEvictionController
 from controllers.tainteviction import metrics as tmetrics
 from informers import SharedInformerFactory, meta_key
 from localcluster.cluster import LocalCluster
+
+
+def _build(ctx: ControllerContext) -> TaintEvictionController:
+    """The controller as the manager builds it: its registry row's name and worker count."""
+    controller = default_registry().get("taint-eviction-controller").build(ctx, ManagerOptions())
+    assert isinstance(controller, TaintEvictionController)
+    return controller
+
 
 NS = "default"
 TAINT = {"key": "bench.aiokcm.io/evict", "effect": "NoExecute"}
@@ -85,11 +95,11 @@ async def budget_run(pods: int, qps: float, burst: int) -> dict[str, Any]:
             for i in range(pods):
                 await admin.create(PODS, _pod(f"p-{i}", "node-1"), namespace=NS)
             factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
-            controller = TaintEvictionController(ControllerContext(client=client, informers=factory))
+            controller = _build(ControllerContext(client=client, informers=factory))
             before = _deletions()
             async with anyio.create_task_group() as tg:
                 factory.start(tg)
-                tg.start_soon(controller.run, None)
+                tg.start_soon(controller.run)
                 await factory.wait_for_cache_sync()
                 await anyio.sleep(
                     burst / qps + 0.1
@@ -146,7 +156,7 @@ async def latency_run(nodes: int, cached_pods: int, tainted: int, spacing: float
     fake = _RecordingClient()
     client = cast(KubeClient, fake)
     factory = SharedInformerFactory(client, gc_freeze=True)  # as the manager runs (--gc-freeze)
-    controller = TaintEvictionController(ControllerContext(client=client, informers=factory))
+    controller = _build(ControllerContext(client=client, informers=factory))
     node_store, pod_store = controller.node_informer.store, controller.pod_informer.store
     per_node = max(1, cached_pods // nodes)
     fill_start = time.perf_counter()
@@ -173,7 +183,7 @@ async def latency_run(nodes: int, cached_pods: int, tainted: int, spacing: float
     victims = [node_objs[i] for i in range(0, nodes, step)][:tainted]
     fake.expected = len(victims) * per_node
     async with anyio.create_task_group() as tg:
-        tg.start_soon(controller.run, None)
+        tg.start_soon(controller.run)
         await anyio.sleep(0.05)
         for old in victims:
             new = copy.deepcopy(old)

@@ -27,19 +27,15 @@ from anyio.abc import TaskGroup
 from apiclient import KubeClient
 from apiclient.config import build_api_client, describe_config_error
 from apiclient.events import EventBroadcaster
-from controller_manager import secureserving, webhookcert, webhookendpoints, webhookserver
+from controller_manager import features, secureserving, webhookcert, webhookendpoints, webhookserver
 from controller_manager.embedded import load_plugin
 from controller_manager.leaderelection import LeaderElector, LeadershipLost
 from controller_manager.loopmonitor import LoopMonitor
 from controller_manager.options import ManagerOptions, UsageError
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
 from controller_manager.server import HealthState, serve
-from controllers.common.evacuation import (
-    GATE_NODE_MAINTENANCE_DEPLOYMENT,
-    SURGE_ANSWERS_OPTION,
-    SURGING_CONTROLLERS,
-)
-from controllers.context import ControllerContext, ControllerOptions, FeatureGates
+from controllers.common.evacuation import SURGING_CONTROLLERS
+from controllers.context import ControllerContext, FeatureGates
 from controllers.worker import is_expected_failure
 
 if TYPE_CHECKING:
@@ -74,7 +70,7 @@ def _surge_answers(enabled: list[ControllerDescriptor], gates: FeatureGates) -> 
     """Whether this manager answers EvacuationRequests by surging: its own ReplicaSet and Deployment
     controllers run with the gate. Beside KCM's own nobody does, and the drain must not wait."""
     return SURGING_CONTROLLERS <= {d.name for d in enabled} and gates.enabled(
-        GATE_NODE_MAINTENANCE_DEPLOYMENT
+        features.NODE_MAINTENANCE_DEPLOYMENT
     )
 
 
@@ -209,13 +205,15 @@ class Manager:
             else:
                 await self.elector.run(self._lead)
 
-    def _build(self, descriptors: list[ControllerDescriptor], ctx: ControllerContext) -> list[Controller]:
+    def _build(
+        self, descriptors: list[ControllerDescriptor], ctx: ControllerContext, opts: ManagerOptions
+    ) -> list[Controller]:
         built: list[Controller] = []
         for d in descriptors:
             module = d.import_path.partition(":")[0]
             try:
                 # A client, and so a rate limiter, per controller, as KCM's controller client builder.
-                controller = d.constructor(dataclasses.replace(ctx, client=self.client.derive(d.name)))
+                controller = d.build(dataclasses.replace(ctx, client=self.client.derive(d.name)), opts)
             except ModuleNotFoundError as exc:
                 if exc.name is None or not module.startswith(exc.name):
                     raise
@@ -245,12 +243,11 @@ class Manager:
             informers=informers,
             events=broadcaster,
             gates=opts.gates,
-            options=ControllerOptions(
-                concurrent_syncs=dict(opts.concurrent_syncs),
-                extra={**opts.extra, SURGE_ANSWERS_OPTION: _surge_answers(enabled, opts.gates)},
-            ),
         )
-        self.controllers = self._build(enabled, ctx)
+        maintenance = dataclasses.replace(
+            opts.node_maintenance, surge_answers=_surge_answers(enabled, opts.gates)
+        )
+        self.controllers = self._build(enabled, ctx, dataclasses.replace(opts, node_maintenance=maintenance))
         for controller in self.controllers:
             self.health.add_check(controller.name, controller.healthy)
         async with anyio.create_task_group() as tg:
@@ -340,7 +337,7 @@ class Manager:
             await anyio.sleep(webhookcert.CHECK_PERIOD)
 
     async def _run_controller(self, controller: Controller) -> None:
-        await controller.run(self.opts.concurrent_syncs.get(controller.name))
+        await controller.run()
 
     async def _mark_ready(self, informers: InformerFactory) -> None:
         if await informers.wait_for_cache_sync():

@@ -13,6 +13,23 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+# The names are spelt once, in `controllers.features`; they are re-exported here for the manager.
+from controllers.features import (
+    DECLARATIVE_NODE_MAINTENANCE as DECLARATIVE_NODE_MAINTENANCE,
+)
+from controllers.features import (
+    EVICTION_SURGE as EVICTION_SURGE,
+)
+from controllers.features import (
+    NODE_MAINTENANCE_DEPLOYMENT as NODE_MAINTENANCE_DEPLOYMENT,
+)
+from controllers.features import (
+    NODE_MAINTENANCE_LEASE as NODE_MAINTENANCE_LEASE,
+)
+from controllers.features import (
+    SEPARATE_TAINT_EVICTION_CONTROLLER as SEPARATE_TAINT_EVICTION_CONTROLLER,
+)
+
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
 
@@ -33,12 +50,6 @@ class FeatureSpec:
         """GA gates cannot be turned off (component-base's LockToDefault)."""
         return self.stage is Stage.GA
 
-
-DECLARATIVE_NODE_MAINTENANCE = "DeclarativeNodeMaintenance"
-NODE_MAINTENANCE_DEPLOYMENT = "NodeMaintenanceDeployment"
-NODE_MAINTENANCE_LEASE = "NodeMaintenanceLease"
-SEPARATE_TAINT_EVICTION_CONTROLLER = "SeparateTaintEvictionController"
-EVICTION_SURGE = "EvictionSurge"
 
 # Stages and defaults follow KEP-4212 (alpha) and Kubernetes 1.29+ for the taint-eviction split (beta).
 DEFAULT_FEATURES: Mapping[str, FeatureSpec] = {

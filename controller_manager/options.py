@@ -4,6 +4,9 @@ Parsing turns the command line into one frozen `ManagerOptions`; every rule a us
 (an unknown controller, an unknown or locked feature gate, lease timings that cannot work) is
 checked here, so the CLI can answer a bad command line with one line and exit code 2 before
 anything starts.
+
+A controller's settings land in its typed config (`controllers/<name>/config.py`), whose defaults
+are the flags' defaults: they are written once, in the config class.
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ import ipaddress
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from dataclasses import dataclass, field, fields
+from typing import Literal, NoReturn
 
 from controller_manager import features
 from controller_manager.registry import ControllerRegistry
-from controllers.nodemaintenance.controller import MAX_UNSCHEDULABLE_OPTION
-from controllers.nodemaintenance.rollout import DEFAULT_MAX_UNSCHEDULABLE, LimitError, scaled
+from controllers.evictionsurge.config import EvictionSurgeConfig
+from controllers.nodelifecycle.config import NodeLifecycleConfig
+from controllers.nodemaintenance.config import NodeMaintenanceConfig
+from controllers.nodemaintenance.rollout import LimitError, scaled
 
 JITTER_FACTOR = 1.2  # client-go leaderelection.JitterFactor
 
@@ -58,6 +63,18 @@ def parse_duration(text: str) -> float:
     if pos != len(body) or pos == 0:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r} (examples: 15s, 1m30s, 500ms)")
     return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """Go's `time.Duration.String` for whole and fractional seconds (`50s`, `1m0s`, `1.5s`), so a
+    duration flag's default reads in `--help` as KCM's does and parses back to the same value."""
+    whole_minutes, rest = divmod(seconds, 60.0)
+    minutes = int(whole_minutes)
+    hours, minutes = divmod(minutes, 60)
+    text = f"{rest:g}s"
+    if hours:
+        return f"{hours}h{minutes}m{text}"
+    return f"{minutes}m{text}" if minutes else text
 
 
 def _positive_int(text: str) -> int:
@@ -182,24 +199,28 @@ class ManagerOptions:
     demo_exit_after_drain: bool = False
     shutdown_grace_period: float = 20.0
     gc_freeze: bool = True
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
+    node_maintenance: NodeMaintenanceConfig = field(default_factory=NodeMaintenanceConfig)
+    eviction_surge: EvictionSurgeConfig = field(default_factory=EvictionSurgeConfig)
 
 
-# Node lifecycle flags, passed to controllers through ControllerOptions.extra under these keys.
-NODE_LIFECYCLE_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-    ("--node-monitor-grace-period", "node_monitor_grace_period", "50s",
+FlagKind = Literal["duration", "int", "float"]
+
+# Node lifecycle flags: (flag, NodeLifecycleConfig field, kind, help); defaults come from the config.
+NODE_LIFECYCLE_FLAGS: tuple[tuple[str, str, FlagKind, str], ...] = (
+    ("--node-monitor-grace-period", "node_monitor_grace_period", "duration",
      "How long a Node may go without a heartbeat before it is marked unhealthy."),
-    ("--node-monitor-period", "node_monitor_period", "5s",
+    ("--node-monitor-period", "node_monitor_period", "duration",
      "How often the node lifecycle controller checks every Node's heartbeats."),
-    ("--node-startup-grace-period", "node_startup_grace_period", "60s",
+    ("--node-startup-grace-period", "node_startup_grace_period", "duration",
      "How long a starting Node may be unresponsive before it is marked unhealthy."),
-    ("--node-eviction-rate", "node_eviction_rate", 0.1,
+    ("--node-eviction-rate", "node_eviction_rate", "float",
      "Nodes per second whose pods are evicted when a zone is healthy."),
-    ("--secondary-node-eviction-rate", "secondary_node_eviction_rate", 0.01,
+    ("--secondary-node-eviction-rate", "secondary_node_eviction_rate", "float",
      "Nodes per second whose pods are evicted when a zone is unhealthy (0 in small clusters)."),
-    ("--large-cluster-size-threshold", "large_cluster_size_threshold", 50,
+    ("--large-cluster-size-threshold", "large_cluster_size_threshold", "int",
      "Nodes above which a zone counts as large for the secondary eviction rate."),
-    ("--unhealthy-zone-threshold", "unhealthy_zone_threshold", 0.55,
+    ("--unhealthy-zone-threshold", "unhealthy_zone_threshold", "float",
      "Fraction of NotReady nodes (at least 3) above which a zone is unhealthy."),
 )  # fmt: skip
 
@@ -299,21 +320,34 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     )
 
     node = parser.add_argument_group("node lifecycle")
-    for flag, dest, default, text in NODE_LIFECYCLE_FLAGS:
-        kind = (
-            parse_duration
-            if isinstance(default, str)
-            else (_positive_int if isinstance(default, int) else _non_negative_float)
+    lifecycle = NodeLifecycleConfig()
+    for flag, dest, kind, text in NODE_LIFECYCLE_FLAGS:
+        default = getattr(lifecycle, dest)
+        if kind == "duration":
+            node.add_argument(
+                flag,
+                type=parse_duration,
+                default=format_duration(default),
+                dest=f"node_lifecycle__{dest}",
+                metavar="DURATION",
+                help=text,
+            )
+            continue
+        node.add_argument(
+            flag,
+            type=_positive_int if kind == "int" else _non_negative_float,
+            default=default,
+            dest=f"node_lifecycle__{dest}",
+            metavar=kind.upper(),
+            help=text,
         )
-        metavar = "DURATION" if isinstance(default, str) else ("INT" if isinstance(default, int) else "FLOAT")
-        node.add_argument(flag, type=kind, default=default, dest=f"extra__{dest}", metavar=metavar, help=text)
 
     nm = parser.add_argument_group("node maintenance")
     nm.add_argument(
         "--node-maintenance-max-unschedulable",
         type=_int_or_percent,
-        default=DEFAULT_MAX_UNSCHEDULABLE,
-        dest=f"extra__{MAX_UNSCHEDULABLE_OPTION}",
+        default=NodeMaintenanceConfig().max_unschedulable,
+        dest="node_maintenance_max_unschedulable",
         metavar="INT|PERCENT",
         help="Most nodes (a count, or a percentage of all nodes) that NodeMaintenances may leave "
         "unschedulable at once, counting nodes cordoned by anyone; a maintenance that would go "
@@ -390,6 +424,7 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     )
 
     hook = parser.add_argument_group("admission webhook (eviction-surge)")
+    surge = EvictionSurgeConfig()
     hook.add_argument(
         "--webhook-port",
         type=_port,
@@ -450,8 +485,8 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     hook.add_argument(
         "--eviction-surge-timeout",
         type=parse_duration,
-        default="5m",
-        dest="extra__eviction_surge_timeout",
+        default=format_duration(surge.surge_timeout),
+        dest="eviction_surge_timeout",
         metavar="DURATION",
         help="How long an eviction is held back waiting for a replacement; after it, the "
         "PodDisruptionBudget decides alone.",
@@ -459,8 +494,8 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
     hook.add_argument(
         "--eviction-surge-retry-window",
         type=parse_duration,
-        default="1m",
-        dest="extra__eviction_surge_retry_window",
+        default=format_duration(surge.retry_window),
+        dest="eviction_surge_retry_window",
         metavar="DURATION",
         help="An evacuation asked for by the webhook is withdrawn when no eviction of the "
         "pod is retried within this window.",
@@ -591,8 +626,10 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
     _validate_election(parser.prog, election)
     values = vars(ns)
     syncs = {key.removeprefix("syncs__"): int(v) for key, v in values.items() if key.startswith("syncs__")}
-    extra = {key.removeprefix("extra__"): v for key, v in values.items() if key.startswith("extra__")}
-    threshold = float(extra.get("unhealthy_zone_threshold", 0.55))
+    lifecycle = NodeLifecycleConfig(
+        **{f.name: values[f"node_lifecycle__{f.name}"] for f in fields(NodeLifecycleConfig)}
+    )
+    threshold = lifecycle.unhealthy_zone_threshold
     if not 0 < threshold <= 1:
         raise UsageError(f"{parser.prog}: --unhealthy-zone-threshold must be in (0, 1], got {threshold}")
     return ManagerOptions(
@@ -616,7 +653,11 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         demo_exit_after_drain=ns.embedded and ns.demo and ns.demo_exit_after_drain,
         shutdown_grace_period=ns.shutdown_grace_period,
         gc_freeze=ns.gc_freeze,
-        extra=extra,
+        node_lifecycle=lifecycle,
+        node_maintenance=NodeMaintenanceConfig(max_unschedulable=ns.node_maintenance_max_unschedulable),
+        eviction_surge=EvictionSurgeConfig(
+            surge_timeout=ns.eviction_surge_timeout, retry_window=ns.eviction_surge_retry_window
+        ),
     )
 
 
@@ -662,9 +703,9 @@ def _webhook_options(prog: str, ns: argparse.Namespace) -> WebhookOptions:
     for flag in ("webhook_namespace", "webhook_service", "webhook_cert_secret", "webhook_configuration"):
         if not getattr(ns, flag).strip():
             raise UsageError(f"{prog}: --{flag.replace('_', '-')} must not be empty")
-    for flag in ("extra__eviction_surge_timeout", "extra__eviction_surge_retry_window"):
+    for flag in ("eviction_surge_timeout", "eviction_surge_retry_window"):
         if getattr(ns, flag) <= 0:
-            raise UsageError(f"{prog}: --{flag.removeprefix('extra__').replace('_', '-')} must be positive")
+            raise UsageError(f"{prog}: --{flag.replace('_', '-')} must be positive")
     return WebhookOptions(
         port=ns.webhook_port,
         bind_address=ns.webhook_bind_address or "",

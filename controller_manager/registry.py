@@ -4,8 +4,12 @@ As KCM's `NewControllerDescriptors`, the registry is a table of descriptors (nam
 required feature gates, disabled by default, constructor) checked once when it is built: no
 empty or duplicate names, no alias that repeats a name or another alias. The table lives here,
 not on the controller classes, so `--controllers` validation and `--help` work without importing
-any controller; a class is imported only when its controller is enabled, and then checked
-against its descriptor (a class whose `name` disagrees is a programming error, not a flag error).
+any controller; a class is imported only when its controller is enabled. A row is the only
+source of a controller's name, aliases, gates and worker count: the classes do not repeat them,
+the manager hands the name and worker count to the class when it builds it (as KCM's
+constructors receive `controllerName`), so nothing can disagree with the table. A controller
+that takes settings names, in its row, which typed config of the parsed `ManagerOptions` it
+gets (as KCM's `ComponentConfig.<Controller>`); the config class owns the defaults.
 
 `--controllers` follows KCM's `IsControllerEnabled`: the first entry that is exactly the name or
 `-name` decides; else a `*` anywhere enables what is on by default; else nothing. Aliases are
@@ -17,15 +21,26 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from controller_manager import features
 
 if TYPE_CHECKING:
+    from controller_manager.options import ManagerOptions
     from controllers.base import Controller
     from controllers.context import ControllerContext
 
-Constructor = Callable[["ControllerContext"], "Controller"]
+
+class Constructor(Protocol):
+    """Builds a controller under the name and worker count its row gives it (and its config, if any)."""
+
+    def __call__(
+        self, ctx: ControllerContext, *, name: str, workers: int, config: object | None = None
+    ) -> Controller: ...
+
+
+# Picks a controller's typed config out of the parsed command line.
+ConfigOf = Callable[["ManagerOptions"], object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,27 +55,43 @@ class ControllerDescriptor:
     default_workers: int = 5
     concurrent_syncs_flag: str = ""
     import_path: str = ""
+    config: ConfigOf | None = None
+
+    def build(self, ctx: ControllerContext, opts: ManagerOptions) -> Controller:
+        """The controller as `opts` configure it: its `--concurrent-*-syncs` value or the row's
+        worker count, and its typed config when the row names one."""
+        workers = opts.concurrent_syncs.get(self.name, self.default_workers)
+        if self.config is None:
+            return self.constructor(ctx, name=self.name, workers=workers)
+        return self.constructor(ctx, name=self.name, workers=workers, config=self.config(opts))
 
 
 def import_controller_class(import_path: str) -> type[Controller]:
-    """Import `module:Class`; raise ImportError with the path when it is missing."""
+    """Import `module:Class`; raise ImportError with the path when it is missing or no controller."""
+    from controllers.base import Controller
+
     module_name, _, attr = import_path.partition(":")
     module = importlib.import_module(module_name)
     try:
-        cls: type[Controller] = getattr(module, attr)
+        cls = getattr(module, attr)
     except AttributeError as exc:
         raise ImportError(f"{import_path}: module {module_name} has no {attr}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Controller)):
+        raise ImportError(f"{import_path} is not a controllers.base.Controller subclass")
     return cls
 
 
-def lazy_constructor(import_path: str, *, name: str) -> Constructor:
-    """A constructor that imports the class on first use and checks it matches the descriptor."""
+def lazy_constructor(import_path: str) -> Constructor:
+    """A constructor that imports the class on first use, so a disabled controller is never imported."""
 
-    def construct(ctx: ControllerContext) -> Controller:
+    def construct(
+        ctx: ControllerContext, *, name: str, workers: int, config: object | None = None
+    ) -> Controller:
         cls = import_controller_class(import_path)
-        if getattr(cls, "name", None) != name:
-            raise TypeError(f"{import_path}.name is {getattr(cls, 'name', None)!r}, registry says {name!r}")
-        return cls(ctx)
+        if config is None:
+            return cls(ctx, name=name, workers=workers)
+        # Only classes that take settings have `config`; the row and the class agree on its type.
+        return cls(ctx, name=name, workers=workers, config=config)  # type: ignore[call-arg]
 
     return construct
 
@@ -74,6 +105,7 @@ class _Row:
     disabled_by_default: bool = False
     workers: int = 5
     syncs_flag: str = ""
+    config: ConfigOf | None = None
 
 
 # The one table: name, class, aliases, gates, default workers and KCM-style concurrency flag.
@@ -86,17 +118,19 @@ _TABLE: tuple[_Row, ...] = (
          workers=1, syncs_flag="--concurrent-disruption-syncs"),
     _Row("nodemaintenance", "controllers.nodemaintenance:NodeMaintenanceController",
          gates=(features.DECLARATIVE_NODE_MAINTENANCE,), workers=2,
-         syncs_flag="--concurrent-nodemaintenance-syncs"),
+         syncs_flag="--concurrent-nodemaintenance-syncs", config=lambda o: o.node_maintenance),
+    # Eight workers, one per update shard: Go's taint manager's UpdateWorkerSize.
     _Row("taint-eviction-controller", "controllers.tainteviction:TaintEvictionController",
          gates=(features.SEPARATE_TAINT_EVICTION_CONTROLLER,), workers=8,
          syncs_flag="--concurrent-taint-eviction-syncs"),
     _Row("node-lifecycle-controller", "controllers.nodelifecycle:NodeLifecycleController",
-         workers=1, syncs_flag="--concurrent-node-lifecycle-syncs"),
+         workers=1, syncs_flag="--concurrent-node-lifecycle-syncs", config=lambda o: o.node_lifecycle),
     _Row("maintenance-lease", "controllers.maintenancelease:MaintenanceLeaseController",
          gates=(features.NODE_MAINTENANCE_LEASE,), workers=2,
          syncs_flag="--concurrent-maintenance-lease-syncs"),
     _Row("eviction-surge", "controllers.evictionsurge:EvictionSurgeController",
-         gates=(features.EVICTION_SURGE,), workers=2, syncs_flag="--concurrent-eviction-surge-syncs"),
+         gates=(features.EVICTION_SURGE,), workers=2, syncs_flag="--concurrent-eviction-surge-syncs",
+         config=lambda o: o.eviction_surge),
 )  # fmt: skip
 
 
@@ -212,10 +246,11 @@ def default_descriptors() -> list[ControllerDescriptor]:
             aliases=row.aliases,
             required_gates=row.gates,
             disabled_by_default=row.disabled_by_default,
-            constructor=lazy_constructor(row.import_path, name=row.name),
+            constructor=lazy_constructor(row.import_path),
             default_workers=row.workers,
             concurrent_syncs_flag=row.syncs_flag,
             import_path=row.import_path,
+            config=row.config,
         )
         for row in _TABLE
     ]

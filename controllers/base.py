@@ -38,14 +38,19 @@ T = TypeVar("T", bound=Hashable)
 
 
 class Controller(abc.ABC):
-    name: ClassVar[str]
-    aliases: ClassVar[tuple[str, ...]] = ()
-    required_gates: ClassVar[tuple[str, ...]] = ()
-    disabled_by_default: ClassVar[bool] = False
-    default_workers: ClassVar[int] = 5
+    """A controller under the manager.
+
+    Its name and worker count are given by whoever builds it (the manager, from the controller's
+    row in `controller_manager.registry`): the row is their only source, so a class cannot drift
+    from the `--controllers` and `--concurrent-*-syncs` flags. The name labels the logs, events,
+    default queue and the worker metrics.
+    """
+
     max_retries: ClassVar[int] = MAX_RETRIES
 
-    def __init__(self, ctx: ControllerContext) -> None:
+    def __init__(self, ctx: ControllerContext, *, name: str, workers: int) -> None:
+        self.name = name
+        self.workers = max(1, workers)
         self.ctx = ctx
         self.client = ctx.client
         self.recorder = ctx.events.recorder(self.name)
@@ -106,17 +111,16 @@ class Controller(abc.ABC):
         """
         self.queue.shutdown()
 
-    async def run(self, workers: int | None = None) -> None:
+    async def run(self) -> None:
         """Wait for the informers, then serve the queues until `stop()` (or cancellation)."""
-        count = workers if workers is not None else self.ctx.options.workers(self.name, self.default_workers)
         await self.wait_for_caches()
         await self.prepare()
-        self.log.info("starting workers", workers=count)
+        self.log.info("starting workers", workers=self.workers)
         try:
             async with anyio.create_task_group() as loops:
                 self.start_loops(loops)
                 async with anyio.create_task_group() as tg:
-                    self.start_workers(tg, max(1, count))
+                    self.start_workers(tg, self.workers)
                 loops.cancel_scope.cancel()  # the workers are done: the loops end with them
         finally:
             self.stop()

@@ -1,4 +1,4 @@
-"""What a controller gets from the manager: clients, informers, events, gates, options.
+"""What every controller gets from the manager: its client, the informers, events and gates.
 
 A plain object rather than globals so that tests build one per test and two managers can run
 in one process (the leader hand-off tests do).
@@ -36,20 +36,6 @@ class StaticGates:
         return bool(self.values.get(name, False))
 
 
-@dataclass(frozen=True)
-class ControllerOptions:
-    """Per-controller settings from the command line (`--concurrent-*-syncs` and the like)."""
-
-    concurrent_syncs: Mapping[str, int] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def workers(self, controller_name: str, default: int) -> int:
-        return int(self.concurrent_syncs.get(controller_name, default))
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.extra.get(name, default)
-
-
 class _DiscardRecorder:
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         return None
@@ -68,4 +54,3 @@ class ControllerContext:
     informers: SharedInformerFactory
     events: EventRecorderFactory = field(default_factory=DiscardEvents)
     gates: FeatureGates = field(default_factory=StaticGates)
-    options: ControllerOptions = field(default_factory=ControllerOptions)

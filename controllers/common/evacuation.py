@@ -23,12 +23,8 @@ from typing import Any
 from controllers.common.conditions import new_condition, pod_condition_patch
 from controllers.common.pods import get_pod_condition
 
-GATE_DECLARATIVE_NODE_MAINTENANCE = "DeclarativeNodeMaintenance"
-GATE_NODE_MAINTENANCE_DEPLOYMENT = "NodeMaintenanceDeployment"
-# Controller option: whether this manager runs the ReplicaSet and Deployment controllers that answer
-# an EvacuationRequest by surging. Beside KCM's own (deploy/'s default) nobody answers for a
-# Deployment's pods, so the drain evicts them at once instead of waiting for an answer.
-SURGE_ANSWERS_OPTION = "nodemaintenance.surge_answers"
+# The controllers that answer an EvacuationRequest by surging, when NodeMaintenanceDeployment is on;
+# whether the manager runs both is `NodeMaintenanceConfig.surge_answers`.
 SURGING_CONTROLLERS = frozenset({"replicaset", "deployment"})
 
 EVACUATION_REQUEST = "EvacuationRequest"

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS
+from controllers import features
 from controllers.base import Controller
 from controllers.common.controller_ref import (
     ORPHAN_INDEX,
@@ -35,7 +36,6 @@ from controllers.common.controller_ref import (
 )
 from controllers.common.deploymentstrategy import RECREATE, strategy_type
 from controllers.common.evacuation import (
-    GATE_NODE_MAINTENANCE_DEPLOYMENT,
     has_evacuation_request,
     is_evacuation_ready,
     replicas_to_evacuate,
@@ -61,12 +61,8 @@ Obj = Mapping[str, Any]
 
 
 class DeploymentController(Controller):
-    name: ClassVar[str] = "deployment"
-    aliases: ClassVar[tuple[str, ...]] = ("deployment-controller",)
-    default_workers: ClassVar[int] = 5
-
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, *, name: str, workers: int) -> None:
+        super().__init__(ctx, name=name, workers=workers)
         self.d_informer = ctx.informers.informer(DEPLOYMENTS)
         self.rs_informer = ctx.informers.informer(REPLICASETS)
         ensure_orphan_index(self.rs_informer)
@@ -257,7 +253,7 @@ class DeploymentController(Controller):
 
     @property
     def evacuation_enabled(self) -> bool:
-        return self.ctx.gates.enabled(GATE_NODE_MAINTENANCE_DEPLOYMENT)
+        return self.ctx.gates.enabled(features.NODE_MAINTENANCE_DEPLOYMENT)
 
     async def sync(self, key: str) -> None:
         namespace, name = split_key(key)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any
 
 from anyio.abc import TaskGroup
 
@@ -40,11 +40,11 @@ from apiclient.resources import (
     REPLICATIONCONTROLLERS,
     STATEFULSETS,
 )
+from controllers import features
 from controllers.base import Controller
 from controllers.common.conditions import pod_condition_patch
 from controllers.common.evacuation import (
     EVACUATING_PODS_ANNOTATION,
-    GATE_DECLARATIVE_NODE_MAINTENANCE,
     count_annotation_patch,
 )
 from controllers.common.pods import get_pod_condition, is_pod_terminal, is_terminating
@@ -108,12 +108,8 @@ def stale_disruption_wait(pod: Mapping[str, Any], now: datetime) -> float | None
 class DisruptionController(Controller):
     """KCM's `disruption` controller (alias `disruption-controller`), one worker by default."""
 
-    name: ClassVar[str] = "disruption"
-    aliases: ClassVar[tuple[str, ...]] = ("disruption-controller",)
-    default_workers: ClassVar[int] = 1
-
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, *, name: str, workers: int) -> None:
+        super().__init__(ctx, name=name, workers=workers)
         factory = ctx.informers
         self.pdb_informer = factory.informer(PODDISRUPTIONBUDGETS)
         self.pod_informer = factory.informer(PODS)
@@ -145,7 +141,7 @@ class DisruptionController(Controller):
 
     @property
     def evacuation(self) -> bool:
-        return self.ctx.gates.enabled(GATE_DECLARATIVE_NODE_MAINTENANCE)
+        return self.ctx.gates.enabled(features.DECLARATIVE_NODE_MAINTENANCE)
 
     # -- budgets ---------------------------------------------------------------------------
 

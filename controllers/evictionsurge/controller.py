@@ -31,8 +31,8 @@ from controllers.common.pods import is_pod_active, pod_key
 from controllers.common.timeutil import utcnow
 from controllers.context import ControllerContext
 from controllers.evictionsurge import admission, metrics
+from controllers.evictionsurge.config import EvictionSurgeConfig
 from controllers.evictionsurge.decision import (
-    GATE_EVICTION_SURGE,
     Decision,
     Facts,
     Why,
@@ -47,34 +47,30 @@ Obj = Mapping[str, Any]
 log = structlog.get_logger()
 
 WEBHOOK_PATH = "/validate-pods-eviction"
-DEFAULT_SURGE_TIMEOUT = 300.0
-DEFAULT_RETRY_WINDOW = 60.0
 
 EVENT_REQUESTED = "EvictionSurgeRequested"
 EVENT_WITHDRAWN = "EvictionSurgeWithdrawn"
 EVENT_TIMED_OUT = "EvictionSurgeTimedOut"
 
 
-def _seconds(value: Any, default: float) -> float:
-    try:
-        return float(value) if value is not None else default
-    except (TypeError, ValueError):
-        return default
-
-
 class EvictionSurgeController(Controller):
     """Holds evictions back until a replacement has surged; see the module docstring."""
 
-    name: ClassVar[str] = "eviction-surge"
-    required_gates: ClassVar[tuple[str, ...]] = (GATE_EVICTION_SURGE,)
-    default_workers: ClassVar[int] = 2
     webhook_path: ClassVar[str] = WEBHOOK_PATH
 
-    def __init__(self, ctx: ControllerContext, *, clock: Callable[[], datetime] = utcnow) -> None:
-        super().__init__(ctx)
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        *,
+        name: str,
+        workers: int,
+        config: EvictionSurgeConfig,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        super().__init__(ctx, name=name, workers=workers)
         self.clock = clock
-        self.surge_timeout = _seconds(ctx.options.get("eviction_surge_timeout"), DEFAULT_SURGE_TIMEOUT)
-        self.retry_window = _seconds(ctx.options.get("eviction_surge_retry_window"), DEFAULT_RETRY_WINDOW)
+        self.surge_timeout = config.surge_timeout
+        self.retry_window = config.retry_window
         pod_inf = ctx.informers.informer(PODS)
         rs_inf = ctx.informers.informer(REPLICASETS)
         d_inf = ctx.informers.informer(DEPLOYMENTS)

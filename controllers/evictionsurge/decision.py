@@ -46,7 +46,6 @@ from controllers.common.timeutil import parse_time
 
 Obj = Mapping[str, Any]
 
-GATE_EVICTION_SURGE = "EvictionSurge"
 REASON_EVICTION_SURGE = "EvictionSurge"
 
 

@@ -22,7 +22,7 @@ itself only when its lease is cached (a node without one has nothing to repair, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from apiclient import ApiError
 from apiclient.resources import LEASES, NODES
@@ -34,7 +34,6 @@ from informers import ResourceEventHandler
 from nodemaintenancelease.lease import NAMESPACE, ensure_namespace, namespace_exists
 
 Obj = Mapping[str, Any]
-GATE = "NodeMaintenanceLease"
 
 
 def _name(obj: Obj) -> str:
@@ -53,12 +52,8 @@ def _node_ref(lease: Obj, node: Obj) -> tuple[int, Mapping[str, Any]] | None:
 class MaintenanceLeaseController(Controller):
     """Every node's maintenance Lease, once someone made it, owned by the node."""
 
-    name: ClassVar[str] = "maintenance-lease"
-    required_gates: ClassVar[tuple[str, ...]] = (GATE,)
-    default_workers: ClassVar[int] = 2
-
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, *, name: str, workers: int) -> None:
+        super().__init__(ctx, name=name, workers=workers)
         node_inf = ctx.informers.informer(NODES)
         lease_inf = ctx.informers.informer(LEASES, namespace=NAMESPACE)
         self.node_lister = node_inf.lister

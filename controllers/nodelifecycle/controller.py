@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -57,6 +57,7 @@ from controllers.common.taints import (
 from controllers.common.timeutil import format_time, utcnow
 from controllers.context import ControllerContext
 from controllers.nodelifecycle import metrics
+from controllers.nodelifecycle.config import NodeLifecycleConfig
 from controllers.nodelifecycle.health import (
     NodeHealth,
     lease_renew_time,
@@ -170,19 +171,24 @@ POD_QUEUE_NAME = "node_lifecycle_controller_pods"
 class NodeLifecycleController(Controller):
     """KCM's `node-lifecycle-controller` (taint-based eviction); see the module docstring."""
 
-    name: ClassVar[str] = "node-lifecycle-controller"
-    default_workers: ClassVar[int] = 1
-
-    def __init__(self, ctx: ControllerContext, *, now: Callable[[], float] | None = None) -> None:
-        super().__init__(ctx)
-        opts = ctx.options
-        self.monitor_grace = float(opts.get("node_monitor_grace_period", 50.0))
-        self.startup_grace = float(opts.get("node_startup_grace_period", 60.0))
-        self.monitor_period = float(opts.get("node_monitor_period", 5.0))
-        self.eviction_rate = float(opts.get("node_eviction_rate", 0.1))
-        self.secondary_rate = float(opts.get("secondary_node_eviction_rate", 0.01))
-        self.large_cluster_threshold = int(opts.get("large_cluster_size_threshold", 50))
-        self.unhealthy_threshold = float(opts.get("unhealthy_zone_threshold", 0.55))
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        *,
+        name: str,
+        workers: int,
+        config: NodeLifecycleConfig,
+        now: Callable[[], float] | None = None,
+    ) -> None:
+        super().__init__(ctx, name=name, workers=workers)
+        self.config = config
+        self.monitor_grace = config.node_monitor_grace_period
+        self.startup_grace = config.node_startup_grace_period
+        self.monitor_period = config.node_monitor_period
+        self.eviction_rate = config.node_eviction_rate
+        self.secondary_rate = config.secondary_node_eviction_rate
+        self.large_cluster_threshold = config.large_cluster_size_threshold
+        self.unhealthy_threshold = config.unhealthy_zone_threshold
         self._now = now or anyio.current_time
         self.health: dict[str, NodeHealth] = {}
         self.known_nodes: dict[str, str] = {}  # name -> zone

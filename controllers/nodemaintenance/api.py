@@ -13,7 +13,6 @@ from typing import Any
 from controllers.common.evacuation import (
     EVACUATION_INITIATED,
     EVACUATION_REQUEST,
-    GATE_DECLARATIVE_NODE_MAINTENANCE,
     REASON_NODE_MAINTENANCE,
 )
 from controllers.nodemaintenance.drain import DrainOptions
@@ -35,7 +34,6 @@ ORIGINAL_UNSCHEDULABLE_ANNOTATION = f"{GROUP}/original-unschedulable"
 __all__ = [
     "EVACUATION_INITIATED",
     "EVACUATION_REQUEST",
-    "GATE_DECLARATIVE_NODE_MAINTENANCE",
     "REASON_NODE_MAINTENANCE",
 ]
 

@@ -24,17 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from anyio.abc import TaskGroup
 
 from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODS, REPLICASETS, STATEFULSETS
+from controllers import features
 from controllers.base import Controller
-from controllers.common.evacuation import SURGE_ANSWERS_OPTION
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
+from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.nodeselector import selector_matches
-from controllers.nodemaintenance.rollout import DEFAULT_MAX_UNSCHEDULABLE
 from controllers.nodemaintenance.sync import DrainState, Listers, MaintenanceSync, NodeSync, utcnow
 from controllers.worker import Outcome
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
@@ -42,12 +42,6 @@ from nodemaintenancelease.gate import LeaseGate, MaintenanceLeaseGate, NoLeaseGa
 from workqueue import ShardedQueue
 
 Obj = Mapping[str, Any]
-DEFAULT_NODE_SHARDS = 4
-LEASE_GATE_OPTION = "nodemaintenance.lease_gate"
-SHARDS_OPTION = "nodemaintenance.node_shards"
-# `--node-maintenance-max-unschedulable`: the cluster-wide guard (rollout.py).
-MAX_UNSCHEDULABLE_OPTION = "node_maintenance_max_unschedulable"
-LEASE_FEATURE_GATE = "NodeMaintenanceLease"
 # Status writes while pods leave a node are batched this far apart, as KCM's Job controller
 # batches its pod-driven syncs (`syncJobBatchPeriod`): one write for several pods' departures.
 STATUS_BATCH_SECONDS = 1.0
@@ -63,7 +57,7 @@ def _name(obj: Obj) -> str:
 
 def _default_gate(ctx: ControllerContext) -> LeaseGate:
     """Real node leases when the `NodeMaintenanceLease` gate is on, else no coordination."""
-    if ctx.gates.enabled(LEASE_FEATURE_GATE):
+    if ctx.gates.enabled(features.NODE_MAINTENANCE_LEASE):
         return MaintenanceLeaseGate(ctx.client)
     return NoLeaseGate()
 
@@ -71,25 +65,25 @@ def _default_gate(ctx: ControllerContext) -> LeaseGate:
 class NodeMaintenanceController(Controller):
     """KEP-4212's node maintenance controller, with an eviction fallback so a drain always ends."""
 
-    name: ClassVar[str] = "nodemaintenance"
-    required_gates: ClassVar[tuple[str, ...]] = (api.GATE_DECLARATIVE_NODE_MAINTENANCE,)
-    default_workers: ClassVar[int] = 2
-
     def __init__(
         self,
         ctx: ControllerContext,
         *,
+        name: str,
+        workers: int,
+        config: NodeMaintenanceConfig,
         lease_gate: LeaseGate | None = None,
-        node_shards: int | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        super().__init__(ctx)
-        shards = node_shards or int(ctx.options.get(SHARDS_OPTION, DEFAULT_NODE_SHARDS))
+        """`lease_gate` is how drains coordinate with other disruptive actors; without one, the
+        `NodeMaintenanceLease` gate decides between real node leases and none."""
+        super().__init__(ctx, name=name, workers=workers)
+        self.config = config
         self.node_queue: ShardedQueue[str] = ShardedQueue(
-            shards, shard_key=lambda node: node, name="nodemaintenance_nodes"
+            config.node_shards, shard_key=lambda node: node, name="nodemaintenance_nodes"
         )
         self.node_worker = self.make_worker(self._sync_node)
-        gate = lease_gate or ctx.options.get(LEASE_GATE_OPTION) or _default_gate(ctx)
+        gate = lease_gate or _default_gate(ctx)
         self.lease_gate: LeaseGate = gate
         factory = ctx.informers
         nm_inf = factory.informer(NODEMAINTENANCES)
@@ -104,7 +98,7 @@ class NodeMaintenanceController(Controller):
             node_inf.lister,
             pod_inf.lister,
             owners,
-            surge_answers=bool(ctx.options.get(SURGE_ANSWERS_OPTION, True)),
+            surge_answers=config.surge_answers,
         )
         self.state = DrainState()
         self.node_sync = NodeSync(
@@ -124,7 +118,7 @@ class NodeMaintenanceController(Controller):
             recorder=self.recorder,
             enqueue_node=self.node_queue.add,
             clock=clock,
-            max_unschedulable=ctx.options.get(MAX_UNSCHEDULABLE_OPTION, DEFAULT_MAX_UNSCHEDULABLE),
+            max_unschedulable=config.max_unschedulable,
         )
         nm_inf.add_event_handler(
             ResourceEventHandler(

@@ -27,7 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_CONCURRENT_NODES = 1
-DEFAULT_MAX_UNSCHEDULABLE = "50%"
 
 _PERCENT = re.compile(r"^(\d{1,3})%$")
 

@@ -524,7 +524,7 @@ class MaintenanceSync:
         recorder: EventRecorder,
         enqueue_node: Callable[[str], None],
         clock: Callable[[], datetime] = utcnow,
-        max_unschedulable: int | str = rollout.DEFAULT_MAX_UNSCHEDULABLE,
+        max_unschedulable: int | str,
     ) -> None:
         self.client = client
         self.listers = listers

@@ -17,7 +17,7 @@ The reconcile itself is `sync.ReplicaSetSync`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from apiclient.resources import PODS, REPLICASETS
 from controllers.base import Controller
@@ -41,12 +41,10 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 class ReplicaSetController(Controller):
     """KCM's `replicaset` controller (alias `replicaset-controller`)."""
 
-    name: ClassVar[str] = "replicaset"
-    aliases: ClassVar[tuple[str, ...]] = ("replicaset-controller",)
-    default_workers: ClassVar[int] = 5
-
-    def __init__(self, ctx: ControllerContext, *, burst_replicas: int = BURST_REPLICAS) -> None:
-        super().__init__(ctx)
+    def __init__(
+        self, ctx: ControllerContext, *, name: str, workers: int, burst_replicas: int = BURST_REPLICAS
+    ) -> None:
+        super().__init__(ctx, name=name, workers=workers)
         self.rs_informer = ctx.informers.informer(REPLICASETS)
         self.pod_informer = ctx.informers.informer(PODS)
         ensure_orphan_index(self.pod_informer)

@@ -34,6 +34,7 @@ import structlog
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS, REPLICASETS
+from controllers import features
 from controllers.base import RequeueAfter
 from controllers.common.conditions import get_condition, new_condition, remove_condition, set_condition
 from controllers.common.controller_ref import (
@@ -44,7 +45,6 @@ from controllers.common.controller_ref import (
     recheck_deletion_timestamp,
 )
 from controllers.common.evacuation import (
-    GATE_DECLARATIVE_NODE_MAINTENANCE,
     REPLICAS_TO_EVACUATE_ANNOTATION,
     count_annotation_patch,
     evacuation_initiated_patch,
@@ -271,7 +271,7 @@ class ReplicaSetSync:
 
     @property
     def evacuation_enabled(self) -> bool:
-        return self.gates.enabled(GATE_DECLARATIVE_NODE_MAINTENANCE)
+        return self.gates.enabled(features.DECLARATIVE_NODE_MAINTENANCE)
 
     async def sync(self, key: str) -> None:
         namespace, name = split_key(key)

@@ -31,7 +31,7 @@ default `--kube-api-qps` that is the difference between 6.7 and 10 evictions per
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -67,7 +67,6 @@ REASON_DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"
 EVENT_REASON = "TaintManagerEviction"
 DELETE_RETRIES = 5
 RETRY_SLEEP = 0.01
-UPDATE_WORKER_SIZE = 8  # Go's UpdateWorkerSize
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -96,15 +95,11 @@ def _unwrap(obj: Any) -> Obj | None:
 class TaintEvictionController(Controller):
     """KCM's `taint-eviction-controller`; see the module docstring."""
 
-    name: ClassVar[str] = "taint-eviction-controller"
-    required_gates: ClassVar[tuple[str, ...]] = ("SeparateTaintEvictionController",)
-    default_workers: ClassVar[int] = UPDATE_WORKER_SIZE
-
-    def __init__(self, ctx: ControllerContext, *, shards: int | None = None) -> None:
-        super().__init__(ctx)
-        count = shards or ctx.options.workers(self.name, self.default_workers)
+    def __init__(self, ctx: ControllerContext, *, name: str, workers: int) -> None:
+        super().__init__(ctx, name=name, workers=workers)
+        # One update shard per worker, as Go's taint manager runs UpdateWorkerSize of them.
         self.updates: ShardedQueue[Item] = ShardedQueue(
-            max(1, count),
+            self.workers,
             shard_key=lambda item: item[1],
             priority=lambda item: item[0],
             name=self.name + "-updates",

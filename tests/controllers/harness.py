@@ -1,7 +1,12 @@
 """Run controllers against a real API server in tests: a factory, the controllers, one task group.
 
-    async with running_controllers(kube, ReplicaSetController, gates={"DeclarativeNodeMaintenance": True}) as h:
+    async with running_controllers(kube, ReplicaSetController, gates={DECLARATIVE_NODE_MAINTENANCE: True}) as h:
         await eventually(lambda: ..., "three pods")
+
+A controller class is built as the manager builds it, under the name and worker count of its row
+in `controller_manager.registry` and with its typed config at its defaults unless the test gives
+one (`build`); a test that needs other constructor arguments passes a function of the context that
+calls `build` itself.
 
 Everything started here is cancelled on exit, so the leak guard in `tests/conftest.py` stays quiet.
 `HeldWatches` wraps a client so that watch events of chosen resources are held back until
@@ -18,17 +23,20 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from apiclient import KubeClient
 from apiclient.resources import Resource
+from controller_manager.options import ManagerOptions
+from controller_manager.registry import ControllerDescriptor, default_descriptors, import_controller_class
 from controllers.base import Controller
-from controllers.context import ControllerContext, ControllerOptions, EventRecorder, StaticGates
+from controllers.context import ControllerContext, EventRecorder, StaticGates
 from informers import PROJECTIONS, SharedInformer, SharedInformerFactory, Transform
 
 TransformFor = Callable[[Resource], Transform]
+C = TypeVar("C", bound=Controller)
 
 
 class _PerResourceFactory(SharedInformerFactory):
@@ -127,6 +135,42 @@ class HeldWatches:
             yield held()
 
 
+def descriptor_of(cls: type[Controller]) -> ControllerDescriptor:
+    """The registry row of a controller class: the only source of its name and worker count."""
+    for descriptor in default_descriptors():
+        if import_controller_class(descriptor.import_path) is cls:
+            return descriptor
+    raise LookupError(f"{cls.__qualname__} has no row in controller_manager.registry")
+
+
+def default_config(descriptor: ControllerDescriptor) -> object | None:
+    """The config the manager would give the controller with no flags set; None if it takes none."""
+    return None if descriptor.config is None else descriptor.config(ManagerOptions())
+
+
+def build(cls: type[C], ctx: ControllerContext, *, workers: int | None = None, **kwargs: Any) -> C:
+    """`cls` under its row's name and worker count (or `workers`), as the manager builds it; its
+    config is the default one unless `config=` is given."""
+    descriptor = descriptor_of(cls)
+    count = descriptor.default_workers if workers is None else workers
+    config = default_config(descriptor)
+    if config is not None:
+        kwargs.setdefault("config", config)
+    return cls(ctx, name=descriptor.name, workers=count, **kwargs)
+
+
+def _build_with(
+    cls: type[Controller], ctx: ControllerContext, workers: int | None, configs: Sequence[object]
+) -> Controller:
+    """`build`, with the config among `configs` of the type the controller takes, if there is one."""
+    default = default_config(descriptor_of(cls))
+    given = [c for c in configs if default is not None and type(c) is type(default)]
+    return build(cls, ctx, workers=workers, **({"config": given[0]} if given else {}))
+
+
+ControllerFactory = type[Controller] | Callable[[ControllerContext], Controller]
+
+
 @dataclass
 class Harness:
     factory: SharedInformerFactory
@@ -138,16 +182,18 @@ class Harness:
 @asynccontextmanager
 async def running_controllers(
     client: KubeClient,
-    *controller_types: Callable[[ControllerContext], Controller],
+    *controller_types: ControllerFactory,
     gates: Mapping[str, bool] | None = None,
     workers: int | None = None,
     informer_client: Any = None,
-    options: ControllerOptions | None = None,
+    configs: Sequence[object] = (),
 ) -> AsyncIterator[Harness]:
     """Build the controllers, start the informers, run the controllers; cancel all on exit.
 
     `informer_client` (e.g. a `HeldWatches`) feeds the informers while the controllers write
-    through `client`.
+    through `client`. A class is built with `build` (`workers` overrides its row's count, and a
+    config in `configs` of the type it takes replaces its default config); any other factory is
+    called with the context.
     """
     factory = make_factory(informer_client or client)
     events = RecordingEvents()
@@ -156,13 +202,15 @@ async def running_controllers(
         informers=factory,
         events=events,
         gates=StaticGates(dict(gates or {})),
-        options=options or ControllerOptions(),
     )
-    controllers = [make(ctx) for make in controller_types]
+    controllers = [
+        _build_with(make, ctx, workers, configs) if isinstance(make, type) else make(ctx)
+        for make in controller_types
+    ]
     async with anyio.create_task_group() as tg:
         factory.start(tg)
         for controller in controllers:
-            tg.start_soon(controller.run, workers)
+            tg.start_soon(controller.run)
         try:
             yield Harness(factory, ctx, controllers, events)
         finally:

@@ -38,12 +38,10 @@ def _pod(name: str) -> dict[str, Any]:
 class _PodReader(Controller):
     """Reads each pod from the lister through `read`, as a controller's sync would."""
 
-    name: ClassVar[str] = "pod-reader"
-    default_workers: ClassVar[int] = 1
     read: ClassVar[Any] = None
 
     def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+        super().__init__(ctx, name="pod-reader", workers=1)
         self.pods = ctx.informers.informer(PODS)
         self.pods.add_event_handler(ResourceEventHandler(on_add=lambda p: self.enqueue(meta_key(p))))
         self.seen: list[Any] = []
@@ -58,7 +56,7 @@ class _PodReader(Controller):
 async def _run_reader(kube: KubeClient, read: Any, guard: Guard, name: str) -> list[Any]:
     reader = type("Reader", (_PodReader,), {"read": staticmethod(read)})
     await kube.create(PODS, _pod(name), namespace=NS)
-    async with running_controllers(kube, reader) as h:
+    async with running_controllers(kube, lambda ctx: reader(ctx)) as h:
         controller = h.controllers[0]
         assert isinstance(controller, _PodReader)
         await eventually(lambda: controller.seen or guard.violations, "the pod read (or refused)")

@@ -266,13 +266,15 @@ async def test_a_periodic_loop_goes_on_after_failures_with_a_traceback_only_for_
     json_logs: Callable[[], list[dict[str, Any]]],
 ) -> None:
     class Periodic(Controller):
-        name = "engine-periodic"
-
         async def sync(self, key: str) -> None:
             return None
 
     client = cast(KubeClient, None)
-    controller = Periodic(ControllerContext(client=client, informers=SharedInformerFactory(client)))
+    controller = Periodic(
+        ControllerContext(client=client, informers=SharedInformerFactory(client)),
+        name="engine-periodic",
+        workers=1,
+    )
     failures: list[Exception] = [aiohttp.ClientConnectionError("Connection refused"), KeyError("status")]
     steps: list[float] = []
 

@@ -299,9 +299,9 @@ def test_parsed_options_carry_kcm_defaults() -> None:
     assert (le.enabled, le.lease_duration, le.renew_deadline, le.retry_period) == (True, 15.0, 10.0, 2.0)
     assert (le.namespace, le.name) == ("kube-system", "aiokcm")
     assert dict(opts.concurrent_syncs) == {"disruption": 3}  # unset flags leave the class default
-    assert opts.extra["node_monitor_grace_period"] == 50.0
-    assert opts.extra["node_eviction_rate"] == 0.5
-    assert opts.extra["large_cluster_size_threshold"] == 50
+    assert opts.node_lifecycle.node_monitor_grace_period == 50.0
+    assert opts.node_lifecycle.node_eviction_rate == 0.5
+    assert opts.node_lifecycle.large_cluster_size_threshold == 50
     assert opts.controllers == ("*",)
     off = parse_run_args(
         ["--leader-elect=false", "--controllers=*,-replicaset-controller"], default_registry()
@@ -314,7 +314,7 @@ def test_parsed_options_carry_kcm_defaults() -> None:
         "aiokcm-webhook",
         "aiokcm-system",
     )
-    assert (opts.extra["eviction_surge_timeout"], opts.extra["eviction_surge_retry_window"]) == (300.0, 60.0)
+    assert (opts.eviction_surge.surge_timeout, opts.eviction_surge.retry_window) == (300.0, 60.0)
     assert not opts.gates.enabled("EvictionSurge")
     assert parse_run_args(["--embedded"], default_registry()).gates.enabled("EvictionSurge")
 

@@ -31,8 +31,6 @@ class _Informers:
 
 
 class _Idle(Controller):
-    default_workers = 1
-
     async def sync(self, key: str) -> None:
         return None
 
@@ -55,10 +53,11 @@ async def test_each_controller_and_leader_election_get_their_own_client(fake_cli
     seen: dict[str, KubeClient] = {}
 
     def constructor(name: str) -> ControllerDescriptor:
-        def construct(ctx: ControllerContext) -> Controller:
+        def construct(
+            ctx: ControllerContext, *, name: str, workers: int, config: object | None = None
+        ) -> Controller:
             seen[name] = ctx.client
-            idle: type[_Idle] = type(name, (_Idle,), {"name": name})
-            return idle(ctx)
+            return _Idle(ctx, name=name, workers=workers)
 
         return ControllerDescriptor(name, (), (), False, construct, default_workers=1)
 

@@ -55,11 +55,8 @@ def test_each_secret_shape_is_redacted(text: str) -> None:
 
 
 class _Failing(Controller):
-    name = "failing"
-    default_workers = 1
-
     def __init__(self, ctx: ControllerContext, failure: str) -> None:
-        super().__init__(ctx)
+        super().__init__(ctx, name="failing", workers=1)
         self.failure = failure
 
     async def sync(self, key: str) -> None:

@@ -31,8 +31,6 @@ class FakeInformers:
 
 
 class Slow(Controller):
-    name = "slow"
-    default_workers = 1
     release: anyio.Event
     started: list[str]
     finished: list[str]
@@ -50,8 +48,10 @@ def _free_port() -> int:
 
 
 def _manager(client: KubeClient, informers: FakeInformers, built: list[Slow], grace: float) -> Manager:
-    def construct(ctx: ControllerContext) -> Controller:
-        controller = Slow(ctx)
+    def construct(
+        ctx: ControllerContext, *, name: str, workers: int, config: object | None = None
+    ) -> Controller:
+        controller = Slow(ctx, name=name, workers=workers)
         controller.release, controller.started, controller.finished = anyio.Event(), [], []
         built.append(controller)
         return controller

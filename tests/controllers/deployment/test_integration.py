@@ -16,6 +16,7 @@ import pytest
 
 from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODES, PODS, REPLICASETS
+from controllers import features
 from controllers.common.conditions import get_condition
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import is_pod_ready, is_terminating
@@ -24,10 +25,17 @@ from controllers.deployment import DeploymentController
 from controllers.deployment.util import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION, compute_hash
 from controllers.replicaset import ReplicaSetController
 from tests.controllers.deployment.fakekubelet import AvailabilitySampler, FakeKubelet
-from tests.controllers.harness import Harness, RecordingEvents, eventually, make_factory, running_controllers
+from tests.controllers.harness import (
+    Harness,
+    RecordingEvents,
+    build,
+    eventually,
+    make_factory,
+    running_controllers,
+)
 
 NS = "default"
-GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}
+GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True}
 BROKEN = "broken:latest"
 
 pytestmark = pytest.mark.usefixtures("cluster")
@@ -460,7 +468,7 @@ async def test_one_sync_writes_the_status_and_the_evacuation_count_together(
     ctx = ControllerContext(
         client=kube, informers=factory, events=RecordingEvents(), gates=StaticGates(GATES)
     )
-    controller = DeploymentController(ctx)
+    controller = build(DeploymentController, ctx)
     async with anyio.create_task_group() as tg:
         factory.start(tg)
         assert await factory.wait_for_cache_sync()

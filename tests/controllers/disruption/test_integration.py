@@ -25,17 +25,18 @@ from apiclient.resources import (
     STATEFULSETS,
     Resource,
 )
+from controllers import features
 from controllers.common.timeutil import format_time, utcnow
 from controllers.context import ControllerContext
 from controllers.disruption import DisruptionController
 from informers import SharedInformerFactory
-from tests.controllers.harness import HeldWatches, RecordingEvents, eventually, running_controllers
+from tests.controllers.harness import HeldWatches, RecordingEvents, build, eventually, running_controllers
 
 pytestmark = pytest.mark.backends("local", "real")
 
 NS = "default"
 FOO_BAR = {"foo": "bar"}
-GATES = {"DeclarativeNodeMaintenance": True}
+GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}
 SCALERS = Resource("test.aiokcm.io", "v1", "scalers", "Scaler", True)
 
 Obj = dict[str, Any]
@@ -414,7 +415,7 @@ async def test_disrupted_pod_entry_rechecked_at_expiry(kube: KubeClient) -> None
 async def test_pdb_not_exist(kube: KubeClient) -> None:
     """TestPDBNotExist: syncing a budget that is not there is not an error."""
     factory = SharedInformerFactory(kube)
-    controller = DisruptionController(ControllerContext(client=kube, informers=factory))
+    controller = build(DisruptionController, ControllerContext(client=kube, informers=factory))
     await controller.sync("default/notExist")
 
 
@@ -429,8 +430,8 @@ async def test_conflicting_eviction_is_never_overwritten(kube: KubeClient) -> No
         await create_pod(kube, name)
     held = HeldWatches(kube, [PODDISRUPTIONBUDGETS])
     factory = SharedInformerFactory(held)  # type: ignore[arg-type]
-    controller = DisruptionController(
-        ControllerContext(client=kube, informers=factory, events=RecordingEvents())
+    controller = build(
+        DisruptionController, ControllerContext(client=kube, informers=factory, events=RecordingEvents())
     )
     async with anyio.create_task_group() as tg:
         factory.start(tg)

@@ -16,6 +16,7 @@ from controllers.context import ControllerContext
 from controllers.disruption import DisruptionController
 from controllers.worker import MAX_RETRIES
 from informers import SharedInformerFactory
+from tests.controllers.harness import build
 
 pytestmark = pytest.mark.looptime
 
@@ -46,8 +47,8 @@ def _stale_pod() -> dict[str, Any]:
 async def test_the_stale_pod_worker_stops_after_the_last_retry() -> None:
     fake = RefusingPodStatus()
     client = cast(KubeClient, fake)
-    controller = DisruptionController(
-        ControllerContext(client=client, informers=SharedInformerFactory(client))
+    controller = build(
+        DisruptionController, ControllerContext(client=client, informers=SharedInformerFactory(client))
     )
     controller.pod_informer.store.update("default/p", _stale_pod())
     with anyio.fail_after(3600):

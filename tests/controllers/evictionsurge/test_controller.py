@@ -12,17 +12,23 @@ from typing import Any
 
 from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODES, PODS
+from controllers import features
 from controllers.common.evacuation import EVACUATION_REQUEST
-from controllers.context import ControllerContext, ControllerOptions
+from controllers.context import ControllerContext
 from controllers.deployment import DeploymentController
 from controllers.evictionsurge import EvictionSurgeController
+from controllers.evictionsurge.config import EvictionSurgeConfig
 from controllers.evictionsurge.controller import EVENT_REQUESTED, EVENT_TIMED_OUT, EVENT_WITHDRAWN
 from controllers.evictionsurge.decision import REASON_EVICTION_SURGE
 from controllers.replicaset import ReplicaSetController
 from localcluster.demo import NS, App, deployment, pod_available
-from tests.controllers.harness import Harness, eventually, running_controllers
+from tests.controllers.harness import Harness, build, eventually, running_controllers
 
-GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True, "EvictionSurge": True}
+GATES = {
+    features.DECLARATIVE_NODE_MAINTENANCE: True,
+    features.NODE_MAINTENANCE_DEPLOYMENT: True,
+    features.EVICTION_SURGE: True,
+}
 
 
 def review(name: str, *, dry_run: bool = False, uid: str = "u-1") -> dict[str, Any]:
@@ -86,10 +92,6 @@ async def one_ready_pod(kube: KubeClient, controller: EvictionSurgeController) -
     return found
 
 
-def options(**extra: float) -> ControllerOptions:
-    return ControllerOptions(extra=extra)
-
-
 async def test_held_back_until_the_replacement_is_available_then_let_through(kube: KubeClient) -> None:
     async with running_controllers(
         kube, ReplicaSetController, DeploymentController, EvictionSurgeController, gates=GATES
@@ -124,18 +126,14 @@ async def test_held_back_until_the_replacement_is_available_then_let_through(kub
 
 
 async def test_request_withdrawn_when_evictions_stop_and_timeout_reported_once(kube: KubeClient) -> None:
-    def build(ctx: ControllerContext) -> EvictionSurgeController:
-        return EvictionSurgeController(
-            ControllerContext(
-                client=ctx.client,
-                informers=ctx.informers,
-                events=ctx.events,
-                gates=ctx.gates,
-                options=options(eviction_surge_retry_window=1.5, eviction_surge_timeout=0.5),
-            )
+    def make_surge(ctx: ControllerContext) -> EvictionSurgeController:
+        return build(
+            EvictionSurgeController, ctx, config=EvictionSurgeConfig(retry_window=1.5, surge_timeout=0.5)
         )
 
-    async with running_controllers(kube, ReplicaSetController, DeploymentController, build, gates=GATES) as h:
+    async with running_controllers(
+        kube, ReplicaSetController, DeploymentController, make_surge, gates=GATES
+    ) as h:
         surge = surge_controller(h)
         pod = await one_ready_pod(kube, surge)
         name = pod["metadata"]["name"]
@@ -207,18 +205,10 @@ async def test_a_request_found_at_start_is_withdrawn_when_no_eviction_comes(kube
         pod = await eventually(ready, "web's pod available", timeout=30)
         await request_evacuation(kube, pod, message="left by a manager that stopped", now=datetime.now(UTC))
 
-    def build(ctx: ControllerContext) -> EvictionSurgeController:
-        return EvictionSurgeController(
-            ControllerContext(
-                client=ctx.client,
-                informers=ctx.informers,
-                events=ctx.events,
-                gates=ctx.gates,
-                options=options(eviction_surge_retry_window=1.0),
-            )
-        )
+    def make_surge(ctx: ControllerContext) -> EvictionSurgeController:
+        return build(EvictionSurgeController, ctx, config=EvictionSurgeConfig(retry_window=1.0))
 
-    async with running_controllers(kube, build, gates=GATES) as h:
+    async with running_controllers(kube, make_surge, gates=GATES) as h:
         name = pod["metadata"]["name"]
 
         async def withdrawn() -> bool:

@@ -16,6 +16,7 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NAMESPACES, NODEMAINTENANCES, NODES
 from controller_manager.lease_cli import build_parser, run
+from controllers import features
 from controllers.maintenancelease import MaintenanceLeaseController
 from controllers.maintenancelease.metrics import ABANDONED, COLLECTOR, HELD
 from controllers.nodemaintenance import NodeMaintenanceController
@@ -26,7 +27,7 @@ from tests.controllers.harness import eventually, running_controllers
 
 pytestmark = pytest.mark.backends("local", "real")
 
-LEASE_GATES = {"NodeMaintenanceLease": True}
+LEASE_GATES = {features.NODE_MAINTENANCE_LEASE: True}
 
 
 async def get_lease(kube: KubeClient, node: str) -> dict[str, Any] | None:
@@ -329,7 +330,7 @@ async def test_node_maintenance_waits_for_a_lease_held_by_someone_else(kube: Kub
     target = (await node_names(kube))[0]
     holder = "aiokcm/nodemaintenance/m1"
     await lease.acquire(kube, target, holder="firmware-agent", duration_seconds=600)
-    gates = {"DeclarativeNodeMaintenance": True, **LEASE_GATES}
+    gates = {features.DECLARATIVE_NODE_MAINTENANCE: True, **LEASE_GATES}
     async with running_controllers(
         kube, NodeMaintenanceController, MaintenanceLeaseController, gates=gates
     ) as h:

@@ -21,8 +21,8 @@ import pytest
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES, PODS, REPLICASETS
-from controllers.context import ControllerOptions
 from controllers.nodelifecycle import NodeLifecycleController
+from controllers.nodelifecycle.config import NodeLifecycleConfig
 from controllers.replicaset import ReplicaSetController
 from controllers.tainteviction import TaintEvictionController
 from tests.backends import backend_of, cluster_on_backend
@@ -34,13 +34,11 @@ NOT_READY = "node.kubernetes.io/not-ready"
 UNTOLERATING = [
     {"key": k, "operator": "Equal", "value": "never", "effect": "NoExecute"} for k in (UNREACHABLE, NOT_READY)
 ]
-OPTIONS = ControllerOptions(
-    extra={
-        "node_monitor_grace_period": 3.0,
-        "node_startup_grace_period": 5.0,
-        "node_monitor_period": 0.5,
-        "node_eviction_rate": 10.0,
-    }
+CONFIG = NodeLifecycleConfig(
+    node_monitor_grace_period=3.0,
+    node_startup_grace_period=5.0,
+    node_monitor_period=0.5,
+    node_eviction_rate=10.0,
 )
 
 
@@ -128,7 +126,7 @@ async def test_a_stopped_kubelet_taints_its_node_and_its_pods_go_by_their_tolera
     cluster: Any, kube: KubeClient
 ) -> None:
     async with running_controllers(
-        kube, NodeLifecycleController, TaintEvictionController, ReplicaSetController, options=OPTIONS
+        kube, NodeLifecycleController, TaintEvictionController, ReplicaSetController, configs=[CONFIG]
     ) as h:
         # Cordon node-2 and node-3 so the ReplicaSet's pods all land on node-1.
         for node in ("node-2", "node-3"):
@@ -205,7 +203,7 @@ async def test_a_node_coming_back_loses_its_taint_and_scheduled_deletions_are_ca
     tol = [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 8}]
     await kube.create(PODS, bare_pod("patient", "node-1", tol), namespace=NS)
     async with running_controllers(
-        kube, NodeLifecycleController, TaintEvictionController, options=OPTIONS
+        kube, NodeLifecycleController, TaintEvictionController, configs=[CONFIG]
     ) as h:
         evictor = next(c for c in h.controllers if isinstance(c, TaintEvictionController))
         await eventually(lambda: _is(_pod_ready(kube, "patient"), "True"), "the pod running")
@@ -219,7 +217,7 @@ async def test_a_node_coming_back_loses_its_taint_and_scheduled_deletions_are_ca
 
 
 async def test_conditions_map_to_no_schedule_taints(cluster: Any, kube: KubeClient) -> None:
-    async with running_controllers(kube, NodeLifecycleController, options=OPTIONS):
+    async with running_controllers(kube, NodeLifecycleController, configs=[CONFIG]):
         kubelet = cluster.kubelets["node-2"]
         kubelet.set_condition("MemoryPressure", True)
         kubelet.set_condition("PIDPressure", True)

@@ -12,11 +12,13 @@ from typing import Any, cast
 
 from apiclient import KubeClient
 from apiclient.resources import NODES
-from controllers.context import ControllerContext, ControllerOptions
+from controllers.context import ControllerContext
 from controllers.nodelifecycle import NodeLifecycleController
+from controllers.nodelifecycle.config import NodeLifecycleConfig
 from controllers.nodelifecycle.zones import EXCLUDE_DISRUPTION_LABEL, ZoneState, zone_key
 from informers import SharedInformerFactory
 from informers.store import Store
+from tests.controllers.harness import build
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 HEARTBEAT = "2026-01-01T00:00:00Z"
@@ -74,9 +76,11 @@ class World:
     def __init__(self, nodes: list[dict[str, Any]], **extra: Any) -> None:
         self.clock = [0.0]
         factory = SharedInformerFactory(cast(KubeClient, None))
-        options = ControllerOptions(extra={"node_monitor_grace_period": 50.0, **extra})
-        self.controller = NodeLifecycleController(
-            ControllerContext(client=cast(KubeClient, None), informers=factory, options=options),
+        config = NodeLifecycleConfig(**{"node_monitor_grace_period": 50.0, **extra})
+        self.controller = build(
+            NodeLifecycleController,
+            ControllerContext(client=cast(KubeClient, None), informers=factory),
+            config=config,
             now=lambda: self.clock[0],
         )
         self.fake = FakeNodes(self.controller.node_informer.store)

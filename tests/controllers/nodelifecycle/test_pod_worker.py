@@ -18,6 +18,7 @@ from controllers.context import ControllerContext
 from controllers.nodelifecycle import NodeLifecycleController
 from controllers.nodelifecycle.health import NodeHealth
 from informers import SharedInformerFactory
+from tests.controllers.harness import build
 
 pytestmark = pytest.mark.looptime
 
@@ -53,8 +54,8 @@ def _pod(name: str) -> dict[str, Any]:
 async def test_the_pod_worker_survives_a_failure_that_is_not_an_api_error(failure: Exception) -> None:
     fake = FlakyPodStatus([failure])
     client = cast(KubeClient, fake)
-    controller = NodeLifecycleController(
-        ControllerContext(client=client, informers=SharedInformerFactory(client))
+    controller = build(
+        NodeLifecycleController, ControllerContext(client=client, informers=SharedInformerFactory(client))
     )
     controller.health["n1"] = NodeHealth(
         ready={"type": "Ready", "status": "Unknown"}, probe=0.0, ready_transition=0.0

@@ -10,6 +10,7 @@ from apiclient import KubeClient
 from controllers.context import ControllerContext
 from controllers.nodelifecycle.controller import NodeLifecycleController
 from informers import SharedInformerFactory
+from tests.controllers.harness import build
 
 
 def _adds(name: str) -> float:
@@ -18,8 +19,8 @@ def _adds(name: str) -> float:
 
 async def test_node_and_pod_queues_report_under_kcm_names() -> None:
     client = cast(KubeClient, object())
-    controller = NodeLifecycleController(
-        ControllerContext(client=client, informers=SharedInformerFactory(client))
+    controller = build(
+        NodeLifecycleController, ControllerContext(client=client, informers=SharedInformerFactory(client))
     )
     nodes, pods = _adds("node_lifecycle_controller"), _adds("node_lifecycle_controller_pods")
     controller.enqueue("n1")

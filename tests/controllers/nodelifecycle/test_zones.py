@@ -7,11 +7,13 @@ from typing import Any, cast
 import pytest
 
 from apiclient import KubeClient
-from controllers.context import ControllerContext, ControllerOptions
+from controllers.context import ControllerContext
 from controllers.nodelifecycle import NodeLifecycleController
+from controllers.nodelifecycle.config import NodeLifecycleConfig
 from controllers.nodelifecycle.ratelimited import RateLimitedTimedQueue, TimedValue
 from controllers.nodelifecycle.zones import ZoneState, compute_zone_state, zone_key, zone_rate
 from informers import SharedInformerFactory
+from tests.controllers.harness import build
 
 
 class Clock:
@@ -119,9 +121,9 @@ def test_zone_rates_and_keys() -> None:
 
 def controller(**extra: Any) -> NodeLifecycleController:
     client = cast(KubeClient, object())
-    options = ControllerOptions(extra={"large_cluster_size_threshold": 3, **extra})
-    ctx = ControllerContext(client=client, informers=SharedInformerFactory(client), options=options)
-    return NodeLifecycleController(ctx, now=lambda: 0.0)
+    config = NodeLifecycleConfig(**{"large_cluster_size_threshold": 3, **extra})
+    ctx = ControllerContext(client=client, informers=SharedInformerFactory(client))
+    return build(NodeLifecycleController, ctx, config=config, now=lambda: 0.0)
 
 
 def node(name: str, zone: str) -> dict[str, Any]:

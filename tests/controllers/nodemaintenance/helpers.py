@@ -15,16 +15,16 @@ from apiclient.resources import (
     REPLICASETS,
     STATEFULSETS,
 )
-from controllers.context import ControllerOptions
+from controllers import features
 from controllers.nodemaintenance.api import PHASE_ANNOTATION
-from controllers.nodemaintenance.controller import MAX_UNSCHEDULABLE_OPTION
+from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.nodeselector import names_selector
 
 NS = "default"
-GATES = {"DeclarativeNodeMaintenance": True}
+GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}
 # For tests of overlapping maintenances on the 3-node cluster, where the default cluster-wide guard
 # (50% of the nodes unschedulable) would hold the second cordon back.
-NO_CLUSTER_LIMIT = ControllerOptions(extra={MAX_UNSCHEDULABLE_OPTION: "100%"})
+NO_CLUSTER_LIMIT = NodeMaintenanceConfig(max_unschedulable="100%")
 
 
 def nm_body(

@@ -85,7 +85,7 @@ async def test_never_uncordons_a_node_cordoned_before_or_still_held(
 ) -> None:
     pre, shared = node_names[0], node_names[1]
     await kube.patch(NODES, pre, {"spec": {"unschedulable": True}})
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT):
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]):
         await kube.create(NODEMAINTENANCES, nm_body("a", [pre, shared]))
         await kube.create(NODEMAINTENANCES, nm_body("b", [shared]))
 

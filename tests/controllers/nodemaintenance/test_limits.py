@@ -54,7 +54,7 @@ async def test_a_maintenance_over_every_node_drains_one_at_a_time(
             await make_pod(kube, f"db-{i}-{j}", n, owner="StatefulSet", owner_obj=owner)
     watch = RolloutWatch()
     async with (
-        running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT) as h,
+        running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]) as h,
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(watch.nodes, kube)
@@ -201,7 +201,7 @@ async def test_a_restart_between_cordon_and_status_never_undoes_the_cordon(
                     uncordoned.append(ev.type)
 
     async with (
-        running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT),
+        running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]),
         anyio.create_task_group() as tg,
     ):
         tg.start_soon(watch_second)
@@ -224,7 +224,7 @@ async def test_cordoned_first_then_drained_still_one_node_at_a_time(
         await make_pod(kube, f"db-{i}", n, owner="StatefulSet", owner_obj=owner)
     watch = RolloutWatch()
     async with (
-        running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT),
+        running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]),
         anyio.create_task_group() as tg,
     ):
         await kube.create(NODEMAINTENANCES, nm_body("two-step", node_names))

@@ -7,7 +7,6 @@ runs, so a StatefulSet here never replaces its pods and a ReplicaSet never answe
 
 from __future__ import annotations
 
-import functools
 import io
 from collections.abc import MutableMapping
 from typing import Any
@@ -20,14 +19,14 @@ from structlog.testing import capture_logs
 from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS, REPLICASETS
 from controller_manager.maintenance_cli import build_parser, maintenance_name, run
-from controllers.common.evacuation import SURGE_ANSWERS_OPTION
-from controllers.context import ControllerOptions
+from controllers.context import ControllerContext
 from controllers.disruption import DisruptionController
 from controllers.nodemaintenance import NodeMaintenanceController
+from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.workload import TIMEOUT_ANNOTATION, WAIT_ANNOTATION
 from nodemaintenancelease import lease
 from nodemaintenancelease.gate import LeaseDecision, MaintenanceLeaseGate
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import build, eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
@@ -282,7 +281,7 @@ async def test_cli_stops_when_the_maintenance_or_the_node_goes(
     first, second = node_names[0], node_names[1]
     await make_pod(kube, "stuck-1", first, owner=None)
     await make_pod(kube, "stuck-2", second, owner=None)
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=NO_CLUSTER_LIMIT):
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]):
         results: dict[str, tuple[int, str]] = {}
 
         async def drain(n: str) -> None:
@@ -368,7 +367,10 @@ class HeldElsewhere:
 
 async def test_cli_names_the_lease_holder_it_waits_for(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
-    controller = functools.partial(NodeMaintenanceController, lease_gate=HeldElsewhere())
+
+    def controller(ctx: ControllerContext) -> NodeMaintenanceController:
+        return build(NodeMaintenanceController, ctx, lease_gate=HeldElsewhere())
+
     async with running_controllers(kube, controller, gates=GATES):
         out, err = io.StringIO(), io.StringIO()
         args = build_parser().parse_args(["drain", target, "--timeout", "2s", "--poll-interval", "0.1"])
@@ -445,8 +447,8 @@ async def test_a_deployment_pod_waits_only_when_the_surging_controllers_run(
     would; with aiokcm's own it is asked to leave and waits for the surge."""
     target = node_names[0]
     await _deployment_pod(kube, target)
-    options = ControllerOptions(extra={SURGE_ANSWERS_OPTION: surge_answers})
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, options=options):
+    config = NodeMaintenanceConfig(surge_answers=surge_answers)
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[config]):
         # The maintenance's own timeout is the default 180 s: nothing here waits for it.
         await kube.create(NODEMAINTENANCES, nm_body("kernel", [target], drain=True))
 
@@ -480,7 +482,10 @@ async def test_cli_names_a_real_lease_holder_and_the_eviction_time(
     target = node_names[0]
     await lease.acquire(kube, target, holder="kured/reboot-sentinel", duration_seconds=600)
     await make_pod(kube, "custom", target, owner="ReplicaSet", answers=True)
-    controller = functools.partial(NodeMaintenanceController, lease_gate=MaintenanceLeaseGate(kube))
+
+    def controller(ctx: ControllerContext) -> NodeMaintenanceController:
+        return build(NodeMaintenanceController, ctx, lease_gate=MaintenanceLeaseGate(kube))
+
     async with running_controllers(kube, controller, gates=GATES):
         out, err = io.StringIO(), io.StringIO()
         args = build_parser().parse_args(["drain", target, "--timeout", "2s", "--poll-interval", "0.1"])

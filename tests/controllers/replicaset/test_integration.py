@@ -13,15 +13,16 @@ import pytest
 
 from apiclient import KubeClient
 from apiclient.resources import PODS, REPLICASETS
+from controllers import features
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import get_pod_condition
 from controllers.common.timeutil import format_time, utcnow
 from controllers.context import ControllerContext
 from controllers.replicaset import ReplicaSetController
-from tests.controllers.harness import HeldWatches, eventually, make_factory, running_controllers
+from tests.controllers.harness import HeldWatches, build, eventually, make_factory, running_controllers
 
 NS = "default"
-GATES = {"DeclarativeNodeMaintenance": True}
+GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}
 
 
 def rs_body(name: str, replicas: int, *, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -281,7 +282,7 @@ async def test_a_scale_is_one_status_write_that_counts_the_pods_it_created(kube:
         await eventually(lambda: _status_field(kube, "once", "replicas", 1), "one pod")
     await scale(kube, "once", 3)
     factory = make_factory(kube)
-    controller = ReplicaSetController(ControllerContext(client=kube, informers=factory))
+    controller = build(ReplicaSetController, ControllerContext(client=kube, informers=factory))
     async with anyio.create_task_group() as tg:
         factory.start(tg)
         assert await factory.wait_for_cache_sync()

@@ -20,6 +20,7 @@ from controllers.tainteviction import TaintEvictionController
 from controllers.tainteviction.controller import DELETE_RETRIES, POD_ITEM
 from controllers.worker import MAX_RETRIES
 from informers import SharedInformerFactory
+from tests.controllers.harness import build
 
 pytestmark = pytest.mark.looptime
 
@@ -47,8 +48,8 @@ class FlakyDeletes:
 
 def _controller(fake: FlakyDeletes) -> TaintEvictionController:
     client = cast(KubeClient, fake)
-    controller = TaintEvictionController(
-        ControllerContext(client=client, informers=SharedInformerFactory(client))
+    controller = build(
+        TaintEvictionController, ControllerContext(client=client, informers=SharedInformerFactory(client))
     )
     controller.node_informer.store.update(
         "node-1", {"metadata": {"name": "node-1"}, "spec": {"taints": [TAINT]}}

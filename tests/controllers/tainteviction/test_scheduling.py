@@ -15,7 +15,7 @@ from apiclient import KubeClient
 from controllers.context import ControllerContext
 from controllers.tainteviction import TaintEvictionController
 from informers import SharedInformerFactory
-from tests.controllers.harness import RecordingEvents
+from tests.controllers.harness import RecordingEvents, build
 
 pytestmark = pytest.mark.looptime
 
@@ -41,7 +41,7 @@ def make() -> tuple[TaintEvictionController, RecordingEvents]:
     events = RecordingEvents()
     client = cast(KubeClient, object())
     ctx = ControllerContext(client=client, informers=SharedInformerFactory(client), events=events)
-    return TaintEvictionController(ctx), events
+    return build(TaintEvictionController, ctx), events
 
 
 async def test_due_times_follow_the_matching_tolerations() -> None:
