@@ -61,7 +61,6 @@ from typing import Any
 
 import anyio
 import orjson
-import yaml
 
 from apiclient import ApiError, KubeClient
 from apiclient.config import build_api_client
@@ -76,6 +75,7 @@ from apiclient.resources import (
 )
 from apiclient.throttle import TokenBucket
 from bench import drain_statefulset, surge_webhook
+from controller_manager.crds import nodemaintenance_crd
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
 from controller_manager.options import ManagerOptions
@@ -104,7 +104,6 @@ DRAIN_ACTORS = frozenset(
 SCALE_NODES = 30
 SCALE_APPS = 340  # 1, 3, 1, 2 replicas in turn: 595 pods, about 20 a node as in the figures
 ROOT = Path(__file__).resolve().parents[1]
-CRD = ROOT / "deploy" / "crds" / "nodemaintenance.yaml"
 OUT = ROOT / "bench" / "out"
 GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True}
 KCM_CONTROLLERS = (
@@ -237,7 +236,7 @@ async def spread_layout(client: KubeClient) -> None:
 
 
 async def install_crd(client: KubeClient) -> None:
-    await client.create(CUSTOMRESOURCEDEFINITIONS, yaml.safe_load(CRD.read_text()))
+    await client.create(CUSTOMRESOURCEDEFINITIONS, nodemaintenance_crd())
 
     async def served() -> bool:
         try:

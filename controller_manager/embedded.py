@@ -6,6 +6,11 @@ time through the Python entry point group `aiokcm.embedded`, entry `cluster`, wh
 module (declared in pyproject.toml as `cluster = "localcluster.embedded"`). The module must
 provide what `EmbeddedClusterPlugin` describes; when it is missing the user gets one line and
 exit code 2, never a traceback.
+
+The local cluster's own dependencies (a CEL interpreter, Kubernetes' OpenAPI schemas, cron
+parsing, JSON patch) are the `embedded` extra, so a production install carries none of them; the
+production image leaves `localcluster` out altogether. Either way the entry point may be declared
+yet fail to import, and the line then says how to get a cluster: the extra or the demo image.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 GROUP = "aiokcm.embedded"
 ENTRY = "cluster"
+INSTALL_HINT = (
+    "install the embedded extra (pip install 'aiokcm[embedded]') or use the demo image "
+    "(docker build --target demo)"
+)
 
 
 @runtime_checkable
@@ -43,14 +52,17 @@ class PluginMissing(Exception):
 def load_plugin() -> EmbeddedClusterPlugin:
     """Load the `cluster` entry of `aiokcm.embedded`; PluginMissing with a one-line reason if absent."""
     found = [ep for ep in entry_points(group=GROUP) if ep.name == ENTRY]
-    hint = "install aiokcm with its localcluster package (pip install -e .)"
     if not found:
-        raise PluginMissing(f"no local cluster plugin: entry point {GROUP}:{ENTRY} is not installed; {hint}")
+        raise PluginMissing(
+            f"the embedded local cluster is not installed (no entry point {GROUP}:{ENTRY}); {INSTALL_HINT}"
+        )
     try:
         loaded: Any = found[0].load()
     except ImportError as exc:
+        # The production install: `localcluster` left out, or present without the extra's packages.
         raise PluginMissing(
-            f"local cluster plugin {found[0].value!r} cannot be imported ({exc}); {hint}"
+            f"the embedded local cluster is not installed ({found[0].value} cannot be imported: {exc}); "
+            f"{INSTALL_HINT}"
         ) from None
     missing = [attr for attr in ("start_embedded", "cluster_up") if not callable(getattr(loaded, attr, None))]
     if missing:

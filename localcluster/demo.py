@@ -21,7 +21,8 @@ terminating, sampled several times a second (the narration prints one line per s
 minimum is kept over every sample).
 
 The demo only uses the API (through `apiclient`), like any user would; it never reaches into the
-manager. It installs the NodeMaintenance CRD from `deploy/crds/` if the cluster lacks it.
+manager. It installs the NodeMaintenance CRD (the package data in `controller_manager.crds`, so it
+works from an installed wheel or the image) if the cluster lacks it.
 """
 
 from __future__ import annotations
@@ -33,11 +34,9 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
-import yaml
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import (
@@ -48,9 +47,9 @@ from apiclient.resources import (
     PODDISRUPTIONBUDGETS,
     PODS,
 )
+from controller_manager.crds import nodemaintenance_crd
 
 NS = "default"
-CRD_PATH = Path(__file__).resolve().parents[1] / "deploy" / "crds" / "nodemaintenance.yaml"
 SAMPLE_SECONDS = 0.2
 # Bounds on waits that only a broken set-up would hit (a controller disabled, the CRD missing);
 # generous so a loaded machine never trips them, finite so the demo says what is wrong.
@@ -210,7 +209,7 @@ class Narrator:
         print(text, file=self.out, flush=True)
 
 
-async def ensure_crd(client: KubeClient, crd_path: Path = CRD_PATH) -> None:
+async def ensure_crd(client: KubeClient) -> None:
     """Install the NodeMaintenance CRD unless the API is served already, then wait until it is."""
 
     async def served() -> bool:
@@ -224,11 +223,8 @@ async def ensure_crd(client: KubeClient, crd_path: Path = CRD_PATH) -> None:
 
     if await served():
         return
-    path = anyio.Path(crd_path)
-    if not await path.is_file():
-        raise DemoError(f"the NodeMaintenance CRD is not installed and {crd_path} is missing")
     try:
-        await client.create(CUSTOMRESOURCEDEFINITIONS, yaml.safe_load(await path.read_text()))
+        await client.create(CUSTOMRESOURCEDEFINITIONS, nodemaintenance_crd())
     except ApiError as exc:
         if not exc.already_exists:
             raise

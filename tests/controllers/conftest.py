@@ -17,7 +17,7 @@ from tests.controllers.projectionguard import Guard, GuardedTransforms
 
 @pytest.fixture
 async def crd(kube: KubeClient) -> None:
-    """The NodeMaintenance CRD from deploy/crds/, installed and served."""
+    """The NodeMaintenance CRD (package data, the same bytes as deploy/crds/), installed and served."""
     await ensure_crd(kube)
 
 

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
@@ -325,7 +326,61 @@ def test_missing_embedded_plugin_is_one_clear_line(
     monkeypatch.setattr(embedded, "entry_points", lambda group: [])
     assert main(["cluster", "up", "--kubeconfig", "/tmp/kc"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "aiokcm.embedded:cluster is not installed" in err[0]
+    assert len(err) == 1 and "no entry point aiokcm.embedded:cluster" in err[0]
+    assert "pip install 'aiokcm[embedded]'" in err[0]
+
+
+INSTALL_LINE = (
+    "the embedded local cluster is not installed ({why}); install the embedded extra "
+    "(pip install 'aiokcm[embedded]') or use the demo image (docker build --target demo)"
+)
+
+
+@pytest.mark.parametrize(
+    ("installed", "why"),
+    [
+        ([], "no entry point aiokcm.embedded:cluster"),
+        # The production image: the entry point is declared but `localcluster` was left out.
+        (
+            [EntryPoint("cluster", "no_such_localcluster.embedded", "aiokcm.embedded")],
+            "no_such_localcluster.embedded cannot be imported: No module named 'no_such_localcluster'",
+        ),
+    ],
+)
+def test_run_embedded_without_the_extra_is_one_line_exit_2(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    installed: list[EntryPoint],
+    why: str,
+) -> None:
+    monkeypatch.setattr(embedded, "entry_points", lambda group: installed)
+    assert main(["run", "--embedded", "--secure-port", "0"]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [f"aiokcm run --embedded: {INSTALL_LINE.format(why=why)}"]
+    assert out == ""
+
+
+def test_run_embedded_without_the_extras_packages_is_one_line_exit_2() -> None:
+    """`pip install aiokcm` (no extra): `localcluster` is there, its dependencies are not."""
+    script = (
+        "import sys\n"
+        "sys.modules['celpy'] = None  # as if cel-python were not installed: importing it fails\n"
+        "from controller_manager.cli import main\n"
+        "sys.exit(main(['run', '--embedded', '--secure-port', '0']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("aiokcm run --embedded: the embedded local cluster is not installed ("), line
+    assert "celpy" in line and "pip install 'aiokcm[embedded]'" in line, line
+    assert done.stdout == ""
 
 
 def test_delegated_subcommand_missing_is_exit_2(

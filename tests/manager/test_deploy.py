@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from controller_manager import crds
 from controller_manager.options import parse_run_args
 from controller_manager.registry import default_registry
 from controller_manager.server import HealthState, build_app
@@ -116,3 +118,20 @@ def test_eviction_webhook_reaches_the_served_path_and_can_never_block() -> None:
     ]
     policy = docs["NetworkPolicy"]
     assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == ["webhook"]
+
+
+def test_packaged_crd_is_the_one_users_apply() -> None:
+    """The image and wheels install the CRD from package data; `kubectl apply -k deploy/` from deploy/crds.
+
+    Two copies so each works without the other's tree; byte equality so they never drift (copy
+    deploy/crds/nodemaintenance.yaml over controller_manager/crds/ after editing it).
+    """
+    applied = (DEPLOY / "crds" / crds.NODEMAINTENANCE).read_bytes()
+    packaged = resources.files(crds).joinpath(crds.NODEMAINTENANCE).read_bytes()
+    assert packaged == applied, (
+        "controller_manager/crds/nodemaintenance.yaml differs from deploy/crds/nodemaintenance.yaml: "
+        "cp deploy/crds/nodemaintenance.yaml controller_manager/crds/"
+    )
+    crd = crds.nodemaintenance_crd()
+    assert crd["metadata"]["name"] == "nodemaintenances.maintenance.aiokcm.io"
+    assert crd["spec"]["names"]["kind"] == "NodeMaintenance"

@@ -2,7 +2,7 @@
 
 Pods are created bound to a node (`spec.nodeName`) so no scheduler is needed; owners are faked with
 ownerReferences and their answer (`EvacuationInitiated`) is written by the test, as the ReplicaSet
-controller would. The CRD is the one users install: `deploy/crds/nodemaintenance.yaml`.
+controller would. The CRD is the one users install: `deploy/crds/nodemaintenance.yaml` (shipped as `controller_manager.crds`).
 """
 
 from __future__ import annotations
