@@ -39,7 +39,7 @@ FAULT_TESTS := tests/real/test_faults.py
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest $(FAULT_TESTS) $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --ignore=$(FAULT_TESTS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 --ignore=$(FAULT_TESTS) $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest
 
