@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from controllers.nodelifecycle.controller import NODE_LEASE_NAMESPACE
+from controllers.nodelifecycle.healthsync import NODE_LEASE_NAMESPACE
 from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASE_NAMESPACE
 
 READ = ("get", "list", "watch")

@@ -1,7 +1,8 @@
 """The disruption controller: KCM's `disruption` controller, computing PodDisruptionBudget status.
 
-`budget` is the arithmetic (pure), `finders` resolves the pods' controllers to their scale, and
-`controller` wires informers, handlers, the status writes and the stale `DisruptionTarget` worker.
+`controller` wires informers, handlers and the two queues; `budgetsync` reconciles a budget's
+status and `stalepodsync` a pod's stale `DisruptionTarget`. `budget` is the arithmetic (pure),
+`finders` resolves the pods' controllers to their scale, `selectors` caches the budgets' selectors.
 """
 
 from controllers.disruption.controller import DisruptionController

@@ -8,15 +8,9 @@ Wiring, as KCM's:
   its namespace whose selector matches it (both the old and the new labels on an update, so a pod
   relabelled out of a budget is uncounted at once); a scale change of a workload queues the budgets
   selecting its pods (KCM leaves that to the next pod event);
-- `sync` computes `budget.compute_budget` and writes the status through the `status` subresource
-  only when it changed. The write is a PUT guarded by the budget's `resourceVersion` (KCM's
-  `UpdateStatus`): the eviction API decrements `disruptionsAllowed` on the same object, and a
-  stale status must never overwrite an eviction (a 409 is requeued, never fail-safed);
-- any other failure (invalid selector, unresolvable controller, bad percentage) fails safe:
-  `disruptionsAllowed: 0` with `DisruptionAllowed=False/SyncFailed`, other fields kept;
-- a budget with `disruptedPods` entries is looked at again when the earliest one expires;
-- a second queue of pod keys resets a stale `DisruptionTarget=True` (not the kubelet's, on a pod
-  that is neither terminating nor terminal) to False after 2 minutes (`stalePodDisruptionTimeout`);
+- the budget queue is reconciled by `budgetsync.BudgetSync` (status, fail-safe, rechecks);
+- a second queue of pod keys, fed by pod adds and updates carrying a `DisruptionTarget` that may
+  go stale, is reconciled by `stalepodsync.StalePodDisruptionSync`;
 - with the `DeclarativeNodeMaintenance` gate, evacuating pods (`EvacuationInitiated=True`) are not
   healthy for the budget, and their number is published as the annotation
   `maintenance.aiokcm.io/evacuating-pods` (a metadata merge patch; status carries built-ins only).
@@ -24,14 +18,11 @@ Wiring, as KCM's:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from datetime import datetime, timedelta
 from typing import Any
 
 from anyio.abc import TaskGroup
 
-from apiclient import ApiError
 from apiclient.resources import (
     DEPLOYMENTS,
     PODDISRUPTIONBUDGETS,
@@ -40,41 +31,17 @@ from apiclient.resources import (
     REPLICATIONCONTROLLERS,
     STATEFULSETS,
 )
-from controllers import features
 from controllers.base import Controller
-from controllers.common.conditions import pod_condition_patch
-from controllers.common.evacuation import (
-    EVACUATING_PODS_ANNOTATION,
-    count_annotation_patch,
-)
-from controllers.common.pods import get_pod_condition, is_pod_terminal, is_terminating
-from controllers.common.timeutil import format_time, parse_time, utcnow
+from controllers.common.timeutil import utcnow
 from controllers.context import ControllerContext
-from controllers.disruption.budget import (
-    Budget,
-    BudgetError,
-    compute_budget,
-    fail_safe_status,
-    new_status,
-)
+from controllers.disruption.budgetsync import BudgetSync
 from controllers.disruption.finders import ControllerFinder, ScaleReader
-from informers import (
-    CONTROLLER_UID_INDEX,
-    DeletedFinalStateUnknown,
-    ResourceEventHandler,
-    meta_key,
-    split_key,
-)
-from kubeutil.selectors import Selector, SelectorError, from_label_selector
+from controllers.disruption.selectors import BudgetSelectors
+from controllers.disruption.stalepodsync import StalePodDisruptionSync, stale_disruption_wait
+from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler, meta_key
 from workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]
-
-#: `stalePodDisruptionTimeout`.
-STALE_POD_DISRUPTION_TIMEOUT = timedelta(minutes=2)
-DISRUPTION_TARGET = "DisruptionTarget"
-#: `v1.PodReasonTerminationByKubelet`: the kubelet's DisruptionTarget is never stale.
-REASON_TERMINATION_BY_KUBELET = "TerminationByKubelet"
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -84,25 +51,6 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Mapping[str, Any] | None:
     inner = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
     return inner if isinstance(inner, Mapping) else None
-
-
-def stale_disruption_wait(pod: Mapping[str, Any], now: datetime) -> float | None:
-    """`nonTerminatingPodHasStaleDisruptionCondition`: seconds until the condition is stale, or None.
-
-    None when there is nothing to clean: no `DisruptionTarget=True`, the kubelet's own condition,
-    a terminating pod (the disruption is happening) or a terminal one (no needless writes).
-    """
-    if is_terminating(pod):
-        return None
-    cond = get_pod_condition(pod, DISRUPTION_TARGET)
-    if cond is None or cond.get("status") != "True" or cond.get("reason") == REASON_TERMINATION_BY_KUBELET:
-        return None
-    if is_pod_terminal(pod):
-        return None
-    since = parse_time(cond.get("lastTransitionTime"))
-    if since is None:
-        return 0.0
-    return max(0.0, (since + STALE_POD_DISRUPTION_TIMEOUT - now).total_seconds())
 
 
 class DisruptionController(Controller):
@@ -126,9 +74,22 @@ class DisruptionController(Controller):
             statefulsets=self.ss_informer.lister,
             scale=ScaleReader(ctx.client),
         )
+        self.selectors = BudgetSelectors(self.pdb_lister, self.pod_lister)
+        self.syncer = BudgetSync(
+            client=ctx.client,
+            pdb_lister=self.pdb_lister,
+            selectors=self.selectors,
+            finder=self.finder,
+            recorder=self.recorder,
+            gates=ctx.gates,
+            recheck=self.queue.add_after,
+            log=self.log,
+        )
         self.stale_queue: RateLimitingQueue[str] = RateLimitingQueue(name="stale_pod_disruption")
-        self.stale_worker = self.make_worker(self.sync_stale_pod_disruption)
-        self._selectors: dict[str, tuple[Any, Selector | None]] = {}
+        self.stale_syncer = StalePodDisruptionSync(
+            client=ctx.client, pod_lister=self.pod_lister, recheck=self.stale_queue.add_after, log=self.log
+        )
+        self.stale_worker = self.make_worker(self.stale_syncer.sync)
         self.pdb_informer.add_event_handler(
             ResourceEventHandler(on_add=self.add_pdb, on_update=self.update_pdb, on_delete=self.delete_pdb)
         )
@@ -138,10 +99,6 @@ class DisruptionController(Controller):
         for informer in (self.rc_informer, self.rs_informer, self.ss_informer):
             informer.add_event_handler(ResourceEventHandler(on_update=self.update_workload))
         self.deployment_informer.add_event_handler(ResourceEventHandler(on_update=self.update_deployment))
-
-    @property
-    def evacuation(self) -> bool:
-        return self.ctx.gates.enabled(features.DECLARATIVE_NODE_MAINTENANCE)
 
     # -- budgets ---------------------------------------------------------------------------
 
@@ -155,39 +112,11 @@ class DisruptionController(Controller):
         pdb = _unwrap(obj)
         if pdb is None:
             return
-        self._selectors.pop(str(_meta(pdb).get("uid", "")), None)
+        self.selectors.forget(pdb)
         self.enqueue(meta_key(pdb))
 
-    def selector_of(self, pdb: Mapping[str, Any]) -> Selector:
-        """The budget's selector, parsed once per generation; raises `SelectorError` when invalid."""
-        meta = _meta(pdb)
-        uid, generation = str(meta.get("uid", "")), meta.get("generation")
-        cached = self._selectors.get(uid)
-        if cached is not None and cached[0] == generation and cached[1] is not None:
-            return cached[1]
-        try:
-            selector = from_label_selector((pdb.get("spec") or {}).get("selector"))
-        except SelectorError:
-            self._selectors[uid] = (generation, None)
-            raise
-        self._selectors[uid] = (generation, selector)
-        return selector
-
-    def pdbs_for_pod(self, pod: Mapping[str, Any]) -> list[Obj]:
-        """`GetPodPodDisruptionBudgets`: budgets in the pod's namespace whose valid selector matches it."""
-        labels = _meta(pod).get("labels") or {}
-        out: list[Obj] = []
-        for pdb in self.pdb_lister.list(str(_meta(pod).get("namespace", ""))):
-            try:
-                selector = self.selector_of(pdb)
-            except SelectorError:
-                continue
-            if selector.matches(labels):
-                out.append(pdb)
-        return out
-
     def _enqueue_pdbs_for(self, pod: Mapping[str, Any]) -> None:
-        pdbs = self.pdbs_for_pod(pod)
+        pdbs = self.selectors.pdbs_for_pod(pod)
         if len(pdbs) > 1:
             names = sorted(str(_meta(p).get("name", "")) for p in pdbs)
             meta = _meta(pod)
@@ -242,153 +171,16 @@ class DisruptionController(Controller):
         seen: set[str] = set()
         for owner in owners:
             for pod in self.pod_lister.by_index(CONTROLLER_UID_INDEX, owner):
-                for pdb in self.pdbs_for_pod(pod):
+                for pdb in self.selectors.pdbs_for_pod(pod):
                     key = meta_key(pdb)
                     if key not in seen:
                         seen.add(key)
                         self.enqueue(key)
 
-    # -- the reconcile -------------------------------------------------------------------------
-
-    def pods_for_pdb(self, pdb: Mapping[str, Any]) -> list[Obj]:
-        """`getPodsForPdb`; raises `SelectorError` for an invalid selector."""
-        selector = self.selector_of(pdb)
-        return self.pod_lister.list(str(_meta(pdb).get("namespace", "")), selector=selector)
+    # -- work ----------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> None:
-        namespace, name = split_key(key)
-        pdb = self.pdb_lister.get(name, namespace)
-        if pdb is None:
-            return
-        try:
-            written, budget, now = await self.try_sync(pdb)
-        except ApiError as exc:
-            if exc.conflict:
-                raise  # the eviction API wrote in between: recompute from a fresher cache
-            await self.fail_safe(pdb, exc)
-            return
-        except Exception as exc:  # any failure to compute or write the budget fails safe, as KCM's
-            await self.fail_safe(pdb, exc)
-            return
-        if self.evacuation:
-            # After the status, outside the fail-safe: a failed annotation is retried, never zeroes the budget.
-            await self.publish_evacuating(written, budget.evacuating_pods)
-        if budget.recheck_at is not None:
-            # At most one pending recheck per budget: the queue keeps the earliest.
-            self.queue.add_after(key, max(0.0, (budget.recheck_at - now).total_seconds()))
-
-    async def try_sync(self, pdb: Obj) -> tuple[Mapping[str, Any], Budget, datetime]:
-        """`trySync`: compute and write the status; returns the budget as written, its numbers and "now"."""
-        now = utcnow()
-        try:
-            pods = self.pods_for_pdb(pdb)
-        except SelectorError as exc:
-            self.recorder.event(pdb, "Warning", "NoPods", f"Failed to get pods: {exc}")
-            raise
-        if not pods:
-            self.recorder.event(pdb, "Normal", "NoPods", "No matching pods found")
-        evacuation = self.evacuation
-        try:
-            budget = await compute_budget(pdb, pods, self.finder, now, evacuation=evacuation)
-        except (BudgetError, ApiError) as exc:
-            self.recorder.event(
-                pdb,
-                "Warning",
-                "CalculateExpectedPodCountFailed",
-                f"Failed to calculate the number of expected pods: {exc}",
-            )
-            raise
-        if budget.unmanaged_pods:
-            self.log.debug("unmanaged pods selected", pods=budget.unmanaged_pods)
-            self.recorder.event(
-                pdb,
-                "Warning",
-                "UnmanagedPods",
-                f"Pods selected by this PodDisruptionBudget (selector: {(pdb.get('spec') or {}).get('selector')}) "
-                "were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, "
-                "which may result in undefined behavior. To account for these pods please set "
-                '".spec.minAvailable" field of the PDB to an integer value.',
-            )
-        for pod in budget.expired_pods:
-            self.recorder.event(
-                pod,
-                "Warning",
-                "NotDeleted",
-                f"Pod was expected by PDB {_meta(pdb).get('namespace', '')}/{_meta(pdb).get('name', '')} "
-                "to be deleted but it wasn't",
-            )
-        status = new_status(pdb, budget, now)
-        written: Mapping[str, Any] = pdb
-        if status is not None:
-            written = await self.write_status(pdb, status)
-        return written, budget, now
-
-    async def write_status(self, pdb: Mapping[str, Any], status: dict[str, Any]) -> Mapping[str, Any]:
-        """`UpdateStatus`: PUT a copy with the new status, guarded by the cached resourceVersion."""
-        body = copy.deepcopy(dict(pdb))
-        body.setdefault("apiVersion", "policy/v1")
-        body.setdefault("kind", "PodDisruptionBudget")
-        body["status"] = status
-        meta = _meta(pdb)
-        return await self.client.replace(
-            PODDISRUPTIONBUDGETS,
-            body,
-            namespace=str(meta.get("namespace", "")),
-            name=str(meta.get("name", "")),
-            subresource="status",
-        )
-
-    async def publish_evacuating(self, pdb: Mapping[str, Any], count: int) -> None:
-        patch = count_annotation_patch(pdb, EVACUATING_PODS_ANNOTATION, count)
-        if patch is None:
-            return
-        meta = _meta(pdb)
-        await self.client.patch(
-            PODDISRUPTIONBUDGETS, str(meta.get("name", "")), patch, namespace=str(meta.get("namespace", ""))
-        )
-
-    async def fail_safe(self, pdb: Obj, err: BaseException) -> None:
-        """`failSafe`: at least make the eviction API refuse (an error here is retried by the queue)."""
-        self.log.warning("failed to sync budget, failing safe", error=str(err))
-        status = fail_safe_status(pdb, str(err), utcnow())
-        if status is not None:
-            await self.write_status(pdb, status)
-
-    # -- the stale DisruptionTarget worker ---------------------------------------------------------
-
-    async def sync_stale_pod_disruption(self, key: str) -> None:
-        """`syncStalePodDisruption`: reset a stale `DisruptionTarget=True` to False (or look again later)."""
-        namespace, name = split_key(key)
-        pod = self.pod_lister.get(name, namespace)
-        if pod is None:
-            return
-        now = utcnow()
-        wait = stale_disruption_wait(pod, now)
-        if wait is None:
-            return
-        if wait > 0:
-            self.stale_queue.add_after(key, wait)
-            return
-        old = get_pod_condition(pod, DISRUPTION_TARGET) or {}
-        cond: dict[str, Any] = {
-            "type": DISRUPTION_TARGET,
-            "status": "False",
-            "lastTransitionTime": format_time(now),
-        }
-        # UpdatePodCondition replaces the whole condition: clear the old reason and message too.
-        for field_name in ("reason", "message"):
-            if old.get(field_name):
-                cond[field_name] = None
-        uid = _meta(pod).get("uid")
-        await self.client.patch(
-            PODS,
-            name,
-            pod_condition_patch(cond, uid=str(uid) if uid else None),
-            namespace=namespace,
-            subresource="status",
-            patch_type="strategic",
-        )
-        self.log.info("reset stale DisruptionTarget condition to False", pod=key)
+        await self.syncer.sync(key)
 
     def start_workers(self, tg: TaskGroup, workers: int) -> None:
         """The budget workers (the base class's) plus one stale-pod worker."""

@@ -1,4 +1,5 @@
-"""EvictionSurgeController: the admission side (`review`) and the writes it causes (`sync`).
+"""EvictionSurgeController: the admission side (`review`), the caches it reads and the queue it
+feeds; the writes it causes are `sync.EvictionSurgeSync`'s.
 
 `review` answers an AdmissionReview from the informer caches alone, synchronously: no API call
 and no await on the request path, so a slow API server can never slow an eviction down (and the
@@ -19,7 +20,7 @@ Keys are pod keys (`namespace/name`). Pod events enqueue only pods that carry ou
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, ClassVar
 
 import structlog
@@ -27,7 +28,7 @@ import structlog
 from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controllers.base import Controller, Result
 from controllers.common.controller_ref import get_controller_of
-from controllers.common.pods import is_pod_active, pod_key
+from controllers.common.pods import pod_key
 from controllers.common.timeutil import utcnow
 from controllers.context import ControllerContext
 from controllers.evictionsurge import admission, metrics
@@ -37,20 +38,16 @@ from controllers.evictionsurge.decision import (
     Facts,
     Why,
     decide,
-    evacuation_requested_at,
     requested_by_us,
 )
-from controllers.evictionsurge.requests import request_evacuation, withdraw_evacuation
+from controllers.evictionsurge.state import SurgeState
+from controllers.evictionsurge.sync import EvictionSurgeSync
 from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler
 
 Obj = Mapping[str, Any]
 log = structlog.get_logger()
 
 WEBHOOK_PATH = "/validate-pods-eviction"
-
-EVENT_REQUESTED = "EvictionSurgeRequested"
-EVENT_WITHDRAWN = "EvictionSurgeWithdrawn"
-EVENT_TIMED_OUT = "EvictionSurgeTimedOut"
 
 
 class EvictionSurgeController(Controller):
@@ -70,7 +67,6 @@ class EvictionSurgeController(Controller):
         super().__init__(ctx, name=name, workers=workers)
         self.clock = clock
         self.surge_timeout = config.surge_timeout
-        self.retry_window = config.retry_window
         pod_inf = ctx.informers.informer(PODS)
         rs_inf = ctx.informers.informer(REPLICASETS)
         d_inf = ctx.informers.informer(DEPLOYMENTS)
@@ -81,11 +77,17 @@ class EvictionSurgeController(Controller):
         pod_inf.add_event_handler(ResourceEventHandler(
             on_add=self._pod_event, on_update=lambda _old, new: self._pod_event(new), on_delete=self._pod_gone,
         ))  # fmt: skip
-        self.started = clock()
-        # Per pod key: when an eviction last reached us, and requests to write.
-        self.last_eviction: dict[str, datetime] = {}
-        self.wanted: set[str] = set()
-        self.reported: dict[str, str] = {}  # pod key -> the timed-out request already told (uid@time)
+        self.state = SurgeState(started=clock())
+        self.syncer = EvictionSurgeSync(
+            client=ctx.client,
+            pod_lister=self.pod_lister,
+            state=self.state,
+            recorder=self.recorder,
+            clock=clock,
+            surge_timeout=config.surge_timeout,
+            retry_window=config.retry_window,
+            log=self.log,
+        )
 
     # -- handlers -----------------------------------------------------------------------------
 
@@ -95,10 +97,7 @@ class EvictionSurgeController(Controller):
 
     def _pod_gone(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        key = pod_key(pod)
-        self.last_eviction.pop(key, None)
-        self.wanted.discard(key)
-        self.reported.pop(key, None)
+        self.state.forget(pod_key(pod))
 
     # -- admission ----------------------------------------------------------------------------
 
@@ -152,9 +151,9 @@ class EvictionSurgeController(Controller):
             and facts.pod is not None
             and (decision.holds_back or requested_by_us(facts.pod))
         ):
-            self.last_eviction[key] = now
+            self.state.last_eviction[key] = now
         if decision.request:
-            self.wanted.add(key)
+            self.state.wanted.add(key)
         if decision.request or decision.why is Why.SURGE_TIMED_OUT:
             self.enqueue(key)
         if decision.why not in (Why.DRY_RUN, Why.UNKNOWN_POD, Why.NOT_RUNNING, Why.NO_ANSWER):
@@ -166,78 +165,7 @@ class EvictionSurgeController(Controller):
                 why=decision.why.value,
             )
 
-    # -- writes -------------------------------------------------------------------------------
+    # -- work --------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        namespace, _, name = key.partition("/")
-        pod = self.pod_lister.get(name, namespace)
-        if pod is None or not is_pod_active(pod):
-            self.last_eviction.pop(key, None)
-            self.wanted.discard(key)
-            return None
-        now = self.clock()
-        last = self.last_eviction.get(key)
-        if requested_by_us(pod):
-            self.wanted.discard(key)
-            return await self._follow(key, pod, last, now)
-        if key not in self.wanted:
-            return None
-        self.wanted.discard(key)
-        if evacuation_requested_at(pod, now) is not None or last is None:
-            return None  # someone else's evacuation is under way
-        if (now - last).total_seconds() >= self.retry_window:
-            return None  # the drainer has gone away since
-        await request_evacuation(
-            self.client, pod, message="an eviction is waiting for a replacement", now=now
-        )
-        self.log.info(
-            "requested evacuation", key=key, reason="eviction held back until a replacement is available"
-        )
-        self.recorder.event(
-            pod,
-            "Normal",
-            EVENT_REQUESTED,
-            "Eviction held back: asked the owner to start a replacement on another node first",
-        )
-        metrics.REQUESTS.labels(action="request").inc()
-        return Result(requeue_after=self.retry_window)
-
-    async def _follow(self, key: str, pod: Obj, last: datetime | None, now: datetime) -> Result | None:
-        """Withdraw our request once evictions stop; report a surge that ran out of time once."""
-        requested_at = evacuation_requested_at(pod, now) or now
-        seen = max(last or self.started, requested_at)
-        idle = (now - seen).total_seconds()
-        if idle >= self.retry_window:
-            await withdraw_evacuation(self.client, pod)
-            self.last_eviction.pop(key, None)
-            self.log.info("withdrew evacuation request", key=key, idle_seconds=round(idle, 1))
-            self.recorder.event(
-                pod,
-                "Normal",
-                EVENT_WITHDRAWN,
-                f"No eviction retried within {self.retry_window:g}s: evacuation request withdrawn",
-            )
-            metrics.REQUESTS.labels(action="withdraw").inc()
-            return None
-        waits = [self.retry_window - idle]
-        timed_out_at = requested_at + timedelta(seconds=self.surge_timeout)
-        marker = f"{(pod.get('metadata') or {}).get('uid', '')}@{requested_at.isoformat()}"
-        if now >= timed_out_at:
-            if self.reported.get(key) != marker:
-                self.reported[key] = marker
-                self.log.warning(
-                    "evacuation did not finish in time, eviction no longer held back",
-                    key=key,
-                    timeout_seconds=self.surge_timeout,
-                )
-                self.recorder.event(
-                    pod,
-                    "Warning",
-                    EVENT_TIMED_OUT,
-                    f"No replacement became available within {self.surge_timeout:g}s: evictions are no longer "
-                    f"held back, the PodDisruptionBudget decides",
-                )
-                metrics.REQUESTS.labels(action="timed-out").inc()
-        else:
-            waits.append((timed_out_at - now).total_seconds())
-        return Result(requeue_after=max(0.05, min(waits)))
+        return await self.syncer.sync(key)

@@ -11,8 +11,7 @@ for leases most nodes never need, and a start that writes is not a quiet one.
 
 This controller repairs what others made: a lease created by hand (kubectl, a client-go
 LeaseLock) without the owner reference, or one that outlived its node's recreation under the
-same name. The repair is a merge patch of `metadata.ownerReferences` guarded by resourceVersion,
-so it can never undo a holder's write.
+same name. The repair is `sync.MaintenanceLeaseSync`.
 
 Keys are node names. Lease adds and updates enqueue the node; a node added or recreated enqueues
 itself only when its lease is cached (a node without one has nothing to repair, so a start over
@@ -24,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apiclient import ApiError
 from apiclient.resources import LEASES, NODES
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.maintenancelease import metrics
+from controllers.maintenancelease.sync import MaintenanceLeaseSync
 from controllers.worker import is_expected_failure
 from informers import ResourceEventHandler
 from nodemaintenancelease.lease import NAMESPACE, ensure_namespace, namespace_exists
@@ -40,15 +39,6 @@ def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
 
 
-def _node_ref(lease: Obj, node: Obj) -> tuple[int, Mapping[str, Any]] | None:
-    """The lease's owner reference to a Node of that name, with its index; None if there is none."""
-    node_name = (node.get("metadata") or {}).get("name")
-    for i, ref in enumerate((lease.get("metadata") or {}).get("ownerReferences") or []):
-        if ref.get("kind") == "Node" and ref.get("apiVersion") == "v1" and ref.get("name") == node_name:
-            return i, ref
-    return None
-
-
 class MaintenanceLeaseController(Controller):
     """Every node's maintenance Lease, once someone made it, owned by the node."""
 
@@ -58,6 +48,9 @@ class MaintenanceLeaseController(Controller):
         lease_inf = ctx.informers.informer(LEASES, namespace=NAMESPACE)
         self.node_lister = node_inf.lister
         self.lease_lister = lease_inf.lister
+        self.syncer = MaintenanceLeaseSync(
+            client=ctx.client, node_lister=self.node_lister, lease_lister=self.lease_lister
+        )
         node_inf.add_event_handler(
             ResourceEventHandler(on_add=self._node_added, on_update=self._node_updated)
         )
@@ -97,33 +90,4 @@ class MaintenanceLeaseController(Controller):
             self._node_added(new)
 
     async def sync(self, key: str) -> None:
-        node = self.node_lister.get(key)
-        if node is None:
-            return  # the garbage collector removes the lease with its owner
-        lease = self.lease_lister.get(key, NAMESPACE)
-        if lease is None:
-            return  # not needed yet: the first holder creates it (`lease.acquire`)
-        await self._own(lease, node)
-
-    async def _own(self, lease: Obj, node: Obj) -> None:
-        """Point the lease's owner reference at this node (a lease made by hand, or a recreated node)."""
-        uid = (node.get("metadata") or {}).get("uid")
-        found = _node_ref(lease, node)
-        if found is not None and found[1].get("uid") == uid:
-            return
-        meta = lease.get("metadata") or {}
-        ref = {"apiVersion": "v1", "kind": "Node", "name": str(meta.get("name")), "uid": str(uid)}
-        refs = [dict(r) for r in meta.get("ownerReferences") or []]
-        if found is not None:
-            refs[found[0]] = ref
-        else:
-            refs.append(ref)
-        # A merge patch carrying the resourceVersion read: 409 if anyone wrote since (then we look again).
-        patch = {
-            "metadata": {"resourceVersion": str(meta.get("resourceVersion", "")), "ownerReferences": refs}
-        }
-        try:
-            await self.client.patch(LEASES, str(meta.get("name")), patch, namespace=NAMESPACE)
-        except ApiError as exc:
-            if not exc.not_found:
-                raise
+        await self.syncer.sync(key)

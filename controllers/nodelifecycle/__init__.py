@@ -1,7 +1,10 @@
 """The node lifecycle controller (`node-lifecycle-controller`): node health, condition taints, zones.
 
-`controller` wires the loops; `health` keeps the heartbeat bookkeeping; `zones` judges zone
-states and rates; `ratelimited` is the per-zone rate-limited tainting queue.
+`controller` wires the queues and loops, each reconciled by its own module: `noschedulesync`
+(the node queue), `healthsync` (the health monitor), `noexecutesync` (the NoExecute tainting
+pass) and `podsync` (the pod queue). They share `state` and write through `writes`. `health`
+keeps the heartbeat bookkeeping, `taints` says which taints a node calls for, `zones` judges
+zone states and rates, `ratelimited` is the per-zone rate-limited tainting queue.
 """
 
 from controllers.nodelifecycle.controller import NodeLifecycleController

@@ -1,5 +1,8 @@
 """NodeMaintenance controller: wiring, event handlers and the two queues the worker engine serves.
 
+The node queue is reconciled by `nodesync.NodeSync`, the maintenance queue (this controller's
+`sync`) by `maintenancesync.MaintenanceSync`; both share `state.DrainState` and `state.Listers`.
+
 Two kinds of work, two queues, chosen for what each write touches:
 
 - **Node keys on a `ShardedQueue` by node name**, one worker per shard (as the taint manager
@@ -34,8 +37,10 @@ from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
+from controllers.nodemaintenance.maintenancesync import MaintenanceSync
 from controllers.nodemaintenance.nodeselector import selector_matches
-from controllers.nodemaintenance.sync import DrainState, Listers, MaintenanceSync, NodeSync, utcnow
+from controllers.nodemaintenance.nodesync import NodeSync
+from controllers.nodemaintenance.state import DrainState, Listers, utcnow
 from controllers.worker import Outcome
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
 from nodemaintenancelease.gate import LeaseGate, MaintenanceLeaseGate, NoLeaseGate
@@ -82,7 +87,6 @@ class NodeMaintenanceController(Controller):
         self.node_queue: ShardedQueue[str] = ShardedQueue(
             config.node_shards, shard_key=lambda node: node, name="nodemaintenance_nodes"
         )
-        self.node_worker = self.make_worker(self._sync_node)
         gate = lease_gate or _default_gate(ctx)
         self.lease_gate: LeaseGate = gate
         factory = ctx.informers
@@ -111,6 +115,7 @@ class NodeMaintenanceController(Controller):
             batch_maintenance=lambda name: self.queue.add_after(name, STATUS_BATCH_SECONDS),
             clock=clock,
         )
+        self.node_worker = self.make_worker(self.node_sync.sync)
         self.maintenance_sync = MaintenanceSync(
             client=self.client,
             listers=self.listers,
@@ -231,9 +236,6 @@ class NodeMaintenanceController(Controller):
 
     async def sync(self, key: str) -> None:
         await self.maintenance_sync.sync(key)
-
-    async def _sync_node(self, node: str) -> None:
-        await self.node_sync.sync(node)
 
     async def process_node(self, node: str) -> Outcome:
         """One node sync under the engine's policy, on the node's shard."""

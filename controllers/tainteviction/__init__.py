@@ -1,6 +1,8 @@
 """The taint-eviction controller: KCM's NoExecute taint manager (`taint-eviction-controller`).
 
-`controller` holds the wiring, the sharded workers and the scheduled deletions.
+`controller` wires the informers, the sharded update queue and the deletion timer;
+`schedulesync` judges pods against their node's NoExecute taints, `evictionsync` deletes a pod
+whose time came, and `state` holds the schedules both share.
 """
 
 from controllers.tainteviction.controller import TaintEvictionController

@@ -52,7 +52,7 @@ async def test_a_converged_mixed_cluster_gets_no_writes(cluster: Any, kube: Kube
             quiet = writes.since(start)
             taints = next(c for c in manager.controllers if c.name == "taint-eviction-controller")
             due = {
-                name: taints.scheduled(f"odd-a/{name}")  # type: ignore[attr-defined]
+                name: taints.schedule.scheduled(f"odd-a/{name}")  # type: ignore[attr-defined]
                 for name in ("tolerates-68-years", "tolerates-int64-max")
             }
             now = anyio.current_time()

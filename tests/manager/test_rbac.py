@@ -116,7 +116,7 @@ def test_the_secure_port_can_review_callers_and_read_the_client_ca() -> None:
 
 def test_leases_are_written_in_the_maintenance_namespace_only() -> None:
     """Cluster-wide Lease writes would let aiokcm take KCM's leader lock or fake a kubelet's heartbeat."""
-    from controllers.nodelifecycle.controller import NODE_LEASE_NAMESPACE
+    from controllers.nodelifecycle.healthsync import NODE_LEASE_NAMESPACE
     from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE
 
     lease_rules: dict[tuple[str, str], set[str]] = {}

@@ -24,8 +24,8 @@ from controllers.disruption.budget import (
     fail_safe_status,
     new_status,
 )
-from controllers.disruption.controller import stale_disruption_wait
 from controllers.disruption.finders import ControllerFinder, parse_group_version
+from controllers.disruption.stalepodsync import stale_disruption_wait
 from kubeutil.selectors import SelectorError, from_label_selector
 from tests.controllers.disruption.fixtures import (
     NS,

@@ -18,8 +18,8 @@ from controllers.context import ControllerContext
 from controllers.deployment import DeploymentController
 from controllers.evictionsurge import EvictionSurgeController
 from controllers.evictionsurge.config import EvictionSurgeConfig
-from controllers.evictionsurge.controller import EVENT_REQUESTED, EVENT_TIMED_OUT, EVENT_WITHDRAWN
 from controllers.evictionsurge.decision import REASON_EVICTION_SURGE
+from controllers.evictionsurge.sync import EVENT_REQUESTED, EVENT_TIMED_OUT, EVENT_WITHDRAWN
 from controllers.replicaset import ReplicaSetController
 from localcluster.demo import NS, App, deployment, pod_available
 from tests.controllers.harness import Harness, build, eventually, running_controllers

@@ -208,10 +208,12 @@ async def test_a_node_coming_back_loses_its_taint_and_scheduled_deletions_are_ca
         evictor = next(c for c in h.controllers if isinstance(c, TaintEvictionController))
         await eventually(lambda: _is(_pod_ready(kube, "patient"), "True"), "the pod running")
         cluster.kubelets["node-1"].stop()
-        due = await eventually(lambda: evictor.scheduled(f"{NS}/patient"), "the deletion scheduled")
+        due = await eventually(lambda: evictor.schedule.scheduled(f"{NS}/patient"), "the deletion scheduled")
         cluster.kubelets["node-1"].start()
         await eventually(lambda: _lacks(kube, "node-1", UNREACHABLE), "the unreachable taints removed")
-        await eventually(lambda: evictor.scheduled(f"{NS}/patient") is None, "the deletion cancelled")
+        await eventually(
+            lambda: evictor.schedule.scheduled(f"{NS}/patient") is None, "the deletion cancelled"
+        )
         await anyio.sleep(max(0.0, due - anyio.current_time()) + 0.5)
         assert not await deleted(kube, "patient")
 

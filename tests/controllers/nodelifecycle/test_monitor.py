@@ -77,15 +77,14 @@ class World:
         self.clock = [0.0]
         factory = SharedInformerFactory(cast(KubeClient, None))
         config = NodeLifecycleConfig(**{"node_monitor_grace_period": 50.0, **extra})
+        self.fake = FakeNodes(factory.informer(NODES).store)
+        self.fake.clock = self.clock
         self.controller = build(
             NodeLifecycleController,
-            ControllerContext(client=cast(KubeClient, None), informers=factory),
+            ControllerContext(client=cast(KubeClient, self.fake), informers=factory),
             config=config,
             now=lambda: self.clock[0],
         )
-        self.fake = FakeNodes(self.controller.node_informer.store)
-        self.fake.clock = self.clock
-        self.controller.client = cast(KubeClient, self.fake)
         for n in nodes:
             self.fake.store.update(n["metadata"]["name"], n)
         self.renewals = 0
@@ -108,9 +107,9 @@ class World:
             if self.clock[0] >= next_monitor - 1e-9:
                 for name in healthy:
                     self.renew_lease(name)
-                await self.controller.monitor_node_health()
+                await self.controller.health_sync.sync()
                 next_monitor += 5.0
-            await self.controller.do_no_execute_tainting_pass()
+            await self.controller.no_execute_sync.sync()
             self.clock[0] = round(self.clock[0] + step, 6)
 
 
@@ -124,7 +123,7 @@ async def test_silent_nodes_go_unknown_and_are_tainted_one_per_ten_seconds_in_a_
     a0 = world.fake.store.get("a0")
     assert a0 is not None
     assert [c["status"] for c in a0["status"]["conditions"] if c["type"] == "Ready"] == ["Unknown"]
-    assert world.controller.zone_states[zone_key(a0)] is ZoneState.NORMAL  # 2 of 10 down
+    assert world.controller.health_sync.zone_states[zone_key(a0)] is ZoneState.NORMAL  # 2 of 10 down
     assert len(world.fake.tainted) == 1  # the bucket had one token; the next comes 10 s later
     first = world.fake.tainted[0][0]
     await world.advance(15, healthy=healthy)
@@ -137,7 +136,7 @@ async def test_a_small_zone_in_partial_disruption_taints_nothing() -> None:
     world = World(nodes)
     healthy = ("a6", "a7", "a8", "a9", "b0")
     await world.advance(120, healthy=healthy)  # 6 of 10 silent: >= 0.55, and 10 <= 50 nodes
-    assert world.controller.zone_states[zone_key(nodes[0])] is ZoneState.PARTIAL_DISRUPTION
+    assert world.controller.health_sync.zone_states[zone_key(nodes[0])] is ZoneState.PARTIAL_DISRUPTION
     assert world.fake.tainted == []
 
 
@@ -147,7 +146,9 @@ async def test_every_zone_down_stops_tainting_and_excluded_nodes_do_not_count() 
     world = World([node("a0", "a", excluded=True), node("b0", "b"), node("b1", "b")])
     await world.advance(120, healthy=("a0",))
     assert world.fake.tainted == []
-    assert all(state is ZoneState.FULL_DISRUPTION for state in world.controller.zone_states.values())
+    assert all(
+        state is ZoneState.FULL_DISRUPTION for state in world.controller.health_sync.zone_states.values()
+    )
     # Without the label the healthy node counts: zone b is down alone and gets tainted.
     world = World([node("a0", "a"), node("b0", "b"), node("b1", "b")])
     await world.advance(120, healthy=("a0",))
@@ -171,7 +172,7 @@ async def test_a_health_pass_over_thousands_of_nodes_lets_the_event_loop_run() -
         tg.start_soon(ticker)
         await anyio.lowlevel.checkpoint()  # the ticker has started
         before = len(ticks)
-        await world.controller.monitor_node_health()
+        await world.controller.health_sync.sync()
         during = len(ticks) - before
         done.set()
     assert during >= 5  # 2,000 nodes in slices of 200
@@ -180,8 +181,8 @@ async def test_a_health_pass_over_thousands_of_nodes_lets_the_event_loop_run() -
 async def test_a_lease_renewal_queues_nothing_and_is_noted_by_the_next_pass() -> None:
     """KCM reads Leases from the lister in its monitor pass: a renewal wakes no handler or queue."""
     world = World([node("n1", "a"), node("n2", "a")])
-    await world.controller.monitor_node_health()
-    probe = world.controller.health["n1"].probe
+    await world.controller.health_sync.sync()
+    probe = world.controller.state.health["n1"].probe
     world.clock[0] = 30.0
     lease = {
         "metadata": {"name": "n1", "namespace": "kube-node-lease", "resourceVersion": "7"},
@@ -195,9 +196,9 @@ async def test_a_lease_renewal_queues_nothing_and_is_noted_by_the_next_pass() ->
         world.controller.lease_informer._listeners == []
     )  # nothing woken: the cache update is the whole cost
     assert len(world.controller.queue) == 0 and len(world.controller.pod_queue) == 0
-    await world.controller.monitor_node_health()
-    assert world.controller.health["n1"].probe == 30.0 > probe
-    assert world.controller.health["n2"].probe == probe
+    await world.controller.health_sync.sync()
+    assert world.controller.state.health["n1"].probe == 30.0 > probe
+    assert world.controller.state.health["n2"].probe == probe
     assert len(world.controller.queue) == 0 and len(world.controller.pod_queue) == 0
 
 
@@ -217,8 +218,8 @@ async def test_a_change_to_a_quiet_node_is_seen_by_the_next_pass() -> None:
     await world.advance(5, healthy=("n1", "n2"))
     n1 = world.fake.store.get("n1")
     assert n1 is not None and n1["spec"]["taints"] == []
-    assert zone_key(n1) in world.controller.zone_states
-    assert world.controller.known_nodes["n1"] == zone_key(n1)
+    assert zone_key(n1) in world.controller.health_sync.zone_states
+    assert world.controller.health_sync.known_nodes["n1"] == zone_key(n1)
 
 
 async def test_a_quiet_node_that_stops_renewing_goes_unknown_after_the_grace_period() -> None:

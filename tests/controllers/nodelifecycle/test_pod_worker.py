@@ -57,7 +57,7 @@ async def test_the_pod_worker_survives_a_failure_that_is_not_an_api_error(failur
     controller = build(
         NodeLifecycleController, ControllerContext(client=client, informers=SharedInformerFactory(client))
     )
-    controller.health["n1"] = NodeHealth(
+    controller.state.health["n1"] = NodeHealth(
         ready={"type": "Ready", "status": "Unknown"}, probe=0.0, ready_transition=0.0
     )
     for name in ("a", "b"):

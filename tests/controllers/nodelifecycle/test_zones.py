@@ -134,32 +134,36 @@ async def test_zone_states_set_each_zones_rate_and_all_zones_down_stops_everythi
     c = controller()
     nodes = [node(f"a{i}", "a") for i in range(4)] + [node(f"b{i}", "b") for i in range(2)]
     za, zb = zone_key(nodes[0]), zone_key(nodes[-1])
-    await c.handle_disruption({za: ["True"] * 4, zb: ["True"] * 2}, nodes)
-    assert c.zone_states == {za: ZoneState.NORMAL, zb: ZoneState.NORMAL}
-    assert c.tainters[za].limiter.qps == 0.1
+    await c.health_sync.handle_disruption({za: ["True"] * 4, zb: ["True"] * 2}, nodes)
+    assert c.health_sync.zone_states == {za: ZoneState.NORMAL, zb: ZoneState.NORMAL}
+    assert c.state.tainters[za].limiter.qps == 0.1
     # zone a: 3 of 4 not ready, larger than the threshold (3): the secondary rate
-    await c.handle_disruption({za: ["True", "False", "Unknown", "False"], zb: ["True"] * 2}, nodes)
-    assert c.zone_states[za] is ZoneState.PARTIAL_DISRUPTION
-    assert c.tainters[za].limiter.qps == 0.01
+    await c.health_sync.handle_disruption(
+        {za: ["True", "False", "Unknown", "False"], zb: ["True"] * 2}, nodes
+    )
+    assert c.health_sync.zone_states[za] is ZoneState.PARTIAL_DISRUPTION
+    assert c.state.tainters[za].limiter.qps == 0.01
     # zone b fully down while a is not: b evicts at the normal rate
-    await c.handle_disruption({za: ["True", "False", "Unknown", "False"], zb: ["Unknown"] * 2}, nodes)
-    assert c.zone_states[zb] is ZoneState.FULL_DISRUPTION
-    assert c.tainters[zb].limiter.qps == 0.1
+    await c.health_sync.handle_disruption(
+        {za: ["True", "False", "Unknown", "False"], zb: ["Unknown"] * 2}, nodes
+    )
+    assert c.health_sync.zone_states[zb] is ZoneState.FULL_DISRUPTION
+    assert c.state.tainters[zb].limiter.qps == 0.1
     # every zone down: the controller is probably the one cut off; tainting stops everywhere
-    await c.handle_disruption({za: ["Unknown"] * 4, zb: ["Unknown"] * 2}, nodes)
-    assert c.tainters[za].limiter.qps == 0 and c.tainters[zb].limiter.qps == 0
-    assert not c.tainters[za].limiter.try_accept()
+    await c.health_sync.handle_disruption({za: ["Unknown"] * 4, zb: ["Unknown"] * 2}, nodes)
+    assert c.state.tainters[za].limiter.qps == 0 and c.state.tainters[zb].limiter.qps == 0
+    assert not c.state.tainters[za].limiter.try_accept()
     # one node back: rates restored for each zone's new state
-    await c.handle_disruption({za: ["True"] + ["Unknown"] * 3, zb: ["Unknown"] * 2}, nodes)
-    assert c.zone_states[za] is ZoneState.PARTIAL_DISRUPTION
-    assert c.tainters[za].limiter.qps == 0.01
-    assert c.tainters[zb].limiter.qps == 0.1
+    await c.health_sync.handle_disruption({za: ["True"] + ["Unknown"] * 3, zb: ["Unknown"] * 2}, nodes)
+    assert c.health_sync.zone_states[za] is ZoneState.PARTIAL_DISRUPTION
+    assert c.state.tainters[za].limiter.qps == 0.01
+    assert c.state.tainters[zb].limiter.qps == 0.1
 
 
 async def test_a_small_zone_in_partial_disruption_stops_tainting() -> None:
     c = controller(large_cluster_size_threshold=50)
     nodes = [node(f"a{i}", "a") for i in range(4)]
     za = zone_key(nodes[0])
-    await c.handle_disruption({za: ["True"] * 4, "": ["True"]}, nodes)
-    await c.handle_disruption({za: ["True", "False", "False", "False"], "": ["True"]}, nodes)
-    assert c.tainters[za].limiter.qps == 0.0
+    await c.health_sync.handle_disruption({za: ["True"] * 4, "": ["True"]}, nodes)
+    await c.health_sync.handle_disruption({za: ["True", "False", "False", "False"], "": ["True"]}, nodes)
+    assert c.state.tainters[za].limiter.qps == 0.0

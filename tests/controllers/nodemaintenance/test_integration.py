@@ -24,7 +24,7 @@ from controllers.nodemaintenance.api import (
     PHASE_ANNOTATION,
 )
 from controllers.nodemaintenance.drain import format_time
-from controllers.nodemaintenance.sync import utcnow
+from controllers.nodemaintenance.state import utcnow
 from tests.controllers.harness import eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,

@@ -17,7 +17,8 @@ import pytest
 from apiclient import ApiError, KubeClient
 from controllers.context import ControllerContext
 from controllers.tainteviction import TaintEvictionController
-from controllers.tainteviction.controller import DELETE_RETRIES, POD_ITEM
+from controllers.tainteviction.evictionsync import DELETE_RETRIES
+from controllers.tainteviction.schedulesync import POD_ITEM
 from controllers.worker import MAX_RETRIES
 from informers import SharedInformerFactory
 from tests.controllers.harness import build
@@ -87,10 +88,10 @@ async def test_an_eviction_that_keeps_failing_is_dropped_then_scheduled_again_by
             assert len(fake.attempts) == (1 + MAX_RETRIES) * DELETE_RETRIES
             gaps = [b - a for a, b in itertools.pairwise(fake.attempts)]
             assert max(gaps) > 80  # the backoff doubled up to ~82 s
-            assert controller.scheduled("ns/p") is None  # released
+            assert controller.schedule.scheduled("ns/p") is None  # released
             controller.updates.add((POD_ITEM, "node-1", "ns", "p"))  # the pod's next update
             await anyio.sleep(0.001)
-            assert controller.scheduled("ns/p") is not None
+            assert controller.schedule.scheduled("ns/p") is not None
             assert len(fake.attempts) > (1 + MAX_RETRIES) * DELETE_RETRIES
             controller.stop()
 

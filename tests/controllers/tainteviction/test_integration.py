@@ -79,9 +79,9 @@ async def test_untolerating_pods_go_at_once_tolerating_after_their_seconds_forev
         await eventually(lambda: gone(kube, "no-toleration"), "the untolerating pod deleted")
         await eventually(lambda: gone(kube, "tolerates-0s"), "the pod tolerating 0 s deleted")
         # The 1 s pod is scheduled, not deleted yet: its deadline lies in the future.
-        due = controller.scheduled(f"{NS}/tolerates-1s")
+        due = controller.schedule.scheduled(f"{NS}/tolerates-1s")
         assert due is not None
-        assert controller.scheduled(f"{NS}/tolerates-forever") is None
+        assert controller.schedule.scheduled(f"{NS}/tolerates-forever") is None
         await eventually(lambda: gone(kube, "tolerates-1s"), "the pod tolerating 1 s deleted")
         assert anyio.current_time() >= due
         assert await present(kube, "tolerates-forever")
@@ -108,9 +108,13 @@ async def test_removing_the_taint_cancels_scheduled_deletions(kube: KubeClient) 
         controller = h.controllers[0]
         assert isinstance(controller, TaintEvictionController)
         await set_taints(kube, "node-1", [UNREACHABLE])
-        due = await eventually(lambda: controller.scheduled(f"{NS}/patient"), "the deletion scheduled")
+        due = await eventually(
+            lambda: controller.schedule.scheduled(f"{NS}/patient"), "the deletion scheduled"
+        )
         await set_taints(kube, "node-1", [])
-        await eventually(lambda: controller.scheduled(f"{NS}/patient") is None, "the deletion cancelled")
+        await eventually(
+            lambda: controller.schedule.scheduled(f"{NS}/patient") is None, "the deletion cancelled"
+        )
         assert "TaintManagerEviction" in h.events.reasons("patient")  # "Cancelling deletion"
         # Past the original deadline the pod is still there.
         await anyio.sleep(max(0.0, due - anyio.current_time()) + 0.5)
@@ -124,7 +128,7 @@ async def test_a_second_taint_does_not_postpone_a_scheduled_deletion(kube: KubeC
         assert isinstance(controller, TaintEvictionController)
         key = f"{NS}/changes-mind"
         await set_taints(kube, "node-1", [UNREACHABLE])
-        first = await eventually(lambda: controller.scheduled(key), "the deletion scheduled")
+        first = await eventually(lambda: controller.schedule.scheduled(key), "the deletion scheduled")
         # A second NoExecute taint the pod tolerates for longer does not postpone the deletion.
         other = {"key": "example.com/maintenance", "effect": "NoExecute"}
         current = (await kube.get(PODS, "changes-mind", namespace=NS))["spec"]["tolerations"]
@@ -132,9 +136,10 @@ async def test_a_second_taint_does_not_postpone_a_scheduled_deletion(kube: KubeC
         await kube.patch(PODS, "changes-mind", {"spec": {"tolerations": [*current, extra]}}, namespace=NS)
         await set_taints(kube, "node-1", [UNREACHABLE, other])
         await eventually(
-            lambda: "example.com/maintenance" in str(controller.tainted.get("node-1")), "both taints seen"
+            lambda: "example.com/maintenance" in str(controller.schedule_sync.tainted.get("node-1")),
+            "both taints seen",
         )
-        assert controller.scheduled(key) == first
+        assert controller.schedule.scheduled(key) == first
         # ... and it still fires at its first deadline.
         await eventually(lambda: gone(kube, "changes-mind"), "the pod deleted")
         assert anyio.current_time() >= first

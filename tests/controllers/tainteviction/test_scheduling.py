@@ -47,44 +47,50 @@ def make() -> tuple[TaintEvictionController, RecordingEvents]:
 async def test_due_times_follow_the_matching_tolerations() -> None:
     c, _ = make()
     now = anyio.current_time()
-    c.process_pod_on_node(pod("none"), [TAINT], now)
-    c.process_pod_on_node(pod("other-key", tol("unrelated", 10)), [TAINT], now)
-    c.process_pod_on_node(pod("zero", tol(TAINT["key"], 0)), [TAINT], now)
-    c.process_pod_on_node(pod("ten", tol(TAINT["key"], 10), tol(TAINT["key"], 30)), [TAINT], now)
-    c.process_pod_on_node(pod("smallest", tol(TAINT["key"], 30), tol(OTHER["key"], 5)), [TAINT, OTHER], now)
-    c.process_pod_on_node(pod("forever", tol(TAINT["key"], None)), [TAINT], now)
-    c.process_pod_on_node(pod("half", tol(TAINT["key"], None)), [TAINT, OTHER], now)
-    assert c.scheduled("ns/none") == now
-    assert c.scheduled("ns/other-key") == now
-    assert c.scheduled("ns/zero") == now
-    assert c.scheduled("ns/ten") == now + 10  # the first matching toleration per taint counts
-    assert c.scheduled("ns/smallest") == now + 5
-    assert c.scheduled("ns/forever") is None
-    assert c.scheduled("ns/half") == now  # the second taint is not tolerated at all
+    c.schedule_sync.process_pod_on_node(pod("none"), [TAINT], now)
+    c.schedule_sync.process_pod_on_node(pod("other-key", tol("unrelated", 10)), [TAINT], now)
+    c.schedule_sync.process_pod_on_node(pod("zero", tol(TAINT["key"], 0)), [TAINT], now)
+    c.schedule_sync.process_pod_on_node(
+        pod("ten", tol(TAINT["key"], 10), tol(TAINT["key"], 30)), [TAINT], now
+    )
+    c.schedule_sync.process_pod_on_node(
+        pod("smallest", tol(TAINT["key"], 30), tol(OTHER["key"], 5)), [TAINT, OTHER], now
+    )
+    c.schedule_sync.process_pod_on_node(pod("forever", tol(TAINT["key"], None)), [TAINT], now)
+    c.schedule_sync.process_pod_on_node(pod("half", tol(TAINT["key"], None)), [TAINT, OTHER], now)
+    assert c.schedule.scheduled("ns/none") == now
+    assert c.schedule.scheduled("ns/other-key") == now
+    assert c.schedule.scheduled("ns/zero") == now
+    assert c.schedule.scheduled("ns/ten") == now + 10  # the first matching toleration per taint counts
+    assert c.schedule.scheduled("ns/smallest") == now + 5
+    assert c.schedule.scheduled("ns/forever") is None
+    assert c.schedule.scheduled("ns/half") == now  # the second taint is not tolerated at all
 
 
 async def test_a_later_look_never_postpones_but_an_untolerated_taint_brings_it_forward() -> None:
     c, _ = make()
     start = anyio.current_time()
     p = pod("p", tol(TAINT["key"], 10), tol(OTHER["key"], 60))
-    c.process_pod_on_node(p, [TAINT], start)
+    c.schedule_sync.process_pod_on_node(p, [TAINT], start)
     await anyio.sleep(4)
-    c.process_pod_on_node(p, [TAINT, OTHER], anyio.current_time())
-    assert c.scheduled("ns/p") == start + 10  # the original start stands
+    c.schedule_sync.process_pod_on_node(p, [TAINT, OTHER], anyio.current_time())
+    assert c.schedule.scheduled("ns/p") == start + 10  # the original start stands
     untolerated = {"key": "example.com/third", "effect": "NoExecute"}
-    c.process_pod_on_node(p, [TAINT, untolerated], anyio.current_time())
-    assert c.scheduled("ns/p") == anyio.current_time()
+    c.schedule_sync.process_pod_on_node(p, [TAINT, untolerated], anyio.current_time())
+    assert c.schedule.scheduled("ns/p") == anyio.current_time()
 
 
 async def test_infinite_tolerations_and_vanishing_taints_cancel_with_an_event() -> None:
     c, events = make()
     now = anyio.current_time()
-    c.process_pod_on_node(pod("p", tol(TAINT["key"], 10)), [TAINT], now)
-    assert c.scheduled("ns/p") is not None
-    c.process_pod_on_node(pod("p", tol(TAINT["key"], 10), tol(TAINT["key"], None)), [TAINT], now)
-    assert c.scheduled("ns/p") == now + 10  # the first matching toleration still has seconds
-    c.process_pod_on_node(pod("p", tol(TAINT["key"], None)), [TAINT], now)
-    assert c.scheduled("ns/p") is None
+    c.schedule_sync.process_pod_on_node(pod("p", tol(TAINT["key"], 10)), [TAINT], now)
+    assert c.schedule.scheduled("ns/p") is not None
+    c.schedule_sync.process_pod_on_node(
+        pod("p", tol(TAINT["key"], 10), tol(TAINT["key"], None)), [TAINT], now
+    )
+    assert c.schedule.scheduled("ns/p") == now + 10  # the first matching toleration still has seconds
+    c.schedule_sync.process_pod_on_node(pod("p", tol(TAINT["key"], None)), [TAINT], now)
+    assert c.schedule.scheduled("ns/p") is None
     assert events.reasons("p") == ["TaintManagerEviction"]
     assert len(c.evictions) == 0
 
@@ -104,8 +110,8 @@ async def test_a_pod_recreated_under_the_same_name_is_judged_afresh() -> None:
     c, _ = make()
     start = anyio.current_time()
     first = pod("sts-0", tol(TAINT["key"], 10))
-    c.process_pod_on_node(first, [TAINT], start)
+    c.schedule_sync.process_pod_on_node(first, [TAINT], start)
     await anyio.sleep(8)
     again = {**first, "metadata": {**first["metadata"], "uid": "another"}}
-    c.process_pod_on_node(again, [TAINT], anyio.current_time())
-    assert c.scheduled("ns/sts-0") == anyio.current_time() + 10  # its own start, not the old pod's
+    c.schedule_sync.process_pod_on_node(again, [TAINT], anyio.current_time())
+    assert c.schedule.scheduled("ns/sts-0") == anyio.current_time() + 10  # its own start, not the old pod's

@@ -1,0 +1,98 @@
+"""The node lifecycle controller's writes, shared by its loops: taint swaps and pods marked not ready.
+
+Every loop that taints a node goes through one swap, so a node's taints are always written as one
+diff guarded by the resourceVersion it was computed from, whichever loop decided it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import NODES, PODS
+from controllers.common.conditions import pod_condition_patch
+from controllers.common.pods import get_pod_condition
+from controllers.common.taints import Taint, node_taints, swap_taints
+from controllers.common.timeutil import format_time, utcnow
+from controllers.context import EventRecorder
+from informers import Lister
+
+SWAP_RETRIES = 5
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+class NodeWrites:
+    """Writes to nodes and their pods, reading the node cache first."""
+
+    def __init__(self, *, client: KubeClient, node_lister: Lister, recorder: EventRecorder) -> None:
+        self.client = client
+        self.node_lister = node_lister
+        self.recorder = recorder
+
+    async def swap_node_taints(self, name: str, add: Sequence[Taint], remove: Sequence[Taint]) -> bool:
+        """Add and remove taints in one write (`SwapNodeControllerTaint`); False if the node is gone.
+
+        The patch carries the resourceVersion it was computed from; on a conflict the node is
+        read again and the diff recomputed, up to five times.
+        """
+        stamp = format_time(utcnow())
+        stamped = [{**t, "timeAdded": stamp} for t in add]
+        node: Mapping[str, Any] | None = self.node_lister.get(name)
+        for attempt in range(SWAP_RETRIES):
+            if node is None:
+                return False
+            new = swap_taints(node_taints(node), stamped, remove)
+            if new is None:
+                return True
+            patch = {
+                "metadata": {"resourceVersion": _meta(node).get("resourceVersion")},
+                "spec": {"taints": new or None},
+            }
+            try:
+                await self.client.patch(NODES, name, patch)
+                return True
+            except ApiError as exc:
+                if exc.not_found:
+                    return False
+                if not exc.conflict or attempt == SWAP_RETRIES - 1:
+                    raise
+            try:
+                node = await self.client.get(NODES, name)
+            except ApiError as exc:
+                if exc.not_found:
+                    return False
+                raise
+        return False
+
+    async def mark_pods_not_ready(self, pods: Sequence[Mapping[str, Any]], node_name: str) -> None:
+        """`MarkPodsNotReady`: Ready=False on each pod of the node (status subresource), one event each."""
+        errors: list[ApiError] = []
+        for pod in pods:
+            if (pod.get("spec") or {}).get("nodeName") != node_name:
+                continue
+            ready = get_pod_condition(dict(pod), "Ready")
+            if ready is None or ready.get("status") == "False":
+                continue
+            meta = _meta(pod)
+            condition = {**ready, "status": "False", "lastTransitionTime": format_time(utcnow())}
+            try:
+                await self.client.patch(
+                    PODS,
+                    str(meta.get("name")),
+                    pod_condition_patch(condition, uid=str(meta.get("uid") or "") or None),
+                    namespace=str(meta.get("namespace")),
+                    subresource="status",
+                    patch_type="strategic",
+                )
+            except ApiError as exc:
+                if exc.not_found or exc.conflict:
+                    continue
+                errors.append(exc)
+                continue
+            self.recorder.event(pod, "Warning", "NodeNotReady", "Node is not ready")
+        if errors:
+            raise errors[0]

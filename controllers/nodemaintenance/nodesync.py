@@ -1,0 +1,414 @@
+"""The node reconcile (sharded by node name): one node against every maintenance that selects it.
+
+The desired state of a node is a function of *all* active maintenances that select it, so
+overlapping maintenances compose instead of fighting: the node is cordoned while any of them
+cordons, its pods carry our EvacuationRequest while any of them drains, and it is uncordoned only
+when none is left (and only if it was schedulable before). Order inside one sync: cordon first
+(the KEP's prerequisite for drain), then the pods (requests, withdrawals, eviction fallback), and
+last the node annotation listing the maintenances applied; that annotation is the commit record a
+deleted maintenance waits for before its finalizer goes.
+
+Each pod's plan is `drain.plan_pod` with the options of the maintenances whose pod selector picks it
+(combined so that data is lost only if all of them allow it) and its owner's answer (`workload.py`).
+Pods nobody answers for are evicted one per owner at a time: a sibling still terminating holds the
+next one back, so a StatefulSet loses one replica at a time even without a budget. Every write is
+logged at info with maintenance, node and pod; an eviction refusal is an event once per new refusal
+and a log line on every attempt.
+
+The node sync acts only for maintenances started on its node (cordon only while the node waits
+for its turn to drain); which those are is the maintenance sync's decision (`maintenancesync`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import NODES
+from controllers.base import RequeueAfter
+from controllers.context import EventRecorder
+from controllers.nodemaintenance import api, cordon, drain, metrics
+from controllers.nodemaintenance.nodeselector import selector_matches
+from controllers.nodemaintenance.state import DrainState, Listers, holds_cordon, utcnow
+from controllers.nodemaintenance.status import (
+    BlockingPod,
+    NodeProgress,
+    node_phase,
+    node_progress,
+)
+from controllers.nodemaintenance.workload import Workload
+from informers import CONTROLLER_UID_INDEX
+from nodemaintenancelease.gate import LeaseGate
+
+log = structlog.get_logger()
+
+Obj = Mapping[str, Any]
+LEASE_RETRY_SECONDS = 5.0
+
+
+class NodeSync:
+    """Every write to a node or its pods, so one node is only ever worked on by its shard's worker."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        listers: Listers,
+        state: DrainState,
+        gate: LeaseGate,
+        recorder: EventRecorder,
+        enqueue_maintenance: Callable[[str], None],
+        batch_maintenance: Callable[[str], None] | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.client = client
+        self.listers = listers
+        self.state = state
+        self.gate = gate
+        self.recorder = recorder
+        self.enqueue_maintenance = enqueue_maintenance
+        self.batch_maintenance = batch_maintenance or enqueue_maintenance
+        self.clock = clock
+
+    async def sync(self, node_name: str) -> None:
+        cached = self.listers.nodes.get(node_name)
+        if cached is None:
+            self.state.forget_node(node_name)
+            for m in self.listers.all_maintenances():
+                self.enqueue_maintenance(m.name)
+            return
+        node: Obj = cached
+        applied = api.applied_maintenances(node)
+        selecting = api.oldest_first(
+            [
+                w
+                for m in self.listers.all_maintenances()
+                if m.active and selector_matches(m.selector, node)
+                if (w := self._as_started(m, node_name, node)) is not None
+            ]
+        )
+        granted, waiting = await self._leases(node_name, selecting)
+        wanted_names = sorted(m.name for m in selecting)
+        now = self.clock()
+        pending: int | None = None
+        try:
+            node = await self._cordon_first(node, granted, applied)
+            released = ",".join(sorted(set(applied) - {m.name for m in granted if m.drain}))
+            retry = await self._pods(node_name, granted, now, released=released)
+            pending = await self._commit(node, granted, selecting, wanted_names, waiting, now)
+        finally:
+            # While pods are still leaving, the statuses follow in batches (each pod's departure
+            # is several pod changes); the change that drains the node is reported at once.
+            enqueue = self.batch_maintenance if pending else self.enqueue_maintenance
+            for name in {*applied, *wanted_names}:
+                enqueue(name)
+        for name in applied:
+            if name not in wanted_names:
+                await self.gate.release(node=node_name, holder=f"aiokcm/nodemaintenance/{name}")
+        if waiting:
+            retry = min(retry or LEASE_RETRY_SECONDS, LEASE_RETRY_SECONDS)
+        if retry is not None:
+            raise RequeueAfter(retry)
+
+    def _as_started(self, m: api.Maintenance, node: str, cached: Obj) -> api.Maintenance | None:
+        """`m` as far as it has started on `node`: not at all (None), cordon only, or all of it.
+
+        Before its maintenance sync has run (a restart) a cordon `m` holds on the node counts as
+        started even if the status written before the restart does not show it yet: never undone.
+        """
+        if not m.paced:
+            return m
+        working = self.state.working_on(m, self.listers.maintenances.get(m.name))
+        if node not in working.cordoning and not (not self.state.knows(m) and holds_cordon(m, cached)):
+            return None
+        if m.drain and node not in working.draining:
+            return replace(m, drain=False)
+        return m
+
+    async def _leases(
+        self, node: str, selecting: list[api.Maintenance]
+    ) -> tuple[list[api.Maintenance], set[str]]:
+        granted: list[api.Maintenance] = []
+        waiting: dict[str, str] = {}
+        for m in selecting:
+            if not (m.cordon or m.drain):
+                granted.append(m)
+                continue
+            decision = await self.gate.acquire(node=node, holder=m.holder)
+            if decision.granted:
+                granted.append(m)
+            else:
+                holder = decision.holder or "someone else"
+                waiting[m.name] = holder
+                if self.state.waiting_for_lease(node, m.name) != holder:
+                    log.info(
+                        "waiting for the node's maintenance lease",
+                        maintenance=m.name,
+                        node=node,
+                        holder=holder,
+                    )
+                    target = self.listers.maintenances.get(m.name)
+                    if target is not None:
+                        self.recorder.event(
+                            target,
+                            "Warning",
+                            "WaitingForLease",
+                            f"node {node}: maintenance lease held by {holder}",
+                        )
+        if waiting:
+            self.state.lease_waiting[node] = waiting
+        else:
+            self.state.lease_waiting.pop(node, None)
+        return granted, set(waiting)
+
+    async def _patch_node(self, node: Obj, patch: dict[str, Any]) -> dict[str, Any]:
+        name = str(node["metadata"]["name"])
+        return await self.client.patch(NODES, name, patch)
+
+    async def _cordon_first(self, node: Obj, granted: list[api.Maintenance], applied: list[str]) -> Obj:
+        """Cordon (and record the new maintenances) before any pod is asked to leave."""
+        want = any(m.cordon for m in granted)
+        if not want:
+            return node
+        spec, notes = cordon.plan_cordon(node, want_cordon=True)
+        union = sorted({*applied, *(m.name for m in granted)})
+        if union != applied:
+            notes[api.MAINTENANCES_ANNOTATION] = ",".join(union)
+        if not spec and not notes:
+            return node
+        patch: dict[str, Any] = {"metadata": {"annotations": notes}}
+        if spec:
+            patch["spec"] = spec
+        updated = await self._patch_node(node, patch)
+        if spec:
+            owners = ", ".join(m.name for m in granted if m.cordon)
+            log.info("cordoned node", maintenance=owners, node=str(node["metadata"]["name"]))
+            self.recorder.event(updated, "Normal", "Cordoned", f"cordoned by NodeMaintenance {owners}")
+        return updated
+
+    async def _pods(
+        self, node: str, granted: list[api.Maintenance], now: datetime, *, released: str
+    ) -> float | None:
+        """Requests, withdrawals and evictions for every pod on the node; the soonest recheck."""
+        drainers = [m for m in granted if m.drain and not m.invalid]
+        retry: float | None = None
+        first_error: ApiError | None = None
+        blocks: dict[str, BlockingPod] = {}
+        evicting_owners: set[str] = set()
+        for pod in self.listers.node_pods(node):
+            selecting = [m for m in drainers if m.options.selects(pod)]
+            workload = self.listers.workload(pod)
+            plan = drain.plan_pod(
+                pod,
+                draining=bool(selecting),
+                timeout=drain.combine_timeouts([m.evacuation_timeout for m in selecting]),
+                now=now,
+                options=drain.combine([m.options for m in selecting]),
+                workload=workload,
+            )
+            step = _Step(pod, plan, workload, selecting, node, released)
+            try:
+                wait = await self._act(step, now=now, blocks=blocks, evicting_owners=evicting_owners)
+            except ApiError as exc:
+                if exc.not_found:
+                    continue
+                if first_error is None or (first_error.conflict and not exc.conflict):
+                    first_error = exc  # an error outranks a lost race in what the worker counts
+                continue
+            if wait is not None:
+                retry = wait if retry is None else min(retry, wait)
+        if blocks:
+            self.state.blocks[node] = blocks
+        else:
+            self.state.blocks.pop(node, None)
+        evicted = self.state.evicted.get(node)
+        if evicted:  # forget what the cache now shows going or gone
+            evicted &= {
+                _uid(p)
+                for p in self.listers.node_pods(node)
+                if not (p.get("metadata") or {}).get("deletionTimestamp")
+            }
+            if not evicted:
+                self.state.evicted.pop(node, None)
+        if first_error is not None:
+            raise first_error
+        return retry
+
+    def _sibling_leaving(self, step: _Step, evicting_owners: set[str]) -> str | None:
+        """Another pod of the same owner being evicted or terminating: evictions go one by one."""
+        uid = step.workload.owner_uid
+        if not uid or not step.workload.evict_promptly:
+            return None
+        if uid in evicting_owners:
+            return "another of its pods"
+        evicted = self.state.evicted.get(step.node, set())
+        for other in self.listers.pods.by_index(CONTROLLER_UID_INDEX, uid):
+            if drain.pod_key(other) == step.key or drain.is_finished(other):
+                continue
+            if (other.get("metadata") or {}).get("deletionTimestamp") or _uid(other) in evicted:
+                return drain.pod_key(other)
+        return None
+
+    async def _act(
+        self,
+        step: _Step,
+        *,
+        now: datetime,
+        blocks: dict[str, BlockingPod],
+        evicting_owners: set[str],
+    ) -> float | None:
+        action, plan, pod = step.plan.action, step.plan, step.pod
+        ns, name = step.key.split("/", 1)
+        fields = {"maintenance": step.maintenance, "node": step.node, "pod": step.key}
+        if action is drain.Action.REQUEST:
+            message = step.drainers[0].reason if step.drainers else ""
+            await drain.request_evacuation(self.client, pod, message=message, now=now)
+            log.info("requested evacuation", **fields, owner=step.workload.describe())
+            # Recheck at the deadline: a silent owner is then evicted.
+            if plan.deadline is None:
+                return None
+            return max((plan.deadline - now).total_seconds(), 0.0) + 0.5
+        if action is drain.Action.WITHDRAW:
+            await drain.withdraw_evacuation(self.client, pod)
+            log.info("withdrew evacuation request", **fields)
+            return None
+        if action is drain.Action.WAIT:
+            if plan.deadline is None:
+                return None
+            return max((plan.deadline - now).total_seconds(), 0.0) + 0.5
+        if action is drain.Action.BLOCK:
+            block = BlockingPod(ns, name, plan.reason, plan.message)
+            blocks[step.key] = block
+            if self.state.blocks.get(step.node, {}).get(step.key) != block:
+                log.info("eviction withheld", **fields, reason=plan.reason, message=plan.message)
+            return None
+        if action is not drain.Action.EVICT:
+            return None
+        if _uid(pod) in self.state.evicted.get(step.node, set()):
+            return None  # evicted already; the cache has not caught up (its update re-enqueues the node)
+        sibling = self._sibling_leaving(step, evicting_owners)
+        if sibling is not None:
+            blocks[step.key] = BlockingPod(
+                ns,
+                name,
+                drain.BLOCK_ONE_AT_A_TIME,
+                f"{step.workload.owner} is evicted one pod at a time; waiting for {sibling}",
+            )
+            return drain.EVICTION_RETRY_SECONDS
+        options = drain.combine([m.options for m in step.drainers])
+        outcome = await drain.evict(self.client, pod, grace_period_seconds=options.grace_period_seconds)
+        if outcome.conflict:
+            metrics.EVICTIONS.labels("conflict").inc()
+            log.info("eviction conflicted, looking again", **fields, message=outcome.message)
+            return outcome.retry_after
+        metrics.EVICTIONS.labels(outcome.blocked_reason or "evicted").inc()
+        failures = self.state.eviction_failures.setdefault(step.node, {})
+        if outcome.blocked_reason == drain.BLOCK_EVICTION_FAILED:
+            # A refusal that is not "not now" (a 500, e.g. a pod under two budgets) backs off per pod.
+            failures[step.key] = failures.get(step.key, 0) + 1
+            outcome = replace(outcome, retry_after=drain.failure_backoff(failures[step.key]))
+        else:
+            failures.pop(step.key, None)
+        target = self.listers.maintenances.get(step.drainers[0].name) if step.drainers else None
+        if outcome.blocked_reason is None:
+            if step.workload.owner_uid:
+                evicting_owners.add(step.workload.owner_uid)
+            if _uid(pod):
+                self.state.evicted.setdefault(step.node, set()).add(_uid(pod))
+            log.info("evicted pod", **fields, why=plan.message)
+            if target is not None:
+                self.recorder.event(target, "Normal", "EvictedPod", f"evicted {step.key}: {plan.message}")
+            return None
+        log.info("eviction refused", **fields, reason=outcome.blocked_reason, message=outcome.message)
+        block = BlockingPod(ns, name, outcome.blocked_reason, outcome.message)
+        blocks[step.key] = block
+        if target is not None and self.state.blocks.get(step.node, {}).get(step.key) != block:
+            # One event per new refusal, not one per retry: the log has every attempt.
+            self.recorder.event(target, "Warning", outcome.blocked_reason, f"{step.key}: {outcome.message}")
+        return outcome.retry_after
+
+    async def _commit(
+        self,
+        node: Obj,
+        granted: list[api.Maintenance],
+        selecting: list[api.Maintenance],
+        wanted_names: list[str],
+        waiting: set[str],
+        now: datetime,
+    ) -> int:
+        """Uncordon if no one cordons any more, then record phase and the applied maintenances;
+        returns how many pods are still to leave the node."""
+        want_cordon = any(m.cordon for m in granted)
+        spec, notes = cordon.plan_cordon(node, want_cordon=want_cordon)
+        node_name = str(node["metadata"]["name"])
+        pods = self.listers.node_pods(node_name)
+        progresses: list[NodeProgress] = [
+            node_progress(
+                node=node,
+                pods=pods,
+                cordon=m.cordon,
+                drain=m.drain,
+                timeout=m.evacuation_timeout,
+                now=now,
+                lease_holder=self.state.waiting_for_lease(node_name, m.name),
+                eviction_blocks=self.state.blocks.get(node_name),
+                options=m.options,
+                workload=self.listers.workload,
+                invalid=m.invalid,
+            )
+            for m in selecting
+        ]
+        phase = node_phase(progresses)
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        applied_value = ",".join(wanted_names) or None
+        if annotations.get(api.MAINTENANCES_ANNOTATION) != applied_value:
+            notes[api.MAINTENANCES_ANNOTATION] = applied_value
+        if annotations.get(api.PHASE_ANNOTATION) != phase:
+            notes[api.PHASE_ANNOTATION] = phase
+        pending = max((p.pending for p in progresses), default=0)
+        blocked: dict[str, str] = {}
+        for p in progresses:
+            for b in p.blocking:
+                blocked.setdefault(f"{b.namespace}/{b.name}", b.reason)
+        self.state.gauges.set(node_name, phase=phase, pending=pending, blocked=blocked)
+        if not spec and not notes:
+            return pending
+        patch: dict[str, Any] = {"metadata": {"annotations": notes}}
+        if spec:
+            patch["spec"] = spec
+        updated = await self._patch_node(node, patch)
+        if "unschedulable" in spec and spec["unschedulable"] is None:
+            log.info("uncordoned node", node=node_name, maintenance=",".join(api.applied_maintenances(node)))
+            self.recorder.event(
+                updated, "Normal", "Uncordoned", "no NodeMaintenance cordons the node any more"
+            )
+        return pending
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One pod's plan in a node sync, with who asked for it."""
+
+    pod: Obj
+    plan: drain.PodPlan
+    workload: Workload
+    drainers: list[api.Maintenance]
+    node: str
+    released: str  # the maintenances that no longer drain the node (for withdrawals)
+
+    @property
+    def key(self) -> str:
+        return drain.pod_key(self.pod)
+
+    @property
+    def maintenance(self) -> str:
+        return ",".join(m.name for m in self.drainers) or self.released
+
+
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")

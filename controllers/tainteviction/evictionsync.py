@@ -1,0 +1,98 @@
+"""The eviction reconcile: delete a pod whose scheduled deletion came due.
+
+The pod's `DisruptionTarget` condition (reason `DeletionByTaintManager`) is set through the status
+subresource, then the pod is deleted with a UID precondition; a failure is retried five times
+10 ms apart, as Go, then by the worker engine with the controller backoff (Go gives up until the
+next update).
+
+Deviation from Go, on purpose: the pod is read from the informer cache instead of a GET (the
+patch and delete carry the UID, so a stale cache cannot hit a recreated pod); at the default
+`--kube-api-qps` that is the difference between 6.7 and 10 evictions per second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from apiclient import ApiError, KubeClient
+from apiclient.resources import PODS
+from controllers.common.conditions import new_condition, pod_condition_patch
+from controllers.common.pods import get_pod_condition
+from controllers.context import EventRecorder
+from controllers.tainteviction import metrics
+from controllers.tainteviction.state import EVENT_REASON, EvictionSchedule
+from informers import Lister
+
+DISRUPTION_TARGET = "DisruptionTarget"
+REASON_DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"
+DELETE_RETRIES = 5
+RETRY_SLEEP = 0.01
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+class EvictionSync:
+    """Deletes pods as their schedules fire; keys are pod keys."""
+
+    def __init__(
+        self, *, client: KubeClient, pod_lister: Lister, schedule: EvictionSchedule, recorder: EventRecorder
+    ) -> None:
+        self.client = client
+        self.pod_lister = pod_lister
+        self.schedule = schedule
+        self.recorder = recorder
+
+    async def sync(self, key: str) -> None:
+        due = self.schedule.due_at.get(key, anyio.current_time())
+        namespace, _, name = key.partition("/")
+        pod = self.pod_lister.get(name, namespace)
+        if pod is None or str(_meta(pod).get("uid", "")) != self.schedule.due_uid.get(key, ""):
+            return  # gone, or a new pod under that name: its own events will judge it
+        self.recorder.event(pod, "Normal", EVENT_REASON, f"Marking for deletion Pod {key}")
+        error: Exception | None = None
+        for _ in range(DELETE_RETRIES):
+            try:
+                await self._add_condition_and_delete(pod)
+            except ApiError as exc:
+                if exc.not_found or exc.conflict:
+                    error = None  # gone, or replaced by a pod with another UID: nothing left to delete
+                    break
+                error = exc
+                await anyio.sleep(RETRY_SLEEP)
+            else:
+                metrics.POD_DELETIONS_TOTAL.inc()
+                metrics.POD_DELETION_DURATION.observe(max(0.0, anyio.current_time() - due))
+                error = None
+                break
+        if error is not None:
+            raise error  # the engine retries it with backoff
+
+    async def _add_condition_and_delete(self, pod: Mapping[str, Any]) -> None:
+        meta = _meta(pod)
+        namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), meta.get("uid")
+        current = get_pod_condition(dict(pod), DISRUPTION_TARGET)
+        if not (
+            current
+            and current.get("status") == "True"
+            and current.get("reason") == REASON_DELETION_BY_TAINT_MANAGER
+        ):
+            condition = new_condition(
+                DISRUPTION_TARGET,
+                "True",
+                reason=REASON_DELETION_BY_TAINT_MANAGER,
+                message="Taint manager: deleting due to NoExecute taint",
+            )
+            await self.client.patch(
+                PODS,
+                name,
+                pod_condition_patch(condition, uid=str(uid) if uid else None),
+                namespace=namespace,
+                subresource="status",
+                patch_type="strategic",
+            )
+        await self.client.delete(PODS, name, namespace=namespace, preconditions={"uid": uid} if uid else None)

@@ -1,0 +1,134 @@
+"""The taint reconcile: keep each pod's scheduled deletion in step with its node's NoExecute taints.
+
+Items are `(kind, node, namespace, name)`, hashed by node name onto the update shards; node items
+sort before pod items inside a shard, so a node's taint change is recorded before the pods on it
+are judged, and all work about one node is serialized without locks. A node item refreshes
+`tainted[node]` and re-judges every pod on the node; a pod item re-judges one pod, from the
+lister (the event's object is never trusted).
+
+Judging a pod is synchronous and cheap: no matching toleration for some taint -> delete now; a
+used toleration with `tolerationSeconds <= 0` -> now; none of the used tolerations carry seconds
+-> never (cancel); otherwise schedule for the smallest. An existing schedule is kept as it is
+(Go returns early when work exists), so later updates never postpone it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from controllers.common.taints import (
+    NO_EXECUTE,
+    Taint,
+    get_matching_tolerations,
+    min_toleration_seconds,
+    node_taints,
+    taints_with_effect,
+)
+from controllers.tainteviction.state import EvictionSchedule
+from informers import NODE_NAME_INDEX, Lister
+
+NODE_ITEM = 0
+POD_ITEM = 1
+# (kind, node name, namespace, pod name); node items carry "" for the last two.
+Item = tuple[int, str, str, str]
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _pod_node(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def _tolerations(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list((pod.get("spec") or {}).get("tolerations") or ())
+
+
+def describe(item: Item) -> str:
+    """An item as the worker's log lines name it."""
+    kind, node, namespace, name = item
+    return f"node/{node}" if kind == NODE_ITEM else f"{namespace}/{name}@{node}"
+
+
+class ScheduleSync:
+    """Judges nodes and pods against the NoExecute taints; `tainted` is each node's, as last seen."""
+
+    def __init__(self, *, node_lister: Lister, pod_lister: Lister, schedule: EvictionSchedule) -> None:
+        self.node_lister = node_lister
+        self.pod_lister = pod_lister
+        self.schedule = schedule
+        self.tainted: dict[str, list[Taint]] = {}
+
+    async def sync(self, item: Item) -> None:
+        self.handle(item)
+
+    def handle(self, item: Item) -> None:
+        kind, node, namespace, name = item
+        if kind == NODE_ITEM:
+            self.handle_node_update(node)
+        else:
+            self.handle_pod_update(namespace, name, node)
+
+    def handle_node_update(self, node_name: str) -> None:
+        node = self.node_lister.get(node_name)
+        if node is None:
+            self.tainted.pop(node_name, None)
+            return
+        taints = taints_with_effect(node_taints(node), NO_EXECUTE)
+        if taints:
+            self.tainted[node_name] = taints
+        else:
+            self.tainted.pop(node_name, None)
+        pods = self.pod_lister.by_index(NODE_NAME_INDEX, node_name)
+        if not pods:
+            return
+        if not taints:
+            for pod in pods:
+                self.schedule.cancel(pod)
+            return
+        now = anyio.current_time()
+        for pod in pods:
+            self.process_pod_on_node(pod, taints, now)
+
+    def handle_pod_update(self, namespace: str, name: str, node_name: str) -> None:
+        key = f"{namespace}/{name}"
+        pod = self.pod_lister.get(name, namespace)
+        if pod is None:
+            self.schedule.cancel_key(key, None)
+            return
+        current_node = _pod_node(pod)
+        if current_node != node_name:
+            if not current_node:
+                self.schedule.cancel_key(key, pod)
+            return  # the item for the pod's current node (another shard) decides
+        taints = self.tainted.get(node_name)
+        if not taints:
+            self.schedule.cancel_key(key, pod)
+            return
+        self.process_pod_on_node(pod, taints, anyio.current_time())
+
+    def process_pod_on_node(self, pod: Mapping[str, Any], taints: Sequence[Taint], now: float) -> None:
+        """Schedule, keep or cancel one pod's deletion; see the module docstring."""
+        meta = _meta(pod)
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        all_tolerated, used = get_matching_tolerations(taints, _tolerations(pod))
+        if not all_tolerated:
+            due = self.schedule.due_at.get(key)
+            if due is not None and due <= now and self.schedule.due_uid.get(key) == str(meta.get("uid", "")):
+                return  # already due (or deleted): deleting it again would only add load
+            self.schedule.cancel_key(key, pod, event=False)
+            self.schedule.add(key, now, now, str(meta.get("uid", "")))
+            return
+        seconds = min_toleration_seconds(used)
+        if seconds < 0:
+            self.schedule.cancel_key(key, pod)
+            return
+        if key in self.schedule.due_at:
+            if self.schedule.due_uid.get(key) == str(meta.get("uid", "")):
+                return  # scheduled (or firing) already: the original start stands, never postponed
+            self.schedule.cancel_key(key, None)  # the schedule belonged to an earlier pod of that name
+        self.schedule.add(key, now, now + seconds, str(meta.get("uid", "")))
