@@ -56,7 +56,8 @@ from controllers.nodemaintenance.drain import (
     evict,
     kubectl_filter,
 )
-from controllers.nodemaintenance.nodeselector import names_selector, selector_matches
+from controllers.nodemaintenance.nodeselector import names_selector
+from kubeutil.nodeaffinity import selector_matches
 from kubeutil.selectors import SelectorError
 from kubeutil.selectors import parse as parse_selector
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from controllers.common.timeutil import parse_time
+from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 

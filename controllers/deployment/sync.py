@@ -28,10 +28,8 @@ import structlog
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import DEPLOYMENTS, REPLICASETS
-from controllers.common.conditions import get_condition, set_condition
 from controllers.common.controller_ref import is_controlled_by, new_controller_ref
 from controllers.common.deploymentstrategy import is_rolling_update, max_surge, replicas
-from controllers.common.timeutil import utcnow
 from controllers.common.written import WrittenVersions
 from controllers.context import EventRecorder
 from controllers.deployment import progress
@@ -61,6 +59,8 @@ from controllers.deployment.util import (
     template_of,
 )
 from informers import meta_key
+from kubeutil.conditions import get_condition, set_condition
+from kubeutil.timestamps import utcnow
 
 log = structlog.get_logger()
 

@@ -37,7 +37,7 @@ from controllers.common.controller_ref import get_controller_of
 from controllers.common.evacuation import evacuation_initiated
 from controllers.common.intstr import IntOrStringError, scaled_value
 from controllers.common.pods import is_pod_ready, is_terminating
-from controllers.common.timeutil import format_time, parse_time
+from kubeutil.timestamps import format_time, parse_time
 
 Obj = Mapping[str, Any]
 

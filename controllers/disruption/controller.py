@@ -42,13 +42,11 @@ from apiclient.resources import (
 )
 from controllers import features
 from controllers.base import Controller
-from controllers.common.conditions import pod_condition_patch
 from controllers.common.evacuation import (
     EVACUATING_PODS_ANNOTATION,
     count_annotation_patch,
 )
 from controllers.common.pods import get_pod_condition, is_pod_terminal, is_terminating
-from controllers.common.timeutil import format_time, parse_time, utcnow
 from controllers.context import ControllerContext
 from controllers.disruption.budget import (
     Budget,
@@ -65,7 +63,9 @@ from informers import (
     meta_key,
     split_key,
 )
+from kubeutil.conditions import pod_condition_patch
 from kubeutil.selectors import Selector, SelectorError, from_label_selector
+from kubeutil.timestamps import format_time, parse_time, utcnow
 from workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]

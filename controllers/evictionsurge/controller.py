@@ -28,7 +28,6 @@ from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controllers.base import Controller, Result
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import is_pod_active, pod_key
-from controllers.common.timeutil import utcnow
 from controllers.context import ControllerContext
 from controllers.evictionsurge import admission, metrics
 from controllers.evictionsurge.config import EvictionSurgeConfig
@@ -42,6 +41,7 @@ from controllers.evictionsurge.decision import (
 )
 from controllers.evictionsurge.requests import request_evacuation, withdraw_evacuation
 from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler
+from kubeutil.timestamps import utcnow
 
 Obj = Mapping[str, Any]
 log = structlog.get_logger()

@@ -36,25 +36,7 @@ from anyio.abc import TaskGroup
 from apiclient import ApiError
 from apiclient.resources import LEASES, NODES, PODS
 from controllers.base import Controller
-from controllers.common.conditions import get_condition, pod_condition_patch
 from controllers.common.pods import get_pod_condition
-from controllers.common.taints import (
-    NO_EXECUTE,
-    NO_SCHEDULE,
-    TAINT_NODE_DISK_PRESSURE,
-    TAINT_NODE_MEMORY_PRESSURE,
-    TAINT_NODE_NETWORK_UNAVAILABLE,
-    TAINT_NODE_NOT_READY,
-    TAINT_NODE_PID_PRESSURE,
-    TAINT_NODE_UNREACHABLE,
-    TAINT_NODE_UNSCHEDULABLE,
-    Taint,
-    node_taints,
-    swap_taints,
-    taint_exists,
-    taint_set_diff,
-)
-from controllers.common.timeutil import format_time, utcnow
 from controllers.context import ControllerContext
 from controllers.nodelifecycle import metrics
 from controllers.nodelifecycle.config import NodeLifecycleConfig
@@ -74,6 +56,24 @@ from controllers.nodelifecycle.zones import (
     zone_rate,
 )
 from informers import NODE_NAME_INDEX, DeletedFinalStateUnknown, ResourceEventHandler, meta_key, split_key
+from kubeutil.conditions import get_condition, pod_condition_patch
+from kubeutil.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    TAINT_NODE_DISK_PRESSURE,
+    TAINT_NODE_MEMORY_PRESSURE,
+    TAINT_NODE_NETWORK_UNAVAILABLE,
+    TAINT_NODE_NOT_READY,
+    TAINT_NODE_PID_PRESSURE,
+    TAINT_NODE_UNREACHABLE,
+    TAINT_NODE_UNSCHEDULABLE,
+    Taint,
+    node_taints,
+    swap_taints,
+    taint_exists,
+    taint_set_diff,
+)
+from kubeutil.timestamps import format_time, utcnow
 from workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]

@@ -34,10 +34,10 @@ from controllers.base import Controller
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
-from controllers.nodemaintenance.nodeselector import selector_matches
 from controllers.nodemaintenance.sync import DrainState, Listers, MaintenanceSync, NodeSync, utcnow
 from controllers.worker import Outcome
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
+from kubeutil.nodeaffinity import selector_matches
 from nodemaintenancelease.gate import LeaseGate, MaintenanceLeaseGate, NoLeaseGate
 from workqueue import ShardedQueue
 

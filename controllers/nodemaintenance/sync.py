@@ -41,7 +41,7 @@ from apiclient.resources import NODEMAINTENANCES, NODES
 from controllers.base import RequeueAfter
 from controllers.context import EventRecorder
 from controllers.nodemaintenance import api, cordon, drain, metrics, rollout
-from controllers.nodemaintenance.nodeselector import named_nodes, selector_matches
+from controllers.nodemaintenance.nodeselector import named_nodes
 from controllers.nodemaintenance.status import (
     BlockingPod,
     NodeProgress,
@@ -52,6 +52,7 @@ from controllers.nodemaintenance.status import (
 )
 from controllers.nodemaintenance.workload import Workload, workload_of
 from informers import CONTROLLER_UID_INDEX, NODE_NAME_INDEX, Lister
+from kubeutil.nodeaffinity import selector_matches
 from nodemaintenancelease.gate import LeaseGate
 
 log = structlog.get_logger()

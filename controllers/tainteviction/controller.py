@@ -39,9 +39,13 @@ from anyio.abc import TaskGroup
 from apiclient import ApiError
 from apiclient.resources import NODES, PODS
 from controllers.base import Controller
-from controllers.common.conditions import new_condition, pod_condition_patch
 from controllers.common.pods import get_pod_condition
-from controllers.common.taints import (
+from controllers.context import ControllerContext
+from controllers.tainteviction import metrics
+from controllers.worker import Worker
+from informers import NODE_NAME_INDEX, DeletedFinalStateUnknown, ResourceEventHandler
+from kubeutil.conditions import new_condition, pod_condition_patch
+from kubeutil.taints import (
     NO_EXECUTE,
     Taint,
     get_matching_tolerations,
@@ -49,10 +53,6 @@ from controllers.common.taints import (
     node_taints,
     taints_with_effect,
 )
-from controllers.context import ControllerContext
-from controllers.tainteviction import metrics
-from controllers.worker import Worker
-from informers import NODE_NAME_INDEX, DeletedFinalStateUnknown, ResourceEventHandler
 from workqueue import ShardedQueue, TimedWorkerQueue
 
 Obj = dict[str, Any]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controllers.common.taints import (
+from kubeutil.taints import (
     get_matching_tolerations,
     min_toleration_seconds,
     swap_taints,

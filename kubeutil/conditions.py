@@ -16,7 +16,7 @@ from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
 
-from controllers.common.timeutil import format_time, utcnow
+from kubeutil.timestamps import format_time, utcnow
 
 Condition = dict[str, Any]
 
