@@ -96,14 +96,24 @@ _KEY_RE = re.compile(
 _VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
+def is_label_key(key: str) -> bool:
+    """A qualified name (`[prefix/]name`), as `labels.NewRequirement` validates every key."""
+    return bool(key) and len(key) <= 316 and _KEY_RE.match(key) is not None
+
+
+def is_label_value(value: str) -> bool:
+    """At most 63 characters, alphanumeric at both ends; the empty value is valid."""
+    return len(value) <= 63 and _VALUE_RE.match(value) is not None
+
+
 def _check_key(key: str) -> str:
-    if not key or len(key) > 316 or not _KEY_RE.match(key):
+    if not is_label_key(key):
         raise SelectorError(f"invalid label key {key!r}")
     return key
 
 
 def _check_value(value: str) -> str:
-    if len(value) > 63 or not _VALUE_RE.match(value):
+    if not is_label_value(value):
         raise SelectorError(f"invalid label value {value!r}")
     return value
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from kubeutil.strconv import parse_int
 from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
@@ -24,7 +25,8 @@ PHASE_FAILED = "Failed"
 PHASE_UNKNOWN = "Unknown"
 
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
-_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+# `validFirstDigit`: a minus, a lone zero, or a digit 1-9 first.
+_VALID_FIRST_DIGIT = re.compile(r"-|0$|[1-9]")
 
 
 def pod_key(pod: Obj) -> str:
@@ -117,15 +119,13 @@ def max_container_restarts(pod: Obj) -> int:
 def deletion_cost(pod: Obj) -> int:
     """`controller.kubernetes.io/pod-deletion-cost` as an int32; 0 when absent or invalid.
 
-    As `helper.GetDeletionCostFromPodAnnotations`, whose error the ranking ignores.
+    As `helper.GetDeletionCostFromPodAnnotations`, whose error the ranking ignores: a leading `+`
+    or zero (`+10`, `008`) is invalid there, though `strconv.ParseInt` would take it.
     """
     raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_DELETION_COST_ANNOTATION)
     if raw is None:
         return 0
     text = str(raw)
-    if not _INT_RE.match(text):
+    if not _VALID_FIRST_DIGIT.match(text):
         return 0
-    value = int(text, 10)
-    if not -(2**31) <= value <= 2**31 - 1:
-        return 0
-    return value
+    return parse_int(text, 32) or 0
