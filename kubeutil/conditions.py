@@ -51,6 +51,14 @@ def get_condition(status: Mapping[str, Any] | None, condition_type: str) -> Mapp
     return None
 
 
+def condition_index(status: Mapping[str, Any] | None, condition_type: str) -> int | None:
+    """Where the condition of `condition_type` sits in `status["conditions"]`, for a JSON patch path."""
+    for i, cond in enumerate((status or {}).get("conditions") or ()):
+        if cond.get("type") == condition_type:
+            return i
+    return None
+
+
 def set_condition(status: MutableMapping[str, Any], condition: Condition) -> bool:
     """Put `condition` into `status` (a copy you own); return whether anything changed.
 

@@ -15,14 +15,19 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-@lru_cache(maxsize=65536)
-def parse_time(value: str | None) -> datetime | None:
+def parse_time(value: object) -> datetime | None:
     """Parse an RFC 3339 timestamp; None (Go's zero time) for a missing or unparsable value.
 
-    Cached: the same few thousand timestamps are parsed again on every sync of a large ReplicaSet.
+    Takes any JSON value, since a status written by someone else may hold anything there.
     """
-    if not value:
+    if not isinstance(value, str) or not value:
         return None
+    return _parse_time(value)
+
+
+@lru_cache(maxsize=65536)
+def _parse_time(value: str) -> datetime | None:
+    """Cached: the same few thousand timestamps are parsed again on every sync of a large ReplicaSet."""
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from kubeutil.conditions import get_condition
 from kubeutil.strconv import parse_int
 from kubeutil.timestamps import parse_time
 
@@ -37,10 +38,7 @@ def pod_key(pod: Obj) -> str:
 
 def get_pod_condition(pod: Obj, condition_type: str) -> Mapping[str, Any] | None:
     """The pod's condition of `condition_type`, or None (`podutil.GetPodCondition`)."""
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == condition_type:
-            return cond  # type: ignore[no-any-return]
-    return None
+    return get_condition(pod.get("status"), condition_type)
 
 
 def get_pod_ready_condition(pod: Obj) -> Mapping[str, Any] | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from controllers.common.pods import pod_key
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.drain import (
     BLOCK_AWAITING_OWNER,
@@ -34,12 +35,11 @@ from controllers.nodemaintenance.drain import (
     Action,
     DrainOptions,
     PodPlan,
-    format_time,
     is_targeted,
     plan_pod,
-    pod_key,
 )
 from controllers.nodemaintenance.workload import Answer, Workload
+from kubeutil.timestamps import format_time
 
 MAX_BLOCKING_PER_NODE = 20
 

@@ -39,6 +39,7 @@ import structlog
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES
 from controllers.base import RequeueAfter
+from controllers.common.pods import is_pod_terminal, pod_key
 from controllers.context import EventRecorder
 from controllers.nodemaintenance import api, cordon, drain, metrics, rollout
 from controllers.nodemaintenance.nodeselector import named_nodes
@@ -53,6 +54,7 @@ from controllers.nodemaintenance.status import (
 from controllers.nodemaintenance.workload import Workload, workload_of
 from informers import CONTROLLER_UID_INDEX, NODE_NAME_INDEX, Lister
 from kubeutil.nodeaffinity import selector_matches
+from kubeutil.timestamps import parse_time
 from nodemaintenancelease.gate import LeaseGate
 
 log = structlog.get_logger()
@@ -353,10 +355,10 @@ class NodeSync:
             return "another of its pods"
         evicted = self.state.evicted.get(step.node, set())
         for other in self.listers.pods.by_index(CONTROLLER_UID_INDEX, uid):
-            if drain.pod_key(other) == step.key or drain.is_finished(other):
+            if pod_key(other) == step.key or is_pod_terminal(other):
                 continue
             if (other.get("metadata") or {}).get("deletionTimestamp") or _uid(other) in evicted:
-                return drain.pod_key(other)
+                return pod_key(other)
         return None
 
     async def _act(
@@ -508,7 +510,7 @@ class _Step:
 
     @property
     def key(self) -> str:
-        return drain.pod_key(self.pod)
+        return pod_key(self.pod)
 
     @property
     def maintenance(self) -> str:
@@ -749,7 +751,7 @@ class MaintenanceSync:
         before = _cond_status(previous, "Drained")
         after = _cond_status(status, "Drained")
         if after == "True" and before != "True":
-            started = drain.parse_time(status.get("drainStartTime"))
+            started = parse_time(status.get("drainStartTime"))
             if started is not None:
                 metrics.DRAIN_DURATION.observe(max((now - started).total_seconds(), 0.0))
             log.info("maintenance drained", maintenance=m.name, nodes=status.get("nodeCount", 0))
