@@ -1,7 +1,10 @@
-"""Kubernetes timestamps (`metav1.Time`, RFC 3339 in UTC, second precision) as aware datetimes.
+"""Kubernetes timestamps as aware datetimes: `metav1.Time` and `metav1.MicroTime`, RFC 3339 in UTC.
 
-Controllers compare `lastTransitionTime`s and `creationTimestamp`s against "now"; one parser and
-one formatter keep every controller agreeing on the wire format (`2024-05-01T10:00:00Z`).
+Controllers compare `lastTransitionTime`s and `creationTimestamp`s against "now", the lease code
+reads and writes `renewTime`s, the local cluster stamps what it stores; one parser and one
+formatter per precision keep them all agreeing on the wire format. `metav1.Time` has whole
+seconds (`2024-05-01T10:00:00Z`); `metav1.MicroTime` (Lease times, `Event.eventTime`) has
+microseconds (`2024-05-01T10:00:00.000000Z`). A field keeps the precision its type has.
 """
 
 from __future__ import annotations
@@ -36,5 +39,10 @@ def _parse_time(value: str) -> datetime | None:
 
 
 def format_time(value: datetime) -> str:
-    """Format as the API server does: UTC, whole seconds, a trailing `Z`."""
+    """A `metav1.Time` as the API server writes it: UTC, whole seconds, a trailing `Z`."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(value: datetime) -> str:
+    """A `metav1.MicroTime` as the API server writes it: UTC, six fractional digits, a trailing `Z`."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

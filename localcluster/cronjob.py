@@ -22,6 +22,7 @@ import datetime as dt
 import anyio
 from croniter import croniter
 
+from kubeutil.timestamps import format_time
 from localcluster import errors
 from localcluster.builtin.base import get_int, get_path
 from localcluster.job import finished_condition
@@ -44,10 +45,6 @@ def _parse(timestamp: object) -> dt.datetime | None:
         return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     except ValueError:
         return None
-
-
-def _rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def most_recent_schedule(
@@ -135,7 +132,7 @@ class CronJobController:
                 done = _parse(get_path(job, "status", "completionTime"))
                 last_ok = _parse(status.get("lastSuccessfulTime"))
                 if done is not None and (last_ok is None or done > last_ok):
-                    status["lastSuccessfulTime"] = _rfc3339(done)
+                    status["lastSuccessfulTime"] = format_time(done)
         now = self.now()
         since = _parse(status.get("lastScheduleTime")) or _parse(meta.get("creationTimestamp")) or now
         scheduled, upcoming = most_recent_schedule(str(spec.get("schedule", "")), since, now)
@@ -146,7 +143,7 @@ class CronJobController:
                     cronjob,
                     "Warning",
                     "MissSchedule",
-                    f"Missed scheduled time to start a job: {_rfc3339(scheduled)}",
+                    f"Missed scheduled time to start a job: {format_time(scheduled)}",
                 )
             elif spec.get("concurrencyPolicy") == "Forbid" and running:
                 pass  # skipped this time; looked at again at the next schedule
@@ -158,7 +155,7 @@ class CronJobController:
                 created = self._create(cronjob, scheduled)
                 if created is not None:
                     running.append(created)
-                status["lastScheduleTime"] = _rfc3339(scheduled)
+                status["lastScheduleTime"] = format_time(scheduled)
         status["active"] = [
             {
                 "kind": "Job",
