@@ -22,7 +22,7 @@ import datetime as dt
 import anyio
 from croniter import croniter
 
-from kubeutil.timestamps import format_time
+from kubeutil.timestamps import format_time, parse_time
 from localcluster import errors
 from localcluster.builtin.base import get_int, get_path
 from localcluster.job import finished_condition
@@ -36,15 +36,6 @@ from localcluster.storage import StoredEvent
 Key = tuple[str, str]
 #: How many missed schedules the controller looks through before it gives up (`getRecentUnmetScheduleTimes`).
 _TOO_MANY_MISSED = 100
-
-
-def _parse(timestamp: object) -> dt.datetime | None:
-    if not isinstance(timestamp, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def most_recent_schedule(
@@ -129,12 +120,12 @@ class CronJobController:
         running = [j for j in jobs if finished_condition(j) is None]
         for job in jobs:
             if finished_condition(job) == "Complete":
-                done = _parse(get_path(job, "status", "completionTime"))
-                last_ok = _parse(status.get("lastSuccessfulTime"))
+                done = parse_time(get_path(job, "status", "completionTime"))
+                last_ok = parse_time(status.get("lastSuccessfulTime"))
                 if done is not None and (last_ok is None or done > last_ok):
                     status["lastSuccessfulTime"] = format_time(done)
         now = self.now()
-        since = _parse(status.get("lastScheduleTime")) or _parse(meta.get("creationTimestamp")) or now
+        since = parse_time(status.get("lastScheduleTime")) or parse_time(meta.get("creationTimestamp")) or now
         scheduled, upcoming = most_recent_schedule(str(spec.get("schedule", "")), since, now)
         if scheduled is not None and not spec.get("suspend"):
             deadline = spec.get("startingDeadlineSeconds")
