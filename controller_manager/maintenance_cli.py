@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -40,8 +40,8 @@ import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
-from apiclient import ApiError, KubeClient
-from apiclient.resources import NODEMAINTENANCES, NODES, PODS
+from apiclient import ApiError, KubeClient, WatchEvent
+from apiclient.resources import NODEMAINTENANCES, NODES, PODS, Resource
 from controller_manager import drain_preview
 from controller_manager.clientcli import CliError, run_with_client
 from controller_manager.options import OneLineParser, UsageError
@@ -463,6 +463,31 @@ class Maintenance:
             ):
                 await changed.wait()
 
+    async def _watch_from(
+        self,
+        res: Resource,
+        listed: Mapping[str, Any],
+        on_event: Callable[[WatchEvent], None],
+        *,
+        field_selector: str | None = None,
+    ) -> None:
+        """Hand `on_event` every change after the LIST `listed`, reopening the watch each time the
+        server ends it, until an ERROR event raises the status it carries (410 Gone: list again)
+        or the connection drops; the callers' LIST loops decide what then."""
+        rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
+        while True:
+            async with self.client.watch(
+                res, resource_version=rv, field_selector=field_selector, timeout_seconds=300
+            ) as events:
+                async for event in events:
+                    if event.type == "ERROR":
+                        raise ApiError(
+                            int(event.object.get("code") or 500), event.object, method="WATCH", path=""
+                        )
+                    rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
+                    if event.type != "BOOKMARK":
+                        on_event(event)
+
     async def _watch_maintenances(
         self, followed: _Followed, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED
     ) -> None:
@@ -476,22 +501,11 @@ class Maintenance:
                 if not started:
                     started = True
                     task_status.started()
-                rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-                while True:
-                    async with self.client.watch(
-                        NODEMAINTENANCES, resource_version=rv, timeout_seconds=300
-                    ) as events:
-                        async for event in events:
-                            if event.type == "ERROR":
-                                raise ApiError(
-                                    int(event.object.get("code") or 500),
-                                    event.object,
-                                    method="WATCH",
-                                    path="",
-                                )
-                            rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
-                            if event.type != "BOOKMARK":
-                                followed.update(event.object, deleted=event.type == "DELETED")
+
+                def on_maintenance(event: WatchEvent) -> None:
+                    followed.update(event.object, deleted=event.type == "DELETED")
+
+                await self._watch_from(NODEMAINTENANCES, listed, on_maintenance)
             except ApiError as exc:
                 if not (exc.gone or exc.status >= 500 or exc.status == 429):
                     raise
@@ -520,26 +534,17 @@ class Maintenance:
                     self._gone.add(key)
                     followed.changed.set()
                 self._pods_watched.add(node)
-                rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-                while True:
-                    async with self.client.watch(
-                        PODS, resource_version=rv, field_selector=selector, timeout_seconds=300
-                    ) as events:
-                        async for event in events:
-                            if event.type == "ERROR":
-                                raise ApiError(
-                                    int(event.object.get("code") or 500),
-                                    event.object,
-                                    method="WATCH",
-                                    path="",
-                                )
-                            rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
-                            if event.type == "BOOKMARK" or _key(event.object) not in expected:
-                                continue
-                            self._last_seen[_key(event.object)] = event.object
-                            if event.type == "DELETED":
-                                self._gone.add(_key(event.object))
-                                followed.changed.set()
+
+                def on_pod(event: WatchEvent) -> None:
+                    key = _key(event.object)
+                    if key not in expected:
+                        return
+                    self._last_seen[key] = event.object
+                    if event.type == "DELETED":
+                        self._gone.add(key)
+                        followed.changed.set()
+
+                await self._watch_from(PODS, listed, on_pod, field_selector=selector)
             except ApiError as exc:
                 if not (exc.gone or exc.status >= 500 or exc.status == 429):
                     # Not allowed to watch pods (RBAC), or a server without it: the LIST per
