@@ -162,11 +162,16 @@ class ControllerFinder:
             ControllerScale(str(ref.get("uid")), _replicas(rc)) if rc is not None and _same(rc, ref) else None
         )
 
-    def deployment(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
+    def _replica_set(self, ref: Mapping[str, Any], namespace: str) -> Mapping[str, Any] | None:
+        """The cached ReplicaSet `ref` points at, if it is that very object (same uid)."""
         if not _verify(ref, "ReplicaSet", ("apps", "extensions")):
             return None
         rs = self.replicasets.get(str(ref.get("name", "")), namespace)
-        if rs is None or not _same(rs, ref):
+        return rs if rs is not None and _same(rs, ref) else None
+
+    def deployment(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
+        rs = self._replica_set(ref, namespace)
+        if rs is None:
             return None
         rs_ref = get_controller_of(rs)
         if rs_ref is None or not _verify(rs_ref, "Deployment", ("apps", "extensions")):
@@ -177,10 +182,8 @@ class ControllerFinder:
         return ControllerScale(str(rs_ref.get("uid")), _replicas(dep))
 
     def replicaset(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
-        if not _verify(ref, "ReplicaSet", ("apps", "extensions")):
-            return None
-        rs = self.replicasets.get(str(ref.get("name", "")), namespace)
-        if rs is None or not _same(rs, ref):
+        rs = self._replica_set(ref, namespace)
+        if rs is None:
             return None
         rs_ref = get_controller_of(rs)
         if rs_ref is not None and rs_ref.get("kind") == "Deployment":

@@ -169,6 +169,18 @@ def set_condition(
 ) -> list[dict[str, Any]]:
     """`meta.SetStatusCondition`: replace by type, keep the transition time unless status flips."""
     value = "True" if status else "False"
+    stamp = format_time(now)
+
+    def condition(since: str) -> dict[str, Any]:
+        return {
+            "type": type_,
+            "status": value,
+            "reason": reason,
+            "message": message,
+            "observedGeneration": generation,
+            "lastTransitionTime": since,
+        }
+
     out: list[dict[str, Any]] = []
     found = False
     for cond in conditions:
@@ -177,29 +189,9 @@ def set_condition(
             continue
         found = True
         moved = cond.get("status") != value
-        out.append(
-            {
-                "type": type_,
-                "status": value,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": format_time(now)
-                if moved
-                else cond.get("lastTransitionTime") or format_time(now),
-            }
-        )
+        out.append(condition(stamp if moved else cond.get("lastTransitionTime") or stamp))
     if not found:
-        out.append(
-            {
-                "type": type_,
-                "status": value,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": format_time(now),
-            }
-        )
+        out.append(condition(stamp))
     return out
 
 
