@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubeutil.strconv import parse_int
+
 _OPERATORS = ("in", "notin", "=", "==", "!=", "exists", "!")
 
 
@@ -41,11 +43,10 @@ class Requirement:
         if op in ("!=", "notin"):
             return not present or value not in self.values
         if op in ("gt", "lt"):
-            if not present or value is None:
+            if not present or value is None or len(self.values) != 1:
                 return False
-            try:
-                have, want = int(value), int(self.values[0])
-            except ValueError:
+            have, want = parse_int(value), parse_int(self.values[0])
+            if have is None or want is None:
                 return False
             return have > want if op == "gt" else have < want
         raise SelectorError(f"unknown operator {op!r}")
@@ -165,10 +166,8 @@ def parse(text: str | None) -> Selector:
             if op == "==":
                 op = "="
             if op in ("<", ">"):
-                try:
-                    int(value)
-                except ValueError as exc:
-                    raise SelectorError(f"{part!r}: {op} needs an integer") from exc
+                if parse_int(value) is None:
+                    raise SelectorError(f"{part!r}: {op} needs an integer")
                 reqs.append(Requirement(_check_key(key), "lt" if op == "<" else "gt", (value,)))
             else:
                 reqs.append(Requirement(_check_key(key), op, (_check_value(value),)))
