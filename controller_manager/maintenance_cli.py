@@ -666,33 +666,32 @@ class Maintenance:
 
     # drain / cordon / uncordon with the NodeMaintenance API -------------------------------------
 
-    async def drain(self, nodes: Sequence[str]) -> int:
-        found = await self.check_nodes(nodes)
-        if self.args.dry_run != "none":
-            await drain_preview.print_preview(
-                self.client,
-                nodes,
-                options=drain_options(self.args),
-                timeout=self.args.evacuation_timeout,
-                out=self.out,
-                pod_selector=self.args.pod_selector or None,
-            )
-            return 0
-        for n in nodes:
-            others = await self.others_on(found[n])
-            if others:
-                self._warn_collisions(n, others, verb="draining it too")
-        # Each pod's expected fate first, then each departure as it happens.
-        leaving = await drain_preview.print_preview(
+    async def _preview(
+        self, nodes: Sequence[str], *, dry_run: bool = True, fates: dict[str, str] | None = None
+    ) -> dict[str, set[str]]:
+        """Each pod's expected fate under this command's drain options, as `--dry-run` prints it."""
+        return await drain_preview.print_preview(
             self.client,
             nodes,
             options=drain_options(self.args),
             timeout=self.args.evacuation_timeout,
             out=self.out,
             pod_selector=self.args.pod_selector or None,
-            dry_run=False,
-            fates=self._fates,
+            dry_run=dry_run,
+            fates=fates,
         )
+
+    async def drain(self, nodes: Sequence[str]) -> int:
+        found = await self.check_nodes(nodes)
+        if self.args.dry_run != "none":
+            await self._preview(nodes)
+            return 0
+        for n in nodes:
+            others = await self.others_on(found[n])
+            if others:
+                self._warn_collisions(n, others, verb="draining it too")
+        # Each pod's expected fate first, then each departure as it happens.
+        leaving = await self._preview(nodes, dry_run=False, fates=self._fates)
         for n in nodes:
             await self.apply(n, drain_spec(self.args))
             print(f"nodemaintenance/{maintenance_name(n)} draining node {n}", file=self.out, flush=True)
