@@ -75,6 +75,29 @@ def set_condition(status: MutableMapping[str, Any], condition: Condition) -> boo
     return True
 
 
+def set_status_condition(conditions: list[dict[str, Any]], new: Mapping[str, Any], now: datetime) -> bool:
+    """`apimeta.SetStatusCondition` on a list you own (`metav1.Condition`s): True when anything changed.
+
+    Unlike `set_condition` (ReplicaSet and Deployment conditions), the transition time moves only
+    when the status flips, and reason, message and observedGeneration are always brought up to date.
+    """
+    for existing in conditions:
+        if existing.get("type") != new["type"]:
+            continue
+        changed = False
+        if existing.get("status") != new["status"]:
+            existing["status"] = new["status"]
+            existing["lastTransitionTime"] = format_time(now)
+            changed = True
+        for key in ("reason", "message", "observedGeneration"):
+            if existing.get(key) != new.get(key):
+                existing[key] = new.get(key)
+                changed = True
+        return changed
+    conditions.append({**new, "lastTransitionTime": format_time(now)})
+    return True
+
+
 def remove_condition(status: MutableMapping[str, Any], condition_type: str) -> bool:
     """Drop the condition of `condition_type` from `status` (a copy you own); return whether it was there."""
     conditions = status.get("conditions") or []

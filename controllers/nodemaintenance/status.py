@@ -39,6 +39,7 @@ from controllers.nodemaintenance.drain import (
     plan_pod,
 )
 from controllers.nodemaintenance.workload import Answer, Workload
+from kubeutil.conditions import set_status_condition
 from kubeutil.timestamps import format_time
 
 MAX_BLOCKING_PER_NODE = 20
@@ -167,31 +168,16 @@ def set_condition(
     now: datetime,
     generation: int,
 ) -> list[dict[str, Any]]:
-    """`meta.SetStatusCondition`: replace by type, keep the transition time unless status flips."""
-    value = "True" if status else "False"
-    stamp = format_time(now)
-
-    def condition(since: str) -> dict[str, Any]:
-        return {
-            "type": type_,
-            "status": value,
-            "reason": reason,
-            "message": message,
-            "observedGeneration": generation,
-            "lastTransitionTime": since,
-        }
-
-    out: list[dict[str, Any]] = []
-    found = False
-    for cond in conditions:
-        if cond.get("type") != type_:
-            out.append(dict(cond))
-            continue
-        found = True
-        moved = cond.get("status") != value
-        out.append(condition(stamp if moved else cond.get("lastTransitionTime") or stamp))
-    if not found:
-        out.append(condition(stamp))
+    """`meta.SetStatusCondition` on a copy of `conditions`."""
+    out = [dict(cond) for cond in conditions]
+    new = {
+        "type": type_,
+        "status": "True" if status else "False",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+    }
+    set_status_condition(out, new, now)
     return out
 
 
