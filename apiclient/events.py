@@ -37,6 +37,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from apiclient.client import KubeClient
 from apiclient.errors import ApiError
 from apiclient.resources import EVENTS
+from kubeutil.timestamps import format_time
 
 log = structlog.get_logger()
 
@@ -76,10 +77,6 @@ class LRU(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._data)
-
-
-def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _involved(event: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -162,8 +159,8 @@ class EventAggregator:
                 "namespace": event["metadata"]["namespace"],
             },
             "count": 1,
-            "firstTimestamp": rfc3339(now),
-            "lastTimestamp": rfc3339(now),
+            "firstTimestamp": format_time(datetime.fromtimestamp(now, UTC)),
+            "lastTimestamp": format_time(datetime.fromtimestamp(now, UTC)),
             "message": COMBINED_PREFIX + local,
         }
         return combined, akey
@@ -315,8 +312,8 @@ class EventRecorder:
             "message": message,
             "type": type_,
             "source": {"component": self.component, "host": host},
-            "firstTimestamp": rfc3339(now),
-            "lastTimestamp": rfc3339(now),
+            "firstTimestamp": format_time(datetime.fromtimestamp(now, UTC)),
+            "lastTimestamp": format_time(datetime.fromtimestamp(now, UTC)),
             "count": 1,
             "reportingComponent": self.component,
             "reportingInstance": host,

@@ -22,8 +22,9 @@ from apiclient.resources import (
     STATEFULSETS,
     Resource,
 )
+from controllers.common.controller_ref import get_controller_of
 from controllers.nodemaintenance.drain import DrainOptions, Preview, kubectl_filter, preview
-from controllers.nodemaintenance.workload import controller_ref, workload_of
+from controllers.nodemaintenance.workload import workload_of
 from kubeutil.selectors import from_label_selector
 
 Obj = Mapping[str, Any]
@@ -84,11 +85,11 @@ class Owners:
     async def prefetch(self, pod: Obj) -> None:
         """The pod's controller and, for a ReplicaSet, the Deployment behind it."""
         namespace = str((pod.get("metadata") or {}).get("namespace", ""))
-        ref = controller_ref(pod)
+        ref = get_controller_of(pod)
         if ref is None:
             return
         owner = await self.fetch(str(ref.get("kind")), namespace, str(ref.get("name")))
-        parent = controller_ref(owner) if owner is not None else None
+        parent = get_controller_of(owner) if owner is not None else None
         if parent is not None and parent.get("kind") == "Deployment":
             await self.fetch("Deployment", namespace, str(parent.get("name")))
 
@@ -193,7 +194,7 @@ async def print_kubectl_preview(
 
 async def daemonset_error(owners: Owners, pod: Obj) -> str | None:
     """kubectl's GET of a DaemonSet pod's DaemonSet: the error text, None when it exists (or n/a)."""
-    ref = controller_ref(pod)
+    ref = get_controller_of(pod)
     if ref is None or ref.get("kind") != "DaemonSet":
         return None
     namespace = str((pod.get("metadata") or {}).get("namespace", ""))

@@ -29,7 +29,6 @@ import random
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -39,6 +38,7 @@ from prometheus_client import Gauge
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES
+from kubeutil.timestamps import format_micro_time, utcnow
 
 JITTER_FACTOR = 1.2
 HEALTHZ_TIMEOUT = 20.0  # KCM's leader-election healthz adaptor timeout
@@ -63,12 +63,6 @@ class LeadershipLost(Exception):
 def default_identity() -> str:
     """KCM's identity: hostname plus a random suffix, so two processes on one host differ."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def micro_time(moment: datetime | None = None) -> str:
-    """A `metav1.MicroTime` in UTC: `2024-01-02T03:04:05.000006Z`."""
-    when = (moment or datetime.now(UTC)).astimezone(UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -134,7 +128,7 @@ class LeaderElector:
 
     async def try_acquire_or_renew(self) -> bool:
         """One attempt, as client-go's `tryAcquireOrRenew`; True when we hold the lease after it."""
-        now = micro_time()
+        now = format_micro_time(utcnow())
         record = self._record(now)
         try:
             lease = await self.client.get(LEASES, self.name, namespace=self.namespace)
@@ -326,7 +320,7 @@ class LeaderElector:
         """Give the lease up (client-go's `release`): empty holder, 1 s duration. Idempotent."""
         if not self._leader or self._lease is None:
             return True
-        now = micro_time()
+        now = format_micro_time(utcnow())
         old = self._observed_spec or {}
         spec = {
             "holderIdentity": None,

@@ -31,6 +31,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NODES
 from controller_manager.clientcli import run_with_client
 from controller_manager.options import OneLineParser, UsageError, parse_duration
+from kubeutil.timestamps import format_micro_time, utcnow
 from nodemaintenancelease import lease
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -125,7 +126,7 @@ def format_table(rows: Sequence[Sequence[str]]) -> str:
 
 def _describe(state: lease.LeaseState) -> str:
     expiry = state.expires_at()
-    until = f" until {lease.format_microtime(expiry)}" if expiry is not None else ""
+    until = f" until {format_micro_time(expiry)}" if expiry is not None else ""
     return f"node {state.node}: lease held by {state.holder}{until}"
 
 
@@ -135,7 +136,7 @@ async def run(
     *,
     out: TextIO,
     err: TextIO,
-    clock: lease.Clock = lease.utcnow,
+    clock: lease.Clock = utcnow,
 ) -> int:
     """The command on an existing client (what tests call)."""
     try:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -40,8 +40,8 @@ import anyio
 from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
-from apiclient import ApiError, KubeClient
-from apiclient.resources import NODEMAINTENANCES, NODES, PODS
+from apiclient import ApiError, KubeClient, WatchEvent
+from apiclient.resources import NODEMAINTENANCES, NODES, PODS, Resource
 from controller_manager import drain_preview
 from controller_manager.clientcli import CliError, run_with_client
 from controller_manager.options import OneLineParser, UsageError
@@ -56,7 +56,8 @@ from controllers.nodemaintenance.drain import (
     evict,
     kubectl_filter,
 )
-from controllers.nodemaintenance.nodeselector import names_selector, selector_matches
+from controllers.nodemaintenance.nodeselector import names_selector
+from kubeutil.nodeaffinity import selector_matches
 from kubeutil.selectors import SelectorError
 from kubeutil.selectors import parse as parse_selector
 
@@ -462,6 +463,31 @@ class Maintenance:
             ):
                 await changed.wait()
 
+    async def _watch_from(
+        self,
+        res: Resource,
+        listed: Mapping[str, Any],
+        on_event: Callable[[WatchEvent], None],
+        *,
+        field_selector: str | None = None,
+    ) -> None:
+        """Hand `on_event` every change after the LIST `listed`, reopening the watch each time the
+        server ends it, until an ERROR event raises the status it carries (410 Gone: list again)
+        or the connection drops; the callers' LIST loops decide what then."""
+        rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
+        while True:
+            async with self.client.watch(
+                res, resource_version=rv, field_selector=field_selector, timeout_seconds=300
+            ) as events:
+                async for event in events:
+                    if event.type == "ERROR":
+                        raise ApiError(
+                            int(event.object.get("code") or 500), event.object, method="WATCH", path=""
+                        )
+                    rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
+                    if event.type != "BOOKMARK":
+                        on_event(event)
+
     async def _watch_maintenances(
         self, followed: _Followed, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED
     ) -> None:
@@ -475,22 +501,11 @@ class Maintenance:
                 if not started:
                     started = True
                     task_status.started()
-                rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-                while True:
-                    async with self.client.watch(
-                        NODEMAINTENANCES, resource_version=rv, timeout_seconds=300
-                    ) as events:
-                        async for event in events:
-                            if event.type == "ERROR":
-                                raise ApiError(
-                                    int(event.object.get("code") or 500),
-                                    event.object,
-                                    method="WATCH",
-                                    path="",
-                                )
-                            rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
-                            if event.type != "BOOKMARK":
-                                followed.update(event.object, deleted=event.type == "DELETED")
+
+                def on_maintenance(event: WatchEvent) -> None:
+                    followed.update(event.object, deleted=event.type == "DELETED")
+
+                await self._watch_from(NODEMAINTENANCES, listed, on_maintenance)
             except ApiError as exc:
                 if not (exc.gone or exc.status >= 500 or exc.status == 429):
                     raise
@@ -519,26 +534,17 @@ class Maintenance:
                     self._gone.add(key)
                     followed.changed.set()
                 self._pods_watched.add(node)
-                rv = str((listed.get("metadata") or {}).get("resourceVersion") or "")
-                while True:
-                    async with self.client.watch(
-                        PODS, resource_version=rv, field_selector=selector, timeout_seconds=300
-                    ) as events:
-                        async for event in events:
-                            if event.type == "ERROR":
-                                raise ApiError(
-                                    int(event.object.get("code") or 500),
-                                    event.object,
-                                    method="WATCH",
-                                    path="",
-                                )
-                            rv = str((event.object.get("metadata") or {}).get("resourceVersion") or rv)
-                            if event.type == "BOOKMARK" or _key(event.object) not in expected:
-                                continue
-                            self._last_seen[_key(event.object)] = event.object
-                            if event.type == "DELETED":
-                                self._gone.add(_key(event.object))
-                                followed.changed.set()
+
+                def on_pod(event: WatchEvent) -> None:
+                    key = _key(event.object)
+                    if key not in expected:
+                        return
+                    self._last_seen[key] = event.object
+                    if event.type == "DELETED":
+                        self._gone.add(key)
+                        followed.changed.set()
+
+                await self._watch_from(PODS, listed, on_pod, field_selector=selector)
             except ApiError as exc:
                 if not (exc.gone or exc.status >= 500 or exc.status == 429):
                     # Not allowed to watch pods (RBAC), or a server without it: the LIST per
@@ -660,33 +666,32 @@ class Maintenance:
 
     # drain / cordon / uncordon with the NodeMaintenance API -------------------------------------
 
-    async def drain(self, nodes: Sequence[str]) -> int:
-        found = await self.check_nodes(nodes)
-        if self.args.dry_run != "none":
-            await drain_preview.print_preview(
-                self.client,
-                nodes,
-                options=drain_options(self.args),
-                timeout=self.args.evacuation_timeout,
-                out=self.out,
-                pod_selector=self.args.pod_selector or None,
-            )
-            return 0
-        for n in nodes:
-            others = await self.others_on(found[n])
-            if others:
-                self._warn_collisions(n, others, verb="draining it too")
-        # Each pod's expected fate first, then each departure as it happens.
-        leaving = await drain_preview.print_preview(
+    async def _preview(
+        self, nodes: Sequence[str], *, dry_run: bool = True, fates: dict[str, str] | None = None
+    ) -> dict[str, set[str]]:
+        """Each pod's expected fate under this command's drain options, as `--dry-run` prints it."""
+        return await drain_preview.print_preview(
             self.client,
             nodes,
             options=drain_options(self.args),
             timeout=self.args.evacuation_timeout,
             out=self.out,
             pod_selector=self.args.pod_selector or None,
-            dry_run=False,
-            fates=self._fates,
+            dry_run=dry_run,
+            fates=fates,
         )
+
+    async def drain(self, nodes: Sequence[str]) -> int:
+        found = await self.check_nodes(nodes)
+        if self.args.dry_run != "none":
+            await self._preview(nodes)
+            return 0
+        for n in nodes:
+            others = await self.others_on(found[n])
+            if others:
+                self._warn_collisions(n, others, verb="draining it too")
+        # Each pod's expected fate first, then each departure as it happens.
+        leaving = await self._preview(nodes, dry_run=False, fates=self._fates)
         for n in nodes:
             await self.apply(n, drain_spec(self.args))
             print(f"nodemaintenance/{maintenance_name(n)} draining node {n}", file=self.out, flush=True)

@@ -88,6 +88,19 @@ _LAST_APPLIED = _t.LAST_APPLIED
 _EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
 
 
+def _share_field(section: Obj, key: str, table: _t._Shared, build: Callable[[Any], Any]) -> None:
+    """Put the shared projection in place of the raw JSON text at `section[key]`; drop a falsy
+    value, which the projection leaves out."""
+    text = section.get(key)
+    if text is None:
+        return
+    shared = _share_text(table, bytes(text), build)
+    if shared is None:
+        del section[key]
+    else:
+        section[key] = shared
+
+
 def _project_narrow_pod(pod: Obj) -> Obj:
     """`pod_projection` of a pod decoded with `_Pod`; edits the decoded sections in place.
 
@@ -103,13 +116,7 @@ def _project_narrow_pod(pod: Obj) -> Obj:
         ("labels", _t._labels, _t._build_labels),
         ("ownerReferences", _t._owners, _t._build_owners),
     ):
-        text = meta.get(key)
-        if text is not None:
-            shared = _share_text(table, bytes(text), build)
-            if shared is None:
-                del meta[key]
-            else:
-                meta[key] = shared
+        _share_field(meta, key, table, build)
     annotations = meta.get("annotations")
     if annotations:
         if _LAST_APPLIED in annotations:
@@ -123,13 +130,7 @@ def _project_narrow_pod(pod: Obj) -> Obj:
     for key in ("nodeName", "priorityClassName", "schedulerName", "restartPolicy"):
         if key in spec:
             spec[key] = _intern_short(spec[key])
-    text = spec.get("tolerations")
-    if text is not None:
-        shared = _share_text(_t._tolerations, bytes(text), _t._build_tolerations)
-        if shared is None:
-            del spec["tolerations"]
-        else:
-            spec["tolerations"] = shared
+    _share_field(spec, "tolerations", _t._tolerations, _t._build_tolerations)
     if "volumes" in spec and not spec["volumes"]:
         del spec["volumes"]
 
@@ -137,13 +138,7 @@ def _project_narrow_pod(pod: Obj) -> Obj:
     for key in ("phase", "startTime"):
         if key in status:
             status[key] = _intern_short(status[key])
-    text = status.get("conditions")
-    if text is not None:
-        shared = _share_text(_t._conditions, bytes(text), _t._build_conditions)
-        if shared is None:
-            del status["conditions"]
-        else:
-            status["conditions"] = shared
+    _share_field(status, "conditions", _t._conditions, _t._build_conditions)
     for key in ("containerStatuses", "initContainerStatuses"):
         if key in status:
             statuses = status[key]

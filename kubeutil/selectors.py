@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubeutil.strconv import parse_int
+
 _OPERATORS = ("in", "notin", "=", "==", "!=", "exists", "!")
 
 
@@ -41,11 +43,10 @@ class Requirement:
         if op in ("!=", "notin"):
             return not present or value not in self.values
         if op in ("gt", "lt"):
-            if not present or value is None:
+            if not present or value is None or len(self.values) != 1:
                 return False
-            try:
-                have, want = int(value), int(self.values[0])
-            except ValueError:
+            have, want = parse_int(value), parse_int(self.values[0])
+            if have is None or want is None:
                 return False
             return have > want if op == "gt" else have < want
         raise SelectorError(f"unknown operator {op!r}")
@@ -96,14 +97,24 @@ _KEY_RE = re.compile(
 _VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
+def is_label_key(key: str) -> bool:
+    """A qualified name (`[prefix/]name`), as `labels.NewRequirement` validates every key."""
+    return bool(key) and len(key) <= 316 and _KEY_RE.match(key) is not None
+
+
+def is_label_value(value: str) -> bool:
+    """At most 63 characters, alphanumeric at both ends; the empty value is valid."""
+    return len(value) <= 63 and _VALUE_RE.match(value) is not None
+
+
 def _check_key(key: str) -> str:
-    if not key or len(key) > 316 or not _KEY_RE.match(key):
+    if not is_label_key(key):
         raise SelectorError(f"invalid label key {key!r}")
     return key
 
 
 def _check_value(value: str) -> str:
-    if len(value) > 63 or not _VALUE_RE.match(value):
+    if not is_label_value(value):
         raise SelectorError(f"invalid label value {value!r}")
     return value
 
@@ -155,10 +166,8 @@ def parse(text: str | None) -> Selector:
             if op == "==":
                 op = "="
             if op in ("<", ">"):
-                try:
-                    int(value)
-                except ValueError as exc:
-                    raise SelectorError(f"{part!r}: {op} needs an integer") from exc
+                if parse_int(value) is None:
+                    raise SelectorError(f"{part!r}: {op} needs an integer")
                 reqs.append(Requirement(_check_key(key), "lt" if op == "<" else "gt", (value,)))
             else:
                 reqs.append(Requirement(_check_key(key), op, (_check_value(value),)))

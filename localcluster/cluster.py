@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import datetime as dt
 import shutil
 import tempfile
 from pathlib import Path
@@ -31,6 +30,7 @@ from anyio.abc import TaskGroup
 from apiclient import KubeClient
 from apiclient.config import build_api_client
 from controller_manager.servingcert import CertKey, generate_self_signed, server_context
+from kubeutil.timestamps import format_time, utcnow
 from localcluster.admission import configuration as webhook_configuration
 from localcluster.admission.caller import CallError
 from localcluster.admission.dispatcher import ValidatingAdmission, user_info
@@ -73,7 +73,7 @@ class BackgroundActor(Protocol):
 
 
 def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = format_time(utcnow())
     capacity = {"cpu": "8", "memory": "32Gi", "pods": str(pods), "ephemeral-storage": "100Gi"}
     conditions = [
         {

@@ -22,6 +22,7 @@ import datetime as dt
 import anyio
 from croniter import croniter
 
+from kubeutil.timestamps import format_time, parse_time
 from localcluster import errors
 from localcluster.builtin.base import get_int, get_path
 from localcluster.job import finished_condition
@@ -35,19 +36,6 @@ from localcluster.storage import StoredEvent
 Key = tuple[str, str]
 #: How many missed schedules the controller looks through before it gives up (`getRecentUnmetScheduleTimes`).
 _TOO_MANY_MISSED = 100
-
-
-def _parse(timestamp: object) -> dt.datetime | None:
-    if not isinstance(timestamp, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def most_recent_schedule(
@@ -132,12 +120,12 @@ class CronJobController:
         running = [j for j in jobs if finished_condition(j) is None]
         for job in jobs:
             if finished_condition(job) == "Complete":
-                done = _parse(get_path(job, "status", "completionTime"))
-                last_ok = _parse(status.get("lastSuccessfulTime"))
+                done = parse_time(get_path(job, "status", "completionTime"))
+                last_ok = parse_time(status.get("lastSuccessfulTime"))
                 if done is not None and (last_ok is None or done > last_ok):
-                    status["lastSuccessfulTime"] = _rfc3339(done)
+                    status["lastSuccessfulTime"] = format_time(done)
         now = self.now()
-        since = _parse(status.get("lastScheduleTime")) or _parse(meta.get("creationTimestamp")) or now
+        since = parse_time(status.get("lastScheduleTime")) or parse_time(meta.get("creationTimestamp")) or now
         scheduled, upcoming = most_recent_schedule(str(spec.get("schedule", "")), since, now)
         if scheduled is not None and not spec.get("suspend"):
             deadline = spec.get("startingDeadlineSeconds")
@@ -146,7 +134,7 @@ class CronJobController:
                     cronjob,
                     "Warning",
                     "MissSchedule",
-                    f"Missed scheduled time to start a job: {_rfc3339(scheduled)}",
+                    f"Missed scheduled time to start a job: {format_time(scheduled)}",
                 )
             elif spec.get("concurrencyPolicy") == "Forbid" and running:
                 pass  # skipped this time; looked at again at the next schedule
@@ -158,7 +146,7 @@ class CronJobController:
                 created = self._create(cronjob, scheduled)
                 if created is not None:
                     running.append(created)
-                status["lastScheduleTime"] = _rfc3339(scheduled)
+                status["lastScheduleTime"] = format_time(scheduled)
         status["active"] = [
             {
                 "kind": "Job",

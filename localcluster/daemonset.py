@@ -28,6 +28,8 @@ from typing import Any
 
 import anyio
 
+from kubeutil.nodeaffinity import pod_matches_node
+from kubeutil.taints import NO_EXECUTE, NO_SCHEDULE, node_taints, tolerations_tolerate_taint
 from localcluster import errors, podstate
 from localcluster.builtin.apps import TEMPLATE_GENERATION
 from localcluster.builtin.base import get_int
@@ -36,7 +38,6 @@ from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
 from localcluster.registry import Obj, ResourceType
 from localcluster.revisions import Revisions, controller_of, controller_ref, fnv32a, safe_encode
-from localcluster.scheduler import NodeInfo, matches_node_affinity, tolerates
 from localcluster.storage import StoredEvent
 
 REVISION_LABEL = "controller-revision-hash"
@@ -107,17 +108,16 @@ def should_run(template_spec: Obj, node: Obj) -> tuple[bool, bool]:
         return False, False
     spec = copy.deepcopy(template_spec)
     add_daemon_tolerations(spec)
-    info = NodeInfo.from_node(node)
-    if not matches_node_affinity(spec, info):
+    if not pod_matches_node(spec, node):
         return False, False
     tolerations = spec.get("tolerations") or []
     untolerated = [
         t
-        for t in info.taints
-        if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, t)
+        for t in node_taints(node)
+        if t.get("effect") in (NO_SCHEDULE, NO_EXECUTE) and not tolerations_tolerate_taint(tolerations, t)
     ]
     if untolerated:
-        return False, not any(t.get("effect") == "NoExecute" for t in untolerated)
+        return False, not any(t.get("effect") == NO_EXECUTE for t in untolerated)
     return True, True
 
 

@@ -31,7 +31,6 @@ kube-apiserver's does).
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import orjson
@@ -243,7 +242,7 @@ class Eviction:
             return
         disrupted = status.setdefault("disruptedPods", {}) or {}
         status["disruptedPods"] = disrupted
-        disrupted[pod_name] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        disrupted[pod_name] = now_rfc3339()
         # `pdb` carries the resourceVersion it was read at: a concurrent change is a 409 and a retry
         self.objects.update_status(self.pdb_rt, meta["namespace"], name, pdb)
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from typing import Any
 
 import anyio
 
+from kubeutil.timestamps import parse_time
 from localcluster import errors, podstate
 from localcluster.builtin.base import get_int, get_path
 from localcluster.keyed import KeyedLoop, watch_storage
@@ -45,15 +45,6 @@ def finished_condition(job: Obj) -> str | None:
         if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
             return str(cond["type"])
     return None
-
-
-def _parse(timestamp: Any) -> dt.datetime | None:
-    if not isinstance(timestamp, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _restarts(pod: Obj) -> int:
@@ -163,7 +154,7 @@ class JobController:
         if not suspended and not status.get("startTime"):
             status["startTime"] = now_rfc3339()
         deadline = spec.get("activeDeadlineSeconds")
-        started = _parse(status.get("startTime"))
+        started = parse_time(status.get("startTime"))
         failure: tuple[str, str] | None = None
         if failed > get_int(spec, "backoffLimit", default=6):
             failure = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")

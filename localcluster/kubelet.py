@@ -34,7 +34,6 @@ pod events come from the storage watch hub, so nothing polls.
 
 from __future__ import annotations
 
-import datetime as dt
 import heapq
 import itertools
 import math
@@ -47,6 +46,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from kubeutil.timestamps import format_micro_time, utcnow
 from localcluster import errors
 from localcluster.builtin.core import NOT_READY_TAINT
 from localcluster.objects import ObjectAPI, now_rfc3339
@@ -150,11 +150,6 @@ class KubeletConfig:
 
     def scaled(self, seconds: float) -> float:
         return seconds / self.speed
-
-
-def micro_time(now: dt.datetime | None = None) -> str:
-    """A `metav1.MicroTime` as the real server writes it (Lease renewTime)."""
-    return (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(slots=True)
@@ -446,7 +441,7 @@ class Kubelets(Mapping[str, Kubelet]):
             "spec": {
                 "holderIdentity": kubelet.name,
                 "leaseDurationSeconds": self.config.lease_duration_seconds,
-                "renewTime": micro_time(),
+                "renewTime": format_micro_time(utcnow()),
             },
         }
         self.renewals += 1

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from kubeutil import selectors
+from kubeutil.timestamps import format_time, utcnow
 from localcluster import errors, listoptions, patch
 from localcluster.builtin.validation import validate_meta
 from localcluster.fieldmanager import kinds, managed
@@ -63,11 +64,11 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(utcnow())
 
 
 def _later_rfc3339(seconds: int) -> str:
-    return (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(utcnow() + dt.timedelta(seconds=seconds))
 
 
 @dataclass(slots=True)

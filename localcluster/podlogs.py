@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from aiohttp import web
 
+from kubeutil.timestamps import parse_time
 from localcluster import errors
 from localcluster.objects import ObjectAPI
 from localcluster.storage import StoredEvent
@@ -27,15 +28,6 @@ Obj = dict[str, Any]
 UNSUPPORTED = ("exec", "attach", "portforward")
 #: Seconds between checks that a `follow` client is still there.
 _CLIENT_CHECK_INTERVAL = 2.0
-
-
-def _parse(ts: str | None) -> dt.datetime | None:
-    if not ts:
-        return None
-    try:
-        return dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _stamp(when: dt.datetime) -> str:
@@ -48,7 +40,7 @@ def container_lines(pod: Obj, container: Obj, status: Obj) -> list[tuple[dt.date
     state = status.get("state") or {}
     running = state.get("running") or {}
     terminated = state.get("terminated") or {}
-    started = _parse(running.get("startedAt") or terminated.get("startedAt")) or dt.datetime.now(dt.UTC)
+    started = parse_time(running.get("startedAt") or terminated.get("startedAt")) or dt.datetime.now(dt.UTC)
     node = (pod.get("spec") or {}).get("nodeName", "")
     lines = [
         (
@@ -58,7 +50,7 @@ def container_lines(pod: Obj, container: Obj, status: Obj) -> list[tuple[dt.date
         (started, "localcluster runs no processes: this log records what the simulated kubelet did"),
     ]
     if terminated:
-        finished = _parse(terminated.get("finishedAt")) or started
+        finished = parse_time(terminated.get("finishedAt")) or started
         lines.append(
             (
                 finished,

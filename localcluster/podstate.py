@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from kubeutil.timestamps import parse_time
+
 Obj = dict[str, Any]
 
 
@@ -31,15 +33,6 @@ def is_running_and_ready(pod: Obj) -> bool:
     return phase(pod) == "Running" and is_ready(pod)
 
 
-def _parse(timestamp: str | None) -> dt.datetime | None:
-    if not timestamp:
-        return None
-    try:
-        return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def available_in(pod: Obj, min_ready_seconds: int, now: dt.datetime) -> float | None:
     """Seconds until a Ready pod counts as available (0 when it already does); None if not Ready."""
     cond = ready_condition(pod)
@@ -47,7 +40,7 @@ def available_in(pod: Obj, min_ready_seconds: int, now: dt.datetime) -> float | 
         return None
     if min_ready_seconds <= 0:
         return 0.0
-    since = _parse(cond.get("lastTransitionTime"))
+    since = parse_time(cond.get("lastTransitionTime"))
     if since is None:
         return None
     return max(0.0, min_ready_seconds - (now - since).total_seconds())

@@ -17,6 +17,7 @@ import datetime as dt
 import socket
 import time
 
+from kubeutil.timestamps import format_micro_time
 from localcluster import errors
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.registry import Obj, ResourceType
@@ -128,7 +129,7 @@ class NewEventRecorder:
                     "firstTimestamp": None,
                     "lastTimestamp": None,
                     "type": type_,
-                    "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                    "eventTime": format_micro_time(now),
                     "action": action,
                     "reportingComponent": self.controller,
                     "reportingInstance": self.instance,

@@ -29,13 +29,21 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 
+from kubeutil.nodeaffinity import pod_matches_node
+from kubeutil.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    TAINT_NODE_NOT_READY,
+    TAINT_NODE_UNSCHEDULABLE,
+    find_matching_untolerated_taint,
+    tolerations_tolerate_taint,
+)
 from localcluster import errors
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.recorder import NewEventRecorder
@@ -44,7 +52,9 @@ from localcluster.storage import StoredEvent
 
 Obj = dict[str, Any]
 SCHEDULER_NAME = "default-scheduler"
-NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule", "value": ""}
+NOT_READY_TAINT = {"key": TAINT_NODE_NOT_READY, "effect": NO_SCHEDULE, "value": ""}
+UNSCHEDULABLE_TAINT = {"key": TAINT_NODE_UNSCHEDULABLE, "effect": NO_SCHEDULE}
+FILTERED_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 
 
 @dataclass(slots=True)
@@ -57,6 +67,8 @@ class NodeInfo:
     unschedulable: bool
     ready: bool
     capacity: int
+    #: The node as node affinity reads it: its name and labels.
+    selectable: Obj
 
     def signature(self) -> tuple[Any, ...]:
         return (
@@ -77,67 +89,35 @@ class NodeInfo:
             capacity = int((status.get("allocatable") or {}).get("pods", 110))
         except (TypeError, ValueError):
             capacity = 110
+        labels = dict(meta.get("labels") or {})
         return NodeInfo(
             meta["name"],
-            dict(meta.get("labels") or {}),
+            labels,
             list(spec.get("taints") or []),
             bool(spec.get("unschedulable")),
             ready,
             capacity,
+            {"metadata": {"name": meta["name"], "labels": labels}},
         )
 
 
-def tolerates(tolerations: Iterable[Obj], taint: Obj) -> bool:
-    """`v1.Toleration.ToleratesTaint`."""
-    for tol in tolerations:
-        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-            continue
-        if tol.get("operator", "Equal") == "Exists":
-            if not tol.get("key") or tol.get("key") == taint.get("key"):
-                return True
-        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
-            return True
-    return False
+def filter_reason(spec: Obj, node: NodeInfo) -> str | None:
+    """The first filter plugin's message that refuses `node` to a pod with `spec`, resources aside.
 
-
-def _expression_matches(expr: Obj, value: str | None) -> bool:
-    op, values = expr.get("operator"), expr.get("values") or []
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and value is not None and len(values) == 1:
-        try:
-            have, want = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def matches_node_affinity(pod_spec: Obj, node: NodeInfo) -> bool:
-    """nodeSelector AND any of the required nodeSelectorTerms (an empty term matches nothing)."""
-    for key, value in (pod_spec.get("nodeSelector") or {}).items():
-        if node.labels.get(key) != value:
-            return False
-    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if not required:
-        return True
-    for term in required.get("nodeSelectorTerms") or []:
-        exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
-        if not exprs and not fields:
-            continue
-        if all(_expression_matches(e, node.labels.get(e.get("key", ""))) for e in exprs) and all(
-            e.get("key") == "metadata.name" and _expression_matches(e, node.name) for e in fields
-        ):
-            return True
-    return False
+    Tolerations and node affinity are `kubeutil`'s, the same ones the taint-eviction and
+    node-maintenance controllers use, so a pod placed here is judged the same way there.
+    """
+    tolerations = spec.get("tolerations") or []
+    if node.unschedulable and not tolerations_tolerate_taint(tolerations, UNSCHEDULABLE_TAINT):
+        return "node(s) were unschedulable"
+    if not node.ready and not tolerations_tolerate_taint(tolerations, NOT_READY_TAINT):
+        return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+    taint = find_matching_untolerated_taint(node.taints, tolerations, FILTERED_EFFECTS)
+    if taint is not None:
+        return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
+    if not pod_matches_node(spec, node.selectable):
+        return "node(s) didn't match Pod's node affinity/selector"
+    return None
 
 
 class Scheduler:
@@ -226,21 +206,10 @@ class Scheduler:
     # -- scheduling ---------------------------------------------------------------------
     def _reasons(self, spec: Obj, node: NodeInfo) -> str | None:
         """Why `node` cannot take the pod (the real plugin's message), or None if it fits."""
-        if node.unschedulable and not tolerates(
-            spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
-        ):
-            return "node(s) were unschedulable"
-        tolerations = spec.get("tolerations") or []
-        if not node.ready and not tolerates(tolerations, NOT_READY_TAINT):
-            return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
-        for taint in node.taints:
-            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tolerations, taint):
-                return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
-        if not matches_node_affinity(spec, node):
-            return "node(s) didn't match Pod's node affinity/selector"
-        if self._counts[node.name] >= node.capacity:
+        why = filter_reason(spec, node)
+        if why is None and self._counts[node.name] >= node.capacity:
             return "Too many pods"
-        return None
+        return why
 
     def pick(self, spec: Obj) -> tuple[str | None, Counter[str]]:
         """The feasible node with the fewest pods (ties by name), or None with the reasons per node."""

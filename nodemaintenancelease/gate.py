@@ -26,6 +26,7 @@ import anyio
 import structlog
 
 from apiclient import ApiError, KubeClient
+from kubeutil.timestamps import utcnow
 from nodemaintenancelease import lease
 
 log = structlog.get_logger()
@@ -66,7 +67,7 @@ class MaintenanceLeaseGate:
         client: KubeClient,
         *,
         duration_seconds: int = DEFAULT_GATE_DURATION_SECONDS,
-        clock: lease.Clock = lease.utcnow,
+        clock: lease.Clock = utcnow,
     ) -> None:
         lease.check_duration(duration_seconds)
         self.client = client

@@ -41,6 +41,7 @@ import structlog
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NAMESPACES, NODES
+from kubeutil.timestamps import format_micro_time, parse_time, utcnow
 
 log = structlog.get_logger()
 
@@ -53,7 +54,6 @@ MAX_DURATION_SECONDS = 3600
 ADMIN_PREFIX = "kubeadm"
 DEFAULT_DURATION_SECONDS = 600
 _WRITE_ATTEMPTS = 5
-_MICROTIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 class LeaseError(Exception):
@@ -78,25 +78,6 @@ class LeaseHeldError(LeaseError):
 
 class LeaseLostError(LeaseError):
     """We thought we held the lease but someone else has it now (or it is gone)."""
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def format_microtime(value: datetime) -> str:
-    """`metav1.MicroTime` as the API server writes it: UTC, microseconds, a trailing `Z`."""
-    return value.astimezone(UTC).strftime(_MICROTIME)
-
-
-def parse_microtime(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def is_admin_holder(holder: str | None) -> bool:
@@ -153,11 +134,11 @@ class LeaseState:
             node=str(meta.get("name", "")),
             holder=str(spec["holderIdentity"]) if spec.get("holderIdentity") else None,
             duration_seconds=int(duration) if isinstance(duration, int) else None,
-            acquire_time=parse_microtime(spec.get("acquireTime")),
-            renew_time=parse_microtime(spec.get("renewTime")),
+            acquire_time=parse_time(spec.get("acquireTime")),
+            renew_time=parse_time(spec.get("renewTime")),
             transitions=int(spec.get("leaseTransitions") or 0),
             resource_version=str(meta.get("resourceVersion", "")),
-            created=parse_microtime(meta.get("creationTimestamp")),
+            created=parse_time(meta.get("creationTimestamp")),
         )
 
     @property
@@ -299,7 +280,7 @@ async def acquire(
         obj = await _read(client, node)
         now = clock()
         if obj is None:
-            stamp = format_microtime(now)
+            stamp = format_micro_time(now)
             created = await _create_held(
                 client,
                 node,
@@ -320,13 +301,13 @@ async def acquire(
         body = copy.deepcopy(obj)
         spec = _spec(body)
         if state.holder != holder or state.acquire_time is None:
-            spec["acquireTime"] = format_microtime(now)
+            spec["acquireTime"] = format_micro_time(now)
             if state.holder is not None and state.holder != holder:
                 spec["leaseTransitions"] = state.transitions + 1
         spec.setdefault("leaseTransitions", state.transitions)
         spec["holderIdentity"] = holder
         spec["leaseDurationSeconds"] = duration_seconds
-        spec["renewTime"] = format_microtime(now)
+        spec["renewTime"] = format_micro_time(now)
         try:
             written = await client.replace(LEASES, body, namespace=NAMESPACE)
         except ApiError as exc:
@@ -362,7 +343,7 @@ async def renew(
             raise LeaseLostError(f"node {node}: lease held by {state.holder!r}, not {holder!r}")
         body = copy.deepcopy(obj)
         spec = _spec(body)
-        spec["renewTime"] = format_microtime(clock())
+        spec["renewTime"] = format_micro_time(clock())
         spec["leaseDurationSeconds"] = duration_seconds or state.duration_seconds or DEFAULT_DURATION_SECONDS
         try:
             written = await client.replace(LEASES, body, namespace=NAMESPACE)
@@ -394,7 +375,7 @@ async def release(client: KubeClient, node: str, *, holder: str, clock: Clock = 
         spec = _spec(body)
         for key in ("holderIdentity", "leaseDurationSeconds", "acquireTime"):
             spec.pop(key, None)
-        spec["renewTime"] = format_microtime(clock())
+        spec["renewTime"] = format_micro_time(clock())
         try:
             await client.replace(LEASES, body, namespace=NAMESPACE)
         except ApiError as exc:

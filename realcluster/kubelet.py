@@ -22,7 +22,6 @@ any break: a fault test restarts the control plane under these kubelets.
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from anyio.abc import TaskGroup
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NODES, PODS
+from kubeutil.timestamps import format_micro_time, format_time, utcnow
 from localcluster.kubelet import node_conditions
 
 Obj = dict[str, Any]
@@ -45,11 +45,11 @@ _TRANSIENT = (aiohttp.ClientError, OSError, TimeoutError)
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(utcnow())
 
 
 def _micro_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_micro_time(utcnow())
 
 
 @dataclass

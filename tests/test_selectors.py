@@ -34,6 +34,26 @@ def test_invalid_selectors_are_rejected() -> None:
         selectors.parse("a in (b")
 
 
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        ({"rack": "6"}, True),
+        ({"rack": "5"}, False),
+        ({"rack": "1_0"}, False),
+        ({"rack": " 9"}, False),
+        ({}, False),
+    ],
+)
+def test_greater_than_parses_as_strconv_parse_int(labels: dict[str, str], expected: bool) -> None:
+    """`labels.Requirement.Matches` reads the label with `strconv.ParseInt`: `1_0` is no number."""
+    assert selectors.parse("rack>5").matches(labels) is expected
+
+
+def test_greater_than_needs_a_go_integer() -> None:
+    with pytest.raises(selectors.SelectorError):
+        selectors.parse("rack>1_0")
+
+
 def test_field_selectors() -> None:
     pod = {"metadata": {"name": "p"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}
     assert selectors.fields_match(pod, selectors.parse_fields("spec.nodeName=n1,status.phase!=Failed"))

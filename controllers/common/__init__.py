@@ -1,18 +1,13 @@
-"""Helpers every controller shares, written once: pod state and ranking, conditions, controller
-references and adoption, expectations, pod templates, a Deployment's surge budget, and the KEP-4212
-evacuation vocabulary. Controllers never import one another: what two of them need lives here.
+"""Helpers every controller shares, written once: pod state and ranking, controller references and
+adoption, expectations, pod templates, a Deployment's surge budget, and the KEP-4212 evacuation
+vocabulary. Controllers never import one another: what two of them need lives here; the plain
+Kubernetes vocabulary below them (time, conditions, taints, node affinity) lives in `kubeutil`,
+where the local cluster can share it too.
 
 Import from the submodules (`controllers.common.pods`, `.ranking`, ...); the most used names are
 re-exported here for convenience.
 """
 
-from controllers.common.conditions import (
-    get_condition,
-    new_condition,
-    pod_condition_patch,
-    remove_condition,
-    set_condition,
-)
 from controllers.common.controller_ref import (
     ControllerRefManager,
     get_controller_of,
@@ -36,20 +31,15 @@ __all__ = [
     "ControllerRefManager",
     "UIDTrackingControllerExpectations",
     "evacuation_initiated",
-    "get_condition",
     "get_controller_of",
     "has_evacuation_request",
     "is_pod_active",
     "is_pod_available",
     "is_pod_ready",
     "is_terminating",
-    "new_condition",
     "new_controller_ref",
-    "pod_condition_patch",
     "pod_from_template",
     "pod_key",
     "pods_to_delete",
-    "remove_condition",
-    "set_condition",
     "sort_active_pods_with_ranks",
 ]

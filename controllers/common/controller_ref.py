@@ -170,14 +170,9 @@ class ControllerRefManager:
     async def adopt(self, obj: Obj) -> bool:
         """Adopt an orphan; False when it vanished meanwhile."""
         await self.can_adopt()
-        meta = obj.get("metadata") or {}
         try:
-            await self.client.patch(
-                self.resource,
-                str(meta.get("name")),
-                adopt_patch(self.controller_ref, str(meta.get("uid"))),
-                namespace=meta.get("namespace"),
-                patch_type="strategic",
+            await self._patch(
+                obj, adopt_patch(self.controller_ref, str((obj.get("metadata") or {}).get("uid")))
             )
         except ApiError as exc:
             if exc.not_found:
@@ -187,19 +182,25 @@ class ControllerRefManager:
 
     async def release(self, obj: Obj) -> None:
         """Drop our controller reference; a vanished or replaced object (404 / 422) is fine."""
-        meta = obj.get("metadata") or {}
         try:
-            await self.client.patch(
-                self.resource,
-                str(meta.get("name")),
-                release_patch(self.controller_uid, str(meta.get("uid"))),
-                namespace=meta.get("namespace"),
-                patch_type="strategic",
+            await self._patch(
+                obj, release_patch(self.controller_uid, str((obj.get("metadata") or {}).get("uid")))
             )
         except ApiError as exc:
             if exc.not_found or exc.invalid:
                 return
             raise
+
+    async def _patch(self, obj: Obj, patch: dict[str, Any]) -> None:
+        """A strategic-merge patch of `obj`'s owner references; the uid in `patch` guards the object."""
+        meta = obj.get("metadata") or {}
+        await self.client.patch(
+            self.resource,
+            str(meta.get("name")),
+            patch,
+            namespace=meta.get("namespace"),
+            patch_type="strategic",
+        )
 
 
 class ClaimErrors(Exception):

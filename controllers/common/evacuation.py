@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from controllers.common.conditions import new_condition, pod_condition_patch
 from controllers.common.pods import get_pod_condition
+from kubeutil.conditions import new_condition, pod_condition_patch
 
 # The controllers that answer an EvacuationRequest by surging, when NodeMaintenanceDeployment is on;
 # whether the manager runs both is `NodeMaintenanceConfig.surge_answers`.

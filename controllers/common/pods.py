@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from controllers.common.timeutil import parse_time
+from kubeutil.conditions import get_condition
+from kubeutil.strconv import parse_int
+from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 
@@ -24,7 +26,8 @@ PHASE_FAILED = "Failed"
 PHASE_UNKNOWN = "Unknown"
 
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
-_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+# `validFirstDigit`: a minus, a lone zero, or a digit 1-9 first.
+_VALID_FIRST_DIGIT = re.compile(r"-|0$|[1-9]")
 
 
 def pod_key(pod: Obj) -> str:
@@ -35,10 +38,7 @@ def pod_key(pod: Obj) -> str:
 
 def get_pod_condition(pod: Obj, condition_type: str) -> Mapping[str, Any] | None:
     """The pod's condition of `condition_type`, or None (`podutil.GetPodCondition`)."""
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == condition_type:
-            return cond  # type: ignore[no-any-return]
-    return None
+    return get_condition(pod.get("status"), condition_type)
 
 
 def get_pod_ready_condition(pod: Obj) -> Mapping[str, Any] | None:
@@ -117,15 +117,13 @@ def max_container_restarts(pod: Obj) -> int:
 def deletion_cost(pod: Obj) -> int:
     """`controller.kubernetes.io/pod-deletion-cost` as an int32; 0 when absent or invalid.
 
-    As `helper.GetDeletionCostFromPodAnnotations`, whose error the ranking ignores.
+    As `helper.GetDeletionCostFromPodAnnotations`, whose error the ranking ignores: a leading `+`
+    or zero (`+10`, `008`) is invalid there, though `strconv.ParseInt` would take it.
     """
     raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(POD_DELETION_COST_ANNOTATION)
     if raw is None:
         return 0
     text = str(raw)
-    if not _INT_RE.match(text):
+    if not _VALID_FIRST_DIGIT.match(text):
         return 0
-    value = int(text, 10)
-    if not -(2**31) <= value <= 2**31 - 1:
-        return 0
-    return value
+    return parse_int(text, 32) or 0

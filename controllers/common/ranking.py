@@ -36,7 +36,7 @@ from controllers.common.pods import (
     node_name,
     pod_phase,
 )
-from controllers.common.timeutil import parse_time
+from kubeutil.timestamps import parse_time
 
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 

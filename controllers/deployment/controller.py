@@ -40,7 +40,6 @@ from controllers.common.evacuation import (
     is_evacuation_ready,
     replicas_to_evacuate,
 )
-from controllers.common.timeutil import utcnow
 from controllers.context import ControllerContext
 from controllers.deployment import evacuation
 from controllers.deployment.recreate import rollout_recreate
@@ -56,6 +55,7 @@ from informers import (
     split_key,
 )
 from kubeutil.selectors import from_label_selector
+from kubeutil.timestamps import utcnow
 
 Obj = Mapping[str, Any]
 

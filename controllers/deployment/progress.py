@@ -20,9 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from controllers.common.conditions import get_condition, new_condition, remove_condition, set_condition
 from controllers.common.deploymentstrategy import max_unavailable, replicas
-from controllers.common.timeutil import parse_time
 from controllers.deployment.util import (
     actual_replica_count,
     available_replica_count,
@@ -33,6 +31,8 @@ from controllers.deployment.util import (
     ready_replica_count,
     replica_count,
 )
+from kubeutil.conditions import get_condition, new_condition, remove_condition, set_condition
+from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 

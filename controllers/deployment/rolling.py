@@ -15,7 +15,6 @@ from typing import Any
 from controllers.common.deploymentstrategy import max_unavailable, replicas
 from controllers.common.evacuation import has_evacuation_request
 from controllers.common.pods import is_pod_active, is_pod_available
-from controllers.common.timeutil import utcnow
 from controllers.deployment import progress
 from controllers.deployment.sync import RS, DeploymentSync
 from controllers.deployment.util import (
@@ -28,6 +27,7 @@ from controllers.deployment.util import (
     status_int,
     uid_of,
 )
+from kubeutil.timestamps import utcnow
 
 Obj = Mapping[str, Any]
 

@@ -28,10 +28,8 @@ import structlog
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import DEPLOYMENTS, REPLICASETS
-from controllers.common.conditions import get_condition, set_condition
 from controllers.common.controller_ref import is_controlled_by, new_controller_ref
 from controllers.common.deploymentstrategy import is_rolling_update, max_surge, replicas
-from controllers.common.timeutil import utcnow
 from controllers.common.written import WrittenVersions
 from controllers.context import EventRecorder
 from controllers.deployment import progress
@@ -61,6 +59,8 @@ from controllers.deployment.util import (
     template_of,
 )
 from informers import meta_key
+from kubeutil.conditions import get_condition, set_condition
+from kubeutil.timestamps import utcnow
 
 log = structlog.get_logger()
 
@@ -196,23 +196,32 @@ class DeploymentSync:
             }
             return await self.patch_replica_set(existing, body)
         rs = dict(existing)
-        rs_revision = annotations_of(rs).get(REVISION_ANNOTATION)
-        revision: dict[str, str | None] = {}
-        if rs_revision is not None and annotations_of(d).get(REVISION_ANNOTATION) != rs_revision:
-            revision[REVISION_ANNOTATION] = rs_revision
-        new_status: dict[str, Any] | None = None
-        if has_progress_deadline(d) and get_condition(d.get("status") or {}, progress.PROGRESSING) is None:
-            new_status = copy.deepcopy(d.get("status") or {})
-            msg = f'Found new replica set "{name_of(rs)}"'
-            set_condition(
-                new_status,
-                progress.deployment_condition(
-                    progress.PROGRESSING, "True", progress.FOUND_NEW_RS_REASON, msg
-                ),
-            )
-        if revision or new_status is not None:
-            await self.update_status(d, new_status, annotations=revision)  # one write, as KCM's
+        await self._note_new_rs(
+            d,
+            annotations_of(rs).get(REVISION_ANNOTATION),
+            progressing=has_progress_deadline(d)
+            and get_condition(d.get("status") or {}, progress.PROGRESSING) is None,
+            reason=progress.FOUND_NEW_RS_REASON,
+            message=f'Found new replica set "{name_of(rs)}"',
+        )
         return rs
+
+    async def _note_new_rs(
+        self, d: RS, revision: str | None, *, progressing: bool, reason: str, message: str
+    ) -> None:
+        """Bring the Deployment's revision annotation up to the new ReplicaSet's and, when
+        `progressing`, say Progressing=True with `reason`: one `/status` write, as KCM's."""
+        annotations: dict[str, str | None] = {}
+        if revision is not None and annotations_of(d).get(REVISION_ANNOTATION) != revision:
+            annotations[REVISION_ANNOTATION] = revision
+        new_status: dict[str, Any] | None = None
+        if progressing:
+            new_status = copy.deepcopy(d.get("status") or {})
+            set_condition(
+                new_status, progress.deployment_condition(progress.PROGRESSING, "True", reason, message)
+            )
+        if annotations or new_status is not None:
+            await self.update_status(d, new_status, annotations=annotations)
 
     async def _create_new_rs(self, d: RS, old_rss: Sequence[RS], new_revision: int) -> RS | None:
         namespace = meta(d).get("namespace")
@@ -277,21 +286,13 @@ class DeploymentSync:
                 "ScalingReplicaSet",
                 f"Scaled up replica set {name_of(created)} from 0 to {new_replicas}",
             )
-        revision: dict[str, str | None] = {}
-        if annotations_of(d).get(REVISION_ANNOTATION) != str(new_revision):
-            revision[REVISION_ANNOTATION] = str(new_revision)
-        new_status: dict[str, Any] | None = None
-        if not already_exists and has_progress_deadline(d):
-            new_status = copy.deepcopy(d.get("status") or {})
-            msg = f'Created new replica set "{name_of(created)}"'
-            set_condition(
-                new_status,
-                progress.deployment_condition(
-                    progress.PROGRESSING, "True", progress.NEW_RS_CREATED_REASON, msg
-                ),
-            )
-        if revision or new_status is not None:
-            await self.update_status(d, new_status, annotations=revision)  # one write, as KCM's
+        await self._note_new_rs(
+            d,
+            str(new_revision),
+            progressing=not already_exists and has_progress_deadline(d),
+            reason=progress.NEW_RS_CREATED_REASON,
+            message=f'Created new replica set "{name_of(created)}"',
+        )
         return created
 
     # -- scaling ----------------------------------------------------------------------------

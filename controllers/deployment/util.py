@@ -23,7 +23,7 @@ from controllers.common.evacuation import (
     EVACUATION_READY_ANNOTATION,
     REPLICAS_TO_EVACUATE_ANNOTATION,
 )
-from controllers.common.timeutil import parse_time
+from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 _O = TypeVar("_O", bound=Mapping[str, Any])

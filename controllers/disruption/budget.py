@@ -37,7 +37,8 @@ from controllers.common.controller_ref import get_controller_of
 from controllers.common.evacuation import evacuation_initiated
 from controllers.common.intstr import IntOrStringError, scaled_value
 from controllers.common.pods import is_pod_ready, is_terminating
-from controllers.common.timeutil import format_time, parse_time
+from kubeutil.conditions import set_status_condition
+from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 
@@ -223,29 +224,6 @@ async def compute_budget(
 
 
 # -- conditions and status --------------------------------------------------------------------
-
-
-def set_status_condition(conditions: list[dict[str, Any]], new: Mapping[str, Any], now: datetime) -> bool:
-    """`apimeta.SetStatusCondition` on a list you own: True when anything changed.
-
-    The transition time moves only when the status flips; reason, message and observedGeneration
-    are always brought up to date.
-    """
-    for existing in conditions:
-        if existing.get("type") != new["type"]:
-            continue
-        changed = False
-        if existing.get("status") != new["status"]:
-            existing["status"] = new["status"]
-            existing["lastTransitionTime"] = format_time(now)
-            changed = True
-        for key in ("reason", "message", "observedGeneration"):
-            if existing.get(key) != new.get(key):
-                existing[key] = new.get(key)
-                changed = True
-        return changed
-    conditions.append({**new, "lastTransitionTime": format_time(now)})
-    return True
 
 
 def _condition(status: Mapping[str, Any]) -> Mapping[str, Any] | None:

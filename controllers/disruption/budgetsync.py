@@ -22,13 +22,13 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import PODDISRUPTIONBUDGETS
 from controllers import features
 from controllers.common.evacuation import EVACUATING_PODS_ANNOTATION, count_annotation_patch
-from controllers.common.timeutil import utcnow
 from controllers.context import EventRecorder, FeatureGates
 from controllers.disruption.budget import Budget, BudgetError, compute_budget, fail_safe_status, new_status
 from controllers.disruption.finders import ControllerFinder
 from controllers.disruption.selectors import BudgetSelectors
 from informers import Lister, split_key
 from kubeutil.selectors import SelectorError
+from kubeutil.timestamps import utcnow
 
 Obj = dict[str, Any]
 

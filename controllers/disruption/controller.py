@@ -32,13 +32,13 @@ from apiclient.resources import (
     STATEFULSETS,
 )
 from controllers.base import Controller
-from controllers.common.timeutil import utcnow
 from controllers.context import ControllerContext
 from controllers.disruption.budgetsync import BudgetSync
 from controllers.disruption.finders import ControllerFinder, ScaleReader
 from controllers.disruption.selectors import BudgetSelectors
 from controllers.disruption.stalepodsync import StalePodDisruptionSync, stale_disruption_wait
 from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler, meta_key
+from kubeutil.timestamps import utcnow
 from workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]

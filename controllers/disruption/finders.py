@@ -154,33 +154,31 @@ class ControllerFinder:
         self.statefulsets = statefulsets
         self.scale = scale
 
-    def replication_controller(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
-        if not _verify(ref, "ReplicationController", ("",)):
+    @staticmethod
+    def _cached(
+        getter: _Getter, ref: Mapping[str, Any], namespace: str, kind: str, groups: tuple[str, ...]
+    ) -> dict[str, Any] | None:
+        """The cached object `ref` points at, if `ref` names that kind and it is that very object."""
+        if not _verify(ref, kind, groups):
             return None
-        rc = self.rcs.get(str(ref.get("name", "")), namespace)
-        return (
-            ControllerScale(str(ref.get("uid")), _replicas(rc)) if rc is not None and _same(rc, ref) else None
-        )
+        obj = getter.get(str(ref.get("name", "")), namespace)
+        return obj if obj is not None and _same(obj, ref) else None
+
+    def replication_controller(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
+        rc = self._cached(self.rcs, ref, namespace, "ReplicationController", ("",))
+        return ControllerScale(str(ref.get("uid")), _replicas(rc)) if rc is not None else None
 
     def deployment(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
-        if not _verify(ref, "ReplicaSet", ("apps", "extensions")):
+        rs = self._cached(self.replicasets, ref, namespace, "ReplicaSet", ("apps", "extensions"))
+        rs_ref = get_controller_of(rs) if rs is not None else None
+        if rs_ref is None:
             return None
-        rs = self.replicasets.get(str(ref.get("name", "")), namespace)
-        if rs is None or not _same(rs, ref):
-            return None
-        rs_ref = get_controller_of(rs)
-        if rs_ref is None or not _verify(rs_ref, "Deployment", ("apps", "extensions")):
-            return None
-        dep = self.deployments.get(str(rs_ref.get("name", "")), namespace)
-        if dep is None or not _same(dep, rs_ref):
-            return None
-        return ControllerScale(str(rs_ref.get("uid")), _replicas(dep))
+        dep = self._cached(self.deployments, rs_ref, namespace, "Deployment", ("apps", "extensions"))
+        return ControllerScale(str(rs_ref.get("uid")), _replicas(dep)) if dep is not None else None
 
     def replicaset(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
-        if not _verify(ref, "ReplicaSet", ("apps", "extensions")):
-            return None
-        rs = self.replicasets.get(str(ref.get("name", "")), namespace)
-        if rs is None or not _same(rs, ref):
+        rs = self._cached(self.replicasets, ref, namespace, "ReplicaSet", ("apps", "extensions"))
+        if rs is None:
             return None
         rs_ref = get_controller_of(rs)
         if rs_ref is not None and rs_ref.get("kind") == "Deployment":
@@ -188,12 +186,8 @@ class ControllerFinder:
         return ControllerScale(str(ref.get("uid")), _replicas(rs))
 
     def statefulset(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
-        if not _verify(ref, "StatefulSet", ("apps",)):
-            return None
-        ss = self.statefulsets.get(str(ref.get("name", "")), namespace)
-        return (
-            ControllerScale(str(ref.get("uid")), _replicas(ss)) if ss is not None and _same(ss, ref) else None
-        )
+        ss = self._cached(self.statefulsets, ref, namespace, "StatefulSet", ("apps",))
+        return ControllerScale(str(ref.get("uid")), _replicas(ss)) if ss is not None else None
 
     async def __call__(self, ref: Mapping[str, Any], namespace: str) -> ControllerScale | None:
         for finder in (self.replication_controller, self.deployment, self.replicaset, self.statefulset):

@@ -16,10 +16,10 @@ from structlog.typing import FilteringBoundLogger
 
 from apiclient import KubeClient
 from apiclient.resources import PODS
-from controllers.common.conditions import pod_condition_patch
 from controllers.common.pods import get_pod_condition, is_pod_terminal, is_terminating
-from controllers.common.timeutil import format_time, parse_time, utcnow
 from informers import Lister, split_key
+from kubeutil.conditions import pod_condition_patch
+from kubeutil.timestamps import format_time, parse_time, utcnow
 
 #: `stalePodDisruptionTimeout`.
 STALE_POD_DISRUPTION_TIMEOUT = timedelta(minutes=2)

@@ -29,7 +29,6 @@ from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controllers.base import Controller, Result
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import pod_key
-from controllers.common.timeutil import utcnow
 from controllers.context import ControllerContext
 from controllers.evictionsurge import admission, metrics
 from controllers.evictionsurge.config import EvictionSurgeConfig
@@ -43,6 +42,7 @@ from controllers.evictionsurge.decision import (
 from controllers.evictionsurge.state import SurgeState
 from controllers.evictionsurge.sync import EvictionSurgeSync
 from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler
+from kubeutil.timestamps import utcnow
 
 Obj = Mapping[str, Any]
 log = structlog.get_logger()

@@ -42,7 +42,7 @@ from typing import Any
 
 from controllers.common.evacuation import EVACUATION_INITIATED, EVACUATION_REQUEST, is_evacuation_ready
 from controllers.common.pods import get_pod_condition, is_pod_active, is_pod_available, pod_key
-from controllers.common.timeutil import parse_time
+from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 

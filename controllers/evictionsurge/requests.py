@@ -15,8 +15,8 @@ from typing import Any
 from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS
 from controllers.common.evacuation import EVACUATION_REQUEST
-from controllers.common.timeutil import format_time
 from controllers.evictionsurge.decision import REASON_EVICTION_SURGE
+from kubeutil.timestamps import format_time
 
 Obj = Mapping[str, Any]
 

@@ -22,7 +22,8 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from nodemaintenancelease.lease import LeaseState, holder_prefix, utcnow
+from kubeutil.timestamps import utcnow
+from nodemaintenancelease.lease import LeaseState, holder_prefix
 
 HELD = "aiokcm_maintenance_leases_held"
 ABANDONED = "aiokcm_maintenance_leases_abandoned"

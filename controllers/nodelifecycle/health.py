@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controllers.common.conditions import get_condition
-from controllers.common.timeutil import format_time, parse_time, utcnow
+from kubeutil.conditions import get_condition
+from kubeutil.timestamps import format_time, parse_time, utcnow
 
 UNKNOWN_CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")  # not NetworkUnavailable
 

@@ -22,8 +22,6 @@ from structlog.typing import FilteringBoundLogger
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES
-from controllers.common.conditions import get_condition
-from controllers.common.taints import node_taints, taint_exists
 from controllers.context import EventRecorder
 from controllers.nodelifecycle import metrics
 from controllers.nodelifecycle.config import NodeLifecycleConfig
@@ -40,6 +38,8 @@ from controllers.nodelifecycle.zones import (
     zone_rate,
 )
 from informers import NODE_NAME_INDEX, Lister
+from kubeutil.conditions import get_condition
+from kubeutil.taints import node_taints, taint_exists
 
 Obj = dict[str, Any]
 

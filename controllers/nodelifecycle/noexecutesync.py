@@ -13,14 +13,14 @@ from typing import Any
 from structlog.typing import FilteringBoundLogger
 
 from apiclient import ApiError
-from controllers.common.conditions import get_condition
-from controllers.common.taints import Taint
 from controllers.nodelifecycle import metrics
 from controllers.nodelifecycle.ratelimited import TimedValue
 from controllers.nodelifecycle.state import NodeLifecycleState
 from controllers.nodelifecycle.taints import NOT_READY_TAINT, UNREACHABLE_TAINT
 from controllers.nodelifecycle.writes import NodeWrites
 from informers import Lister
+from kubeutil.conditions import get_condition
+from kubeutil.taints import Taint
 
 NO_EXECUTE_TAINTING_PERIOD = 0.1  # Go's nodeEvictionPeriod
 

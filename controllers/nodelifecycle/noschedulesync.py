@@ -8,10 +8,10 @@ a change.
 
 from __future__ import annotations
 
-from controllers.common.taints import taint_set_diff
 from controllers.nodelifecycle.taints import controller_no_schedule_taints, no_schedule_taints
 from controllers.nodelifecycle.writes import NodeWrites
 from informers import Lister
+from kubeutil.taints import taint_set_diff
 
 
 class NoScheduleTaintSync:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controllers.common.taints import (
+from kubeutil.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
     TAINT_NODE_DISK_PRESSURE,

@@ -11,12 +11,12 @@ from typing import Any
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES, PODS
-from controllers.common.conditions import pod_condition_patch
 from controllers.common.pods import get_pod_condition
-from controllers.common.taints import Taint, node_taints, swap_taints
-from controllers.common.timeutil import format_time, utcnow
 from controllers.context import EventRecorder
 from informers import Lister
+from kubeutil.conditions import pod_condition_patch
+from kubeutil.taints import Taint, node_taints, swap_taints
+from kubeutil.timestamps import format_time, utcnow
 
 SWAP_RETRIES = 5
 

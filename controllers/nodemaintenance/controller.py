@@ -38,11 +38,11 @@ from controllers.context import ControllerContext
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.maintenancesync import MaintenanceSync
-from controllers.nodemaintenance.nodeselector import selector_matches
 from controllers.nodemaintenance.nodesync import NodeSync
 from controllers.nodemaintenance.state import DrainState, Listers, utcnow
 from controllers.worker import Outcome
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
+from kubeutil.nodeaffinity import selector_matches
 from nodemaintenancelease.gate import LeaseGate, MaintenanceLeaseGate, NoLeaseGate
 from workqueue import ShardedQueue
 

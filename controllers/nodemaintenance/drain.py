@@ -36,13 +36,17 @@ from typing import Any
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS
+from controllers.common.controller_ref import get_controller_of
 from controllers.common.evacuation import (
     EVACUATION_INITIATED,
     EVACUATION_REQUEST,
     REASON_NODE_MAINTENANCE,
 )
-from controllers.nodemaintenance.workload import Answer, Workload, controller_ref
+from controllers.common.pods import get_pod_condition, is_pod_terminal
+from controllers.nodemaintenance.workload import Answer, Workload
+from kubeutil.conditions import condition_index
 from kubeutil.selectors import Selector
+from kubeutil.timestamps import format_time, parse_time
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 # `kubectl drain` waits this long before retrying an eviction refused with 429.
@@ -69,22 +73,13 @@ LOCAL_STORAGE_WARNING = "deleting Pods with local storage"
 UNMANAGED_WARNING = "deleting Pods that declare no controller"
 
 
-def pod_key(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
 def is_daemonset_pod(pod: Mapping[str, Any]) -> bool:
-    ref = controller_ref(pod)
+    ref = get_controller_of(pod)
     return ref is not None and ref.get("kind") == "DaemonSet"
 
 
 def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
     return MIRROR_POD_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
-
-
-def is_finished(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def has_local_storage(pod: Mapping[str, Any]) -> bool:
@@ -94,7 +89,7 @@ def has_local_storage(pod: Mapping[str, Any]) -> bool:
 
 def is_targeted(pod: Mapping[str, Any]) -> bool:
     """A pod a drain must see leave the node (before `spec.podSelector` narrows it)."""
-    return not (is_daemonset_pod(pod) or is_mirror_pod(pod) or is_finished(pod))
+    return not (is_daemonset_pod(pod) or is_mirror_pod(pod) or is_pod_terminal(pod))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,34 +108,13 @@ class DrainOptions:
 
     def refusal(self, pod: Mapping[str, Any]) -> tuple[str, str] | None:
         """Why the eviction fallback must not delete `pod` (kubectl's reason and message), if it must not."""
-        if is_finished(pod):
+        if is_pod_terminal(pod):
             return None
         if has_local_storage(pod) and not self.delete_emptydir_data:
             return BLOCK_LOCAL_STORAGE, LOCAL_STORAGE_FATAL
-        if controller_ref(pod) is None and not self.force:
+        if get_controller_of(pod) is None and not self.force:
             return BLOCK_NO_CONTROLLER, UNMANAGED_FATAL
         return None
-
-
-def get_condition(pod: Mapping[str, Any], type_: str) -> tuple[int, Mapping[str, Any]] | None:
-    for i, cond in enumerate((pod.get("status") or {}).get("conditions") or []):
-        if cond.get("type") == type_:
-            return i, cond
-    return None
-
-
-def parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def format_time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def after(start: datetime, seconds: float) -> datetime:
@@ -186,9 +160,9 @@ def plan_pod(
     """
     opts = options or DrainOptions()
     work = workload or Workload(Answer.MAY)
-    request = get_condition(pod, EVACUATION_REQUEST)
-    requested = request is not None and request[1].get("status") == "True"
-    ours = requested and request is not None and request[1].get("reason") == REASON_NODE_MAINTENANCE
+    request = get_pod_condition(pod, EVACUATION_REQUEST)
+    requested = request is not None and request.get("status") == "True"
+    ours = requested and request is not None and request.get("reason") == REASON_NODE_MAINTENANCE
     if not draining:
         return PodPlan(Action.WITHDRAW if ours else Action.NONE)
     if not is_targeted(pod):
@@ -201,13 +175,13 @@ def plan_pod(
     if not requested or request is None:
         due = now if work.evict_promptly else (after(now, wait) if wait is not None else None)
         return PodPlan(Action.REQUEST, due)
-    requested_at = parse_time(request[1].get("lastTransitionTime")) or now
-    initiated = get_condition(pod, EVACUATION_INITIATED)
+    requested_at = parse_time(request.get("lastTransitionTime")) or now
+    initiated = get_pod_condition(pod, EVACUATION_INITIATED)
     if initiated is not None:
-        status = initiated[1].get("status")
+        status = initiated.get("status")
         if status == "True":
             return PodPlan(Action.EVACUATING)
-        answered_at = parse_time(initiated[1].get("lastTransitionTime"))
+        answered_at = parse_time(initiated.get("lastTransitionTime"))
         if status == "False" and answered_at is not None and answered_at >= requested_at:
             return _evict(pod, opts, "the owner answered that it cannot evacuate the pod")
     if work.evict_promptly:
@@ -282,9 +256,9 @@ async def request_evacuation(
         "lastTransitionTime": format_time(now),
     }
     ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv}]
-    existing = get_condition(pod, EVACUATION_REQUEST)
+    existing = condition_index(pod.get("status"), EVACUATION_REQUEST)
     if existing is not None:
-        ops.append({"op": "replace", "path": f"/status/conditions/{existing[0]}", "value": condition})
+        ops.append({"op": "replace", "path": f"/status/conditions/{existing}", "value": condition})
     elif (pod.get("status") or {}).get("conditions"):
         ops.append({"op": "add", "path": "/status/conditions/-", "value": condition})
     else:
@@ -295,10 +269,9 @@ async def request_evacuation(
 
 async def withdraw_evacuation(client: KubeClient, pod: Mapping[str, Any]) -> None:
     """Remove our `EvacuationRequest`, testing that the slot still holds our condition."""
-    found = get_condition(pod, EVACUATION_REQUEST)
-    if found is None:
+    index = condition_index(pod.get("status"), EVACUATION_REQUEST)
+    if index is None:
         return
-    index, _ = found
     namespace, name, _rv = _pod_ref(pod)
     base = f"/status/conditions/{index}"
     ops = [
@@ -411,7 +384,7 @@ def preview(pod: Mapping[str, Any], *, options: DrainOptions, workload: Workload
         return Preview("skip", "mirror (static) pod, managed by the kubelet")
     if is_daemonset_pod(pod):
         return Preview("skip", f"{DAEMONSET_WARNING} (a DaemonSet pod is not evacuated)")
-    if is_finished(pod):
+    if is_pod_terminal(pod):
         return Preview("skip", "already finished")
     if not options.selects(pod):
         return Preview("skip", "not matched by the pod selector")
@@ -469,7 +442,7 @@ def kubectl_filter(
 def _kubectl_daemonset(
     pod: Mapping[str, Any], force: bool, _e: bool, ignore: bool, error: str | None
 ) -> KubectlVerdict:
-    if not is_daemonset_pod(pod) or is_finished(pod):
+    if not is_daemonset_pod(pod) or is_pod_terminal(pod):
         return KubectlVerdict(True, "Okay")
     if error is not None:
         if error.endswith("not found") and force:
@@ -487,7 +460,7 @@ def _kubectl_mirror(pod: Mapping[str, Any], _f: bool, _e: bool, _i: bool, _d: st
 def _kubectl_local_storage(
     pod: Mapping[str, Any], _f: bool, allow: bool, _i: bool, _d: str | None
 ) -> KubectlVerdict:
-    if not has_local_storage(pod) or is_finished(pod):
+    if not has_local_storage(pod) or is_pod_terminal(pod):
         return KubectlVerdict(True, "Okay")
     if not allow:
         return KubectlVerdict(False, "Error", LOCAL_STORAGE_FATAL)
@@ -497,7 +470,7 @@ def _kubectl_local_storage(
 def _kubectl_unreplicated(
     pod: Mapping[str, Any], force: bool, _e: bool, _i: bool, _d: str | None
 ) -> KubectlVerdict:
-    if is_finished(pod) or controller_ref(pod) is not None:
+    if is_pod_terminal(pod) or get_controller_of(pod) is not None:
         return KubectlVerdict(True, "Okay")
     if force:
         return KubectlVerdict(True, "Warning", UNMANAGED_WARNING)

@@ -33,6 +33,7 @@ from controllers.nodemaintenance.status import (
     missing_nodes,
     node_progress,
 )
+from kubeutil.timestamps import parse_time
 
 log = structlog.get_logger()
 
@@ -277,7 +278,7 @@ class MaintenanceSync:
         before = _cond_status(previous, "Drained")
         after = _cond_status(status, "Drained")
         if after == "True" and before != "True":
-            started = drain.parse_time(status.get("drainStartTime"))
+            started = parse_time(status.get("drainStartTime"))
             if started is not None:
                 metrics.DRAIN_DURATION.observe(max((now - started).total_seconds(), 0.0))
             log.info("maintenance drained", maintenance=m.name, nodes=status.get("nodeCount", 0))

@@ -31,9 +31,9 @@ import structlog
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES
 from controllers.base import RequeueAfter
+from controllers.common.pods import is_pod_terminal, pod_key
 from controllers.context import EventRecorder
 from controllers.nodemaintenance import api, cordon, drain, metrics
-from controllers.nodemaintenance.nodeselector import selector_matches
 from controllers.nodemaintenance.state import DrainState, Listers, holds_cordon, utcnow
 from controllers.nodemaintenance.status import (
     BlockingPod,
@@ -43,6 +43,7 @@ from controllers.nodemaintenance.status import (
 )
 from controllers.nodemaintenance.workload import Workload
 from informers import CONTROLLER_UID_INDEX
+from kubeutil.nodeaffinity import selector_matches
 from nodemaintenancelease.gate import LeaseGate
 
 log = structlog.get_logger()
@@ -248,10 +249,10 @@ class NodeSync:
             return "another of its pods"
         evicted = self.state.evicted.get(step.node, set())
         for other in self.listers.pods.by_index(CONTROLLER_UID_INDEX, uid):
-            if drain.pod_key(other) == step.key or drain.is_finished(other):
+            if pod_key(other) == step.key or is_pod_terminal(other):
                 continue
             if (other.get("metadata") or {}).get("deletionTimestamp") or _uid(other) in evicted:
-                return drain.pod_key(other)
+                return pod_key(other)
         return None
 
     async def _act(
@@ -403,7 +404,7 @@ class _Step:
 
     @property
     def key(self) -> str:
-        return drain.pod_key(self.pod)
+        return pod_key(self.pod)
 
     @property
     def maintenance(self) -> str:

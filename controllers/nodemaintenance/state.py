@@ -13,12 +13,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controllers.nodemaintenance import api, cordon, metrics, rollout
-from controllers.nodemaintenance.nodeselector import named_nodes, selector_matches
+from controllers.nodemaintenance.nodeselector import named_nodes
 from controllers.nodemaintenance.status import (
     BlockingPod,
 )
 from controllers.nodemaintenance.workload import Workload, workload_of
 from informers import NODE_NAME_INDEX, Lister
+from kubeutil.nodeaffinity import selector_matches
 
 Obj = Mapping[str, Any]
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from controllers.common.pods import pod_key
 from controllers.nodemaintenance import api
 from controllers.nodemaintenance.drain import (
     BLOCK_AWAITING_OWNER,
@@ -34,12 +35,12 @@ from controllers.nodemaintenance.drain import (
     Action,
     DrainOptions,
     PodPlan,
-    format_time,
     is_targeted,
     plan_pod,
-    pod_key,
 )
 from controllers.nodemaintenance.workload import Answer, Workload
+from kubeutil.conditions import set_status_condition
+from kubeutil.timestamps import format_time
 
 MAX_BLOCKING_PER_NODE = 20
 
@@ -167,39 +168,16 @@ def set_condition(
     now: datetime,
     generation: int,
 ) -> list[dict[str, Any]]:
-    """`meta.SetStatusCondition`: replace by type, keep the transition time unless status flips."""
-    value = "True" if status else "False"
-    out: list[dict[str, Any]] = []
-    found = False
-    for cond in conditions:
-        if cond.get("type") != type_:
-            out.append(dict(cond))
-            continue
-        found = True
-        moved = cond.get("status") != value
-        out.append(
-            {
-                "type": type_,
-                "status": value,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": format_time(now)
-                if moved
-                else cond.get("lastTransitionTime") or format_time(now),
-            }
-        )
-    if not found:
-        out.append(
-            {
-                "type": type_,
-                "status": value,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": format_time(now),
-            }
-        )
+    """`meta.SetStatusCondition` on a copy of `conditions`."""
+    out = [dict(cond) for cond in conditions]
+    new = {
+        "type": type_,
+        "status": "True" if status else "False",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+    }
+    set_status_condition(out, new, now)
     return out
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controllers.common.controller_ref import get_controller_of
 from controllers.common.deploymentstrategy import is_rolling_update, max_surge
 from controllers.common.evacuation import is_evacuation_ready
 
@@ -82,13 +83,6 @@ class Workload:
         return f"{self.owner} {verb}"
 
 
-def controller_ref(obj: Obj) -> Mapping[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return dict(ref)
-    return None
-
-
 def _annotations(obj: Obj | None) -> Mapping[str, Any]:
     return ((obj or {}).get("metadata") or {}).get("annotations") or {}
 
@@ -128,7 +122,7 @@ def _answer(
         return Answer.CANNOT, None
     if kind != "ReplicaSet":
         return Answer.MAY, None
-    dref = controller_ref(owner)
+    dref = get_controller_of(owner)
     deployment = None
     if dref is not None and dref.get("kind") == "Deployment":
         deployment = lookup("Deployment", namespace, str(dref.get("name", "")))
@@ -146,7 +140,7 @@ def workload_of(pod: Obj, lookup: Lookup, *, surge_answers: bool = True) -> Work
 
     `surge_answers`: aiokcm's ReplicaSet and Deployment controllers run beside the drain, so a
     surging Deployment will answer even before it marks its ReplicaSet."""
-    ref = controller_ref(pod)
+    ref = get_controller_of(pod)
     if ref is None:
         return Workload(Answer.NONE, wait=bool(_wants_wait(pod)), timeout=_timeout(pod))
     kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))

@@ -36,7 +36,6 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS, REPLICASETS
 from controllers import features
 from controllers.base import RequeueAfter
-from controllers.common.conditions import get_condition, new_condition, remove_condition, set_condition
 from controllers.common.controller_ref import (
     ORPHAN_INDEX,
     ControllerRefManager,
@@ -56,10 +55,11 @@ from controllers.common.expectations import UIDTrackingControllerExpectations
 from controllers.common.pods import filter_active_pods, is_pod_available, is_pod_ready, pod_key
 from controllers.common.podtemplate import pod_from_template
 from controllers.common.ranking import pods_to_delete
-from controllers.common.timeutil import utcnow
 from controllers.context import EventRecorder, FeatureGates
 from informers import CONTROLLER_UID_INDEX, Lister, split_key
+from kubeutil.conditions import get_condition, new_condition, remove_condition, set_condition
 from kubeutil.selectors import Selector, SelectorError, from_label_selector
+from kubeutil.timestamps import utcnow
 
 log = structlog.get_logger(__name__)
 

@@ -22,13 +22,13 @@ from anyio.abc import TaskGroup
 
 from apiclient.resources import NODES, PODS
 from controllers.base import Controller
-from controllers.common.taints import NO_EXECUTE, node_taints, taints_with_effect
 from controllers.context import ControllerContext
 from controllers.tainteviction.evictionsync import EvictionSync
 from controllers.tainteviction.schedulesync import NODE_ITEM, POD_ITEM, Item, ScheduleSync, describe
 from controllers.tainteviction.state import EvictionSchedule
 from controllers.worker import Worker
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
+from kubeutil.taints import NO_EXECUTE, node_taints, taints_with_effect
 from workqueue import ShardedQueue, TimedWorkerQueue
 
 Obj = dict[str, Any]

@@ -19,12 +19,12 @@ import anyio
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS
-from controllers.common.conditions import new_condition, pod_condition_patch
 from controllers.common.pods import get_pod_condition
 from controllers.context import EventRecorder
 from controllers.tainteviction import metrics
 from controllers.tainteviction.state import EVENT_REASON, EvictionSchedule
 from informers import Lister
+from kubeutil.conditions import new_condition, pod_condition_patch
 
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"

@@ -19,7 +19,9 @@ from typing import Any
 
 import anyio
 
-from controllers.common.taints import (
+from controllers.tainteviction.state import EvictionSchedule
+from informers import NODE_NAME_INDEX, Lister
+from kubeutil.taints import (
     NO_EXECUTE,
     Taint,
     get_matching_tolerations,
@@ -27,8 +29,6 @@ from controllers.common.taints import (
     node_taints,
     taints_with_effect,
 )
-from controllers.tainteviction.state import EvictionSchedule
-from informers import NODE_NAME_INDEX, Lister
 
 NODE_ITEM = 0
 POD_ITEM = 1

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from kubeutil.timestamps import format_time
 from localcluster import errors
 from localcluster.auth import policy
 from localcluster.auth.rbac import SA_PREFIX, Attributes, RBACAuthorizer, User
@@ -298,7 +299,7 @@ class AuthLayer:
                 "boundObjectRef": spec.get("boundObjectRef"),
             }
         )
-        stamp = dt.datetime.fromtimestamp(expires, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = format_time(dt.datetime.fromtimestamp(expires, dt.UTC))
         out = {
             "kind": "TokenRequest",
             "apiVersion": "authentication.k8s.io/v1",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from kubeutil.timestamps import parse_time
 from localcluster import errors
 from localcluster.builtin import decoding, schemas
 from localcluster.builtin.descriptions import DESCRIPTIONS
@@ -36,11 +37,8 @@ class BuiltinStrategy(Strategy):
 
 def age(timestamp: str | None, now: dt.datetime | None = None) -> str:
     """kubectl's `HumanDuration` of the time since `timestamp`."""
-    if not timestamp:
-        return "<unknown>"
-    try:
-        then = dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
+    then = parse_time(timestamp)
+    if then is None:
         return "<unknown>"
     seconds = int(((now or dt.datetime.now(dt.UTC)) - then).total_seconds())
     if seconds < 0:

@@ -13,6 +13,7 @@ from typing import Any
 
 from croniter import croniter
 
+from kubeutil.timestamps import parse_time
 from localcluster.builtin.base import BuiltinStrategy, columns, get_path
 from localcluster.builtin.pods import default_pod_spec, default_template_metadata, validate_pod_spec
 from localcluster.builtin.validation import immutable, non_negative, validate_label_selector
@@ -91,15 +92,6 @@ def job_completions(obj: Obj) -> str:
     return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
 
 
-def _parse_time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _duration(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     if seconds < 120:
@@ -169,7 +161,7 @@ class JobStrategy(BuiltinStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         status = obj.get("status") or {}
-        start, end = _parse_time(status.get("startTime")), _parse_time(status.get("completionTime"))
+        start, end = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
         duration = ""
         if start is not None:
             duration = _duration(((end or dt.datetime.now(dt.UTC)) - start).total_seconds())
@@ -256,7 +248,7 @@ class CronJobStrategy(BuiltinStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        last = _parse_time(status.get("lastScheduleTime"))
+        last = parse_time(status.get("lastScheduleTime"))
         last_text = "<none>" if last is None else _duration((dt.datetime.now(dt.UTC) - last).total_seconds())
         template = get_path(spec, "jobTemplate", "spec", "template")
         names, images = _containers_images(template)

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from kubeutil.timestamps import format_time, utcnow
 from localcluster import errors
 from localcluster.fieldmanager import fieldpath, typed
 from localcluster.fieldmanager.fieldpath import Trie
@@ -73,7 +74,7 @@ Managed = dict[tuple[str, str, str, str], Entry]
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(utcnow())
 
 
 def decode(entries: Any, *, stored: bool = False) -> Managed | None:

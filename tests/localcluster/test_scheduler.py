@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from apiclient import resources as R
+from localcluster.scheduler import NodeInfo, filter_reason
 from tests.localcluster.living import (
     condition,
     eventually,
@@ -214,3 +216,42 @@ async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed() -> Non
         )
         pod = await eventually(lambda: kube.get(R.PODS, "gated", namespace="default"), is_ready)
         assert pod["spec"]["nodeName"] == "node-1"
+
+
+def _node(**spec_and_labels: Any) -> NodeInfo:
+    labels = spec_and_labels.pop("labels", {})
+    return NodeInfo.from_node(
+        {
+            "metadata": {"name": "n", "labels": labels},
+            "spec": spec_and_labels,
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+    )
+
+
+def test_filters_judge_tolerations_and_affinity_as_the_controllers_do() -> None:
+    """Where the scheduler's own matchers disagreed with Kubernetes, it now follows Kubernetes."""
+    tainted = _node(taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}])
+    # An unknown toleration operator tolerates nothing (it used to act as Equal).
+    bogus = {"tolerations": [{"key": "dedicated", "operator": "Bogus", "value": "db"}]}
+    assert filter_reason(bogus, tainted) == "node(s) had untolerated taint {dedicated: db}"
+    # An empty key with Equal matches any key with that value (it used to match none).
+    assert filter_reason({"tolerations": [{"operator": "Equal", "value": "db"}]}, tainted) is None
+    labelled = _node(labels={"zone": "a"})
+    affinity: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}
+    exists_with_values = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Exists", "values": ["a"]}]}]
+    }
+    mismatch = "node(s) didn't match Pod's node affinity/selector"
+    # `Exists` with values is an invalid requirement: its term matches nothing (it used to match).
+    spec = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": exists_with_values}}
+    }
+    assert filter_reason(spec, labelled) == mismatch
+    # A required affinity without terms fits no node (an empty one used to fit every node).
+    empty: dict[str, Any] = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}
+    }
+    assert filter_reason(empty, labelled) == mismatch
+    assert filter_reason({"affinity": {"nodeAffinity": affinity}}, labelled) == mismatch
+    assert filter_reason({"nodeSelector": {"zone": "a"}}, labelled) is None

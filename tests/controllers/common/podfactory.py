@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from controllers.common.timeutil import format_time
+from kubeutil.timestamps import format_time
 
 
 def make_pod(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controllers.common.conditions import get_condition, new_condition, remove_condition, set_condition
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.evacuation import (
     count_annotation_patch,
@@ -16,6 +15,7 @@ from controllers.common.evacuation import (
 )
 from controllers.common.pods import is_pod_active, is_pod_available, seconds_until_available
 from controllers.common.podtemplate import NoLabelsError, pod_from_template
+from kubeutil.conditions import get_condition, new_condition, remove_condition, set_condition
 from tests.controllers.common.podfactory import make_pod
 
 NOW = datetime(2024, 6, 1, 12, 0, 0, tzinfo=UTC)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
+from controllers.common.pods import deletion_cost
 from controllers.common.ranking import (
     pods_to_delete,
     ranks_by_related_pods_on_same_node,
@@ -49,6 +52,15 @@ def test_lower_deletion_cost_first_and_invalid_cost_is_zero() -> None:
         make_pod("bad", node="n", phase="Running", cost="1_0"),
     ]
     assert order(*pods) == ["low", "bad", "high"]
+
+
+@pytest.mark.parametrize(
+    ("cost", "expected"),
+    [("10", 10), ("-5", -5), ("0", 0), ("+10", 0), ("008", 0), ("2147483648", 0), ("1_0", 0)],
+)
+def test_deletion_cost_as_get_deletion_cost_from_pod_annotations(cost: str, expected: int) -> None:
+    """A leading `+` or zero is refused before `ParseInt`, so those pods cost 0."""
+    assert deletion_cost(make_pod("p", cost=cost)) == expected
 
 
 def test_doubled_up_pods_first() -> None:

@@ -18,7 +18,7 @@ import anyio
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES, PODS
 from controllers.common.pods import is_pod_ready, is_terminating
-from controllers.common.timeutil import format_time, utcnow
+from kubeutil.timestamps import format_time, utcnow
 
 
 class FakeKubelet:

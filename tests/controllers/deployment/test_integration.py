@@ -17,13 +17,13 @@ import pytest
 from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODES, PODS, REPLICASETS
 from controllers import features
-from controllers.common.conditions import get_condition
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import is_pod_ready, is_terminating
 from controllers.context import ControllerContext, StaticGates
 from controllers.deployment import DeploymentController
 from controllers.deployment.util import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION, compute_hash
 from controllers.replicaset import ReplicaSetController
+from kubeutil.conditions import get_condition
 from tests.controllers.deployment.fakekubelet import AvailabilitySampler, FakeKubelet
 from tests.controllers.harness import (
     Harness,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from controllers.common.conditions import get_condition
-from controllers.common.timeutil import format_time
 from controllers.deployment import progress
+from kubeutil.conditions import get_condition
+from kubeutil.timestamps import format_time
 from tests.controllers.deployment.builders import deployment, replica_set
 
 NOW = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from controllers.common.timeutil import format_time
 from controllers.disruption.budget import (
     Budget,
     BudgetError,
@@ -27,6 +26,7 @@ from controllers.disruption.budget import (
 from controllers.disruption.finders import ControllerFinder, parse_group_version
 from controllers.disruption.stalepodsync import stale_disruption_wait
 from kubeutil.selectors import SelectorError, from_label_selector
+from kubeutil.timestamps import format_time
 from tests.controllers.disruption.fixtures import (
     NS,
     new_deployment,

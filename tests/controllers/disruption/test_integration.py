@@ -26,10 +26,10 @@ from apiclient.resources import (
     Resource,
 )
 from controllers import features
-from controllers.common.timeutil import format_time, utcnow
 from controllers.context import ControllerContext
 from controllers.disruption import DisruptionController
 from informers import SharedInformerFactory
+from kubeutil.timestamps import format_time, utcnow
 from tests.controllers.harness import HeldWatches, RecordingEvents, build, eventually, running_controllers
 
 pytestmark = pytest.mark.backends("local", "real")

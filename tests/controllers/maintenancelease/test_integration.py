@@ -22,6 +22,7 @@ from controllers.maintenancelease.metrics import ABANDONED, COLLECTOR, HELD
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import PHASE_ANNOTATION
 from controllers.nodemaintenance.nodeselector import names_selector
+from kubeutil.timestamps import format_micro_time, utcnow
 from nodemaintenancelease import lease
 from tests.controllers.harness import eventually, running_controllers
 
@@ -58,7 +59,7 @@ async def hand_made_lease(kube: KubeClient, node: str) -> dict[str, Any]:
     spec = {
         "holderIdentity": "hand-made",
         "leaseDurationSeconds": 600,
-        "renewTime": lease.format_microtime(lease.utcnow()),
+        "renewTime": format_micro_time(utcnow()),
     }
     return await kube.create(LEASES, {"metadata": {"name": node}, "spec": spec}, namespace=lease.NAMESPACE)
 
@@ -149,7 +150,7 @@ async def test_two_competing_holders_exactly_one_wins(kube: KubeClient) -> None:
 
 async def test_expiry_allows_three_seconds_of_skew(kube: KubeClient) -> None:
     node = (await node_names(kube))[0]
-    start = lease.utcnow()
+    start = utcnow()
     first = await lease.acquire(kube, node, holder="first", duration_seconds=1, clock=lambda: start)
     assert first.renew_time is not None
     almost = first.renew_time + timedelta(seconds=1 + 2.99)
@@ -173,7 +174,7 @@ async def test_kubeadm_holder_always_holds_and_clients_cannot_take_the_prefix(ku
         {"spec": {"holderIdentity": "kubeadm-alice", "leaseDurationSeconds": None, "renewTime": None}},
         namespace=lease.NAMESPACE,
     )
-    far = lease.utcnow() + timedelta(days=30)
+    far = utcnow() + timedelta(days=30)
     with pytest.raises(lease.LeaseHeldError, match="kubeadm-alice"):
         await lease.acquire(kube, node, holder="agent", clock=lambda: far)
     with pytest.raises(lease.ReservedHolderError):
@@ -213,7 +214,7 @@ async def test_cli_acquire_status_renew_release(kube: KubeClient) -> None:
         other,
         holder="gone-agent",
         duration_seconds=1,
-        clock=lambda: lease.utcnow() - timedelta(hours=1),
+        clock=lambda: utcnow() - timedelta(hours=1),
     )
 
     code, out, _ = await cli("status")
@@ -300,7 +301,7 @@ async def test_metrics_count_leases_from_the_controller_cache(kube: KubeClient) 
             names[1],
             holder="ops/bob",
             duration_seconds=1,
-            clock=lambda: lease.utcnow() - timedelta(hours=1),
+            clock=lambda: utcnow() - timedelta(hours=1),
         )
 
         def samples() -> dict[tuple[str, str], float]:

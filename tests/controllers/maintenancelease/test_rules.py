@@ -10,6 +10,7 @@ import pytest
 from controller_manager.lease_cli import build_parser, status_row
 from controller_manager.options import UsageError
 from controllers.maintenancelease.metrics import count_leases
+from kubeutil.timestamps import format_micro_time
 from nodemaintenancelease import lease
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
@@ -28,9 +29,9 @@ def obj(
     if duration is not None:
         spec["leaseDurationSeconds"] = duration
     if renew is not None:
-        spec["renewTime"] = lease.format_microtime(renew)
+        spec["renewTime"] = format_micro_time(renew)
     if acquired is not None:
-        spec["acquireTime"] = lease.format_microtime(acquired)
+        spec["acquireTime"] = format_micro_time(acquired)
     return {"metadata": {"name": "node-1", "resourceVersion": "7"}, "spec": spec}
 
 

@@ -11,13 +11,13 @@ from controllers.nodemaintenance.drain import (
     DrainOptions,
     combine,
     combine_timeouts,
-    format_time,
     kubectl_filter,
     plan_pod,
     preview,
 )
 from controllers.nodemaintenance.workload import Answer, Workload
 from kubeutil.selectors import parse
+from kubeutil.timestamps import format_time
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

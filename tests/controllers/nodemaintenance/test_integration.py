@@ -23,8 +23,8 @@ from controllers.nodemaintenance.api import (
     ORIGINAL_UNSCHEDULABLE_ANNOTATION,
     PHASE_ANNOTATION,
 )
-from controllers.nodemaintenance.drain import format_time
 from controllers.nodemaintenance.state import utcnow
+from kubeutil.timestamps import format_time
 from tests.controllers.harness import eventually, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from controllers.nodemaintenance.nodeselector import named_nodes, names_selector, selector_matches
+from controllers.nodemaintenance.nodeselector import named_nodes, names_selector
+from kubeutil.nodeaffinity import selector_matches
 
 
 def node(name: str, **labels: str) -> dict[str, Any]:

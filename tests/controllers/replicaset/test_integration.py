@@ -16,9 +16,9 @@ from apiclient.resources import PODS, REPLICASETS
 from controllers import features
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import get_pod_condition
-from controllers.common.timeutil import format_time, utcnow
 from controllers.context import ControllerContext
 from controllers.replicaset import ReplicaSetController
+from kubeutil.timestamps import format_time, utcnow
 from tests.controllers.harness import HeldWatches, build, eventually, make_factory, running_controllers
 
 NS = "default"

@@ -16,7 +16,7 @@ from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
 
-from controllers.common.timeutil import format_time, utcnow
+from kubeutil.timestamps import format_time, utcnow
 
 Condition = dict[str, Any]
 
@@ -51,6 +51,14 @@ def get_condition(status: Mapping[str, Any] | None, condition_type: str) -> Mapp
     return None
 
 
+def condition_index(status: Mapping[str, Any] | None, condition_type: str) -> int | None:
+    """Where the condition of `condition_type` sits in `status["conditions"]`, for a JSON patch path."""
+    for i, cond in enumerate((status or {}).get("conditions") or ()):
+        if cond.get("type") == condition_type:
+            return i
+    return None
+
+
 def set_condition(status: MutableMapping[str, Any], condition: Condition) -> bool:
     """Put `condition` into `status` (a copy you own); return whether anything changed.
 
@@ -64,6 +72,29 @@ def set_condition(status: MutableMapping[str, Any], condition: Condition) -> boo
         condition = {**condition, "lastTransitionTime": current.get("lastTransitionTime")}
     others = [c for c in status.get("conditions") or () if c.get("type") != condition["type"]]
     status["conditions"] = [*others, condition]
+    return True
+
+
+def set_status_condition(conditions: list[dict[str, Any]], new: Mapping[str, Any], now: datetime) -> bool:
+    """`apimeta.SetStatusCondition` on a list you own (`metav1.Condition`s): True when anything changed.
+
+    Unlike `set_condition` (ReplicaSet and Deployment conditions), the transition time moves only
+    when the status flips, and reason, message and observedGeneration are always brought up to date.
+    """
+    for existing in conditions:
+        if existing.get("type") != new["type"]:
+            continue
+        changed = False
+        if existing.get("status") != new["status"]:
+            existing["status"] = new["status"]
+            existing["lastTransitionTime"] = format_time(now)
+            changed = True
+        for key in ("reason", "message", "observedGeneration"):
+            if existing.get(key) != new.get(key):
+                existing[key] = new.get(key)
+                changed = True
+        return changed
+    conditions.append({**new, "lastTransitionTime": format_time(now)})
     return True
 
 

@@ -1,17 +1,20 @@
 """Taints and tolerations on plain-dict objects, as `pkg/util/taints` and component-helpers say.
 
-Two controllers meet here: the node-lifecycle controller writes the node-condition taints
-(`node.kubernetes.io/not-ready`, `unreachable`, the pressure taints) and the taint-eviction
-controller reads NoExecute taints and matches them against pod tolerations. Matching follows
-`k8s.io/component-helpers/scheduling/corev1` (`Toleration.ToleratesTaint`) and
-`GetMatchingTolerations` exactly, so a pod that the scheduler would place on a tainted node is
-judged the same way when the taint turns into an eviction.
+Three parties meet here: the node-lifecycle controller writes the node-condition taints
+(`node.kubernetes.io/not-ready`, `unreachable`, the pressure taints), the taint-eviction
+controller reads NoExecute taints and matches them against pod tolerations, and the local
+cluster's scheduler filters nodes by them. Matching follows `v1.Toleration.ToleratesTaint`,
+`TolerationsTolerateTaint`, `FindMatchingUntoleratedTaint` and `GetMatchingTolerations` exactly,
+so a pod that the scheduler places on a tainted node is judged the same way when the taint turns
+into an eviction.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from kubeutil.strconv import parse_int
 
 Taint = Mapping[str, Any]
 Toleration = Mapping[str, Any]
@@ -55,7 +58,9 @@ def taint_exists(taints: Iterable[Taint], taint: Taint) -> bool:
 def tolerates_taint(toleration: Toleration, taint: Taint) -> bool:
     """`Toleration.ToleratesTaint`: effect and key must match when set; Exists ignores the value.
 
-    An empty key with `Exists` tolerates everything; an unknown operator tolerates nothing.
+    An empty key with `Exists` tolerates everything; `Gt`/`Lt` compare the taint's value with the
+    toleration's as int64s (either not an integer: not tolerated); an unknown operator tolerates
+    nothing.
     """
     effect = toleration.get("effect") or ""
     if effect and effect != taint.get("effect"):
@@ -66,7 +71,33 @@ def tolerates_taint(toleration: Toleration, taint: Taint) -> bool:
     operator = toleration.get("operator") or "Equal"
     if operator == "Equal":
         return (toleration.get("value") or "") == (taint.get("value") or "")
+    if operator in ("Gt", "Lt"):
+        threshold = parse_int(str(toleration.get("value") or ""))
+        have = parse_int(str(taint.get("value") or ""))
+        if threshold is None or have is None:
+            return False
+        return have > threshold if operator == "Gt" else have < threshold
     return operator == "Exists"
+
+
+def tolerations_tolerate_taint(tolerations: Iterable[Toleration], taint: Taint) -> bool:
+    """`v1helper.TolerationsTolerateTaint`: any one toleration is enough."""
+    return any(tolerates_taint(toleration, taint) for toleration in tolerations)
+
+
+def find_matching_untolerated_taint(
+    taints: Iterable[Taint], tolerations: Sequence[Toleration], effects: Iterable[str]
+) -> Taint | None:
+    """`v1helper.FindMatchingUntoleratedTaint` over the taints of `effects`: the first not tolerated.
+
+    The scheduler's TaintToleration filter asks this with NoSchedule and NoExecute, and names the
+    taint it returns in its message.
+    """
+    wanted = frozenset(effects)
+    for taint in taints:
+        if taint.get("effect") in wanted and not tolerations_tolerate_taint(tolerations, taint):
+            return taint
+    return None
 
 
 def get_matching_tolerations(
