@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from controllers.common.pods import node_name as pod_node
 from controllers.tainteviction.state import EvictionSchedule
 from informers import NODE_NAME_INDEX, Lister
 from kubeutil.taints import (
@@ -27,6 +28,7 @@ from kubeutil.taints import (
     get_matching_tolerations,
     min_toleration_seconds,
     node_taints,
+    pod_tolerations,
     taints_with_effect,
 )
 
@@ -38,14 +40,6 @@ Item = tuple[int, str, str, str]
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
-
-
-def _pod_node(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("spec") or {}).get("nodeName") or "")
-
-
-def _tolerations(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list((pod.get("spec") or {}).get("tolerations") or ())
 
 
 def describe(item: Item) -> str:
@@ -100,7 +94,7 @@ class ScheduleSync:
         if pod is None:
             self.schedule.cancel_key(key, None)
             return
-        current_node = _pod_node(pod)
+        current_node = pod_node(pod)
         if current_node != node_name:
             if not current_node:
                 self.schedule.cancel_key(key, pod)
@@ -115,7 +109,7 @@ class ScheduleSync:
         """Schedule, keep or cancel one pod's deletion; see the module docstring."""
         meta = _meta(pod)
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        all_tolerated, used = get_matching_tolerations(taints, _tolerations(pod))
+        all_tolerated, used = get_matching_tolerations(taints, pod_tolerations(pod))
         if not all_tolerated:
             due = self.schedule.due_at.get(key)
             if due is not None and due <= now and self.schedule.due_uid.get(key) == str(meta.get("uid", "")):
