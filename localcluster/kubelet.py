@@ -121,6 +121,12 @@ def node_conditions(
     return out
 
 
+def node_labels(name: str) -> dict[str, str]:
+    """The well-known labels a kubelet puts on its Node, which node selectors and the
+    scheduler's topology spreading rely on."""
+    return {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+
+
 # heap actions
 _LEASE, _STATUS, _START, _FINISH, _EXIT = "lease", "status", "start", "finish", "exit"
 #: How a simulated pod asks its containers to exit with a given code, or after a given time.
@@ -379,9 +385,7 @@ class Kubelets(Mapping[str, Kubelet]):
             "metadata": {
                 "name": name,
                 "labels": {
-                    "kubernetes.io/hostname": name,
-                    "kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64",
+                    **node_labels(name),
                     "beta.kubernetes.io/os": "linux",
                     "beta.kubernetes.io/arch": "amd64",
                     **labels,
