@@ -37,7 +37,13 @@ from controllers.disruption.budgetsync import BudgetSync
 from controllers.disruption.finders import ControllerFinder, ScaleReader
 from controllers.disruption.selectors import BudgetSelectors
 from controllers.disruption.stalepodsync import StalePodDisruptionSync, stale_disruption_wait
-from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler, meta_key
+from informers import (
+    CONTROLLER_UID_INDEX,
+    DeletedFinalStateUnknown,
+    ResourceEventHandler,
+    deleted_object,
+    meta_key,
+)
 from kubeutil.timestamps import utcnow
 from workqueue import RateLimitingQueue
 
@@ -46,11 +52,6 @@ Obj = dict[str, Any]
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
-
-
-def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Mapping[str, Any] | None:
-    inner = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-    return inner if isinstance(inner, Mapping) else None
 
 
 class DisruptionController(Controller):
@@ -109,7 +110,7 @@ class DisruptionController(Controller):
         self.enqueue(meta_key(cur))
 
     def delete_pdb(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        pdb = _unwrap(obj)
+        pdb = deleted_object(obj)
         if pdb is None:
             return
         self.selectors.forget(pdb)
@@ -148,7 +149,7 @@ class DisruptionController(Controller):
         self._check_stale(cur)
 
     def delete_pod(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        pod = _unwrap(obj)
+        pod = deleted_object(obj)
         if pod is not None:
             self._enqueue_pdbs_for(pod)
 

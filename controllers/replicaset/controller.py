@@ -26,7 +26,7 @@ from controllers.common.expectations import UIDTrackingControllerExpectations
 from controllers.common.pods import is_pod_ready, pod_key
 from controllers.context import ControllerContext
 from controllers.replicaset.sync import BURST_REPLICAS, RS_KIND, ReplicaSetSync
-from informers import DeletedFinalStateUnknown, ResourceEventHandler, meta_key
+from informers import DeletedFinalStateUnknown, ResourceEventHandler, deleted_object, meta_key
 from kubeutil.selectors import SelectorError, from_label_selector
 
 Obj = dict[str, Any]
@@ -82,8 +82,8 @@ class ReplicaSetController(Controller):
         self.enqueue(meta_key(cur))
 
     def delete_rs(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        rs = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(rs, Mapping):
+        rs = deleted_object(obj)
+        if rs is None:
             return
         key = meta_key(rs)
         self.expectations.delete_expectations(key)
@@ -163,8 +163,8 @@ class ReplicaSetController(Controller):
                 self.enqueue(meta_key(rs))
 
     def delete_pod(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(pod, Mapping):
+        pod = deleted_object(obj)
+        if pod is None:
             return
         ref = get_controller_of(pod)
         if ref is None:

@@ -28,7 +28,7 @@ from controllers.tainteviction.evictionsync import EvictionSync
 from controllers.tainteviction.schedulesync import NODE_ITEM, POD_ITEM, Item, ScheduleSync, describe
 from controllers.tainteviction.state import EvictionSchedule
 from controllers.worker import Worker
-from informers import DeletedFinalStateUnknown, ResourceEventHandler
+from informers import ResourceEventHandler, deleted_object
 from kubeutil.taints import NO_EXECUTE, node_taints, pod_tolerations, taints_with_effect
 from workqueue import ShardedQueue, TimedWorkerQueue
 
@@ -37,12 +37,6 @@ Obj = dict[str, Any]
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
-
-
-def _unwrap(obj: Any) -> Obj | None:
-    if isinstance(obj, DeletedFinalStateUnknown):
-        obj = obj.obj
-    return obj if isinstance(obj, dict) else None
 
 
 class TaintEvictionController(Controller):
@@ -97,7 +91,7 @@ class TaintEvictionController(Controller):
         self.updates.add((NODE_ITEM, str(_meta(new).get("name")), "", ""))
 
     def _node_deleted(self, obj: Any) -> None:
-        node = _unwrap(obj)
+        node = deleted_object(obj)
         if node is not None:
             self.updates.add((NODE_ITEM, str(_meta(node).get("name")), "", ""))
 
@@ -120,7 +114,7 @@ class TaintEvictionController(Controller):
             self._enqueue_pod(new, new_node)
 
     def _pod_deleted(self, obj: Any) -> None:
-        pod = _unwrap(obj)
+        pod = deleted_object(obj)
         if pod is not None:
             self._enqueue_pod(pod, pod_node(pod))
 
