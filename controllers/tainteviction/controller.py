@@ -29,14 +29,11 @@ from controllers.tainteviction.schedulesync import NODE_ITEM, POD_ITEM, Item, Sc
 from controllers.tainteviction.state import EvictionSchedule
 from controllers.worker import Worker
 from informers import ResourceEventHandler, deleted_object
+from kubeutil.meta import object_meta
 from kubeutil.taints import NO_EXECUTE, node_taints, pod_tolerations, taints_with_effect
 from workqueue import ShardedQueue, TimedWorkerQueue
 
 Obj = dict[str, Any]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 class TaintEvictionController(Controller):
@@ -81,22 +78,22 @@ class TaintEvictionController(Controller):
 
     def _node_added(self, node: Obj) -> None:
         if taints_with_effect(node_taints(node), NO_EXECUTE):
-            self.updates.add((NODE_ITEM, str(_meta(node).get("name")), "", ""))
+            self.updates.add((NODE_ITEM, str(object_meta(node).get("name")), "", ""))
 
     def _node_updated(self, old: Obj, new: Obj) -> None:
         if taints_with_effect(node_taints(old), NO_EXECUTE) == taints_with_effect(
             node_taints(new), NO_EXECUTE
         ):
             return
-        self.updates.add((NODE_ITEM, str(_meta(new).get("name")), "", ""))
+        self.updates.add((NODE_ITEM, str(object_meta(new).get("name")), "", ""))
 
     def _node_deleted(self, obj: Any) -> None:
         node = deleted_object(obj)
         if node is not None:
-            self.updates.add((NODE_ITEM, str(_meta(node).get("name")), "", ""))
+            self.updates.add((NODE_ITEM, str(object_meta(node).get("name")), "", ""))
 
     def _enqueue_pod(self, pod: Mapping[str, Any], node: str) -> None:
-        meta = _meta(pod)
+        meta = object_meta(pod)
         self.updates.add((POD_ITEM, node, str(meta.get("namespace", "")), str(meta.get("name", ""))))
 
     def _pod_added(self, pod: Obj) -> None:

@@ -22,6 +22,7 @@ import anyio
 from controllers.common.pods import node_name as pod_node
 from controllers.tainteviction.state import EvictionSchedule
 from informers import NODE_NAME_INDEX, Lister
+from kubeutil.meta import object_meta
 from kubeutil.taints import (
     NO_EXECUTE,
     Taint,
@@ -36,10 +37,6 @@ NODE_ITEM = 0
 POD_ITEM = 1
 # (kind, node name, namespace, pod name); node items carry "" for the last two.
 Item = tuple[int, str, str, str]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 def describe(item: Item) -> str:
@@ -107,7 +104,7 @@ class ScheduleSync:
 
     def process_pod_on_node(self, pod: Mapping[str, Any], taints: Sequence[Taint], now: float) -> None:
         """Schedule, keep or cancel one pod's deletion; see the module docstring."""
-        meta = _meta(pod)
+        meta = object_meta(pod)
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
         all_tolerated, used = get_matching_tolerations(taints, pod_tolerations(pod))
         if not all_tolerated:
