@@ -164,30 +164,38 @@ class LeaderElector:
             "metadata": {"name": self.name, "namespace": self.namespace},
             "spec": {**record, "leaseTransitions": 0},
         }
-        try:
-            created = await self.client.create(LEASES, body, namespace=self.namespace)
-        except ApiError as exc:
-            if not exc.already_exists:
-                self.log.warning("error creating lease", error=str(exc))
-            return False
-        except (aiohttp.ClientError, OSError) as exc:
-            self.log.warning("error creating lease", error=str(exc))
-            return False
-        self._observe_written(created)
-        return True
+        return await self._write(
+            lambda: self.client.create(LEASES, body, namespace=self.namespace),
+            "error creating lease",
+            lambda exc: exc.already_exists,
+        )
 
     async def _update(self, lease: dict[str, Any], spec: dict[str, Any]) -> bool:
         body = {**lease, "spec": spec}
+        return await self._write(
+            lambda: self.client.replace(LEASES, body, namespace=self.namespace, name=self.name),
+            "error updating lease",
+            lambda exc: exc.conflict,
+        )
+
+    async def _write(
+        self,
+        write: Callable[[], Awaitable[dict[str, Any]]],
+        failure: str,
+        lost_race: Callable[[ApiError], bool],
+    ) -> bool:
+        """Another candidate writing the lease first is how an election is lost, not an error
+        worth a warning; either way this candidate does not hold the lease."""
         try:
-            updated = await self.client.replace(LEASES, body, namespace=self.namespace, name=self.name)
+            written = await write()
         except ApiError as exc:
-            if not exc.conflict:
-                self.log.warning("error updating lease", error=str(exc))
+            if not lost_race(exc):
+                self.log.warning(failure, error=str(exc))
             return False
         except (aiohttp.ClientError, OSError) as exc:
-            self.log.warning("error updating lease", error=str(exc))
+            self.log.warning(failure, error=str(exc))
             return False
-        self._observe_written(updated)
+        self._observe_written(written)
         return True
 
     def _observe(self, spec: dict[str, Any]) -> bool:

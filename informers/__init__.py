@@ -19,7 +19,7 @@ from informers.indexers import (
     namespace_index,
     node_name_index,
 )
-from informers.keys import DeletedFinalStateUnknown, meta_key, split_key
+from informers.keys import DeletedFinalStateUnknown, deleted_object, meta_key, split_key
 from informers.lister import Lister
 from informers.reflector import Reflector, ReflectorOptions
 from informers.shared_informer import HandlerRegistration, ResourceEventHandler, SharedInformer
@@ -56,6 +56,7 @@ __all__ = [
     "Transform",
     "controller_uid_index",
     "default_transform",
+    "deleted_object",
     "field_index",
     "label_index",
     "meta_key",

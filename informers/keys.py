@@ -25,6 +25,14 @@ class DeletedFinalStateUnknown:
     obj: dict[str, Any]
 
 
+def deleted_object(obj: object) -> Mapping[str, Any] | None:
+    """What an `on_delete` handler was told is gone: the object, or a tombstone's last known
+    state (client-go's handlers type-assert the same two cases); None for anything else."""
+    if isinstance(obj, DeletedFinalStateUnknown):
+        obj = obj.obj
+    return obj if isinstance(obj, Mapping) else None
+
+
 def meta_key(obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> str:
     """`namespace/name` for namespaced objects, `name` for cluster-scoped ones."""
     if isinstance(obj, DeletedFinalStateUnknown):

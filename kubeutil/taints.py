@@ -37,6 +37,11 @@ def node_taints(node: Mapping[str, Any]) -> list[Taint]:
     return list((node.get("spec") or {}).get("taints") or ())
 
 
+def pod_tolerations(pod: Mapping[str, Any]) -> list[Toleration]:
+    """`spec.tolerations` of a pod (an empty list when unset)."""
+    return list((pod.get("spec") or {}).get("tolerations") or ())
+
+
 def taints_with_effect(taints: Iterable[Taint], effect: str) -> list[Taint]:
     """The taints of one effect (the taint manager keeps only NoExecute ones)."""
     return [t for t in taints if t.get("effect") == effect]

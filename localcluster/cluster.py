@@ -47,7 +47,7 @@ from localcluster.eviction import install as install_eviction
 from localcluster.faults import Faults
 from localcluster.gc import GarbageCollector
 from localcluster.job import JobController
-from localcluster.kubelet import KubeletConfig, Kubelets, lift_not_ready_taint
+from localcluster.kubelet import KubeletConfig, Kubelets, lift_not_ready_taint, node_conditions, node_labels
 from localcluster.namespacedefaults import KubernetesService, NamespaceDefaults
 from localcluster.namespaces import NamespaceController
 from localcluster.objects import SYSTEM_NAMESPACES, ObjectAPI
@@ -73,40 +73,16 @@ class BackgroundActor(Protocol):
 
 
 def node_object(name: str, *, pods: int = 110) -> dict[str, Any]:
-    now = format_time(utcnow())
+    """A Ready node no kubelet keeps alive: its conditions are the kubelet's, so a controller
+    reading it cannot tell it from a registered one until its heartbeats go stale."""
     capacity = {"cpu": "8", "memory": "32Gi", "pods": str(pods), "ephemeral-storage": "100Gi"}
-    conditions = [
-        {
-            "type": t,
-            "status": "False",
-            "reason": f"Kubelet Has No{t}",
-            "message": "",
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }
-        for t in ("MemoryPressure", "DiskPressure", "PIDPressure")
-    ]
-    conditions.append(
-        {
-            "type": "Ready",
-            "status": "True",
-            "reason": "KubeletReady",
-            "message": "kubelet is posting ready status",
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }
+    conditions = node_conditions(
+        ready=True, not_ready_message="", pressure={}, old=[], now=format_time(utcnow())
     )
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-            },
-        },
+        "metadata": {"name": name, "labels": node_labels(name)},
         "spec": {},
         "status": {
             "capacity": capacity,

@@ -26,7 +26,7 @@ from kubeutil.timestamps import format_time, parse_time
 from localcluster import errors
 from localcluster.builtin.base import get_int, get_path
 from localcluster.job import finished_condition
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop, add_unless_deleted, sync_stored, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
 from localcluster.registry import Obj, ResourceType
@@ -64,6 +64,7 @@ class CronJobController:
         self._job_rt: ResourceType = job_rt
         self.events = EventRecorder(objects, "cronjob-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
+        self._on_cronjob = add_unless_deleted(self.loop)
         self.offset = dt.timedelta()
 
     def now(self) -> dt.datetime:
@@ -81,25 +82,13 @@ class CronJobController:
             tg.start_soon(watch_storage, self.objects.storage, self._job_rt.storage_key, self._on_job)
             tg.start_soon(self.loop.run)
 
-    def _on_cronjob(self, ev: StoredEvent) -> None:
-        if ev.type != "DELETED":
-            self.loop.add((ev.namespace, ev.obj["metadata"]["name"]))
-
     def _on_job(self, ev: StoredEvent) -> None:
         ref = controller_of(ev.obj)
         if ref is not None and ref.get("kind") == "CronJob":
             self.loop.add((ev.namespace, ref["name"]))
 
     def sync(self, key: Key) -> float | None:
-        entry = self.objects.storage.get(self._cj_rt.storage_key, *key)
-        if entry is None:
-            return None
-        try:
-            return self._sync(entry.load())
-        except errors.StatusError as exc:
-            if exc.code in (404, 409):
-                return 0.05
-            return None if exc.code == 403 else 5.0
+        return sync_stored(self.objects.storage, self._cj_rt.storage_key, key, self._sync)
 
     def _jobs(self, cronjob: Obj) -> list[Obj]:
         uid = cronjob["metadata"]["uid"]

@@ -33,7 +33,7 @@ from kubeutil.taints import NO_EXECUTE, NO_SCHEDULE, node_taints, tolerations_to
 from localcluster import errors, podstate
 from localcluster.builtin.apps import TEMPLATE_GENERATION
 from localcluster.builtin.base import get_int
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
 from localcluster.registry import Obj, ResourceType
@@ -45,7 +45,6 @@ TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 
 Key = tuple[str, str]
 #: Seconds before a sync the API refused (an invalid pod, say) is tried again.
-_RETRY_AFTER_REFUSAL = 5.0
 
 _DAEMON_TOLERATIONS = (
     ("node.kubernetes.io/not-ready", "NoExecute"),
@@ -149,6 +148,8 @@ class DaemonSetController:
         self.revisions = Revisions(objects)
         self.events = EventRecorder(objects, "daemonset-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
+        self._on_ds = add_unless_deleted(self.loop)
+        self._on_pod = add_controller(self.loop, "DaemonSet", "apps/v1")
         #: What `NodeShouldRunDaemonPod` reads of each node (name, labels, taints), from the node watch.
         self._nodes: dict[str, Obj] = {}
 
@@ -159,17 +160,6 @@ class DaemonSetController:
             tg.start_soon(watch_storage, storage, "pods", self._on_pod)
             tg.start_soon(watch_storage, storage, "nodes", self._on_node)
             tg.start_soon(self.loop.run)
-
-    def _on_ds(self, ev: StoredEvent) -> None:
-        if ev.type != "DELETED":
-            self.loop.add((ev.namespace, ev.obj["metadata"]["name"]))
-
-    def _on_pod(self, ev: StoredEvent) -> None:
-        if b'"DaemonSet"' not in ev.raw:
-            return
-        ref = controller_of(ev.obj)
-        if ref is not None and ref.get("kind") == "DaemonSet" and ref.get("apiVersion") == "apps/v1":
-            self.loop.add((ev.namespace, ref["name"]))
 
     def _on_node(self, ev: StoredEvent) -> None:
         """A node that comes, goes or changes its labels or taints may change every set;
@@ -191,18 +181,7 @@ class DaemonSetController:
 
     # -- the reconcile --------------------------------------------------------------------
     def sync(self, key: Key) -> float | None:
-        namespace, name = key
-        entry = self.objects.storage.get(self._ds_rt.storage_key, namespace, name)
-        if entry is None:
-            return None
-        try:
-            return self._sync(entry.load())
-        except errors.StatusError as exc:
-            if exc.code in (404, 409):
-                return 0.05  # raced with another writer: look again
-            if exc.code == 403:
-                return None  # its namespace is terminating
-            return _RETRY_AFTER_REFUSAL  # refused (recorded as an event): try again later, never crash
+        return sync_stored(self.objects.storage, self._ds_rt.storage_key, key, self._sync)
 
     def _pods_by_node(self, ds: Obj) -> dict[str | None, list[Obj]]:
         meta = ds["metadata"]

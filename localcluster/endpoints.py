@@ -27,7 +27,7 @@ import anyio
 from kubeutil import selectors
 from localcluster import errors, podstate
 from localcluster.builtin.base import get_path
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop, retry_after, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj, ResourceType
 from localcluster.revisions import controller_ref
@@ -90,9 +90,7 @@ class EndpointsController:
         try:
             self._sync(*key)
         except errors.StatusError as exc:
-            if exc.code in (404, 409):
-                return 0.05
-            return None if exc.code == 403 else 5.0
+            return retry_after(exc)
         return None
 
     def _sync(self, namespace: str, name: str) -> None:

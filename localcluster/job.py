@@ -27,16 +27,14 @@ import anyio
 from kubeutil.timestamps import parse_time
 from localcluster import errors, podstate
 from localcluster.builtin.base import get_int, get_path
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.recorder import EventRecorder
 from localcluster.registry import Obj, ResourceType
 from localcluster.revisions import controller_of, controller_ref
-from localcluster.storage import StoredEvent
 
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 Key = tuple[str, str]
-_RETRY_AFTER_REFUSAL = 5.0
 
 
 def finished_condition(job: Obj) -> str | None:
@@ -80,6 +78,8 @@ class JobController:
         self._pod_rt: ResourceType = pod_rt
         self.events = EventRecorder(objects, "job-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
+        self._on_job = add_unless_deleted(self.loop)
+        self._on_pod = add_controller(self.loop, "Job", "batch/v1")
 
     async def run(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -87,29 +87,8 @@ class JobController:
             tg.start_soon(watch_storage, self.objects.storage, "pods", self._on_pod)
             tg.start_soon(self.loop.run)
 
-    def _on_job(self, ev: StoredEvent) -> None:
-        if ev.type != "DELETED":
-            self.loop.add((ev.namespace, ev.obj["metadata"]["name"]))
-
-    def _on_pod(self, ev: StoredEvent) -> None:
-        if b'"Job"' not in ev.raw:
-            return
-        ref = controller_of(ev.obj)
-        if ref is not None and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
-            self.loop.add((ev.namespace, ref["name"]))
-
     def sync(self, key: Key) -> float | None:
-        entry = self.objects.storage.get(self._job_rt.storage_key, *key)
-        if entry is None:
-            return None
-        try:
-            return self._sync(entry.load())
-        except errors.StatusError as exc:
-            if exc.code in (404, 409):
-                return 0.05
-            if exc.code == 403:
-                return None
-            return _RETRY_AFTER_REFUSAL
+        return sync_stored(self.objects.storage, self._job_rt.storage_key, key, self._sync)
 
     def _pods(self, job: Obj) -> list[Obj]:
         uid = job["metadata"]["uid"]

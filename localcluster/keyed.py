@@ -19,13 +19,21 @@ from typing import Generic, TypeVar
 
 import anyio
 import anyio.lowlevel
+import orjson
 
+from localcluster import errors
+from localcluster.registry import Obj
+from localcluster.revisions import controller_of
 from localcluster.storage import Storage, StoredEvent
 
 K = TypeVar("K", bound=Hashable)
 
 #: Syncs run back to back before the loop yields to other tasks.
 _BATCH = 100
+#: A write that raced another writer (a stale read, a conflict) is looked at again almost at once.
+RETRY_AFTER_RACE = 0.05
+#: A write the API refused (recorded as an event) is tried again later: a loop never crashes on one.
+RETRY_AFTER_REFUSAL = 5.0
 
 
 class KeyedLoop(Generic[K]):
@@ -90,3 +98,54 @@ async def watch_storage(storage: Storage, key: str, handle: Callable[[StoredEven
                 for ev in sub.drain():
                     handle(ev)
         await anyio.lowlevel.checkpoint()
+
+
+def retry_after(exc: errors.StatusError) -> float | None:
+    """The in-process controllers' answer to a refused write; a 403 is a terminating namespace,
+    where creating more is pointless until the object is gone."""
+    if exc.code in (404, 409):
+        return RETRY_AFTER_RACE
+    if exc.code == 403:
+        return None
+    return RETRY_AFTER_REFUSAL
+
+
+def sync_stored(
+    storage: Storage, storage_key: str, key: tuple[str, str], sync: Callable[[Obj], float | None]
+) -> float | None:
+    """Run `sync` on the stored object under `key`, if it is still there, so each controller's
+    loop shares one reading of an object gone (nothing to do) and of a refused write."""
+    entry = storage.get(storage_key, *key)
+    if entry is None:
+        return None
+    try:
+        return sync(entry.load())
+    except errors.StatusError as exc:
+        return retry_after(exc)
+
+
+def add_unless_deleted(loop: KeyedLoop[tuple[str, str]]) -> Callable[[StoredEvent], None]:
+    """A watch handler syncing the object an event is about; a deleted one has nothing left to sync."""
+
+    def handle(ev: StoredEvent) -> None:
+        if ev.type != "DELETED":
+            loop.add((ev.namespace, ev.obj["metadata"]["name"]))
+
+    return handle
+
+
+def add_controller(
+    loop: KeyedLoop[tuple[str, str]], kind: str, api_version: str
+) -> Callable[[StoredEvent], None]:
+    """A watch handler syncing the `kind` that controls the object an event is about; the raw
+    bytes are checked first so the events of other owners are not decoded."""
+    marker = orjson.dumps(kind)
+
+    def handle(ev: StoredEvent) -> None:
+        if marker not in ev.raw:
+            return
+        ref = controller_of(ev.obj)
+        if ref is not None and ref.get("kind") == kind and ref.get("apiVersion") == api_version:
+            loop.add((ev.namespace, ref["name"]))
+
+    return handle

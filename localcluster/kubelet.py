@@ -121,6 +121,29 @@ def node_conditions(
     return out
 
 
+def node_labels(name: str) -> dict[str, str]:
+    """The well-known labels a kubelet puts on its Node, which node selectors and the
+    scheduler's topology spreading rely on."""
+    return {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+
+
+def node_info(*, runtime: str, version: str) -> dict[str, str]:
+    """`status.nodeInfo` of a simulated machine; its IDs are fresh, so each registration reads
+    as a new machine, as it does when a real node is replaced."""
+    return {
+        "machineID": secrets.token_hex(16),
+        "systemUUID": secrets.token_hex(16),
+        "bootID": secrets.token_hex(16),
+        "kernelVersion": "6.1.0",
+        "osImage": "aiokcm simulated node",
+        "containerRuntimeVersion": runtime,
+        "kubeletVersion": version,
+        "kubeProxyVersion": version,
+        "operatingSystem": "linux",
+        "architecture": "amd64",
+    }
+
+
 # heap actions
 _LEASE, _STATUS, _START, _FINISH, _EXIT = "lease", "status", "start", "finish", "exit"
 #: How a simulated pod asks its containers to exit with a given code, or after a given time.
@@ -379,9 +402,7 @@ class Kubelets(Mapping[str, Kubelet]):
             "metadata": {
                 "name": name,
                 "labels": {
-                    "kubernetes.io/hostname": name,
-                    "kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64",
+                    **node_labels(name),
                     "beta.kubernetes.io/os": "linux",
                     "beta.kubernetes.io/arch": "amd64",
                     **labels,
@@ -401,18 +422,7 @@ class Kubelets(Mapping[str, Kubelet]):
                     {"type": "Hostname", "address": name},
                 ],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "nodeInfo": {
-                    "machineID": secrets.token_hex(16),
-                    "systemUUID": secrets.token_hex(16),
-                    "bootID": secrets.token_hex(16),
-                    "kernelVersion": "6.1.0",
-                    "osImage": "aiokcm simulated node",
-                    "containerRuntimeVersion": "containerd://1.7.22",
-                    "kubeletVersion": "v1.32.0",
-                    "kubeProxyVersion": "v1.32.0",
-                    "operatingSystem": "linux",
-                    "architecture": "amd64",
-                },
+                "nodeInfo": node_info(runtime="containerd://1.7.22", version="v1.32.0"),
             },
         }
 

@@ -456,24 +456,14 @@ class ObjectAPI:
         obj = self._check_type(rt, body)
         entry = self._entry(rt, ns, name)
         meta = obj["metadata"]
-        if meta.get("name") not in (None, name):
-            raise errors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
-            )
-        if rt.namespaced and meta.get("namespace") not in (None, "", ns):
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        rv = meta.get("resourceVersion")
-        if rv not in (None, "") and str(rv) != str(entry.rv):
-            raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+        _check_target(rt, meta, name, entry, namespace=ns if rt.namespaced else None)
         uid = meta.get("uid")
         old = entry.load()
         if uid and uid != old["metadata"]["uid"]:
             raise errors.conflict(
                 rt.group_resource,
                 name,
-                f"Precondition failed: UID in precondition: {old['metadata']['uid']}, UID in object meta: {uid}",
+                uid_precondition_failed(uid, old["metadata"]["uid"]),
                 group=rt.group,
                 kind=rt.plural,
             )
@@ -686,13 +676,7 @@ class ObjectAPI:
         meta = patched["metadata"]
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
-        if meta.get("name", name) != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
-            )
-        rv = meta.get("resourceVersion")
-        if rv not in (None, "") and str(rv) != str(entry.rv):
-            raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+        _check_target(rt, meta, name, entry)
         if meta.get("uid") not in (None, old["metadata"]["uid"]):
             raise errors.conflict(
                 rt.group_resource, name, "Precondition failed: UID mismatch", group=rt.group, kind=rt.plural
@@ -722,7 +706,7 @@ class ObjectAPI:
             raise errors.conflict(
                 rt.group_resource,
                 name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+                uid_precondition_failed(pre["uid"], meta.get("uid")),
                 group=rt.group,
                 kind=rt.plural,
             )
@@ -861,7 +845,7 @@ class ObjectAPI:
         uid = (binding.get("metadata") or {}).get("uid")
         if uid and uid != meta["uid"]:
             raise errors.conflict(
-                rt.group_resource, name, "Precondition failed: UID mismatch", kind=rt.plural
+                rt.group_resource, name, uid_precondition_failed(uid, meta["uid"]), kind=rt.plural
             )
         if meta.get("deletionTimestamp"):
             raise errors.conflict(
@@ -956,6 +940,30 @@ class ObjectAPI:
         current = self.get_scale(rt, namespace, name)
         patched = patch.apply_patch(content_type, current, patch_body, None)
         return self.update_scale(rt, namespace, name, patched, opts=opts)
+
+
+def uid_precondition_failed(wanted: Any, stored: Any) -> str:
+    """`storage.Preconditions.Check`'s words, the request's UID first: a client told which UID it
+    sent and which the object has can tell a recreated object from its own mistake."""
+    return f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {stored}"
+
+
+def _check_target(
+    rt: ResourceType, meta: Obj, name: str, entry: Entry, *, namespace: str | None = None
+) -> None:
+    """What an update and a patch both refuse: renaming the object through its body (a name
+    left out means the URL's), moving it to another namespace, or a stale resourceVersion."""
+    if meta.get("name", name) != name:
+        raise errors.bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+        )
+    if namespace is not None and meta.get("namespace") not in (None, "", namespace):
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    rv = meta.get("resourceVersion")
+    if rv not in (None, "") and str(rv) != str(entry.rv):
+        raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
 
 
 def _parse_rv(value: Any) -> int:

@@ -23,6 +23,7 @@ Counted: `pods`, `services`, `services.nodeports`, `services.loadbalancers`, `co
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 
@@ -139,6 +140,14 @@ def _quotas(objects: ObjectAPI, namespace: str) -> list[Obj]:
     return [e.load() for e in objects.storage.iter_entries("resourcequotas", namespace)]
 
 
+#: LimitRanger's per-container bounds: (LimitRange field, container resources section, the
+#: section's name in messages, the bound's name, a value out of bounds) - max caps limits, min floors requests.
+_CONTAINER_BOUNDS: tuple[tuple[str, str, str, str, Callable[[Decimal, Decimal], bool]], ...] = (
+    ("max", "limits", "limit", "maximum", operator.gt),
+    ("min", "requests", "request", "minimum", operator.lt),
+)
+
+
 class Admission:
     """Registered on `ObjectAPI` (`mutating_admission`, `validating_admission`) by the cluster."""
 
@@ -223,36 +232,22 @@ class Admission:
     def _check_bounds(self, pod: Obj, container: Obj, items: list[Obj]) -> None:
         name = pod["metadata"].get("name", "")
         for item in items:
-            for resource, bound in (item.get("max") or {}).items():
-                limit = get_path(container, "resources", "limits", resource)
-                over = quantity.parse(limit) if limit is not None else None
-                if limit is None:
-                    raise errors.forbidden(
-                        "pods",
-                        name,
-                        f"maximum {resource} usage per Container is {bound}.  No limit is specified",
-                    )
-                if over is not None and over > (quantity.parse(bound) or Decimal(0)):
-                    raise errors.forbidden(
-                        "pods",
-                        name,
-                        f"maximum {resource} usage per Container is {bound}, but limit is {limit}",
-                    )
-            for resource, bound in (item.get("min") or {}).items():
-                request = get_path(container, "resources", "requests", resource)
-                under = quantity.parse(request) if request is not None else None
-                if request is None:
-                    raise errors.forbidden(
-                        "pods",
-                        name,
-                        f"minimum {resource} usage per Container is {bound}.  No request is specified",
-                    )
-                if under is not None and under < (quantity.parse(bound) or Decimal(0)):
-                    raise errors.forbidden(
-                        "pods",
-                        name,
-                        f"minimum {resource} usage per Container is {bound}, but request is {request}",
-                    )
+            for bound_key, section, noun, word, beyond in _CONTAINER_BOUNDS:
+                for resource, bound in (item.get(bound_key) or {}).items():
+                    value = get_path(container, "resources", section, resource)
+                    if value is None:
+                        raise errors.forbidden(
+                            "pods",
+                            name,
+                            f"{word} {resource} usage per Container is {bound}.  No {noun} is specified",
+                        )
+                    parsed = quantity.parse(value)
+                    if parsed is not None and beyond(parsed, quantity.parse(bound) or Decimal(0)):
+                        raise errors.forbidden(
+                            "pods",
+                            name,
+                            f"{word} {resource} usage per Container is {bound}, but {noun} is {value}",
+                        )
 
     # -- validating -----------------------------------------------------------------------
     def validate(self, rt: ResourceType, obj: Obj) -> None:

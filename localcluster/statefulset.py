@@ -32,12 +32,11 @@ import anyio
 
 from localcluster import errors, podstate
 from localcluster.builtin.base import get_int
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
 from localcluster.registry import Obj, ResourceType
 from localcluster.revisions import Revisions, controller_of, controller_ref, fnv32, safe_encode, template_of
-from localcluster.storage import StoredEvent
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
@@ -47,7 +46,6 @@ HISTORY_HASH_LABEL = "controller.kubernetes.io/hash"
 
 Key = tuple[str, str]
 #: Seconds before a sync the API refused (an invalid pod, say) is tried again.
-_RETRY_AFTER_REFUSAL = 5.0
 
 
 def _hash(data: bytes, collisions: int) -> str:
@@ -76,6 +74,8 @@ class StatefulSetController:
         self.revisions = Revisions(objects)
         self.events = EventRecorder(objects, "statefulset-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
+        self._on_set = add_unless_deleted(self.loop)
+        self._on_pod = add_controller(self.loop, "StatefulSet", "apps/v1")
 
     async def run(self) -> None:
         storage = self.objects.storage
@@ -84,33 +84,9 @@ class StatefulSetController:
             tg.start_soon(watch_storage, storage, "pods", self._on_pod)
             tg.start_soon(self.loop.run)
 
-    def _on_set(self, ev: StoredEvent) -> None:
-        if ev.type != "DELETED":
-            meta = ev.obj["metadata"]
-            self.loop.add((meta["namespace"], meta["name"]))
-
-    def _on_pod(self, ev: StoredEvent) -> None:
-        if b'"StatefulSet"' not in ev.raw:
-            return
-        ref = controller_of(ev.obj)
-        if ref is not None and ref.get("kind") == "StatefulSet" and ref.get("apiVersion") == "apps/v1":
-            self.loop.add((ev.namespace, ref["name"]))
-
     # -- the reconcile --------------------------------------------------------------------
     def sync(self, key: Key) -> float | None:
-        namespace, name = key
-        entry = self.objects.storage.get(self._set_rt.storage_key, namespace, name)
-        if entry is None:
-            return None
-        sts = entry.load()
-        try:
-            return self._sync(sts)
-        except errors.StatusError as exc:
-            if exc.code in (404, 409):
-                return 0.05  # raced with another writer: look again
-            if exc.code == 403:
-                return None  # its namespace is terminating
-            return _RETRY_AFTER_REFUSAL  # refused (recorded as an event): try again later, never crash
+        return sync_stored(self.objects.storage, self._set_rt.storage_key, key, self._sync)
 
     def _pods(self, sts: Obj) -> list[Obj]:
         meta = sts["metadata"]

@@ -23,7 +23,16 @@ import anyio
 
 from apiclient import ApiError, KubeClient
 from apiclient.config import build_api_client
-from apiclient.resources import LEASES, NAMESPACES, NODES, PODS, Resource
+from apiclient.resources import (
+    CUSTOMRESOURCEDEFINITIONS,
+    LEASES,
+    NAMESPACES,
+    NODEMAINTENANCES,
+    NODES,
+    PODS,
+    VALIDATINGWEBHOOKCONFIGURATIONS,
+    Resource,
+)
 from realcluster.controlplane import ControlPlane
 from realcluster.kubelet import ApiKubelets
 
@@ -54,22 +63,9 @@ _CLUSTER_SCOPED = (
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
 )
 _KEPT_CONFIGMAPS = frozenset({"kube-root-ca.crt", "extension-apiserver-authentication"})
-VALIDATINGWEBHOOKCONFIGURATIONS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "validatingwebhookconfigurations",
-    "ValidatingWebhookConfiguration",
-    False,
-)
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
-CUSTOMRESOURCEDEFINITIONS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
-)
 # CRDs that outlive a test: installing one takes a while and every test that needs it installs it.
 KEPT_CRDS = frozenset({"nodemaintenances.maintenance.aiokcm.io"})
-_NODEMAINTENANCES = Resource(
-    "maintenance.aiokcm.io", "v1alpha1", "nodemaintenances", "NodeMaintenance", False
-)
 
 
 class RealCluster:
@@ -147,13 +143,13 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
     namespaces = [ns["metadata"]["name"] for ns in listed]
     terminating = {ns["metadata"]["name"] for ns in listed if ns["metadata"].get("deletionTimestamp")}
     with contextlib.suppress(ApiError):  # the CRD may not be installed yet
-        for nm in (await client.list(_NODEMAINTENANCES)).get("items") or []:
+        for nm in (await client.list(NODEMAINTENANCES)).get("items") or []:
             name = nm["metadata"]["name"]
             if nm["metadata"].get("finalizers"):
                 await _ignore_missing(
-                    client.patch(_NODEMAINTENANCES, name, {"metadata": {"finalizers": None}})
+                    client.patch(NODEMAINTENANCES, name, {"metadata": {"finalizers": None}})
                 )
-            await _ignore_missing(client.delete(_NODEMAINTENANCES, name))
+            await _ignore_missing(client.delete(NODEMAINTENANCES, name))
     for ns in namespaces:
         for res in _NAMESPACED:
             if res.plural == "configmaps":

@@ -22,7 +22,6 @@ any break: a fault test restarts the control plane under these kubelets.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -34,7 +33,7 @@ from anyio.abc import TaskGroup
 from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NODES, PODS
 from kubeutil.timestamps import format_micro_time, format_time, utcnow
-from localcluster.kubelet import node_conditions
+from localcluster.kubelet import node_conditions, node_info
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -265,18 +264,7 @@ class ApiKubelets:
                     {"type": "Hostname", "address": kubelet.name},
                 ],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "nodeInfo": {
-                    "machineID": secrets.token_hex(16),
-                    "systemUUID": secrets.token_hex(16),
-                    "bootID": secrets.token_hex(16),
-                    "kernelVersion": "6.1.0",
-                    "osImage": "aiokcm simulated node",
-                    "containerRuntimeVersion": "fake://1",
-                    "kubeletVersion": "v1.24.0",
-                    "kubeProxyVersion": "v1.24.0",
-                    "operatingSystem": "linux",
-                    "architecture": "amd64",
-                },
+                "nodeInfo": node_info(runtime="fake://1", version="v1.24.0"),
             }
         await self._retry(
             lambda: self.client.patch(

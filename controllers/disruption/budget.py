@@ -38,6 +38,7 @@ from controllers.common.evacuation import evacuation_initiated
 from controllers.common.intstr import IntOrStringError, scaled_value
 from controllers.common.pods import is_pod_ready, is_terminating
 from kubeutil.conditions import set_status_condition
+from kubeutil.meta import object_meta
 from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
@@ -87,10 +88,6 @@ class Budget:
         return 0 if self.expected_pods <= 0 or allowed <= 0 else allowed
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
 def _spec(obj: Obj) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
@@ -114,13 +111,13 @@ async def expected_scale(pods: Sequence[Obj], finder: Finder) -> tuple[int, list
     for pod in pods:
         ref = get_controller_of(pod)
         if ref is None:
-            unmanaged.append(str(_meta(pod).get("name", "")))
+            unmanaged.append(str(object_meta(pod).get("name", "")))
             continue
         if str(ref.get("uid", "")) in scales:
             continue
-        found = await finder(ref, str(_meta(pod).get("namespace", "")))
+        found = await finder(ref, str(object_meta(pod).get("namespace", "")))
         if found is None:
-            raise BudgetError(f"found no controllers for pod {_meta(pod).get('name', '')!r}")
+            raise BudgetError(f"found no controllers for pod {object_meta(pod).get('name', '')!r}")
         scales[found.uid] = found.scale
     return sum(scales.values()), unmanaged
 
@@ -163,7 +160,7 @@ def build_disrupted_pod_map(
     for pod in pods:
         if is_terminating(pod):
             continue
-        name = str(_meta(pod).get("name", ""))
+        name = str(object_meta(pod).get("name", ""))
         if name not in recorded:
             continue
         stamp = recorded[name]
@@ -193,7 +190,7 @@ def count_healthy_pods(
     for pod in pods:
         if is_terminating(pod):
             continue
-        name = str(_meta(pod).get("name", ""))
+        name = str(object_meta(pod).get("name", ""))
         if name in disrupted:
             when = parse_time(disrupted[name])
             if when is not None and when + DELETION_TIMEOUT > now:
@@ -237,7 +234,7 @@ def conditions_are_up_to_date(pdb: Obj) -> bool:
     """`pdbhelper.ConditionsAreUpToDate`."""
     status = pdb.get("status") or {}
     cond = _condition(status)
-    if cond is None or status.get("observedGeneration", 0) != _meta(pdb).get("generation", 0):
+    if cond is None or status.get("observedGeneration", 0) != object_meta(pdb).get("generation", 0):
         return False
     if int(status.get("disruptionsAllowed") or 0) > 0:
         return cond.get("status") == "True" and cond.get("reason") == REASON_SUFFICIENT_PODS
@@ -251,7 +248,7 @@ def _copy_conditions(status: Mapping[str, Any]) -> list[dict[str, Any]]:
 def new_status(pdb: Obj, budget: Budget, now: datetime) -> dict[str, Any] | None:
     """`updatePdbStatus`: the status to write, or None when the stored one is already right."""
     status = pdb.get("status") or {}
-    generation = int(_meta(pdb).get("generation") or 0)
+    generation = int(object_meta(pdb).get("generation") or 0)
     allowed = budget.disruptions_allowed
     if (
         status.get("currentHealthy", 0) == budget.current_healthy

@@ -27,14 +27,11 @@ from controllers.disruption.budget import Budget, BudgetError, compute_budget, f
 from controllers.disruption.finders import ControllerFinder
 from controllers.disruption.selectors import BudgetSelectors
 from informers import Lister, split_key
+from kubeutil.meta import object_meta
 from kubeutil.selectors import SelectorError
 from kubeutil.timestamps import utcnow
 
 Obj = dict[str, Any]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 class BudgetSync:
@@ -124,7 +121,7 @@ class BudgetSync:
                 pod,
                 "Warning",
                 "NotDeleted",
-                f"Pod was expected by PDB {_meta(pdb).get('namespace', '')}/{_meta(pdb).get('name', '')} "
+                f"Pod was expected by PDB {object_meta(pdb).get('namespace', '')}/{object_meta(pdb).get('name', '')} "
                 "to be deleted but it wasn't",
             )
         status = new_status(pdb, budget, now)
@@ -139,7 +136,7 @@ class BudgetSync:
         body.setdefault("apiVersion", "policy/v1")
         body.setdefault("kind", "PodDisruptionBudget")
         body["status"] = status
-        meta = _meta(pdb)
+        meta = object_meta(pdb)
         return await self.client.replace(
             PODDISRUPTIONBUDGETS,
             body,
@@ -152,7 +149,7 @@ class BudgetSync:
         patch = count_annotation_patch(pdb, EVACUATING_PODS_ANNOTATION, count)
         if patch is None:
             return
-        meta = _meta(pdb)
+        meta = object_meta(pdb)
         await self.client.patch(
             PODDISRUPTIONBUDGETS, str(meta.get("name", "")), patch, namespace=str(meta.get("namespace", ""))
         )

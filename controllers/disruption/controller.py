@@ -37,20 +37,18 @@ from controllers.disruption.budgetsync import BudgetSync
 from controllers.disruption.finders import ControllerFinder, ScaleReader
 from controllers.disruption.selectors import BudgetSelectors
 from controllers.disruption.stalepodsync import StalePodDisruptionSync, stale_disruption_wait
-from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler, meta_key
+from informers import (
+    CONTROLLER_UID_INDEX,
+    DeletedFinalStateUnknown,
+    ResourceEventHandler,
+    deleted_object,
+    meta_key,
+)
+from kubeutil.meta import object_meta
 from kubeutil.timestamps import utcnow
 from workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Mapping[str, Any] | None:
-    inner = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-    return inner if isinstance(inner, Mapping) else None
 
 
 class DisruptionController(Controller):
@@ -109,7 +107,7 @@ class DisruptionController(Controller):
         self.enqueue(meta_key(cur))
 
     def delete_pdb(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        pdb = _unwrap(obj)
+        pdb = deleted_object(obj)
         if pdb is None:
             return
         self.selectors.forget(pdb)
@@ -118,8 +116,8 @@ class DisruptionController(Controller):
     def _enqueue_pdbs_for(self, pod: Mapping[str, Any]) -> None:
         pdbs = self.selectors.pdbs_for_pod(pod)
         if len(pdbs) > 1:
-            names = sorted(str(_meta(p).get("name", "")) for p in pdbs)
-            meta = _meta(pod)
+            names = sorted(str(object_meta(p).get("name", "")) for p in pdbs)
+            meta = object_meta(pod)
             self.recorder.event(
                 pod,
                 "Warning",
@@ -143,12 +141,12 @@ class DisruptionController(Controller):
 
     def update_pod(self, old: Obj, cur: Obj) -> None:
         self._enqueue_pdbs_for(cur)
-        if (_meta(old).get("labels") or {}) != (_meta(cur).get("labels") or {}):
+        if (object_meta(old).get("labels") or {}) != (object_meta(cur).get("labels") or {}):
             self._enqueue_pdbs_for(old)
         self._check_stale(cur)
 
     def delete_pod(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        pod = _unwrap(obj)
+        pod = deleted_object(obj)
         if pod is not None:
             self._enqueue_pdbs_for(pod)
 
@@ -157,15 +155,15 @@ class DisruptionController(Controller):
     def update_workload(self, old: Obj, cur: Obj) -> None:
         """A scale change re-counts the budgets over the workload's pods."""
         if (old.get("spec") or {}).get("replicas") != (cur.get("spec") or {}).get("replicas"):
-            self._enqueue_pdbs_of_owners([str(_meta(cur).get("uid", ""))])
+            self._enqueue_pdbs_of_owners([str(object_meta(cur).get("uid", ""))])
 
     def update_deployment(self, old: Obj, cur: Obj) -> None:
         """A Deployment's scale change re-counts the budgets over its ReplicaSets' pods."""
         if (old.get("spec") or {}).get("replicas") == (cur.get("spec") or {}).get("replicas"):
             return
-        uid = str(_meta(cur).get("uid", ""))
+        uid = str(object_meta(cur).get("uid", ""))
         replicasets = self.rs_informer.lister.by_index(CONTROLLER_UID_INDEX, uid)
-        self._enqueue_pdbs_of_owners([str(_meta(rs).get("uid", "")) for rs in replicasets])
+        self._enqueue_pdbs_of_owners([str(object_meta(rs).get("uid", "")) for rs in replicasets])
 
     def _enqueue_pdbs_of_owners(self, owners: list[str]) -> None:
         seen: set[str] = set()

@@ -10,13 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from informers import Lister
+from kubeutil.meta import object_meta
 from kubeutil.selectors import Selector, SelectorError, from_label_selector
 
 Obj = dict[str, Any]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 class BudgetSelectors:
@@ -28,11 +25,11 @@ class BudgetSelectors:
         self._selectors: dict[str, tuple[Any, Selector | None]] = {}
 
     def forget(self, pdb: Mapping[str, Any]) -> None:
-        self._selectors.pop(str(_meta(pdb).get("uid", "")), None)
+        self._selectors.pop(str(object_meta(pdb).get("uid", "")), None)
 
     def selector_of(self, pdb: Mapping[str, Any]) -> Selector:
         """The budget's selector; raises `SelectorError` when invalid."""
-        meta = _meta(pdb)
+        meta = object_meta(pdb)
         uid, generation = str(meta.get("uid", "")), meta.get("generation")
         cached = self._selectors.get(uid)
         if cached is not None and cached[0] == generation and cached[1] is not None:
@@ -47,9 +44,9 @@ class BudgetSelectors:
 
     def pdbs_for_pod(self, pod: Mapping[str, Any]) -> list[Obj]:
         """`GetPodPodDisruptionBudgets`: budgets in the pod's namespace whose valid selector matches it."""
-        labels = _meta(pod).get("labels") or {}
+        labels = object_meta(pod).get("labels") or {}
         out: list[Obj] = []
-        for pdb in self.pdb_lister.list(str(_meta(pod).get("namespace", ""))):
+        for pdb in self.pdb_lister.list(str(object_meta(pod).get("namespace", ""))):
             try:
                 selector = self.selector_of(pdb)
             except SelectorError:
@@ -61,4 +58,4 @@ class BudgetSelectors:
     def pods_for_pdb(self, pdb: Mapping[str, Any]) -> list[Obj]:
         """`getPodsForPdb`; raises `SelectorError` for an invalid selector."""
         selector = self.selector_of(pdb)
-        return self.pod_lister.list(str(_meta(pdb).get("namespace", "")), selector=selector)
+        return self.pod_lister.list(str(object_meta(pdb).get("namespace", "")), selector=selector)

@@ -19,6 +19,7 @@ from apiclient.resources import PODS
 from controllers.common.pods import get_pod_condition, is_pod_terminal, is_terminating
 from informers import Lister, split_key
 from kubeutil.conditions import pod_condition_patch
+from kubeutil.meta import object_meta
 from kubeutil.timestamps import format_time, parse_time, utcnow
 
 #: `stalePodDisruptionTimeout`.
@@ -26,10 +27,6 @@ STALE_POD_DISRUPTION_TIMEOUT = timedelta(minutes=2)
 DISRUPTION_TARGET = "DisruptionTarget"
 #: `v1.PodReasonTerminationByKubelet`: the kubelet's DisruptionTarget is never stale.
 REASON_TERMINATION_BY_KUBELET = "TerminationByKubelet"
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 def stale_disruption_wait(pod: Mapping[str, Any], now: datetime) -> float | None:
@@ -90,7 +87,7 @@ class StalePodDisruptionSync:
         for field_name in ("reason", "message"):
             if old.get(field_name):
                 cond[field_name] = None
-        uid = _meta(pod).get("uid")
+        uid = object_meta(pod).get("uid")
         await self.client.patch(
             PODS,
             name,

@@ -42,6 +42,7 @@ from typing import Any
 
 from controllers.common.evacuation import EVACUATION_INITIATED, EVACUATION_REQUEST, is_evacuation_ready
 from controllers.common.pods import get_pod_condition, is_pod_active, is_pod_available, pod_key
+from kubeutil.meta import object_meta
 from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
@@ -87,10 +88,6 @@ class Decision:
 
 def _allow(why: Why, message: str = "") -> Decision:
     return Decision(True, why, message)
-
-
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -141,7 +138,7 @@ def decide(facts: Facts, *, now: datetime, surge_timeout: float) -> Decision:
     if not is_pod_active(pod):
         return _allow(Why.NOT_RUNNING)
     rs, d = facts.replica_set, facts.deployment
-    if rs is None or d is None or not is_evacuation_ready(rs) or _meta(d).get("deletionTimestamp"):
+    if rs is None or d is None or not is_evacuation_ready(rs) or object_meta(d).get("deletionTimestamp"):
         return _allow(Why.NO_ANSWER)
     min_ready = min_ready_seconds(d)
     if not is_pod_available(pod, min_ready, now):
@@ -149,15 +146,15 @@ def decide(facts: Facts, *, now: datetime, surge_timeout: float) -> Decision:
     requested_at = evacuation_requested_at(pod, now)
     if refused_by_owner(pod, requested_at):
         return _allow(Why.NO_ANSWER)
-    uid = _meta(pod).get("uid")
+    uid = object_meta(pod).get("uid")
     others = sum(
         1 for p in facts.pods
-        if _meta(p).get("uid") != uid and is_pod_active(p) and is_pod_available(p, min_ready, now)
+        if object_meta(p).get("uid") != uid and is_pod_active(p) and is_pod_available(p, min_ready, now)
     )  # fmt: skip
     desired = desired_replicas(d)
     if others >= desired:
         return _allow(Why.ENOUGH_AVAILABLE)
-    name = str(_meta(d).get("name", ""))
+    name = str(object_meta(d).get("name", ""))
     if requested_at is not None and now - requested_at >= timedelta(seconds=surge_timeout):
         return _allow(
             Why.SURGE_TIMED_OUT,

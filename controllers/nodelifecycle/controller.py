@@ -34,7 +34,7 @@ from controllers.nodelifecycle.noschedulesync import NoScheduleTaintSync
 from controllers.nodelifecycle.podsync import PodSync
 from controllers.nodelifecycle.state import NodeLifecycleState
 from controllers.nodelifecycle.writes import NodeWrites
-from informers import DeletedFinalStateUnknown, ResourceEventHandler, meta_key
+from informers import ResourceEventHandler, deleted_object, meta_key
 from workqueue import RateLimitingQueue
 
 Obj = dict[str, Any]
@@ -108,8 +108,8 @@ class NodeLifecycleController(Controller):
     # -- handlers --------------------------------------------------------------------------
 
     def _node_deleted(self, obj: Any) -> None:
-        node = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if isinstance(node, Mapping):
+        node = deleted_object(obj)
+        if node is not None:
             self.enqueue(_name(node))
 
     def _pod_changed(self, pod: Obj) -> None:

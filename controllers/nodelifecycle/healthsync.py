@@ -39,6 +39,7 @@ from controllers.nodelifecycle.zones import (
 )
 from informers import NODE_NAME_INDEX, Lister
 from kubeutil.conditions import get_condition
+from kubeutil.meta import object_meta
 from kubeutil.taints import node_taints, taint_exists
 
 Obj = dict[str, Any]
@@ -47,12 +48,8 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 MONITOR_YIELD_EVERY = 200  # nodes per slice of a health pass (~5 ms): the loop never waits for a whole pass
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
 def _name(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("name", ""))
+    return str(object_meta(obj).get("name", ""))
 
 
 @dataclass(slots=True)
@@ -271,7 +268,7 @@ class NodeHealthSync:
                 # Already judged and tainted once: swap at once, no rate limit (Go does the same).
                 await self.writes.swap_node_taints(name, [wanted], [other])
             elif not taint_exists(taints, wanted):
-                if tainter.add(name, str(_meta(node).get("uid", ""))):
+                if tainter.add(name, str(object_meta(node).get("uid", ""))):
                     self.log.info("node queued for NoExecute taint", node=name, ready=ready)
         elif ready == "True":
             await self.mark_node_reachable(node)

@@ -15,14 +15,11 @@ from controllers.common.pods import get_pod_condition
 from controllers.context import EventRecorder
 from informers import Lister
 from kubeutil.conditions import pod_condition_patch
+from kubeutil.meta import object_meta
 from kubeutil.taints import Taint, node_taints, swap_taints
 from kubeutil.timestamps import format_time, utcnow
 
 SWAP_RETRIES = 5
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 class NodeWrites:
@@ -49,7 +46,7 @@ class NodeWrites:
             if new is None:
                 return True
             patch = {
-                "metadata": {"resourceVersion": _meta(node).get("resourceVersion")},
+                "metadata": {"resourceVersion": object_meta(node).get("resourceVersion")},
                 "spec": {"taints": new or None},
             }
             try:
@@ -77,7 +74,7 @@ class NodeWrites:
             ready = get_pod_condition(dict(pod), "Ready")
             if ready is None or ready.get("status") == "False":
                 continue
-            meta = _meta(pod)
+            meta = object_meta(pod)
             condition = {**ready, "status": "False", "lastTransitionTime": format_time(utcnow())}
             try:
                 await self.client.patch(

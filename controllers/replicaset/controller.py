@@ -26,16 +26,13 @@ from controllers.common.expectations import UIDTrackingControllerExpectations
 from controllers.common.pods import is_pod_ready, pod_key
 from controllers.context import ControllerContext
 from controllers.replicaset.sync import BURST_REPLICAS, RS_KIND, ReplicaSetSync
-from informers import DeletedFinalStateUnknown, ResourceEventHandler, meta_key
+from informers import DeletedFinalStateUnknown, ResourceEventHandler, deleted_object, meta_key
+from kubeutil.meta import object_meta
 from kubeutil.selectors import SelectorError, from_label_selector
 
 Obj = dict[str, Any]
 
 __all__ = ["ORPHAN_INDEX", "ReplicaSetController"]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 class ReplicaSetController(Controller):
@@ -76,14 +73,14 @@ class ReplicaSetController(Controller):
         self.enqueue(meta_key(rs))
 
     def update_rs(self, old: Obj, cur: Obj) -> None:
-        if _meta(old).get("uid") != _meta(cur).get("uid"):
+        if object_meta(old).get("uid") != object_meta(cur).get("uid"):
             # Deleted and recreated under the same name between two watch events.
             self.delete_rs(DeletedFinalStateUnknown(meta_key(old), old))
         self.enqueue(meta_key(cur))
 
     def delete_rs(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        rs = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(rs, Mapping):
+        rs = deleted_object(obj)
+        if rs is None:
             return
         key = meta_key(rs)
         self.expectations.delete_expectations(key)
@@ -96,15 +93,15 @@ class ReplicaSetController(Controller):
         if ref is None or ref.get("kind") != RS_KIND:
             return None
         rs = self.rs_lister.get(str(ref.get("name")), namespace)
-        if rs is None or _meta(rs).get("uid") != ref.get("uid"):
+        if rs is None or object_meta(rs).get("uid") != ref.get("uid"):
             return None
         return rs
 
     def pod_replicasets(self, pod: Mapping[str, Any]) -> list[Obj]:
         """ReplicaSets in the pod's namespace whose (non-empty) selector matches it."""
-        labels = _meta(pod).get("labels") or {}
+        labels = object_meta(pod).get("labels") or {}
         out: list[Obj] = []
-        for rs in self.rs_lister.list(str(_meta(pod).get("namespace"))):
+        for rs in self.rs_lister.list(str(object_meta(pod).get("namespace"))):
             try:
                 selector = from_label_selector((rs.get("spec") or {}).get("selector"))
             except SelectorError:
@@ -115,7 +112,7 @@ class ReplicaSetController(Controller):
         return out
 
     def add_pod(self, pod: Obj) -> None:
-        meta = _meta(pod)
+        meta = object_meta(pod)
         if meta.get("deletionTimestamp"):
             # A restarted controller sees pods already pending deletion: count them as deleted.
             self.delete_pod(pod)
@@ -132,7 +129,7 @@ class ReplicaSetController(Controller):
             self.enqueue(meta_key(rs))
 
     def update_pod(self, old: Obj, cur: Obj) -> None:
-        old_meta, cur_meta = _meta(old), _meta(cur)
+        old_meta, cur_meta = object_meta(old), object_meta(cur)
         if old_meta.get("resourceVersion") == cur_meta.get("resourceVersion"):
             return  # a periodic resync: nothing changed
         label_changed = (old_meta.get("labels") or {}) != (cur_meta.get("labels") or {})
@@ -163,13 +160,13 @@ class ReplicaSetController(Controller):
                 self.enqueue(meta_key(rs))
 
     def delete_pod(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(pod, Mapping):
+        pod = deleted_object(obj)
+        if pod is None:
             return
         ref = get_controller_of(pod)
         if ref is None:
             return
-        rs = self.resolve_controller_ref(str(_meta(pod).get("namespace")), ref)
+        rs = self.resolve_controller_ref(str(object_meta(pod).get("namespace")), ref)
         if rs is None:
             return
         key = meta_key(rs)

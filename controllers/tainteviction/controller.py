@@ -22,34 +22,18 @@ from anyio.abc import TaskGroup
 
 from apiclient.resources import NODES, PODS
 from controllers.base import Controller
+from controllers.common.pods import node_name as pod_node
 from controllers.context import ControllerContext
 from controllers.tainteviction.evictionsync import EvictionSync
 from controllers.tainteviction.schedulesync import NODE_ITEM, POD_ITEM, Item, ScheduleSync, describe
 from controllers.tainteviction.state import EvictionSchedule
 from controllers.worker import Worker
-from informers import DeletedFinalStateUnknown, ResourceEventHandler
-from kubeutil.taints import NO_EXECUTE, node_taints, taints_with_effect
+from informers import ResourceEventHandler, deleted_object
+from kubeutil.meta import object_meta
+from kubeutil.taints import NO_EXECUTE, node_taints, pod_tolerations, taints_with_effect
 from workqueue import ShardedQueue, TimedWorkerQueue
 
 Obj = dict[str, Any]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _pod_node(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("spec") or {}).get("nodeName") or "")
-
-
-def _tolerations(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list((pod.get("spec") or {}).get("tolerations") or ())
-
-
-def _unwrap(obj: Any) -> Obj | None:
-    if isinstance(obj, DeletedFinalStateUnknown):
-        obj = obj.obj
-    return obj if isinstance(obj, dict) else None
 
 
 class TaintEvictionController(Controller):
@@ -94,32 +78,32 @@ class TaintEvictionController(Controller):
 
     def _node_added(self, node: Obj) -> None:
         if taints_with_effect(node_taints(node), NO_EXECUTE):
-            self.updates.add((NODE_ITEM, str(_meta(node).get("name")), "", ""))
+            self.updates.add((NODE_ITEM, str(object_meta(node).get("name")), "", ""))
 
     def _node_updated(self, old: Obj, new: Obj) -> None:
         if taints_with_effect(node_taints(old), NO_EXECUTE) == taints_with_effect(
             node_taints(new), NO_EXECUTE
         ):
             return
-        self.updates.add((NODE_ITEM, str(_meta(new).get("name")), "", ""))
+        self.updates.add((NODE_ITEM, str(object_meta(new).get("name")), "", ""))
 
     def _node_deleted(self, obj: Any) -> None:
-        node = _unwrap(obj)
+        node = deleted_object(obj)
         if node is not None:
-            self.updates.add((NODE_ITEM, str(_meta(node).get("name")), "", ""))
+            self.updates.add((NODE_ITEM, str(object_meta(node).get("name")), "", ""))
 
     def _enqueue_pod(self, pod: Mapping[str, Any], node: str) -> None:
-        meta = _meta(pod)
+        meta = object_meta(pod)
         self.updates.add((POD_ITEM, node, str(meta.get("namespace", "")), str(meta.get("name", ""))))
 
     def _pod_added(self, pod: Obj) -> None:
-        node = _pod_node(pod)
+        node = pod_node(pod)
         if node:
             self._enqueue_pod(pod, node)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
-        old_node, new_node = _pod_node(old), _pod_node(new)
-        if old_node == new_node and _tolerations(old) == _tolerations(new):
+        old_node, new_node = pod_node(old), pod_node(new)
+        if old_node == new_node and pod_tolerations(old) == pod_tolerations(new):
             return
         if old_node and old_node != new_node:
             self._enqueue_pod(old, old_node)  # cancels work scheduled while it was on the old node
@@ -127,9 +111,9 @@ class TaintEvictionController(Controller):
             self._enqueue_pod(new, new_node)
 
     def _pod_deleted(self, obj: Any) -> None:
-        pod = _unwrap(obj)
+        pod = deleted_object(obj)
         if pod is not None:
-            self._enqueue_pod(pod, _pod_node(pod))
+            self._enqueue_pod(pod, pod_node(pod))
 
     # -- work ----------------------------------------------------------------------------
 

@@ -25,15 +25,12 @@ from controllers.tainteviction import metrics
 from controllers.tainteviction.state import EVENT_REASON, EvictionSchedule
 from informers import Lister
 from kubeutil.conditions import new_condition, pod_condition_patch
+from kubeutil.meta import object_meta
 
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"
 DELETE_RETRIES = 5
 RETRY_SLEEP = 0.01
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 class EvictionSync:
@@ -51,7 +48,7 @@ class EvictionSync:
         due = self.schedule.due_at.get(key, anyio.current_time())
         namespace, _, name = key.partition("/")
         pod = self.pod_lister.get(name, namespace)
-        if pod is None or str(_meta(pod).get("uid", "")) != self.schedule.due_uid.get(key, ""):
+        if pod is None or str(object_meta(pod).get("uid", "")) != self.schedule.due_uid.get(key, ""):
             return  # gone, or a new pod under that name: its own events will judge it
         self.recorder.event(pod, "Normal", EVENT_REASON, f"Marking for deletion Pod {key}")
         error: Exception | None = None
@@ -73,7 +70,7 @@ class EvictionSync:
             raise error  # the engine retries it with backoff
 
     async def _add_condition_and_delete(self, pod: Mapping[str, Any]) -> None:
-        meta = _meta(pod)
+        meta = object_meta(pod)
         namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), meta.get("uid")
         current = get_pod_condition(dict(pod), DISRUPTION_TARGET)
         if not (

@@ -19,14 +19,17 @@ from typing import Any
 
 import anyio
 
+from controllers.common.pods import node_name as pod_node
 from controllers.tainteviction.state import EvictionSchedule
 from informers import NODE_NAME_INDEX, Lister
+from kubeutil.meta import object_meta
 from kubeutil.taints import (
     NO_EXECUTE,
     Taint,
     get_matching_tolerations,
     min_toleration_seconds,
     node_taints,
+    pod_tolerations,
     taints_with_effect,
 )
 
@@ -34,18 +37,6 @@ NODE_ITEM = 0
 POD_ITEM = 1
 # (kind, node name, namespace, pod name); node items carry "" for the last two.
 Item = tuple[int, str, str, str]
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _pod_node(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("spec") or {}).get("nodeName") or "")
-
-
-def _tolerations(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list((pod.get("spec") or {}).get("tolerations") or ())
 
 
 def describe(item: Item) -> str:
@@ -100,7 +91,7 @@ class ScheduleSync:
         if pod is None:
             self.schedule.cancel_key(key, None)
             return
-        current_node = _pod_node(pod)
+        current_node = pod_node(pod)
         if current_node != node_name:
             if not current_node:
                 self.schedule.cancel_key(key, pod)
@@ -113,9 +104,9 @@ class ScheduleSync:
 
     def process_pod_on_node(self, pod: Mapping[str, Any], taints: Sequence[Taint], now: float) -> None:
         """Schedule, keep or cancel one pod's deletion; see the module docstring."""
-        meta = _meta(pod)
+        meta = object_meta(pod)
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        all_tolerated, used = get_matching_tolerations(taints, _tolerations(pod))
+        all_tolerated, used = get_matching_tolerations(taints, pod_tolerations(pod))
         if not all_tolerated:
             due = self.schedule.due_at.get(key)
             if due is not None and due <= now and self.schedule.due_uid.get(key) == str(meta.get("uid", "")):

@@ -11,13 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from controllers.context import EventRecorder
+from kubeutil.meta import object_meta
 from workqueue import TimedWorkerQueue
 
 EVENT_REASON = "TaintManagerEviction"
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 class EvictionSchedule:
@@ -39,7 +36,7 @@ class EvictionSchedule:
         self.evictions.add_work(key, created_at=created_at, fire_at=fire_at)
 
     def cancel(self, pod: Mapping[str, Any]) -> None:
-        meta = _meta(pod)
+        meta = object_meta(pod)
         self.cancel_key(f"{meta.get('namespace', '')}/{meta.get('name', '')}", pod)
 
     def cancel_key(self, key: str, pod: Mapping[str, Any] | None, *, event: bool = True) -> None:

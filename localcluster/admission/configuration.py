@@ -56,34 +56,27 @@ def _go_list(values: list[Any]) -> str:
     return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
 
 
+def _rule_list(values: list[Any], path: str, what: str) -> list[FieldError]:
+    """A rule's operations, groups and versions are each required and take `*` only alone;
+    the value is printed as Go prints the `[]string` it validates."""
+    if not values:
+        return [FieldError.required(path)]
+    if "*" in values and len(values) > 1:
+        message = f"Invalid value: {_go_list(values)}: if '*' is present, must not specify other {what}"
+        return [FieldError("FieldValueInvalid", path, message)]
+    return []
+
+
 def _validate_rule(rule: Obj, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     operations = list(rule.get("operations") or [])
-    if not operations:
-        errs.append(FieldError.required(f"{path}.operations"))
-    elif "*" in operations and len(operations) > 1:
-        errs.append(
-            FieldError(
-                "FieldValueInvalid",
-                f"{path}.operations",
-                f"Invalid value: {_go_list(operations)}: if '*' is present, must not specify other operations",
-            )
-        )
+    errs.extend(_rule_list(operations, f"{path}.operations", "operations"))
     for i, op in enumerate(operations):
         if op not in OPERATIONS:
             errs.append(FieldError.not_supported(f"{path}.operations[{i}]", op, OPERATIONS))
     for key, what in (("apiGroups", "API groups"), ("apiVersions", "API versions")):
         values = list(rule.get(key) or [])
-        if not values:
-            errs.append(FieldError.required(f"{path}.{key}"))
-        elif "*" in values and len(values) > 1:
-            errs.append(
-                FieldError(
-                    "FieldValueInvalid",
-                    f"{path}.{key}",
-                    f"Invalid value: {_go_list(values)}: if '*' is present, must not specify other {what}",
-                )
-            )
+        errs.extend(_rule_list(values, f"{path}.{key}", what))
         if key == "apiVersions":
             errs.extend(
                 FieldError.required(f"{path}.{key}[{i}]", "Required value: must not be empty")

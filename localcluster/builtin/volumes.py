@@ -9,6 +9,7 @@ from localcluster.builtin.base import BuiltinStrategy, columns, get_path
 from localcluster.registry import FieldError, Obj, TableColumn
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+_CLAIM_SPEC_IMMUTABLE = "spec is immutable after creation except resources.requests for bound claims"
 _SHORT_MODES = {
     "ReadWriteOnce": "RWO",
     "ReadOnlyMany": "ROX",
@@ -27,15 +28,20 @@ def _validate_modes(modes: Any, path: str) -> list[FieldError]:
     return [FieldError.not_supported(path, m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
 
 
-class PersistentVolumeStrategy(BuiltinStrategy):
-    kind = "PersistentVolume"
+class _StorageStrategy(BuiltinStrategy):
+    """What volumes and claims share: both are born Pending (the binder moves them on), default
+    to a Filesystem volume mode and must name their access modes."""
+
     has_status_subresource = True
     tracks_generation = False
+    # Defaults set before `volumeMode`, in the order Kubernetes' defaulting writes them.
+    spec_defaults: tuple[tuple[str, str], ...] = ()
 
     def default(self, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
-            spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+            for key, value in self.spec_defaults:
+                spec.setdefault(key, value)
             spec.setdefault("volumeMode", "Filesystem")
 
     def prepare_for_create(self, obj: Obj) -> None:
@@ -46,7 +52,18 @@ class PersistentVolumeStrategy(BuiltinStrategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return [FieldError.required("spec")]
-        errs = _validate_modes(spec.get("accessModes"), "spec.accessModes")
+        return _validate_modes(spec.get("accessModes"), "spec.accessModes") + self.validate_spec(spec, old)
+
+    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+        raise NotImplementedError
+
+
+class PersistentVolumeStrategy(_StorageStrategy):
+    kind = "PersistentVolume"
+    spec_defaults = (("persistentVolumeReclaimPolicy", "Retain"),)
+
+    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+        errs: list[FieldError] = []
         if not get_path(spec, "capacity", "storage"):
             errs.append(FieldError.required("spec.capacity"))
         policy = spec.get("persistentVolumeReclaimPolicy")
@@ -107,44 +124,21 @@ class PersistentVolumeStrategy(BuiltinStrategy):
         ]
 
 
-class PersistentVolumeClaimStrategy(BuiltinStrategy):
+class PersistentVolumeClaimStrategy(_StorageStrategy):
     kind = "PersistentVolumeClaim"
-    has_status_subresource = True
-    tracks_generation = False
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if isinstance(spec, dict):
-            spec.setdefault("volumeMode", "Filesystem")
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"phase": "Pending"}
-
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
-        errs = _validate_modes(spec.get("accessModes"), "spec.accessModes")
+    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+        errs: list[FieldError] = []
         if not get_path(spec, "resources", "requests", "storage"):
             errs.append(FieldError.required("spec.resources[storage]"))
         if old is not None:
             old_spec = old.get("spec") or {}
             for key in ("accessModes", "selector", "storageClassName", "volumeMode"):
                 if spec.get(key) != old_spec.get(key):
-                    errs.append(
-                        FieldError.forbidden(
-                            "spec",
-                            "spec is immutable after creation except resources.requests for bound claims",
-                        )
-                    )
+                    errs.append(FieldError.forbidden("spec", _CLAIM_SPEC_IMMUTABLE))
                     break
             if spec.get("volumeName") != old_spec.get("volumeName") and old_spec.get("volumeName"):
-                errs.append(
-                    FieldError.forbidden(
-                        "spec", "spec is immutable after creation except resources.requests for bound claims"
-                    )
-                )
+                errs.append(FieldError.forbidden("spec", _CLAIM_SPEC_IMMUTABLE))
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
