@@ -19,8 +19,9 @@ from apiclient.resources import NODES, PODS
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from informers import PROJECTIONS, ResourceEventHandler, meta_key, split_key
+from tests.support.waiting import eventually
 
-from .harness import eventually, running_controllers
+from .harness import running_controllers
 from .projectionguard import Guard, GuardedTransforms, ProjectionViolation
 
 NS = "default"

@@ -43,8 +43,9 @@ from controllers.nodemaintenance.nodeselector import names_selector
 from controllers.replicaset import ReplicaSetController
 from localcluster.cluster import LocalCluster
 from localcluster.demo import NS, App, deployment, ensure_crd, pod_available
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
 from tests.controllers.nodemaintenance.helpers import RolloutWatch
+from tests.support.waiting import eventually
 
 GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}
 TARGET = "node-1"

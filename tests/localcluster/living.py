@@ -1,14 +1,12 @@
 """Shared pieces of the living-cluster tests (scheduler, kubelets, GC, eviction, faults, drain).
 
 `living_cluster(...)` starts a `LocalCluster` at `SPEED` (a 10 s lease renewal takes 0.1 s, a pod
-starts in 10 ms) and hands out a `KubeClient`; `eventually(...)` re-reads through the client
-until a condition holds (pytest-timeout bounds it; nothing here asserts how fast).
+starts in 10 ms) and hands out a `KubeClient`; tests wait for its states with `tests.support.waiting.eventually`.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -30,17 +28,6 @@ async def living_cluster(**options: Any) -> AsyncIterator[tuple[LocalCluster, Ku
             yield cluster, kube
         finally:
             await kube.close()
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[T]], check: Callable[[T], bool], *, interval: float = 0.02
-) -> T:
-    """Call `probe` until `check(result)` holds; returns that result."""
-    while True:
-        value = await probe()
-        if check(value):
-            return value
-        await asyncio.sleep(interval)
 
 
 def owned_pod(name: str, owner: dict[str, Any], *, labels: dict[str, str], **spec: Any) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS, Resource
 from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
-from tests.controllers.harness import eventually
 from tests.localcluster.test_workload_controllers import kubectl
+from tests.support.waiting import eventually
 
 pytestmark = [
     pytest.mark.kubectl,

@@ -32,7 +32,7 @@ from apiclient.metrics import EXEC_PLUGIN_CALLS
 from apiclient.resources import NAMESPACES, PODS, Resource
 from localcluster.auth.rbac import User
 from localcluster.cluster import LocalCluster
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
 SECRET = "not-a-real-signing-key"
@@ -158,7 +158,11 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
             await kube.create(REPLICASETS, _replicaset(1), namespace="default")
             await _until_pods(kube, 1, proc)
             # Each token lives 3 s; the lease renewals every 500 ms outlive several of them.
-            await eventually(lambda: len(_runs(issued)) >= 4 or proc.returncode is not None, limit=90)
+            await eventually(
+                lambda: len(_runs(issued)) >= 4 or proc.returncode is not None,
+                "len(_runs(issued)) >= 4 or proc.returncode is not None",
+                timeout=90,
+            )
             assert proc.returncode is None, output.read_text()[-3000:]
             await kube.patch(REPLICASETS, "renewals", {"spec": {"replicas": 3}}, namespace="default")
             await _until_pods(kube, 3, proc)

@@ -24,7 +24,8 @@ from controllers.nodemaintenance.api import PHASE_ANNOTATION
 from controllers.nodemaintenance.nodeselector import names_selector
 from kubeutil.timestamps import format_micro_time, utcnow
 from nodemaintenancelease import lease
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 

@@ -26,7 +26,8 @@ from controllers.nodelifecycle.config import NodeLifecycleConfig
 from controllers.replicaset import ReplicaSetController
 from controllers.tainteviction import TaintEvictionController
 from tests.backends import backend_of, cluster_on_backend
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 NS = "default"
 UNREACHABLE = "node.kubernetes.io/unreachable"

@@ -18,8 +18,9 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, PODS
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.drain import stale_plan_is_conflict
-from tests.controllers.harness import HeldWatches, eventually, running_controllers
+from tests.controllers.harness import HeldWatches, running_controllers
 from tests.controllers.nodemaintenance.helpers import GATES, NS, condition, make_pod, nm_body, pod
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("cluster", "crd")
 

@@ -25,7 +25,7 @@ from controllers.nodemaintenance.api import (
 )
 from controllers.nodemaintenance.state import utcnow
 from kubeutil.timestamps import format_time
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
@@ -38,6 +38,7 @@ from tests.controllers.nodemaintenance.helpers import (
     node,
     pod,
 )
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("cluster")
 

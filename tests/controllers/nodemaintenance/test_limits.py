@@ -22,7 +22,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES, PODS
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import MAINTENANCES_ANNOTATION, ORIGINAL_UNSCHEDULABLE_ANNOTATION
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
@@ -36,6 +36,7 @@ from tests.controllers.nodemaintenance.helpers import (
     node,
     pod,
 )
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("cluster", "crd", "eviction")
 

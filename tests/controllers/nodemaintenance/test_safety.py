@@ -26,7 +26,7 @@ from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.workload import TIMEOUT_ANNOTATION, WAIT_ANNOTATION
 from nodemaintenancelease import lease
 from nodemaintenancelease.gate import LeaseDecision, MaintenanceLeaseGate
-from tests.controllers.harness import build, eventually, running_controllers
+from tests.controllers.harness import build, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
@@ -40,6 +40,7 @@ from tests.controllers.nodemaintenance.helpers import (
     node,
     pod,
 )
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("cluster", "crd")
 

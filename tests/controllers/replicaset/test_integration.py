@@ -19,7 +19,8 @@ from controllers.common.pods import get_pod_condition
 from controllers.context import ControllerContext
 from controllers.replicaset import ReplicaSetController
 from kubeutil.timestamps import format_time, utcnow
-from tests.controllers.harness import HeldWatches, build, eventually, make_factory, running_controllers
+from tests.controllers.harness import HeldWatches, build, make_factory, running_controllers
+from tests.support.waiting import eventually
 
 NS = "default"
 GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}

@@ -7,7 +7,7 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NAMESPACES, PODS
 from controllers.replicaset.sync import _namespace_terminating
-from tests.controllers.harness import eventually
+from tests.support.waiting import eventually
 
 
 def _pod(name: str, *, finalizers: list[str] | None = None) -> dict[str, object]:

@@ -16,7 +16,8 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES, PODS
 from controllers.tainteviction import TaintEvictionController
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 
