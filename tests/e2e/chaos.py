@@ -38,6 +38,7 @@ from localcluster.requestlog import RequestLog
 from localcluster.storage import DEFAULT_WINDOW
 from tests.e2e.converged import replica_set_mismatches
 from tests.e2e.world import manager_options
+from tests.support.waiting import eventually
 
 NS = "chaos"
 FAULT_KINDS = ("drop_watches", "restart", "errors_500", "errors_429", "watch_window", "latency")
@@ -280,12 +281,7 @@ RECOVERY_LIMIT = 2 * 2 * 30.0
 async def _until(
     check: Callable[[], Awaitable[bool]], what: str, *, limit: float = 1.5 * RECOVERY_LIMIT
 ) -> None:
-    with anyio.move_on_after(limit):
-        while True:
-            if await retrying(check):
-                return
-            await anyio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    await eventually(lambda: retrying(check), what, timeout=limit, interval=0.2)
 
 
 async def _available(kube: KubeClient, res: Any, name: str, replicas: int) -> bool:

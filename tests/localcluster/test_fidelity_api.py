@@ -18,6 +18,7 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
+from tests.support.waiting import eventually, when
 
 SECRETS = R.Resource("", "v1", "secrets", "Secret", True)
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")
@@ -189,11 +190,14 @@ async def test_field_validation_custom_resource(kube: KubeClient, cluster: Local
         "metadata": {"name": "g"},
         "spec": {"size": 1, "colour": "red"},
     }
-    for _ in range(100):  # the CRD is served as soon as the controller registers it
-        status, body, _ = await raw(kube, "POST", path, gadget, query={"fieldValidation": "Strict"})
-        if status != 404:
-            break
-        await asyncio.sleep(0.02)
+    # the CRD is served as soon as the controller registers it
+    status, body, _ = await eventually(
+        lambda: when(
+            raw(kube, "POST", path, gadget, query={"fieldValidation": "Strict"}), lambda r: r[0] != 404
+        ),
+        "the gadgets served",
+        interval=0.02,
+    )
     assert status == 400 and 'unknown field "spec.colour"' in body["message"]
     status, body, warnings = await raw(kube, "POST", path, gadget)
     assert status == 201 and body["spec"] == {"size": 1}

@@ -200,10 +200,13 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
 
 
 async def _until_pods(kube: KubeClient, count: int, proc: Any) -> None:
-    with anyio.fail_after(60):
-        while await _pods(kube) != count:
-            assert proc.returncode is None, "the manager exited"
-            await anyio.sleep(0.1)
+    async def counted() -> bool:
+        if await _pods(kube) == count:
+            return True
+        assert proc.returncode is None, "the manager exited"
+        return False
+
+    await eventually(counted, f"{count} pods", timeout=60, interval=0.1)
 
 
 async def test_a_401_reruns_the_plugin_and_the_request_is_sent_again(tmp_path: Path) -> None:

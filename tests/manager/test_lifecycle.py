@@ -60,13 +60,14 @@ async def _get(port: int, path: str) -> tuple[int, str]:
 
 
 async def _serving(port: int) -> None:
-    with anyio.fail_after(30):
-        while True:
-            try:
-                await _get(port, "/livez")
-                return
-            except aiohttp.ClientError:
-                await anyio.sleep(0.05)
+    async def live() -> bool:
+        try:
+            await _get(port, "/livez")
+        except aiohttp.ClientError:
+            return False
+        return True
+
+    await eventually(live, "/livez served", timeout=30)
 
 
 def _holder(api: FakeApi) -> str:
