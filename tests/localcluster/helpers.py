@@ -28,33 +28,6 @@ def pod(
     return body
 
 
-def replicaset(name: str, *, replicas: int = 1, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    labels = labels or {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
-            },
-        },
-    }
-
-
-def deployment(name: str, *, replicas: int | None = None) -> dict[str, Any]:
-    body = replicaset(name)
-    body["kind"] = "Deployment"
-    if replicas is None:
-        del body["spec"]["replicas"]
-    else:
-        body["spec"]["replicas"] = replicas
-    return body
-
-
 async def bare_cluster(request: pytest.FixtureRequest) -> AsyncIterator[LocalCluster]:
     """An API server only (no scheduler, kubelets, GC or other controllers), for tests of the API's own semantics:
     a module uses it with `cluster = pytest.fixture(bare_cluster)`. On the real backend the

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from apiclient import KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
+from tests.support.objects import replicaset
 
 SPEED = 100.0
 T = TypeVar("T")
@@ -52,19 +53,7 @@ async def replicaset_with_pods(
     """A ReplicaSet and its pods, created as its controller would create them."""
     labels = {"app": name}
     rs = await kube.create(
-        R.REPLICASETS,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-                },
-            },
-        },
-        namespace=namespace,
+        R.REPLICASETS, replicaset(name, replicas, labels=labels, container="app"), namespace=namespace
     )
     names = []
     for i in range(replicas):

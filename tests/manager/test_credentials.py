@@ -32,6 +32,7 @@ from apiclient.metrics import EXEC_PLUGIN_CALLS
 from apiclient.resources import NAMESPACES, PODS, Resource
 from localcluster.auth.rbac import User
 from localcluster.cluster import LocalCluster
+from tests.support.objects import replicaset
 from tests.support.waiting import eventually
 
 REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
@@ -110,23 +111,6 @@ def _exec_kubeconfig(
     return path, log
 
 
-def _replicaset(replicas: int) -> dict[str, Any]:
-    labels = {"app": "renewals"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": "renewals", "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "x"}]},
-            },
-        },
-    }
-
-
 async def _pods(kube: KubeClient) -> int:
     return len((await kube.list(PODS, namespace="default", label_selector="app=renewals"))["items"])
 
@@ -155,7 +139,9 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
         with output.open("wb") as out:
             proc = await anyio.open_process(args, env=env, stdout=out, stderr=out, stdin=None)
         try:
-            await kube.create(REPLICASETS, _replicaset(1), namespace="default")
+            await kube.create(
+                REPLICASETS, replicaset("renewals", 1, namespace="default", image="x"), namespace="default"
+            )
             await _until_pods(kube, 1, proc)
             # Each token lives 3 s; the lease renewals every 500 ms outlive several of them.
             await eventually(
