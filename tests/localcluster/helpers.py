@@ -1,31 +1,13 @@
-"""Small object builders shared by the local cluster tests."""
+"""The bare-cluster fixture shared by the local cluster tests (object builders: tests.support.objects)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
-
-
-def pod(
-    name: str | None = None, *, labels: dict[str, str] | None = None, node: str | None = None, **spec: Any
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name} if name else {"generateName": "p-"}
-    if labels:
-        meta["labels"] = labels
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}], **spec},
-    }
-    if node:
-        body["spec"]["nodeName"] = node
-    return body
 
 
 async def bare_cluster(request: pytest.FixtureRequest) -> AsyncIterator[LocalCluster]:

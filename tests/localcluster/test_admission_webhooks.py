@@ -16,8 +16,9 @@ import orjson
 import pytest
 
 from apiclient import KubeClient
-from tests.localcluster.helpers import bare_cluster, pod
+from tests.localcluster.helpers import bare_cluster
 from tests.localcluster.webhookserver import WebhookServer, webhook_server
+from tests.support.objects import pod
 from tests.support.waiting import eventually, when
 
 cluster = pytest.fixture(bare_cluster)

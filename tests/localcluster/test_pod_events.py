@@ -15,9 +15,9 @@ import pytest
 from apiclient import KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
-from tests.localcluster.helpers import pod
 from tests.localcluster.living import SPEED, is_ready, living_cluster
 from tests.localcluster.test_fidelity_api import kubectl
+from tests.support.objects import pod
 from tests.support.waiting import eventually, holds, when
 
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")

@@ -1,5 +1,6 @@
 """Object builders shared by the tests: API bodies of the workload kinds, in the shape a user writes.
 
+    pod("web-0", node="node-1", terminationGracePeriodSeconds=0)
     replicaset("web", 3, namespace=NS)                    # app=web selects a template of one container
     deployment("web", strategy={"type": "Recreate"})      # no `replicas`: the server defaults it
 
@@ -15,6 +16,30 @@ from collections.abc import Mapping
 from typing import Any
 
 Obj = dict[str, Any]
+
+
+def pod(
+    name: str | None = None,
+    *,
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    node: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    container: str = "c",
+    image: str = "nginx:1.27",
+    **spec: Any,
+) -> Obj:
+    """A v1 Pod of one container; without `name` the server generates one (prefix p-)."""
+    meta: Obj = {"name": name} if name else {"generateName": "p-"}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = dict(labels)
+    meta.update(metadata or {})
+    body: Obj = {"containers": [{"name": container, "image": image}], **spec}
+    if node:
+        body["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body}
 
 
 def workload(
