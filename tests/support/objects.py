@@ -1,8 +1,9 @@
-"""Object builders shared by the tests: API bodies of the workload kinds, in the shape a user writes.
+"""Object builders shared by the tests: API bodies in the shape a user writes them.
 
     pod("web-0", node="node-1", terminationGracePeriodSeconds=0)
     replicaset("web", 3, namespace=NS)                    # app=web selects a template of one container
     deployment("web", strategy={"type": "Recreate"})      # no `replicas`: the server defaults it
+    node_maintenance("m1", ["node-1"], drain=True)       # a NodeMaintenance selecting node-1 by name
 
 Keyword arguments cover what callers vary: the selector's labels, the container's name and
 image, template annotations, extra object metadata, extra pod spec (`pod_spec`) and extra
@@ -12,8 +13,10 @@ controller unit test's cached objects) stay beside that test.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from controllers.nodemaintenance.nodeselector import names_selector
 
 Obj = dict[str, Any]
 
@@ -83,3 +86,26 @@ def replicaset(name: str, replicas: int | None = 1, **options: Any) -> Obj:
 def deployment(name: str, replicas: int | None = None, **options: Any) -> Obj:
     """A Deployment (see `workload` for the options); `replicas` unset unless given."""
     return workload("Deployment", name, replicas, **options)
+
+
+def node_maintenance(
+    name: str,
+    nodes: Sequence[str],
+    *,
+    cordon: bool = True,
+    drain: bool = False,
+    timeout: int | None = 180,
+    reason: str = "kernel upgrade",
+    **spec: Any,
+) -> Obj:
+    """A NodeMaintenance of the named `nodes`; `timeout` (evacuationTimeoutSeconds) None leaves it unset."""
+    body: Obj = {"nodeSelector": names_selector(nodes), "cordon": cordon, "drain": drain, "reason": reason}
+    if timeout is not None:
+        body["evacuationTimeoutSeconds"] = timeout
+    body.update(spec)
+    return {
+        "apiVersion": "maintenance.aiokcm.io/v1alpha1",
+        "kind": "NodeMaintenance",
+        "metadata": {"name": name},
+        "spec": body,
+    }
