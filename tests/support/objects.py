@@ -45,6 +45,11 @@ def pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body}
 
 
+def node(name: str = "", **labels: str) -> Obj:
+    """A Node as a selector sees it: a name and labels."""
+    return {"metadata": {"name": name, "labels": labels}}
+
+
 def workload(
     kind: str,
     name: str,
