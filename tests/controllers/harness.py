@@ -1,7 +1,7 @@
 """Run controllers against a real API server in tests: a factory, the controllers, one task group.
 
     async with running_controllers(kube, ReplicaSetController, gates={DECLARATIVE_NODE_MAINTENANCE: True}) as h:
-        await eventually(lambda: ..., "three pods")
+        await eventually(lambda: ..., "three pods")  # eventually: tests.support.waiting
 
 A controller class is built as the manager builds it, under the name and worker count of its row
 in `controller_manager.registry` and with its typed config at its defaults unless the test gives
@@ -19,8 +19,7 @@ seam `conftest.py` uses to guard those caches (see `projectionguard`).
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -215,25 +214,3 @@ async def running_controllers(
             yield Harness(factory, ctx, controllers, events)
         finally:
             tg.cancel_scope.cancel()
-
-
-async def eventually(
-    check: Callable[[], Any] | Callable[[], Awaitable[Any]],
-    what: str,
-    *,
-    timeout: float = 20.0,
-    interval: float = 0.05,
-) -> Any:
-    """Poll `check` (sync or async) until it returns something truthy; fail with `what` after `timeout`.
-
-    A wait for a state, not a speed assertion: the timeout is generous and only bounds a hang.
-    """
-    last: Any = None
-    with anyio.move_on_after(timeout):
-        while True:
-            result = check()
-            last = await result if inspect.isawaitable(result) else result
-            if last:
-                return last
-            await anyio.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")

@@ -19,20 +19,17 @@ from apiclient.resources import NODES, PODS
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from informers import PROJECTIONS, ResourceEventHandler, meta_key, split_key
+from tests.support.objects import pod
+from tests.support.waiting import eventually
 
-from .harness import eventually, running_controllers
+from .harness import running_controllers
 from .projectionguard import Guard, GuardedTransforms, ProjectionViolation
 
 NS = "default"
 
 
 def _pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"app": "guard"}},
-        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}], "nodeName": "node-1"},
-    }
+    return pod(name, namespace=NS, labels={"app": "guard"}, node="node-1", image="registry.k8s.io/pause:3.10")
 
 
 class _PodReader(Controller):

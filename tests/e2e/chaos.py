@@ -38,6 +38,8 @@ from localcluster.requestlog import RequestLog
 from localcluster.storage import DEFAULT_WINDOW
 from tests.e2e.converged import replica_set_mismatches
 from tests.e2e.world import manager_options
+from tests.support.objects import deployment, replicaset
+from tests.support.waiting import eventually
 
 NS = "chaos"
 FAULT_KINDS = ("drop_watches", "restart", "errors_500", "errors_429", "watch_window", "latency")
@@ -81,29 +83,17 @@ async def retrying(call: Callable[[], Awaitable[Any]], *, limit: float = 60.0) -
 
 
 def _rs(name: str, replicas: int) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "containers": [{"name": "c", "image": "nginx:1"}],
-                    "terminationGracePeriodSeconds": 0,
-                },
-            },
-        },
-    }
+    return replicaset(name, replicas, image="nginx:1", pod_spec={"terminationGracePeriodSeconds": 0})
 
 
 def _deployment(name: str, replicas: int) -> dict[str, Any]:
-    body = _rs(name, replicas)
-    body["spec"]["strategy"] = {
-        "type": "RollingUpdate",
-        "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0},
-    }
-    return body
+    return deployment(
+        name,
+        replicas,
+        image="nginx:1",
+        pod_spec={"terminationGracePeriodSeconds": 0},
+        strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 0}},
+    )
 
 
 class FaultInjector:
@@ -280,12 +270,7 @@ RECOVERY_LIMIT = 2 * 2 * 30.0
 async def _until(
     check: Callable[[], Awaitable[bool]], what: str, *, limit: float = 1.5 * RECOVERY_LIMIT
 ) -> None:
-    with anyio.move_on_after(limit):
-        while True:
-            if await retrying(check):
-                return
-            await anyio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    await eventually(lambda: retrying(check), what, timeout=limit, interval=0.2)
 
 
 async def _available(kube: KubeClient, res: Any, name: str, replicas: int) -> bool:

@@ -32,6 +32,7 @@ from apiclient import KubeClient
 from apiclient.resources import LEASES, NAMESPACES, REPLICASETS
 from localcluster.cluster import LocalCluster
 from localcluster.requestlog import Write, fingerprint
+from tests.support.waiting import eventually
 
 NS = "failover"
 LEASE_COLLECTION = "/namespaces/kube-system/leases"
@@ -245,21 +246,37 @@ async def _until_leading(
     cluster: LocalCluster, proc: ManagerProcess, *, since: float = 0.0, limit: float = 60.0
 ) -> float:
     """When the server accepted `proc`'s write of the Lease as its new holder."""
-    with anyio.fail_after(limit):
-        while True:
-            for at, credential in _takeovers(cluster.requests.since(since)):
-                if credential == proc.credential:
-                    return at
-            await anyio.sleep(0.02)
+    taken: float = await eventually(
+        lambda: next(
+            (
+                at
+                for at, credential in _takeovers(cluster.requests.since(since))
+                if credential == proc.credential
+            ),
+            None,
+        ),
+        f"manager {proc.name} holding the Lease",
+        timeout=limit,
+        interval=0.02,
+    )
+    return taken
 
 
 async def _until_written(
     cluster: LocalCluster, proc: ManagerProcess, since: float, *, limit: float = 60.0
 ) -> float:
     """When the server received `proc`'s first write that is not to the Lease, after `since`."""
-    with anyio.fail_after(limit):
-        while True:
-            for w in cluster.requests.since(since):
-                if w.credential == proc.credential and not _is_lease(w):
-                    return w.at
-            await anyio.sleep(0.02)
+    written: float = await eventually(
+        lambda: next(
+            (
+                w.at
+                for w in cluster.requests.since(since)
+                if w.credential == proc.credential and not _is_lease(w)
+            ),
+            None,
+        ),
+        f"a write from manager {proc.name}",
+        timeout=limit,
+        interval=0.02,
+    )
+    return written

@@ -25,10 +25,10 @@ from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
 from localcluster.cluster import LocalCluster, node_object
 from localcluster.demo import ensure_crd
-from tests.controllers.harness import eventually
 from tests.e2e import oddworld
 from tests.e2e.converged import replica_set_mismatches
 from tests.e2e.world import describe, manager_options, running_manager, settled, writes_over
+from tests.support.waiting import eventually
 
 NS = "aged"
 WINDOW = 5.0

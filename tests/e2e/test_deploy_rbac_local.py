@@ -55,7 +55,6 @@ from controller_manager import rbac
 from localcluster.cluster import LocalCluster
 from localcluster.demo import APPS, drained, node_maintenance, run_demo
 from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASES
-from tests.localcluster.living import eventually
 from tests.real.test_deploy_rbac import (
     DEPLOY,
     MANIFESTS,
@@ -66,6 +65,7 @@ from tests.real.test_deploy_rbac import (
     _service_account_token,
     manager_args,
 )
+from tests.support.waiting import eventually
 
 SERVICE_ACCOUNT = f"system:serviceaccount:{rbac.NAMESPACE}:{rbac.NAME}"
 FAST_NODE_LIFECYCLE = (
@@ -105,11 +105,7 @@ async def _absent(admin: KubeClient, res: Resource, name: str, namespace: str | 
 
 
 async def _until(probe: Any, what: str) -> None:
-    try:
-        with anyio.fail_after(WAIT):
-            await eventually(probe, bool, interval=0.1)
-    except TimeoutError:
-        raise AssertionError(f"not within {WAIT}s: {what}") from None
+    await eventually(probe, what, timeout=WAIT, interval=0.1)
 
 
 async def _repair_a_lease_owner(admin: KubeClient, node: str) -> None:

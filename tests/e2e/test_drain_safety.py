@@ -23,7 +23,8 @@ from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.replicaset import ReplicaSetController
 from localcluster.demo import NS, App, deployment, ensure_crd, pod_available
 from tests.backends import cluster_on_backend
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}
 TARGET = "node-1"

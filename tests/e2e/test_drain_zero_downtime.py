@@ -31,7 +31,8 @@ from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.replicaset import ReplicaSetController
 from localcluster.demo import NS, App, deployment, drained, ensure_crd, pdb, pod_available
 from tests.backends import cluster_on_backend
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 APPS = (App("single", 1), App("triple", 3), App("guarded", 1, pdb_min_available=1))
 GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}

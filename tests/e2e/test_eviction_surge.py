@@ -39,8 +39,8 @@ from localcluster.demo import NS, deployment, pdb
 from realcluster import RealCluster
 from realcluster.controlplane import free_port
 from tests.backends import cluster_on_backend
-from tests.controllers.harness import eventually
 from tests.e2e.test_drain_zero_downtime import APPS, AvailabilityWatch, _all_available_on, _app_pods
+from tests.support.waiting import eventually
 
 TARGET = "node-1"
 WEBHOOK = Path(__file__).resolve().parents[2] / "deploy" / "webhook.yaml"

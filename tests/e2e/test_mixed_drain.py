@@ -39,12 +39,13 @@ from controller_manager import maintenance_cli
 from controllers.deployment import DeploymentController
 from controllers.disruption import DisruptionController
 from controllers.nodemaintenance import NodeMaintenanceController
-from controllers.nodemaintenance.nodeselector import names_selector
 from controllers.replicaset import ReplicaSetController
 from localcluster.cluster import LocalCluster
 from localcluster.demo import NS, App, deployment, ensure_crd, pod_available
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
 from tests.controllers.nodemaintenance.helpers import RolloutWatch
+from tests.support.objects import node_maintenance
+from tests.support.waiting import eventually
 
 GATES = {"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True}
 TARGET = "node-1"
@@ -251,21 +252,15 @@ async def test_mixed_drain_then_six_nodes_one_at_a_time(
             tg.start_soon(_lowest_serving, kube, lowest)
             await kube.create(
                 NODEMAINTENANCES,
-                {
-                    "apiVersion": "maintenance.aiokcm.io/v1alpha1",
-                    "kind": "NodeMaintenance",
-                    "metadata": {"name": "rolling"},
-                    "spec": {
-                        "nodeSelector": names_selector(NODES_UNDER_MAINTENANCE),
-                        "cordon": True,
-                        "drain": True,
-                        "reason": "kernel upgrade",
-                        "force": True,
-                        "deleteEmptyDirData": True,
-                        # no deadline: what cannot answer goes at once, what surges is never evicted
-                        "evacuationTimeoutSeconds": 0,
-                    },
-                },
+                node_maintenance(
+                    "rolling",
+                    NODES_UNDER_MAINTENANCE,
+                    drain=True,
+                    # no deadline: what cannot answer goes at once, what surges is never evicted
+                    timeout=0,
+                    force=True,
+                    deleteEmptyDirData=True,
+                ),
             )
             await eventually(
                 lambda: _cond(kube, "rolling", "ClusterLimitReached"), "the guard checked", timeout=60

@@ -17,9 +17,9 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES, PODS
 from localcluster.demo import ensure_crd
-from tests.controllers.harness import eventually
 from tests.e2e import oddworld
 from tests.e2e.world import ClientWrites, manager_options, running_manager
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 

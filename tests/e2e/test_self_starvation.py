@@ -14,8 +14,8 @@ import anyio
 from apiclient.resources import LEASES, NAMESPACES, PODS, REPLICASETS
 from localcluster.cluster import LocalCluster
 from localcluster.requestlog import RequestLog
-from tests.controllers.harness import eventually
 from tests.e2e.world import manager_options, running_manager
+from tests.support.waiting import eventually
 
 REPLICAS = 600
 ELECTION = (

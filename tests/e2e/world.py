@@ -22,6 +22,7 @@ from controller_manager.options import ManagerOptions, parse_run_args
 from controller_manager.registry import default_registry
 from localcluster.cluster import LocalCluster
 from localcluster.requestlog import WRITE_METHODS, Write
+from tests.support.waiting import eventually
 
 ALL_GATES = "DeclarativeNodeMaintenance=true,NodeMaintenanceDeployment=true,NodeMaintenanceLease=true"
 
@@ -76,12 +77,12 @@ async def settled(
     cluster: LocalCluster, *, quiet: float = 2.0, limit: float = 60.0, ignore: Sequence[str] = ()
 ) -> None:
     """Return once no write has reached the server for `quiet` seconds; `limit` bounds a hang only."""
-    with anyio.fail_after(limit):
-        while True:
-            recent = writes_over(cluster, time.monotonic() - quiet, ignore)
-            if not recent:
-                return
-            await anyio.sleep(0.2)
+    await eventually(
+        lambda: not writes_over(cluster, time.monotonic() - quiet, ignore),
+        f"{quiet} s without a write",
+        timeout=limit,
+        interval=0.2,
+    )
 
 
 def describe(writes: Sequence[Write]) -> str:
@@ -124,8 +125,9 @@ class ClientWrites:
 
     async def settled(self, *, quiet: float = 2.0, limit: float = 90.0) -> None:
         """Return once the manager has sent no write for `quiet` seconds."""
-        with anyio.fail_after(limit):
-            while True:
-                if not self.since(time.monotonic() - quiet):
-                    return
-                await anyio.sleep(0.2)
+        await eventually(
+            lambda: not self.since(time.monotonic() - quiet),
+            f"{quiet} s without a write from the manager",
+            timeout=limit,
+            interval=0.2,
+        )

@@ -24,6 +24,7 @@ from kubernetes_asyncio import client as k8s_client
 
 from apiclient import KubeClient, Resource
 from kubeutil.selectors import parse
+from tests.support.waiting import eventually
 
 Obj = dict[str, Any]
 
@@ -72,7 +73,6 @@ class FakeApiServer:
         self._runner: web.AppRunner | None = None
         self.url = ""
         self._clients: list[KubeClient] = []
-        self._watch_opened = asyncio.Event()
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -203,9 +203,7 @@ class FakeApiServer:
                 w.queue.put_nowait(line)
 
     async def wait_for_watches(self, count: int = 1) -> None:
-        while len(self.watches) < count:
-            self._watch_opened.clear()
-            await self._watch_opened.wait()
+        await eventually(lambda: len(self.watches) >= count, f"{count} open watches")
 
     # -- HTTP -------------------------------------------------------------------------
 
@@ -296,7 +294,6 @@ class FakeApiServer:
             if rv > from_rv and coll == collection and (namespace is None or ns == namespace):
                 watch.queue.put_nowait(line)
         self.watches.append(watch)
-        self._watch_opened.set()
         timeout = float(query.get("timeoutSeconds") or 600)
         try:
             async with asyncio.timeout(timeout):

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import anyio
 
 from informers import DeletedFinalStateUnknown, ResourceEventHandler, meta_key
 
@@ -58,7 +55,6 @@ class Recorder:
         self.out_of_order = 0
         self.tombstones: list[DeletedFinalStateUnknown] = []
         self._last_rv: dict[str, int] = {}
-        self._changed = anyio.Event()
 
     def handler(self) -> ResourceEventHandler:
         return ResourceEventHandler(on_add=self.on_add, on_update=self.on_update, on_delete=self.on_delete)
@@ -68,8 +64,6 @@ class Recorder:
         if rv < self._last_rv.get(key, 0):
             self.out_of_order += 1
         self._last_rv[key] = rv
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
 
     def on_add(self, obj: Obj) -> None:
         key = meta_key(obj)
@@ -99,9 +93,3 @@ class Recorder:
         else:
             self.events.append(("delete", key, obj))
             self._seen(key, obj)
-
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-        """Wait (event-driven) until `predicate()` holds after some delivered event."""
-        with anyio.fail_after(timeout):
-            while not predicate():
-                await self._changed.wait()

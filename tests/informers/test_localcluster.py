@@ -8,6 +8,7 @@ from apiclient import KubeClient
 from apiclient.resources import CONFIGMAPS
 from informers import SharedInformerFactory
 from localcluster.cluster import LocalCluster
+from tests.support.waiting import eventually
 
 from .conftest import FAST
 from .helpers import Recorder
@@ -47,7 +48,9 @@ async def test_cache_equals_a_fresh_list_after_drops_410s_500s_and_a_restart(
         cluster.faults.clear()
         await cluster.faults.restart(downtime=0.2)
         await kube.create(CONFIGMAPS, _cm("sentinel", "x"), namespace="default")
-        await rec.wait_for(lambda: "default/sentinel" in rec.replica, timeout=30)
+        await eventually(
+            lambda: "default/sentinel" in rec.replica, "'default/sentinel' in rec.replica", timeout=30
+        )
         want = await _fresh(kube)
         got = {k: o["metadata"]["resourceVersion"] for k, o in rec.replica.items()}
         assert got == want

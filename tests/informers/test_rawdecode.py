@@ -12,6 +12,7 @@ from apiclient.resources import PODS
 from informers import SharedInformerFactory, default_transform, pod_projection
 from informers.rawdecode import PodProjectionDecoder, decoder_for
 from informers.transform import LAST_APPLIED
+from tests.support.waiting import eventually
 
 from .conftest import FAST
 from .fakeserver import FakeApiServer, status_body
@@ -161,12 +162,15 @@ async def test_projected_informer_lists_and_watches_through_the_decoder(server: 
         server.update(PODS, {**p, "spec": {**p["spec"], "nodeName": "n1"}})
         server.delete(PODS, realistic_pod(3)["metadata"]["name"], "team-3")
         server.bookmark(PODS)
-        await rec.wait_for(lambda: inf.last_sync_resource_version == str(server.rv))
+        await eventually(
+            lambda: inf.last_sync_resource_version == str(server.rv),
+            "inf.last_sync_resource_version == str(server.rv)",
+        )
         lists = server.requests["list"]
         server.fail_next("watch", 410, as_event=True)  # the next watch gets ERROR 410: relist
         server.drop_watches()
         server.delete_silently(PODS, realistic_pod(4)["metadata"]["name"], "team-4")
-        await rec.wait_for(lambda: server.requests["list"] >= lists + 3)
+        await eventually(lambda: server.requests["list"] >= lists + 3, "server.requests['list'] >= lists + 3")
         await server.wait_for_watches()
         expected = {
             f"{o['metadata']['namespace']}/{o['metadata']['name']}": pod_projection(o)

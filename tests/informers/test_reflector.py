@@ -10,6 +10,7 @@ import pytest
 
 from apiclient.resources import PODS
 from informers import Backoff, BackoffPolicy, SharedInformer, SharedInformerFactory
+from tests.support.waiting import eventually
 
 from .fakeserver import FakeApiServer
 from .helpers import Recorder, pod
@@ -61,11 +62,14 @@ async def test_dropped_watch_resumes_from_last_version_without_relist(
         factory.start(tg)
         await server.wait_for_watches()
         server.create(PODS, pod("a"))
-        await rec.wait_for(lambda: "default/a" in rec.replica)
+        await eventually(lambda: "default/a" in rec.replica, "'default/a' in rec.replica")
         server.drop_watches()
         server.create(PODS, pod("b"))  # happens while no watch is open
         server.delete(PODS, "a", "default")
-        await rec.wait_for(lambda: "default/b" in rec.replica and "default/a" not in rec.replica)
+        await eventually(
+            lambda: "default/b" in rec.replica and "default/a" not in rec.replica,
+            "'default/b' in rec.replica and 'default/a' not in rec.replica",
+        )
         assert server.requests["list"] == 1
         assert [e[0] for e in rec.events] == ["add", "add", "delete"]
         assert _cache(inf) == _server(server)
@@ -94,7 +98,10 @@ async def test_gone_relists_and_tombstones_deletes_missed_meanwhile(
             server.fail_next("watch", 410, as_event=True)
         else:
             server.compact()
-        await rec.wait_for(lambda: "default/vanish" not in rec.replica and "default/new" in rec.replica)
+        await eventually(
+            lambda: "default/vanish" not in rec.replica and "default/new" in rec.replica,
+            "'default/vanish' not in rec.replica and 'default/new' in rec.replica",
+        )
         assert server.requests["list"] == 2
         assert [t.key for t in rec.tombstones] == ["default/vanish"]
         assert rec.tombstones[0].obj["metadata"]["name"] == "vanish"
@@ -134,7 +141,7 @@ async def test_server_errors_on_watch_retry_from_the_same_version(
         server.fail_next("watch", 429)
         server.drop_watches()
         server.create(PODS, pod("a"))
-        await rec.wait_for(lambda: "default/a" in rec.replica)
+        await eventually(lambda: "default/a" in rec.replica, "'default/a' in rec.replica")
         assert server.requests["list"] == 1
         assert server.watch_rvs[-5:] == [rv] * 5
         tg.cancel_scope.cancel()
@@ -196,7 +203,9 @@ async def test_converges_to_a_fresh_list_under_random_faults(
         target = _server(server)
         # A final event proves the informer caught up with everything before it.
         server.create(PODS, pod("sentinel"))
-        await rec.wait_for(lambda: "default/sentinel" in rec.replica, timeout=20)
+        await eventually(
+            lambda: "default/sentinel" in rec.replica, "'default/sentinel' in rec.replica", timeout=20
+        )
         target["default/sentinel"] = server.items(PODS)["default/sentinel"]["metadata"]["resourceVersion"]
         assert _cache(inf) == target
         assert {k: v["metadata"]["resourceVersion"] for k, v in rec.replica.items()} == target

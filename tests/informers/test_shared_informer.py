@@ -14,6 +14,7 @@ from informers import (
     field_index,
     pod_projection,
 )
+from tests.support.waiting import eventually
 
 from .fakeserver import FakeApiServer
 from .helpers import Obj, Recorder, pod
@@ -34,7 +35,7 @@ async def test_initial_list_is_paginated_and_delivered_as_adds(
         assert len(inf.lister.list()) == 1203
         assert len(inf.lister.by_index(NODE_NAME_INDEX, "n1")) == 401
         assert inf.last_sync_resource_version == str(server.rv)
-        await rec.wait_for(reg.has_synced)
+        await eventually(reg.has_synced, "reg.has_synced")
         assert len(rec.replica) == 1203 and rec.duplicate_adds == 0
         assert {e[0] for e in rec.events} == {"add"}
         tg.cancel_scope.cancel()
@@ -53,7 +54,7 @@ async def test_watch_events_update_cache_and_handlers_in_order(
         p = server.create(PODS, pod("a"))
         p = server.update(PODS, {**p, "spec": {**p["spec"], "nodeName": "n1"}})
         server.delete(PODS, "a", "default")
-        await rec.wait_for(lambda: len(rec.events) == 3)
+        await eventually(lambda: len(rec.events) == 3, "len(rec.events) == 3")
         assert [e[0] for e in rec.events] == ["add", "update", "delete"]
         old, new = rec.events[1][2]
         assert "nodeName" not in old["spec"] and new["spec"]["nodeName"] == "n1"
@@ -73,11 +74,11 @@ async def test_handler_added_after_sync_gets_current_objects_as_adds(
         await factory.wait_for_cache_sync()
         late = Recorder()
         reg = inf.add_event_handler(late.handler())
-        await late.wait_for(reg.has_synced)
+        await eventually(reg.has_synced, "reg.has_synced")
         assert sorted(late.replica) == [f"default/p{i}" for i in range(5)]
         await server.wait_for_watches()
         server.create(PODS, pod("p5"))
-        await late.wait_for(lambda: "default/p5" in late.replica)
+        await eventually(lambda: "default/p5" in late.replica, "'default/p5' in late.replica")
         assert late.duplicate_adds == 0
         tg.cancel_scope.cancel()
 
@@ -99,10 +100,10 @@ async def test_a_failing_handler_does_not_stop_the_others(
         for i in range(600):
             server.create(PODS, pod(f"p{i:03d}"))
         factory.start(tg)
-        await good.wait_for(lambda: len(good.replica) == 600)
+        await eventually(lambda: len(good.replica) == 600, "len(good.replica) == 600")
         await server.wait_for_watches()
         server.create(PODS, pod("late"))
-        await good.wait_for(lambda: "default/late" in good.replica)
+        await eventually(lambda: "default/late" in good.replica, "'default/late' in good.replica")
         assert len(calls) == 601  # the failing handler kept getting events too
         tg.cancel_scope.cancel()
 
@@ -120,7 +121,7 @@ async def test_removed_handler_gets_nothing_more(
         await server.wait_for_watches()
         inf.remove_event_handler(reg)
         server.create(PODS, pod("a"))
-        await kept.wait_for(lambda: "default/a" in kept.replica)
+        await eventually(lambda: "default/a" in kept.replica, "'default/a' in kept.replica")
         assert gone.events == []
         tg.cancel_scope.cancel()
 
@@ -134,7 +135,10 @@ async def test_resync_replays_cached_objects_as_updates(server: FakeApiServer) -
         rec = Recorder()
         factory.informer(PODS).add_event_handler(rec.handler())
         factory.start(tg)
-        await rec.wait_for(lambda: sum(1 for e in rec.events if e[0] == "update") >= 2)
+        await eventually(
+            lambda: sum(1 for e in rec.events if e[0] == "update") >= 2,
+            "sum((1 for e in rec.events if e[0] == 'update')) >= 2",
+        )
         old, new = next(e[2] for e in rec.events if e[0] == "update")
         assert old is new
         assert rec.duplicate_adds == 0

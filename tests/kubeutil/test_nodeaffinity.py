@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from kubeutil.nodeaffinity import pod_matches_node, selector_matches
+from tests.support.objects import node
 
 Obj = dict[str, Any]
 
@@ -34,10 +35,6 @@ def required(*terms: Obj) -> Obj:
             }
         }
     }
-
-
-def node(name: str = "", **labels: str) -> Obj:
-    return {"metadata": {"name": name, "labels": labels}}
 
 
 NAME = "metadata.name"

@@ -1,58 +1,13 @@
-"""Small object builders shared by the local cluster tests."""
+"""The bare-cluster fixture shared by the local cluster tests (object builders: tests.support.objects)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
-
-
-def pod(
-    name: str | None = None, *, labels: dict[str, str] | None = None, node: str | None = None, **spec: Any
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name} if name else {"generateName": "p-"}
-    if labels:
-        meta["labels"] = labels
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}], **spec},
-    }
-    if node:
-        body["spec"]["nodeName"] = node
-    return body
-
-
-def replicaset(name: str, *, replicas: int = 1, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    labels = labels or {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
-            },
-        },
-    }
-
-
-def deployment(name: str, *, replicas: int | None = None) -> dict[str, Any]:
-    body = replicaset(name)
-    body["kind"] = "Deployment"
-    if replicas is None:
-        del body["spec"]["replicas"]
-    else:
-        body["spec"]["replicas"] = replicas
-    return body
 
 
 async def bare_cluster(request: pytest.FixtureRequest) -> AsyncIterator[LocalCluster]:

@@ -1,20 +1,19 @@
 """Shared pieces of the living-cluster tests (scheduler, kubelets, GC, eviction, faults, drain).
 
 `living_cluster(...)` starts a `LocalCluster` at `SPEED` (a 10 s lease renewal takes 0.1 s, a pod
-starts in 10 ms) and hands out a `KubeClient`; `eventually(...)` re-reads through the client
-until a condition holds (pytest-timeout bounds it; nothing here asserts how fast).
+starts in 10 ms) and hands out a `KubeClient`; tests wait for its states with `tests.support.waiting.eventually`.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from apiclient import KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
+from tests.support.objects import replicaset
 
 SPEED = 100.0
 T = TypeVar("T")
@@ -30,17 +29,6 @@ async def living_cluster(**options: Any) -> AsyncIterator[tuple[LocalCluster, Ku
             yield cluster, kube
         finally:
             await kube.close()
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[T]], check: Callable[[T], bool], *, interval: float = 0.02
-) -> T:
-    """Call `probe` until `check(result)` holds; returns that result."""
-    while True:
-        value = await probe()
-        if check(value):
-            return value
-        await asyncio.sleep(interval)
 
 
 def owned_pod(name: str, owner: dict[str, Any], *, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
@@ -65,19 +53,7 @@ async def replicaset_with_pods(
     """A ReplicaSet and its pods, created as its controller would create them."""
     labels = {"app": name}
     rs = await kube.create(
-        R.REPLICASETS,
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-                },
-            },
-        },
-        namespace=namespace,
+        R.REPLICASETS, replicaset(name, replicas, labels=labels, container="app"), namespace=namespace
     )
     names = []
     for i in range(replicas):

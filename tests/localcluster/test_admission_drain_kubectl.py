@@ -9,9 +9,10 @@ import pytest
 
 from apiclient import KubeClient
 from apiclient import resources as R
-from tests.localcluster.living import eventually, is_ready, owned_pod
+from tests.localcluster.living import is_ready, owned_pod
 from tests.localcluster.test_fidelity_api import kubectl
 from tests.localcluster.webhookserver import webhook_server
+from tests.support.waiting import eventually, holds
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.backends("local", "real")]
 
@@ -38,7 +39,9 @@ async def test_kubectl_drain_retries_an_eviction_a_webhook_answers_with_429(
         await kube.create(
             R.PODS, owned_pod("web-0", rs, labels={"app": "web"}, nodeName="node-1"), namespace="default"
         )
-        await eventually(lambda: kube.get(R.PODS, "web-0", namespace="default"), is_ready)
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "web-0", namespace="default"), is_ready), "pod web-0 ready"
+        )
 
         def first_refused(request: dict[str, Any]) -> dict[str, Any]:
             if len(webhook.reviews) == 1 and not request["dryRun"]:
@@ -66,7 +69,9 @@ async def test_kubectl_drain_retries_an_eviction_a_webhook_answers_with_429(
         )
         try:
             # the real server applies a configuration a moment later: a dry-run eviction shows when it does
-            await eventually(lambda: _dry_evict(kube), lambda _: bool(webhook.reviews))
+            await eventually(
+                lambda: holds(_dry_evict(kube), lambda _: bool(webhook.reviews)), "bool(webhook.reviews)"
+            )
             webhook.reviews.clear()
             code, out, err = await kubectl(cluster, "drain", "node-1", "--ignore-daemonsets", "--timeout=60s")
         finally:

@@ -6,27 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import yaml
 
 from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
-from tests.localcluster.living import eventually
 from tests.localcluster.test_admission_webhooks import NS, VWC, raw
 from tests.localcluster.test_fidelity_api import kubectl
 from tests.localcluster.webhookserver import webhook_server
-
-T = TypeVar("T")
-
-
-def _now(read: Callable[[], T]) -> Callable[[], Awaitable[T]]:
-    async def probe() -> T:
-        return read()
-
-    return probe
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -104,7 +95,8 @@ async def test_match_policy_equivalent_sends_another_versions_request_in_the_ver
     local, kube = api
     assert (await raw(kube, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD))[0] == 201
     await eventually(
-        _now(lambda: local.registry.get("test.aiokcm.io", "v1beta1", "gadgets")), lambda rt: rt is not None
+        lambda: local.registry.get("test.aiokcm.io", "v1beta1", "gadgets") is not None,
+        "the gadgets resource served",
     )
     async with webhook_server() as webhook:
         config = webhook.configuration("gadgets", resources=["gadgets"])
@@ -178,7 +170,7 @@ async def test_a_slow_webhook_never_holds_up_other_requests(api: tuple[LocalClus
             )
         )[0] == 201
         held = asyncio.create_task(raw(kube, "POST", f"{NS}/configmaps", {"metadata": {"name": "held"}}))
-        await eventually(_now(lambda: len(webhook.reviews)), lambda n: n > 0)
+        await eventually(lambda: len(webhook.reviews) > 0, "a review")
         code, listed, _ = await raw(kube, "GET", f"{NS}/configmaps")
         assert code == 200 and not held.done()
         assert "held" not in [c["metadata"]["name"] for c in listed["items"]]

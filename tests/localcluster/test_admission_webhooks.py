@@ -16,8 +16,10 @@ import orjson
 import pytest
 
 from apiclient import KubeClient
-from tests.localcluster.helpers import bare_cluster, pod
+from tests.localcluster.helpers import bare_cluster
 from tests.localcluster.webhookserver import WebhookServer, webhook_server
+from tests.support.objects import pod
+from tests.support.waiting import eventually, when
 
 cluster = pytest.fixture(bare_cluster)
 
@@ -76,12 +78,12 @@ async def unregister(kube: KubeClient, name: str) -> None:
 async def until_called(webhook: WebhookServer, request: Any) -> Any:
     """Repeat `request` until the webhook has seen one (the real server's informer lag)."""
     seen = len(webhook.reviews)
-    for _ in range(200):
+
+    async def called() -> Any:
         result = await request()
-        if len(webhook.reviews) > seen:
-            return result
-        await asyncio.sleep(0.05)
-    raise AssertionError("the webhook was never called")
+        return result if len(webhook.reviews) > seen else None
+
+    return await eventually(called, "the webhook called", timeout=10.0)
 
 
 def deny(status: dict[str, Any]) -> Any:
@@ -355,15 +357,13 @@ async def test_an_unreachable_webhook_or_one_the_ca_bundle_does_not_vouch_for_fa
     await register(kube, refused)
     await register(kube, stranger)
     try:
-
-        async def refused_secret() -> tuple[int, dict[str, Any], Any]:
-            while True:
-                result = await raw(kube, "POST", f"{NS}/secrets", {"metadata": {"generateName": "s-"}})
-                if result[0] != 201:
-                    return result
-                await asyncio.sleep(0.05)
-
-        code, body, _ = await refused_secret()
+        code, body, _ = await eventually(
+            lambda: when(
+                raw(kube, "POST", f"{NS}/secrets", {"metadata": {"generateName": "s-"}}),
+                lambda result: result[0] != 201,
+            ),
+            "a secret refused",
+        )
         reason = (
             'failed calling webhook "refused.example.com": failed to call webhook: Post "https://127.0.0.1:1/x?timeout=5s": '
             "dial tcp 127.0.0.1:1: connect: connection refused"
@@ -373,16 +373,18 @@ async def test_an_unreachable_webhook_or_one_the_ca_bundle_does_not_vouch_for_fa
             f"Internal error occurred: {reason}",
             {"causes": [{"message": reason}]},
         )
-        while True:
-            code, body, _ = await raw(
-                kube,
-                "POST",
-                f"{NS}/services",
-                {"metadata": {"generateName": "s-"}, "spec": {"ports": [{"port": 80}]}},
-            )
-            if code != 201:
-                break
-            await asyncio.sleep(0.05)
+        code, body, _ = await eventually(
+            lambda: when(
+                raw(
+                    kube,
+                    "POST",
+                    f"{NS}/services",
+                    {"metadata": {"generateName": "s-"}, "spec": {"ports": [{"port": 80}]}},
+                ),
+                lambda result: result[0] != 201,
+            ),
+            "a service refused",
+        )
         assert (code, body["message"]) == (
             500,
             'Internal error occurred: failed calling webhook "stranger.example.com": failed to call '

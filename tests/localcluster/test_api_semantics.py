@@ -8,7 +8,8 @@ from apiclient import ApiError, KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
 from localcluster.demo import ensure_crd
-from tests.localcluster.helpers import bare_cluster, deployment, pod, replicaset
+from tests.localcluster.helpers import bare_cluster
+from tests.support.objects import deployment, pod, replicaset
 
 cluster = pytest.fixture(bare_cluster)
 pytestmark = pytest.mark.backends("local", "real")

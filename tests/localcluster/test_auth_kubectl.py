@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.backends import cluster_on_backend
-from tests.localcluster.living import eventually
+from tests.support.waiting import eventually, holds
 
 NS = "can-i"
 ROBOT = f"system:serviceaccount:{NS}:robot"
@@ -170,8 +170,10 @@ async def test_kubectl_auth_can_i_answers_as_rbac_says(cluster: Any, tmp_path: P
         assert code == 0
         # A bound token dies with its ServiceAccount (at once here; the real server within seconds).
         await eventually(
-            lambda: kubectl(robot, "auth", "can-i", "get", "/metrics"),
-            lambda r: "Unauthorized" in r[1],
+            lambda: holds(
+                kubectl(robot, "auth", "can-i", "get", "/metrics"), lambda r: "Unauthorized" in r[1]
+            ),
+            "the token refused",
             interval=0.2,
         )
     finally:

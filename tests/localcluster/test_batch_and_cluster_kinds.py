@@ -21,8 +21,9 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS, Resource
 from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
-from tests.controllers.harness import eventually
 from tests.localcluster.test_workload_controllers import kubectl
+from tests.support import objects
+from tests.support.waiting import eventually
 
 pytestmark = [
     pytest.mark.kubectl,
@@ -69,12 +70,7 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}], **spec},
-    }
+    return objects.pod(name, image="busybox:1.36", **spec)
 
 
 # -- kubectl create, both backends --------------------------------------------------------------

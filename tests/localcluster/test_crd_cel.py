@@ -10,7 +10,6 @@ Its build, v1.24.0-alpha.2, predates Kubernetes' lists, regex and URL libraries 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 from typing import Any
@@ -22,6 +21,7 @@ from apiclient import KubeClient
 from localcluster.cel import CelError, CelSyntaxError, compile_rule
 from tests.localcluster.helpers import bare_cluster
 from tests.localcluster.test_api_shapes import raw
+from tests.support.waiting import eventually
 
 cluster = pytest.fixture(bare_cluster)
 
@@ -226,12 +226,14 @@ async def _create_crd(kube: KubeClient, crd: dict[str, Any]) -> str:
     assert code == 201, body.get("message")
     plural = crd["spec"]["names"]["plural"]
     path = f"/apis/{GROUP}/v1/{plural}"
-    for _ in range(200):  # served once the CRD is Established (a real server's 404 is plain text)
+
+    async def served() -> bool:  # once the CRD is Established (a real server's 404 is plain text)
         with contextlib.suppress(orjson.JSONDecodeError):
-            if (await raw(kube, "GET", path))[0] == 200:
-                return path
-        await asyncio.sleep(0.05)
-    pytest.fail(f"{plural} never served")
+            return (await raw(kube, "GET", path))[0] == 200
+        return False
+
+    await eventually(served, f"{plural} served", timeout=10.0)
+    return path
 
 
 def _verdicts(code: int, body: dict[str, Any]) -> dict[str, str]:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from apiclient import resources as R
-from tests.localcluster.living import eventually, is_ready, living_cluster, pods, replicaset_with_pods
+from tests.localcluster.living import is_ready, living_cluster, pods, replicaset_with_pods
+from tests.support.waiting import eventually, when
 
 pytestmark = pytest.mark.kubectl
 
@@ -34,7 +35,10 @@ async def test_kubectl_drain_is_blocked_by_a_budget_and_succeeds_once_it_allows(
     async with living_cluster(nodes=3) as (cluster, kube):
         await replicaset_with_pods(kube, "web", 3)
         items = await eventually(
-            lambda: pods(kube, selector="app=web"), lambda ps: len(ps) == 3 and all(is_ready(p) for p in ps)
+            lambda: when(
+                pods(kube, selector="app=web"), lambda ps: len(ps) == 3 and all(is_ready(p) for p in ps)
+            ),
+            "len(ps) == 3 and all(is_ready(p) for p in ps)",
         )
         victim = next(p["metadata"]["name"] for p in items if p["spec"]["nodeName"] == "node-1")
         pdb = await kube.create(

@@ -14,7 +14,8 @@ from apiclient import KubeClient
 from apiclient import resources as R
 from apiclient.config import build_api_client
 from controller_manager.embedded import load_plugin
-from tests.localcluster.living import eventually, is_ready
+from tests.localcluster.living import is_ready
+from tests.support.waiting import eventually, when
 
 
 async def test_start_embedded_through_the_entry_point() -> None:
@@ -25,8 +26,11 @@ async def test_start_embedded_through_the_entry_point() -> None:
             nodes = await kube.list(R.NODES)
             assert [n["metadata"]["name"] for n in nodes["items"]] == ["node-1", "node-2"]
             items = await eventually(
-                lambda: kube.list(R.PODS, namespace="default"),
-                lambda ps: len(ps["items"]) == 4 and all(is_ready(p) for p in ps["items"]),
+                lambda: when(
+                    kube.list(R.PODS, namespace="default"),
+                    lambda ps: len(ps["items"]) == 4 and all(is_ready(p) for p in ps["items"]),
+                ),
+                "len(ps['items']) == 4 and all(is_ready(p) for p in ps['items'])",
             )
             assert {p["metadata"]["ownerReferences"][0]["name"] for p in items["items"]} == {"workload"}
         finally:
@@ -74,7 +78,9 @@ async def test_cluster_up_serves_until_interrupted(tmp_path: Path) -> None:
             return items
 
         items = await eventually(
-            get_pods, lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps), interval=0.2
+            lambda: when(get_pods(), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps)),
+            "len(ps) == 2 and all(is_ready(p) for p in ps)",
+            interval=0.2,
         )
         assert len(items) == 2
     finally:

@@ -10,12 +10,12 @@ from apiclient import ApiError, KubeClient
 from apiclient import resources as R
 from tests.localcluster.living import (
     condition,
-    eventually,
     is_ready,
     living_cluster,
     pods,
     replicaset_with_pods,
 )
+from tests.support.waiting import eventually, holds
 
 
 async def _pdb(
@@ -51,8 +51,11 @@ async def _pdb(
 async def _ready_set(kube: KubeClient, name: str = "web", replicas: int = 3) -> list[str]:
     _, names = await replicaset_with_pods(kube, name, replicas)
     await eventually(
-        lambda: pods(kube, selector=f"app={name}"),
-        lambda ps: len(ps) == replicas and all(is_ready(p) for p in ps),
+        lambda: holds(
+            pods(kube, selector=f"app={name}"),
+            lambda ps: len(ps) == replicas and all(is_ready(p) for p in ps),
+        ),
+        "len(ps) == replicas and all(is_ready(p) for p in ps)",
     )
     return names
 
@@ -65,7 +68,9 @@ async def test_eviction_without_a_budget_marks_and_deletes_the_pod() -> None:
         cond = condition(pod, "DisruptionTarget")
         assert cond is not None and cond["reason"] == "EvictionByEvictionAPI" and cond["status"] == "True"
         assert pod["metadata"]["deletionTimestamp"]
-        await eventually(lambda: pods(kube, selector="app=web"), lambda ps: len(ps) == 2)
+        await eventually(
+            lambda: holds(pods(kube, selector="app=web"), lambda ps: len(ps) == 2), "len(ps) == 2"
+        )
 
 
 async def test_a_budget_with_no_disruptions_allowed_refuses_with_429() -> None:

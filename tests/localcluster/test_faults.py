@@ -9,7 +9,8 @@ import pytest
 
 from apiclient import ApiError
 from apiclient import resources as R
-from tests.localcluster.living import eventually, is_ready, living_cluster, pods, replicaset_with_pods
+from tests.localcluster.living import is_ready, living_cluster, pods, replicaset_with_pods
+from tests.support.waiting import eventually, holds
 
 
 async def test_dropping_every_watch_ends_open_streams() -> None:
@@ -29,7 +30,7 @@ async def test_dropping_every_watch_ends_open_streams() -> None:
 
         task = asyncio.create_task(consume())
         await kube.create(R.CONFIGMAPS, {"metadata": {"name": "one"}}, namespace="default")
-        await eventually(lambda: asyncio.sleep(0, seen), lambda s: s == ["one"])
+        await eventually(lambda: seen == ["one"], "the first watch event")
         assert cluster.faults.drop_watches() >= 1
         await task  # the stream ended: the client sees end-of-watch and must re-watch
         assert seen == ["one"]
@@ -113,8 +114,13 @@ async def test_the_scheduler_kubelets_and_gc_survive_dropped_watches() -> None:
         cluster.faults.drop_watches()
         await replicaset_with_pods(kube, "after", 2)
         await eventually(
-            lambda: pods(kube, selector="app=after"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps)
+            lambda: holds(
+                pods(kube, selector="app=after"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps)
+            ),
+            "len(ps) == 2 and all(is_ready(p) for p in ps)",
         )
         cluster.faults.drop_watches()
         await kube.delete(R.REPLICASETS, "after", namespace="default")
-        await eventually(lambda: pods(kube, selector="app=after"), lambda ps: ps == [])
+        await eventually(
+            lambda: holds(pods(kube, selector="app=after"), lambda ps: ps == []), "no app=after pods"
+        )

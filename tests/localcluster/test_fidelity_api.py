@@ -18,6 +18,8 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
+from tests.support.objects import deployment
+from tests.support.waiting import eventually, when
 
 SECRETS = R.Resource("", "v1", "secrets", "Secret", True)
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")
@@ -74,30 +76,17 @@ def cm(name: str, **extra: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}, **extra}
 
 
-def deployment(name: str, **spec_extra: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
-            **spec_extra,
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
-
-
 # -- 1. fieldValidation -------------------------------------------------------------------
 
 
 async def test_field_validation_strict_warn_ignore(kube: KubeClient) -> None:
     path = "/apis/apps/v1/namespaces/default/deployments"
     status, body, _ = await raw(
-        kube, "POST", path, deployment("s", foo=1, bar=2), query={"fieldValidation": "Strict"}
+        kube,
+        "POST",
+        path,
+        deployment("s", 1, image="nginx", foo=1, bar=2),
+        query={"fieldValidation": "Strict"},
     )
     assert status == 400 and body["reason"] == "BadRequest"
     assert (
@@ -109,12 +98,12 @@ async def test_field_validation_strict_warn_ignore(kube: KubeClient) -> None:
     assert missing.value.not_found
 
     # no parameter: Warn, as kube-apiserver >= 1.27
-    status, body, warnings = await raw(kube, "POST", path, deployment("w", foo=1))
+    status, body, warnings = await raw(kube, "POST", path, deployment("w", 1, image="nginx", foo=1))
     assert status == 201 and "foo" not in body["spec"]
     assert warnings == ['299 - "unknown field \\"spec.foo\\""']
 
     status, body, warnings = await raw(
-        kube, "POST", path, deployment("i", foo=1), query={"fieldValidation": "Ignore"}
+        kube, "POST", path, deployment("i", 1, image="nginx", foo=1), query={"fieldValidation": "Ignore"}
     )
     assert status == 201 and "foo" not in body["spec"] and warnings == []
 
@@ -189,11 +178,14 @@ async def test_field_validation_custom_resource(kube: KubeClient, cluster: Local
         "metadata": {"name": "g"},
         "spec": {"size": 1, "colour": "red"},
     }
-    for _ in range(100):  # the CRD is served as soon as the controller registers it
-        status, body, _ = await raw(kube, "POST", path, gadget, query={"fieldValidation": "Strict"})
-        if status != 404:
-            break
-        await asyncio.sleep(0.02)
+    # the CRD is served as soon as the controller registers it
+    status, body, _ = await eventually(
+        lambda: when(
+            raw(kube, "POST", path, gadget, query={"fieldValidation": "Strict"}), lambda r: r[0] != 404
+        ),
+        "the gadgets served",
+        interval=0.02,
+    )
     assert status == 400 and 'unknown field "spec.colour"' in body["message"]
     status, body, warnings = await raw(kube, "POST", path, gadget)
     assert status == 201 and body["spec"] == {"size": 1}

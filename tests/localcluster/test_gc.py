@@ -7,13 +7,13 @@ import asyncio
 from apiclient import ApiError, KubeClient
 from apiclient import resources as R
 from tests.localcluster.living import (
-    eventually,
     is_ready,
     living_cluster,
     owned_pod,
     pods,
     replicaset_with_pods,
 )
+from tests.support.waiting import eventually, holds, when
 
 
 async def _exists(kube: KubeClient, res: R.Resource, name: str) -> bool:
@@ -31,14 +31,17 @@ async def test_background_deletion_removes_dependents() -> None:
         await replicaset_with_pods(kube, "bg", 3)
         await kube.delete(R.REPLICASETS, "bg", namespace="default", propagation_policy="Background")
         assert not await _exists(kube, R.REPLICASETS, "bg")
-        await eventually(lambda: pods(kube, selector="app=bg"), lambda ps: ps == [])
+        await eventually(lambda: holds(pods(kube, selector="app=bg"), lambda ps: ps == []), "no app=bg pods")
 
 
 async def test_foreground_deletion_removes_the_pods_before_the_replicaset() -> None:
     async with living_cluster(nodes=2) as (cluster, kube):
         _, names = await replicaset_with_pods(kube, "fg", 4)
         await eventually(
-            lambda: pods(kube, selector="app=fg"), lambda ps: len(ps) == 4 and all(is_ready(p) for p in ps)
+            lambda: holds(
+                pods(kube, selector="app=fg"), lambda ps: len(ps) == 4 and all(is_ready(p) for p in ps)
+            ),
+            "len(ps) == 4 and all(is_ready(p) for p in ps)",
         )
         rs_list = await kube.list(R.REPLICASETS, namespace="default")
         order: list[tuple[str, str]] = []
@@ -59,8 +62,11 @@ async def test_foreground_deletion_removes_the_pods_before_the_replicaset() -> N
         rs = await kube.get(R.REPLICASETS, "fg", namespace="default")
         assert rs["metadata"]["deletionTimestamp"] and "foregroundDeletion" in rs["metadata"]["finalizers"]
         await eventually(
-            lambda: pods(kube, selector="app=fg"),
-            lambda ps: all(p["metadata"].get("deletionTimestamp") for p in ps) and len(ps) == 2,
+            lambda: holds(
+                pods(kube, selector="app=fg"),
+                lambda ps: all(p["metadata"].get("deletionTimestamp") for p in ps) and len(ps) == 2,
+            ),
+            "all(p['metadata'].get('deletionTimestamp') for p in ps) and len(ps) == 2",
         )
         assert await _exists(kube, R.REPLICASETS, "fg")
         cluster.kubelets["node-1"].start()
@@ -77,7 +83,10 @@ async def test_orphan_deletion_keeps_the_pods_without_owner_references() -> None
     async with living_cluster(nodes=2) as (_, kube):
         await replicaset_with_pods(kube, "orph", 2)
         await kube.delete(R.REPLICASETS, "orph", namespace="default", propagation_policy="Orphan")
-        await eventually(lambda: _exists(kube, R.REPLICASETS, "orph"), lambda present: not present)
+        await eventually(
+            lambda: holds(_exists(kube, R.REPLICASETS, "orph"), lambda present: not present),
+            "ReplicaSet orph gone",
+        )
         items = await pods(kube, selector="app=orph")
         assert len(items) == 2
         assert all(
@@ -96,10 +105,15 @@ async def test_dependents_of_a_missing_owner_are_collected_and_dangling_referenc
             {**owned_pod("x", ghost, labels={})["metadata"]["ownerReferences"][0], "controller": False}
         )
         await kube.create(R.PODS, both, namespace="default")
-        await eventually(lambda: _exists(kube, R.PODS, "orphaned"), lambda present: not present)
+        await eventually(
+            lambda: holds(_exists(kube, R.PODS, "orphaned"), lambda present: not present), "pod orphaned gone"
+        )
         kept = await eventually(
-            lambda: kube.get(R.PODS, "two-owners", namespace="default"),
-            lambda p: len(p["metadata"]["ownerReferences"]) == 1,
+            lambda: when(
+                kube.get(R.PODS, "two-owners", namespace="default"),
+                lambda p: len(p["metadata"]["ownerReferences"]) == 1,
+            ),
+            "len(p['metadata']['ownerReferences']) == 1",
         )
         assert kept["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"]
 
@@ -142,7 +156,10 @@ async def test_foreground_deletion_cascades_through_a_chain_of_owners() -> None:
         for i in range(2):
             await kube.create(R.PODS, owned_pod(f"chain-1-{i}", rs, labels=labels), namespace="default")
         await eventually(
-            lambda: pods(kube, selector="app=chain"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps)
+            lambda: holds(
+                pods(kube, selector="app=chain"), lambda ps: len(ps) == 2 and all(is_ready(p) for p in ps)
+            ),
+            "len(ps) == 2 and all(is_ready(p) for p in ps)",
         )
         listed = await kube.list(R.REPLICASETS, namespace="default")
         rs_events: list[tuple[str, list[str]]] = []
@@ -162,5 +179,8 @@ async def test_foreground_deletion_cascades_through_a_chain_of_owners() -> None:
         await recorder
         # the ReplicaSet has dependents of its own, so it went in the foreground too: its pods first
         assert ("MODIFIED", ["foregroundDeletion"]) in rs_events
-        await eventually(lambda: _exists(kube, R.DEPLOYMENTS, "chain"), lambda present: not present)
+        await eventually(
+            lambda: holds(_exists(kube, R.DEPLOYMENTS, "chain"), lambda present: not present),
+            "Deployment chain gone",
+        )
         assert await pods(kube, selector="app=chain") == []

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from apiclient import ApiError
+from collections.abc import Awaitable, Callable
+
+from apiclient import ApiError, KubeClient
 from apiclient import resources as R
-from tests.localcluster.living import condition, eventually, is_ready, living_cluster, pods
+from tests.localcluster.living import condition, is_ready, living_cluster, pods
+from tests.support.waiting import eventually, holds, when
 
 
 async def _renew_times(kube) -> dict[str, str]:  # type: ignore[no-untyped-def]
@@ -30,9 +33,21 @@ async def test_nodes_register_with_capacity_conditions_and_a_renewed_lease() -> 
         assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
         first = lease["spec"]["renewTime"]
         await eventually(
-            lambda: kube.get(R.LEASES, "node-1", namespace="kube-node-lease"),
-            lambda lz: lz["spec"]["renewTime"] != first,
+            lambda: holds(
+                kube.get(R.LEASES, "node-1", namespace="kube-node-lease"),
+                lambda lz: lz["spec"]["renewTime"] != first,
+            ),
+            "node-1's lease renewed",
         )
+
+
+def _renewed(kube: KubeClient, node: str, since: str) -> Callable[[], Awaitable[bool]]:
+    """A check that `node`'s lease was renewed after `since`."""
+
+    async def check() -> bool:
+        return (await _renew_times(kube))[node] != since
+
+    return check
 
 
 async def test_a_stopped_kubelet_goes_silent_and_comes_back() -> None:
@@ -42,7 +57,7 @@ async def test_a_stopped_kubelet_goes_silent_and_comes_back() -> None:
         # node-2 renews three times while node-1 stays silent
         for _ in range(3):
             seen = (await _renew_times(kube))["node-2"]
-            await eventually(lambda: _renew_times(kube), lambda t, seen=seen: t["node-2"] != seen)  # type: ignore[misc]
+            await eventually(_renewed(kube, "node-2", seen), "node-2's lease renewed")
         assert (await _renew_times(kube))["node-1"] == silent
         # a pod bound to the silent node is not started
         await kube.create(
@@ -55,11 +70,13 @@ async def test_a_stopped_kubelet_goes_silent_and_comes_back() -> None:
         )
         for _ in range(3):
             seen = (await _renew_times(kube))["node-2"]
-            await eventually(lambda: _renew_times(kube), lambda t, seen=seen: t["node-2"] != seen)  # type: ignore[misc]
+            await eventually(_renewed(kube, "node-2", seen), "node-2's lease renewed")
         assert (await kube.get(R.PODS, "stuck", namespace="default"))["status"]["phase"] == "Pending"
         cluster.kubelets["node-1"].start()
-        await eventually(lambda: _renew_times(kube), lambda t: t["node-1"] != silent)
-        await eventually(lambda: kube.get(R.PODS, "stuck", namespace="default"), is_ready)
+        await eventually(_renewed(kube, "node-1", silent), "node-1's lease renewed")
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "stuck", namespace="default"), is_ready), "pod stuck ready"
+        )
 
 
 async def test_node_conditions_set_by_hand() -> None:
@@ -90,7 +107,9 @@ async def test_pod_readiness_can_fail_and_recover() -> None:
             },
             namespace="default",
         )
-        await eventually(lambda: kube.get(R.PODS, "app", namespace="default"), is_ready)
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "app", namespace="default"), is_ready), "pod app ready"
+        )
         cluster.kubelets["node-1"].fail_readiness("default", "app")
         pod = await kube.get(R.PODS, "app", namespace="default")
         ready = condition(pod, "Ready")
@@ -108,7 +127,9 @@ async def test_graceful_deletion_is_finished_by_the_kubelet() -> None:
             {"metadata": {"name": "bye"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
             namespace="default",
         )
-        await eventually(lambda: kube.get(R.PODS, "bye", namespace="default"), is_ready)
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "bye", namespace="default"), is_ready), "pod bye ready"
+        )
         cluster.kubelets["node-1"].stop()
         deleted = await kube.delete(R.PODS, "bye", namespace="default")
         assert deleted["metadata"]["deletionGracePeriodSeconds"] == 30
@@ -123,7 +144,7 @@ async def test_graceful_deletion_is_finished_by_the_kubelet() -> None:
                 return exc.not_found
             return False
 
-        await eventually(gone, bool)
+        await eventually(gone, "pod bye gone")
         assert await pods(kube) == []
 
 
@@ -136,7 +157,12 @@ async def test_a_deleted_node_is_registered_again_when_its_kubelet_restarts() ->
         new = await kube.get(R.NODES, "node-1")
         assert new["metadata"]["uid"] != old["metadata"]["uid"]
         lease = await eventually(
-            lambda: kube.get(R.LEASES, "node-1", namespace="kube-node-lease"),
-            lambda lz: lz["metadata"].get("ownerReferences", [{}])[0].get("uid") == new["metadata"]["uid"],
+            lambda: when(
+                kube.get(R.LEASES, "node-1", namespace="kube-node-lease"),
+                lambda lz: (
+                    lz["metadata"].get("ownerReferences", [{}])[0].get("uid") == new["metadata"]["uid"]
+                ),
+            ),
+            "lz['metadata'].get('ownerReferences', [{}])[0].get('uid') == new['metadata']['uid']",
         )
         assert lease["spec"]["holderIdentity"] == "node-1"

@@ -14,8 +14,9 @@ import pytest
 
 from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS, SERVICES
-from tests.localcluster.helpers import bare_cluster, deployment, pod, replicaset
+from tests.localcluster.helpers import bare_cluster
 from tests.localcluster.test_fidelity_api import kubectl
+from tests.support.objects import deployment, pod, replicaset
 
 cluster = pytest.fixture(bare_cluster)
 pytestmark = pytest.mark.backends("local", "real")

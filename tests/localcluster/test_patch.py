@@ -12,7 +12,8 @@ from localcluster import errors
 from localcluster.builtin import schemas
 from localcluster.cluster import LocalCluster
 from localcluster.patch import merge_patch, strategic_merge
-from tests.localcluster.helpers import bare_cluster, pod
+from tests.localcluster.helpers import bare_cluster
+from tests.support.objects import pod
 
 cluster = pytest.fixture(bare_cluster)
 pytestmark = pytest.mark.backends("local", "real")

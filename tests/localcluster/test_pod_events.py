@@ -15,9 +15,10 @@ import pytest
 from apiclient import KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
-from tests.localcluster.helpers import pod
-from tests.localcluster.living import SPEED, eventually, is_ready, living_cluster
+from tests.localcluster.living import SPEED, is_ready, living_cluster
 from tests.localcluster.test_fidelity_api import kubectl
+from tests.support.objects import pod
+from tests.support.waiting import eventually, holds, when
 
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")
 
@@ -35,7 +36,10 @@ def _reasons(events: list[dict[str, Any]]) -> list[str]:
 @pytest.mark.backends("local", "real")
 async def test_the_scheduler_records_scheduled_through_the_events_api(kube: KubeClient) -> None:
     await kube.create(R.PODS, pod("sched-me"), namespace="default")
-    events = await eventually(lambda: _events(kube, "sched-me"), lambda evs: "Scheduled" in _reasons(evs))
+    events = await eventually(
+        lambda: when(_events(kube, "sched-me"), lambda evs: "Scheduled" in _reasons(evs)),
+        "'Scheduled' in _reasons(evs)",
+    )
     scheduled = next(e for e in events if e["reason"] == "Scheduled")
     node = (await kube.get(R.PODS, "sched-me", namespace="default"))["spec"]["nodeName"]
     assert scheduled["message"] == f"Successfully assigned default/sched-me to {node}"
@@ -55,9 +59,12 @@ async def test_the_kubelet_records_each_containers_start_and_stop() -> None:
             {"name": "side", "image": "busybox:1.36", "imagePullPolicy": "Always"}
         )
         await kube.create(R.PODS, two, namespace="default")
-        await eventually(lambda: kube.get(R.PODS, "first", namespace="default"), is_ready)
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "first", namespace="default"), is_ready), "pod first ready"
+        )
         events = await eventually(
-            lambda: _events(kube, "first"), lambda evs: _reasons(evs).count("Started") == 2
+            lambda: when(_events(kube, "first"), lambda evs: _reasons(evs).count("Started") == 2),
+            "_reasons(evs).count('Started') == 2",
         )
         by_container: dict[str, list[tuple[str, str]]] = {}
         for e in sorted(events, key=lambda e: e["metadata"]["name"]):
@@ -84,7 +91,8 @@ async def test_the_kubelet_records_each_containers_start_and_stop() -> None:
         # the node has nginx now; busybox is pulled again (imagePullPolicy Always)
         await kube.create(R.PODS, two | {"metadata": {"name": "second"}}, namespace="default")
         events = await eventually(
-            lambda: _events(kube, "second"), lambda evs: _reasons(evs).count("Started") == 2
+            lambda: when(_events(kube, "second"), lambda evs: _reasons(evs).count("Started") == 2),
+            "_reasons(evs).count('Started') == 2",
         )
         messages = {(e["involvedObject"].get("fieldPath"), e["reason"]): e["message"] for e in events}
         assert (
@@ -96,7 +104,8 @@ async def test_the_kubelet_records_each_containers_start_and_stop() -> None:
 
         await kube.delete(R.PODS, "first", namespace="default")
         events = await eventually(
-            lambda: _events(kube, "first"), lambda evs: _reasons(evs).count("Killing") == 2
+            lambda: when(_events(kube, "first"), lambda evs: _reasons(evs).count("Killing") == 2),
+            "_reasons(evs).count('Killing') == 2",
         )
         assert {e["message"] for e in events if e["reason"] == "Killing"} == {
             "Stopping container c",
@@ -108,7 +117,10 @@ async def test_the_kubelet_records_each_containers_start_and_stop() -> None:
 async def test_kubectl_describe_pod_shows_the_events() -> None:
     async with living_cluster(nodes=1) as (cluster, kube):
         await kube.create(R.PODS, pod("described"), namespace="default")
-        await eventually(lambda: _events(kube, "described"), lambda evs: "Started" in _reasons(evs))
+        await eventually(
+            lambda: holds(_events(kube, "described"), lambda evs: "Started" in _reasons(evs)),
+            "'Started' in _reasons(evs)",
+        )
         code, out, err = await kubectl(cluster, "describe", "pod", "described", "-n", "default")
         assert code == 0, err
         lines = out.split("Events:", 1)[1].splitlines()
@@ -127,7 +139,9 @@ async def test_pod_events_can_be_switched_off_for_big_worlds() -> None:
         kube = await cluster.client()
         try:
             await kube.create(R.PODS, pod("quiet"), namespace="default")
-            await eventually(lambda: kube.get(R.PODS, "quiet", namespace="default"), is_ready)
+            await eventually(
+                lambda: holds(kube.get(R.PODS, "quiet", namespace="default"), is_ready), "pod quiet ready"
+            )
             assert await _events(kube, "quiet") == []
         finally:
             await kube.close()

@@ -15,8 +15,9 @@ import pytest
 
 from apiclient import ApiError
 from apiclient import resources as R
-from tests.localcluster.living import eventually, is_ready, living_cluster
+from tests.localcluster.living import is_ready, living_cluster
 from tests.localcluster.test_fidelity_api import kubectl
+from tests.support.waiting import eventually, holds, when
 
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs the kubectl binary")
 
@@ -37,7 +38,10 @@ async def test_kubectl_logs_answers_with_a_short_simulated_log() -> None:
         await kube.create(R.PODS, _pod("one", "app"), namespace="default")
         await kube.create(R.PODS, _pod("two", "web", "sidecar"), namespace="default")
         for name in ("one", "two"):
-            await eventually(lambda name=name: kube.get(R.PODS, name, namespace="default"), is_ready)  # type: ignore[misc]
+            await eventually(
+                lambda name=name: holds(kube.get(R.PODS, name, namespace="default"), is_ready),
+                f"pod {name} ready",
+            )  # type: ignore[misc]
 
         code, out, err = await kubectl(cluster, "logs", "one")
         assert code == 0, err
@@ -74,7 +78,9 @@ async def test_kubectl_logs_follow_ends_when_the_container_stops() -> None:
         kube,
     ):
         await kube.create(R.PODS, _pod("tail", "app"), namespace="default")
-        await eventually(lambda: kube.get(R.PODS, "tail", namespace="default"), is_ready)
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "tail", namespace="default"), is_ready), "pod tail ready"
+        )
         follow = asyncio.ensure_future(kubectl(cluster, "logs", "-f", "tail"))
         try:
             await asyncio.sleep(0.5)
@@ -91,7 +97,9 @@ async def test_kubectl_logs_follow_ends_when_the_container_stops() -> None:
 async def test_a_deleted_pod_reports_its_containers_terminated_before_it_goes() -> None:
     async with living_cluster(nodes=1, speed=1.0, pod_start_delay=0.1, termination_cap=0.3) as (_, kube):
         await kube.create(R.PODS, _pod("calm", "app"), namespace="default")
-        await eventually(lambda: kube.get(R.PODS, "calm", namespace="default"), is_ready)
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "calm", namespace="default"), is_ready), "pod calm ready"
+        )
         listed = await kube.list(R.PODS, namespace="default")
         seen: list[dict[str, Any]] = []
 
@@ -130,17 +138,25 @@ async def test_a_pod_killed_at_the_end_of_its_grace_period_fails() -> None:
         body = _pod("stubborn", "app", grace=1)  # stops only when killed, 1 s after the delete
         body["metadata"]["finalizers"] = ["example.com/hold"]  # kept after the kubelet is done, to be read
         await kube.create(R.PODS, body, namespace="default")
-        await eventually(lambda: kube.get(R.PODS, "stubborn", namespace="default"), is_ready)
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "stubborn", namespace="default"), is_ready), "pod stubborn ready"
+        )
         await kube.delete(R.PODS, "stubborn", namespace="default")
         pod = await eventually(
-            lambda: kube.get(R.PODS, "stubborn", namespace="default"),
-            lambda p: p["status"]["phase"] in ("Succeeded", "Failed"),
+            lambda: when(
+                kube.get(R.PODS, "stubborn", namespace="default"),
+                lambda p: p["status"]["phase"] in ("Succeeded", "Failed"),
+            ),
+            "p['status']['phase'] in ('Succeeded', 'Failed')",
         )
         assert pod["status"]["phase"] == "Failed"
         assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
         await kube.patch(R.PODS, "stubborn", {"metadata": {"finalizers": None}}, namespace="default")
         with anyio.fail_after(10):
             await eventually(
-                lambda: kube.list(R.PODS, namespace="default", field_selector="metadata.name=stubborn"),
-                lambda listed: not listed["items"],
+                lambda: holds(
+                    kube.list(R.PODS, namespace="default", field_selector="metadata.name=stubborn"),
+                    lambda listed: not listed["items"],
+                ),
+                "not listed['items']",
             )

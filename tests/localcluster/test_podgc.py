@@ -7,7 +7,8 @@ from typing import Any
 import anyio
 
 from apiclient import resources as R
-from tests.localcluster.living import eventually, is_ready, living_cluster
+from tests.localcluster.living import is_ready, living_cluster
+from tests.support.waiting import eventually, holds
 
 
 async def test_pods_of_a_deleted_node_are_failed_then_deleted() -> None:
@@ -23,7 +24,10 @@ async def test_pods_of_a_deleted_node_are_failed_then_deleted() -> None:
         }
         await kube.create(R.PODS, keep, namespace="default")
         for name in ("orphan", "kept"):
-            await eventually(lambda name=name: kube.get(R.PODS, name, namespace="default"), is_ready)  # type: ignore[misc]
+            await eventually(
+                lambda name=name: holds(kube.get(R.PODS, name, namespace="default"), is_ready),
+                f"pod {name} ready",
+            )  # type: ignore[misc]
         listed = await kube.list(R.PODS, namespace="default")
         seen: list[tuple[str, dict[str, Any]]] = []
 
@@ -63,16 +67,15 @@ async def test_a_node_back_within_the_quarantine_keeps_its_pods() -> None:
             "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]},
         }
         await kube.create(R.PODS, pod, namespace="default")
-        await eventually(lambda: kube.get(R.PODS, "stays", namespace="default"), is_ready)
+        await eventually(
+            lambda: holds(kube.get(R.PODS, "stays", namespace="default"), is_ready), "pod stays ready"
+        )
         kubelet = cluster.kubelets["node-1"]
         kubelet.stop()
         await kube.delete(R.NODES, "node-1")
         kubelet.start()  # registers the node again at once
 
-        async def swept() -> int:
-            return cluster.pod_gc.swept
-
-        with anyio.fail_after(20):
-            await eventually(swept, lambda n: n >= 1)  # the quarantine ran out and the node was there
+        # the quarantine ran out and the node was there
+        await eventually(lambda: cluster.pod_gc.swept >= 1, "a pod GC sweep")
         assert is_ready(await kube.get(R.PODS, "stays", namespace="default"))
         assert cluster.pod_gc.deleted == 0

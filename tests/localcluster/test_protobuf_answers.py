@@ -19,7 +19,7 @@ from localcluster.protobuf import CONTENT_TYPE, WATCH_CONTENT_TYPE, decode_body,
 from localcluster.protobuf.encode import envelope
 from localcluster.protobuf.wire import iter_fields
 from tests.localcluster.helpers import bare_cluster
-from tests.localcluster.living import eventually
+from tests.support.waiting import eventually, holds
 
 cluster = pytest.fixture(bare_cluster)
 pytestmark = pytest.mark.backends("local", "real")
@@ -213,7 +213,9 @@ async def test_custom_resources_answer_json_or_406_to_protobuf_clients(kube: Kub
     try:
         with anyio.fail_after(30):  # the real server serves it shortly after
             await eventually(
-                lambda: get(kube, path, "application/json"), lambda answer: answer[0] == 200, interval=0.1
+                lambda: holds(get(kube, path, "application/json"), lambda answer: answer[0] == 200),
+                "a 200 answer",
+                interval=0.1,
             )
         gadget = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g"}, "size": 3}
         code, content_type, _ = await get(kube, path, f"{PB}, application/json", "POST", gadget)

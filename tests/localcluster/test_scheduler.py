@@ -9,19 +9,22 @@ from apiclient import resources as R
 from localcluster.scheduler import NodeInfo, filter_reason
 from tests.localcluster.living import (
     condition,
-    eventually,
     is_ready,
     living_cluster,
     pods,
     replicaset_with_pods,
 )
+from tests.support.waiting import eventually, when
 
 
 async def test_replicaset_pods_are_spread_and_become_ready() -> None:
     async with living_cluster(nodes=3) as (_, kube):
         _, names = await replicaset_with_pods(kube, "web", 6)
         items = await eventually(
-            lambda: pods(kube, selector="app=web"), lambda ps: len(ps) == 6 and all(is_ready(p) for p in ps)
+            lambda: when(
+                pods(kube, selector="app=web"), lambda ps: len(ps) == 6 and all(is_ready(p) for p in ps)
+            ),
+            "len(ps) == 6 and all(is_ready(p) for p in ps)",
         )
         assert sorted(p["metadata"]["name"] for p in items) == sorted(names)
         assert Counter(p["spec"]["nodeName"] for p in items) == {"node-1": 2, "node-2": 2, "node-3": 2}
@@ -47,8 +50,11 @@ async def test_unschedulable_pod_says_why_and_is_retried_when_a_node_changes() -
             namespace="default",
         )
         pod = await eventually(
-            lambda: kube.get(R.PODS, "picky", namespace="default"),
-            lambda p: condition(p, "PodScheduled") is not None,
+            lambda: when(
+                kube.get(R.PODS, "picky", namespace="default"),
+                lambda p: condition(p, "PodScheduled") is not None,
+            ),
+            "condition(p, 'PodScheduled') is not None",
         )
         cond = condition(pod, "PodScheduled")
         assert cond is not None and cond["status"] == "False" and cond["reason"] == "Unschedulable"
@@ -58,7 +64,10 @@ async def test_unschedulable_pod_says_why_and_is_retried_when_a_node_changes() -
         assert "nodeName" not in pod["spec"]
         await kube.patch(R.NODES, "node-2", {"metadata": {"labels": {"disk": "ssd"}}})
         pod = await eventually(
-            lambda: kube.get(R.PODS, "picky", namespace="default"), lambda p: bool(p["spec"].get("nodeName"))
+            lambda: when(
+                kube.get(R.PODS, "picky", namespace="default"), lambda p: bool(p["spec"].get("nodeName"))
+            ),
+            "bool(p['spec'].get('nodeName'))",
         )
         assert pod["spec"]["nodeName"] == "node-2"
 
@@ -104,7 +113,8 @@ async def test_cordon_taints_tolerations_and_required_affinity() -> None:
             namespace="default",
         )
         items = await eventually(
-            lambda: pods(kube), lambda ps: len(ps) == 4 and all(p["spec"].get("nodeName") for p in ps)
+            lambda: when(pods(kube), lambda ps: len(ps) == 4 and all(p["spec"].get("nodeName") for p in ps)),
+            "len(ps) == 4 and all(p['spec'].get('nodeName') for p in ps)",
         )
         placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in items}
         assert placed == {"plain-0": "node-3", "plain-1": "node-3", "plain-2": "node-3", "db": "node-2"}
@@ -116,8 +126,11 @@ async def test_cordon_taints_tolerations_and_required_affinity() -> None:
             namespace="default",
         )
         late = await eventually(
-            lambda: kube.get(R.PODS, "late", namespace="default"),
-            lambda p: condition(p, "PodScheduled") is not None,
+            lambda: when(
+                kube.get(R.PODS, "late", namespace="default"),
+                lambda p: condition(p, "PodScheduled") is not None,
+            ),
+            "condition(p, 'PodScheduled') is not None",
         )
         assert condition(late, "PodScheduled")["message"].startswith(  # type: ignore[index]
             "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: db}, 2 node(s) were unschedulable."
@@ -134,11 +147,14 @@ async def test_pod_capacity_and_not_ready_nodes() -> None:
                 namespace="default",
             )
         items = await eventually(
-            lambda: pods(kube),
-            lambda ps: (
-                sum(1 for p in ps if p["spec"].get("nodeName")) == 4
-                and any(condition(p, "PodScheduled") for p in ps if not p["spec"].get("nodeName"))
+            lambda: when(
+                pods(kube),
+                lambda ps: (
+                    sum(1 for p in ps if p["spec"].get("nodeName")) == 4
+                    and any(condition(p, "PodScheduled") for p in ps if not p["spec"].get("nodeName"))
+                ),
             ),
+            "sum((1 for p in ps if p['spec'].get('nodeName'))) == 4 and any((condition(p, 'PodScheduled') for p in ps if not p['spec'].get('nodeName')))",
         )
         assert Counter(p["spec"].get("nodeName") for p in items) == {"node-1": 2, "node-2": 2, None: 1}
         waiting = next(p for p in items if not p["spec"].get("nodeName"))
@@ -147,8 +163,11 @@ async def test_pod_capacity_and_not_ready_nodes() -> None:
         )
         cluster.kubelets["node-3"].set_ready(True)
         pod = await eventually(
-            lambda: kube.get(R.PODS, waiting["metadata"]["name"], namespace="default"),
-            lambda p: bool(p["spec"].get("nodeName")),
+            lambda: when(
+                kube.get(R.PODS, waiting["metadata"]["name"], namespace="default"),
+                lambda p: bool(p["spec"].get("nodeName")),
+            ),
+            "bool(p['spec'].get('nodeName'))",
         )
         assert pod["spec"]["nodeName"] == "node-3"
 
@@ -176,13 +195,18 @@ async def test_a_deployment_run_by_aiokcm_controllers_gets_scheduled_and_ready()
                 namespace="default",
             )
             items = await eventually(
-                lambda: pods(kube, selector="app=web"),
-                lambda ps: len(ps) == 6 and all(is_ready(p) for p in ps),
+                lambda: when(
+                    pods(kube, selector="app=web"), lambda ps: len(ps) == 6 and all(is_ready(p) for p in ps)
+                ),
+                "len(ps) == 6 and all(is_ready(p) for p in ps)",
             )
             assert Counter(p["spec"]["nodeName"] for p in items) == {"node-1": 2, "node-2": 2, "node-3": 2}
             deployment = await eventually(
-                lambda: kube.get(R.DEPLOYMENTS, "web", namespace="default"),
-                lambda d: (d.get("status") or {}).get("availableReplicas") == 6,
+                lambda: when(
+                    kube.get(R.DEPLOYMENTS, "web", namespace="default"),
+                    lambda d: (d.get("status") or {}).get("availableReplicas") == 6,
+                ),
+                "(d.get('status') or {}).get('availableReplicas') == 6",
             )
             assert deployment["status"]["readyReplicas"] == 6
 
@@ -201,8 +225,11 @@ async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed() -> Non
             namespace="default",
         )
         pod = await eventually(
-            lambda: kube.get(R.PODS, "gated", namespace="default"),
-            lambda p: condition(p, "PodScheduled") is not None,
+            lambda: when(
+                kube.get(R.PODS, "gated", namespace="default"),
+                lambda p: condition(p, "PodScheduled") is not None,
+            ),
+            "condition(p, 'PodScheduled') is not None",
         )
         cond = condition(pod, "PodScheduled")
         assert cond is not None and (cond["status"], cond["reason"]) == ("False", "SchedulingGated")
@@ -214,7 +241,9 @@ async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed() -> Non
             namespace="default",
             patch_type="json",
         )
-        pod = await eventually(lambda: kube.get(R.PODS, "gated", namespace="default"), is_ready)
+        pod = await eventually(
+            lambda: when(kube.get(R.PODS, "gated", namespace="default"), is_ready), "pod gated ready"
+        )
         assert pod["spec"]["nodeName"] == "node-1"
 
 

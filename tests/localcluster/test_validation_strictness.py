@@ -14,6 +14,7 @@ import pytest
 
 from apiclient import KubeClient
 from tests.localcluster.test_api_shapes import raw
+from tests.support import objects
 
 pytestmark = pytest.mark.backends("local", "real")
 
@@ -42,17 +43,9 @@ def pod(name: str, **spec: Any) -> dict[str, Any]:
 
 
 def deployment(name: str, rolling: dict[str, Any]) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "selector": {"matchLabels": labels},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container()]}},
-        },
-    }
+    return objects.deployment(
+        name, image="nginx", strategy={"type": "RollingUpdate", "rollingUpdate": rolling}
+    )
 
 
 def pdb(name: str, **spec: Any) -> dict[str, Any]:

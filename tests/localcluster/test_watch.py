@@ -13,7 +13,8 @@ from kubernetes_asyncio import watch as k8s_watch
 from apiclient import KubeClient
 from apiclient import resources as R
 from localcluster.cluster import LocalCluster
-from tests.localcluster.helpers import bare_cluster, pod
+from tests.localcluster.helpers import bare_cluster
+from tests.support.objects import pod
 
 cluster = pytest.fixture(bare_cluster)
 

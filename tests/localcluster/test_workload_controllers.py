@@ -24,7 +24,7 @@ from apiclient import KubeClient
 from apiclient.resources import CONFIGMAPS, DAEMONSETS, EVENTS, PODS, SERVICES, STATEFULSETS, Resource
 from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
-from tests.controllers.harness import eventually
+from tests.support.waiting import eventually
 
 pytestmark = [
     pytest.mark.kubectl,

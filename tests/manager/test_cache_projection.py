@@ -10,7 +10,7 @@ from controller_manager.app import Manager
 from controller_manager.options import LeaderElectionOptions, ManagerOptions
 from informers import POD_FIELDS
 from localcluster.cluster import LocalCluster
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 
 async def test_the_manager_caches_the_pod_and_node_projections(
@@ -39,7 +39,10 @@ async def test_the_manager_caches_the_pod_and_node_projections(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: manager.run(handle_signals=False))
-            await eventually(lambda: manager.health.ready and len(manager.controllers) == 2)
+            await eventually(
+                lambda: manager.health.ready and len(manager.controllers) == 2,
+                "manager.health.ready and len(manager.controllers) == 2",
+            )
             factory = manager.controllers[0].ctx.informers
             pod = factory.informer(PODS).lister.get("cached", "default")
             node = factory.informer(NODES).lister.get("node-1")

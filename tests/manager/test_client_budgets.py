@@ -19,7 +19,7 @@ from controller_manager.registry import ControllerDescriptor, ControllerRegistry
 from controllers.base import Controller
 from controllers.context import ControllerContext
 from localcluster.cluster import LocalCluster
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 
 class _Informers:
@@ -68,7 +68,7 @@ async def test_each_controller_and_leader_election_get_their_own_client(fake_cli
     manager = Manager(opts, fake_client, registry=registry, factory=lambda _: _Informers())  # type: ignore[arg-type,return-value]
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: manager.run(handle_signals=False))
-        await eventually(lambda: len(seen) == 2)
+        await eventually(lambda: len(seen) == 2, "len(seen) == 2")
         manager.stop()
     assert {name: c.component for name, c in seen.items()} == {"first": "first", "second": "second"}
     assert seen["first"].bucket is not seen["second"].bucket

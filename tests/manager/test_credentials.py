@@ -32,7 +32,8 @@ from apiclient.metrics import EXEC_PLUGIN_CALLS
 from apiclient.resources import NAMESPACES, PODS, Resource
 from localcluster.auth.rbac import User
 from localcluster.cluster import LocalCluster
-from tests.manager.waiting import eventually
+from tests.support.objects import replicaset
+from tests.support.waiting import eventually
 
 REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
 SECRET = "not-a-real-signing-key"
@@ -110,23 +111,6 @@ def _exec_kubeconfig(
     return path, log
 
 
-def _replicaset(replicas: int) -> dict[str, Any]:
-    labels = {"app": "renewals"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": "renewals", "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "x"}]},
-            },
-        },
-    }
-
-
 async def _pods(kube: KubeClient) -> int:
     return len((await kube.list(PODS, namespace="default", label_selector="app=renewals"))["items"])
 
@@ -155,10 +139,16 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
         with output.open("wb") as out:
             proc = await anyio.open_process(args, env=env, stdout=out, stderr=out, stdin=None)
         try:
-            await kube.create(REPLICASETS, _replicaset(1), namespace="default")
+            await kube.create(
+                REPLICASETS, replicaset("renewals", 1, namespace="default", image="x"), namespace="default"
+            )
             await _until_pods(kube, 1, proc)
             # Each token lives 3 s; the lease renewals every 500 ms outlive several of them.
-            await eventually(lambda: len(_runs(issued)) >= 4 or proc.returncode is not None, limit=90)
+            await eventually(
+                lambda: len(_runs(issued)) >= 4 or proc.returncode is not None,
+                "len(_runs(issued)) >= 4 or proc.returncode is not None",
+                timeout=90,
+            )
             assert proc.returncode is None, output.read_text()[-3000:]
             await kube.patch(REPLICASETS, "renewals", {"spec": {"replicas": 3}}, namespace="default")
             await _until_pods(kube, 3, proc)
@@ -196,10 +186,13 @@ async def test_the_manager_keeps_working_through_exec_plugin_renewals(tmp_path: 
 
 
 async def _until_pods(kube: KubeClient, count: int, proc: Any) -> None:
-    with anyio.fail_after(60):
-        while await _pods(kube) != count:
-            assert proc.returncode is None, "the manager exited"
-            await anyio.sleep(0.1)
+    async def counted() -> bool:
+        if await _pods(kube) == count:
+            return True
+        assert proc.returncode is None, "the manager exited"
+        return False
+
+    await eventually(counted, f"{count} pods", timeout=60, interval=0.1)
 
 
 async def test_a_401_reruns_the_plugin_and_the_request_is_sent_again(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import anyio
 from apiclient import KubeClient
 from apiclient.events import EventBroadcaster
 from tests.manager.fakeapi import FakeApi
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 POD: dict[str, Any] = {
     "apiVersion": "v1", "kind": "Pod",
@@ -117,7 +117,7 @@ async def test_recorder_never_blocks_and_the_run_task_writes(
     assert broadcaster.dropped == 3
     async with anyio.create_task_group() as tg:
         tg.start_soon(broadcaster.run)
-        await eventually(lambda: len(_events(fake_api)) >= 2)
+        await eventually(lambda: len(_events(fake_api)) >= 2, "len(_events(fake_api)) >= 2")
         tg.cancel_scope.cancel()
 
 
@@ -130,7 +130,7 @@ async def test_server_rejections_are_dropped_and_errors_retried(
     rec.event(POD, "Normal", "R", "m")
     async with anyio.create_task_group() as tg:
         tg.start_soon(broadcaster.flush)
-        await eventually(lambda: len(fake_api.requests) >= 3)
+        await eventually(lambda: len(fake_api.requests) >= 3, "len(fake_api.requests) >= 3")
         fake_api.fail_writes = False
     assert len(_events(fake_api)) == 1
 

@@ -9,7 +9,7 @@ from apiclient.resources import LEASES
 from controller_manager.app import Manager
 from controller_manager.options import LeaderElectionOptions, ManagerOptions
 from localcluster.cluster import LocalCluster
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 ELECTION = LeaderElectionOptions(lease_duration=2.0, renew_deadline=1.0, retry_period=0.1)
 
@@ -30,14 +30,23 @@ async def test_two_managers_hand_over_the_lease(cluster: LocalCluster, kube: Kub
                 codes[name] = await manager.run(handle_signals=False)
 
             tg.start_soon(run, "a", a)
-            await eventually(lambda: a.elector is not None and a.elector.is_leader)
+            await eventually(
+                lambda: a.elector is not None and a.elector.is_leader,
+                "a.elector is not None and a.elector.is_leader",
+            )
             tg.start_soon(run, "b", b)
             lease = await kube.get(LEASES, "aiokcm", namespace="kube-system")
             assert lease["spec"]["holderIdentity"] == "manager-a"
-            await eventually(lambda: b.elector is not None and b.elector.holder() == "manager-a")
+            await eventually(
+                lambda: b.elector is not None and b.elector.holder() == "manager-a",
+                "b.elector is not None and b.elector.holder() == 'manager-a'",
+            )
             assert not b.elector.is_leader  # type: ignore[union-attr]
             a.stop()  # clean stop: a releases, b takes over without waiting out the lease
-            await eventually(lambda: b.elector is not None and b.elector.is_leader)
+            await eventually(
+                lambda: b.elector is not None and b.elector.is_leader,
+                "b.elector is not None and b.elector.is_leader",
+            )
             lease = await kube.get(LEASES, "aiokcm", namespace="kube-system")
             assert lease["spec"]["holderIdentity"] == "manager-b"
             assert lease["spec"]["leaseTransitions"] == 1

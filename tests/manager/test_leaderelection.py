@@ -10,7 +10,7 @@ from apiclient import KubeClient
 from controller_manager.leaderelection import LeaderElector, LeadershipLost
 from tests.manager.conftest import make_client
 from tests.manager.fakeapi import FakeApi
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aiokcm"
 
@@ -52,7 +52,10 @@ async def test_hand_off_between_two_managers(fake_api: FakeApi, fake_client: Kub
             await a_leading.wait()
             tg.start_soon(b.run, lead_b)
             # b has tried and been refused a few times
-            await eventually(lambda: fake_api.requests.count(("GET", LEASE)) >= 6)
+            await eventually(
+                lambda: fake_api.requests.count(("GET", LEASE)) >= 6,
+                "fake_api.requests.count(('GET', LEASE)) >= 6",
+            )
             assert not b.is_leader and order == ["a"]
             spec = _spec(fake_api)
             assert spec["holderIdentity"] == "a" and spec["leaseTransitions"] == 0
@@ -155,14 +158,19 @@ async def test_a_standby_observes_the_last_renewal_through_its_watch_not_a_later
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(b.acquire)
-                await eventually(lambda: fake_api.watches >= 1 and bool(fake_api._watchers.get(LEASE)))
+                await eventually(
+                    lambda: fake_api.watches >= 1 and bool(fake_api._watchers.get(LEASE)),
+                    "fake_api.watches >= 1 and bool(fake_api._watchers.get(LEASE))",
+                )
                 for _ in range(4):  # a renews past b's first observed expiry, then dies
                     await anyio.sleep(0.4)
                     assert await a.try_acquire_or_renew()
                 last_renewal = anyio.current_time()
-                await eventually(lambda: b.is_leader)
+                await eventually(lambda: b.is_leader, "b.is_leader")
                 took_over = anyio.current_time() - last_renewal
-                await eventually(lambda: not fake_api._watchers.get(LEASE))  # the leader no longer watches
+                await eventually(
+                    lambda: not fake_api._watchers.get(LEASE), "not fake_api._watchers.get(LEASE)"
+                )  # the leader no longer watches
         assert _spec(fake_api)["holderIdentity"] == "b" and _spec(fake_api)["leaseTransitions"] == 1
         a_gets = 1 + 4  # a's acquire, then its renewals
         assert fake_api.requests.count(("GET", LEASE)) == a_gets + 2  # b: its first poll and its take-over
@@ -180,12 +188,18 @@ async def test_a_dropped_watch_falls_back_to_polling_and_is_opened_again(fake_ap
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(b.acquire)
-                await eventually(lambda: bool(fake_api._watchers.get(LEASE)))
+                await eventually(
+                    lambda: bool(fake_api._watchers.get(LEASE)), "bool(fake_api._watchers.get(LEASE))"
+                )
                 fake_api.refuse_watches = True
                 fake_api.drop_watches()
-                await eventually(lambda: fake_api.watches >= 3)  # refused, retried with backoff
+                await eventually(
+                    lambda: fake_api.watches >= 3, "fake_api.watches >= 3"
+                )  # refused, retried with backoff
                 assert not b.is_leader  # a's lease has not expired: b waits, it does not fail
-                await eventually(lambda: b.is_leader)  # a never renewed: b's polls see it expire
+                await eventually(
+                    lambda: b.is_leader, "b.is_leader"
+                )  # a never renewed: b's polls see it expire
         assert _spec(fake_api)["holderIdentity"] == "b"
         fake_api.refuse_watches = False
     finally:

@@ -15,7 +15,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES
 from controller_manager.leaderelection import LeaderElector
 from tests.backends import cluster_on_backend
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 
@@ -61,12 +61,14 @@ async def test_a_standby_sees_renewals_through_its_watch_and_takes_over_after_th
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(b.acquire)
-                await eventually(lambda: b.tries == 1 and b.holder() == "a")
+                await eventually(
+                    lambda: b.tries == 1 and b.holder() == "a", "b.tries == 1 and b.holder() == 'a'"
+                )
                 for _ in range(4):  # a renews past b's first observed expiry, then dies
                     await anyio.sleep(0.8)
                     assert await a.try_acquire_or_renew()
                 last_renewal = anyio.current_time()
-                await eventually(lambda: b.is_leader)
+                await eventually(lambda: b.is_leader, "b.is_leader")
                 waited = anyio.current_time() - last_renewal
         lease = await client_a.get(LEASES, NAME, namespace=NAMESPACE)
         assert lease["spec"]["holderIdentity"] == "b" and lease["spec"]["leaseTransitions"] == 1

@@ -14,7 +14,7 @@ import anyio
 from anyio.abc import Process
 
 from tests.manager.fakeapi import FakeApi, serve_fake_api
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aiokcm"
 
@@ -54,22 +54,20 @@ async def _manager(api: FakeApi, port: int, *extra: str) -> AsyncIterator[Proces
                 await proc.wait()
 
 
-_until = eventually
-
-
 async def _get(port: int, path: str) -> tuple[int, str]:
     async with aiohttp.ClientSession() as s, s.get(f"https://127.0.0.1:{port}{path}", ssl=False) as r:
         return r.status, await r.text()
 
 
 async def _serving(port: int) -> None:
-    with anyio.fail_after(30):
-        while True:
-            try:
-                await _get(port, "/livez")
-                return
-            except aiohttp.ClientError:
-                await anyio.sleep(0.05)
+    async def live() -> bool:
+        try:
+            await _get(port, "/livez")
+        except aiohttp.ClientError:
+            return False
+        return True
+
+    await eventually(live, "/livez served", timeout=30)
 
 
 def _holder(api: FakeApi) -> str:
@@ -81,11 +79,11 @@ async def test_sigterm_stops_cleanly_and_releases_the_lease() -> None:
     async with serve_fake_api() as api:
         port = _free_port()
         async with _manager(api, port) as proc:
-            await _until(lambda: _holder(api) != "")
+            await eventually(lambda: _holder(api) != "", "_holder(api) != ''")
             await _serving(port)
             assert (await _get(port, "/healthz"))[0] == 200
             assert (await _get(port, "/healthz/leaderElection"))[0] == 200
-            await _until(lambda: api.requests.count(("PUT", LEASE)) >= 2)  # renewing
+            await eventually(lambda: api.requests.count(("PUT", LEASE)) >= 2, "the lease renewed")
             _, metrics = await _get(port, "/metrics")
             assert 'leader_election_master_status{name="aiokcm"} 1.0' in metrics
             assert "rest_client_requests_total" in metrics
@@ -103,7 +101,7 @@ async def test_losing_the_lease_exits_1() -> None:
     async with serve_fake_api() as api:
         port = _free_port()
         async with _manager(api, port) as proc:
-            await _until(lambda: _holder(api) != "")
+            await eventually(lambda: _holder(api) != "", "_holder(api) != ''")
             api.fail_writes = True  # renewals fail from now on
             with anyio.fail_after(30):
                 code = await proc.wait()
@@ -121,7 +119,9 @@ async def test_standby_is_ready_and_waits_for_the_holder_then_stops_on_sigterm()
         port = _free_port()
         async with _manager(api, port) as proc:
             await _serving(port)
-            await _until(lambda: api.requests.count(("GET", LEASE)) >= 2)
+            await eventually(
+                lambda: api.requests.count(("GET", LEASE)) >= 2, "api.requests.count(('GET', LEASE)) >= 2"
+            )
             assert (await _get(port, "/readyz"))[0] == 200
             _, metrics = await _get(port, "/metrics")
             assert 'leader_election_master_status{name="aiokcm"} 0.0' in metrics

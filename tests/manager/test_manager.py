@@ -14,7 +14,7 @@ from controller_manager.options import LeaderElectionOptions, ManagerOptions, Se
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry
 from controllers.base import Controller
 from controllers.context import ControllerContext
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 
 class FakeInformers:
@@ -84,18 +84,21 @@ async def test_ready_after_sync_and_stop_lets_in_flight_syncs_finish(fake_client
             code.append(await manager.run(handle_signals=False))
 
         tg.start_soon(run)
-        await eventually(lambda: bool(built) and manager.bound_port is not None)
+        await eventually(
+            lambda: bool(built) and manager.bound_port is not None,
+            "bool(built) and manager.bound_port is not None",
+        )
         port = manager.bound_port
         assert port is not None
         assert await _status(port, "/readyz") == 500  # caches not synced yet
         informers.synced.set()
-        await eventually(lambda: manager.health.ready)
+        await eventually(lambda: manager.health.ready, "manager.health.ready")
         assert await _status(port, "/readyz") == 200
         assert await _status(port, "/healthz/slow") == 200
         (slow,) = built
         for key in ("a", "b", "c"):
             slow.enqueue(key)
-        await eventually(lambda: slow.started == ["a"])
+        await eventually(lambda: slow.started == ["a"], "slow.started == ['a']")
         manager.stop()
         slow.release.set()  # the in-flight sync may finish; b and c are never taken
     assert code == [0]
@@ -114,10 +117,10 @@ async def test_stop_cancels_syncs_still_running_at_the_deadline(fake_client: Kub
             code.append(await manager.run(handle_signals=False))
 
         tg.start_soon(run)
-        await eventually(lambda: bool(built) and manager.health.ready)
+        await eventually(lambda: bool(built) and manager.health.ready, "bool(built) and manager.health.ready")
         (slow,) = built
         slow.enqueue("stuck")
-        await eventually(lambda: slow.started == ["stuck"])
+        await eventually(lambda: slow.started == ["stuck"], "slow.started == ['stuck']")
         manager.stop()  # never released: the grace period ends it
     assert code == [0]
     assert slow.finished == []

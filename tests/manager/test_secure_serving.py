@@ -32,7 +32,7 @@ from apiclient import KubeClient
 from apiclient.errors import ApiError
 from controller_manager.app import Manager
 from controller_manager.options import LeaderElectionOptions, ManagerOptions, ServingOptions
-from tests.manager.waiting import eventually
+from tests.support.waiting import eventually
 
 NS = "secure-serving"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -137,7 +137,7 @@ async def test_metrics_need_an_authorized_token_and_health_does_not(
     manager = Manager(opts, kube)
     async with anyio.create_task_group() as tg:
         tg.start_soon(functools.partial(manager.run, handle_signals=False))
-        await eventually(lambda: manager.bound_port is not None)
+        await eventually(lambda: manager.bound_port is not None, "manager.bound_port is not None")
         port = manager.bound_port
         assert port is not None
 
@@ -173,7 +173,7 @@ async def test_without_review_kubeconfigs_only_health_is_served(kube: KubeClient
     manager = Manager(opts, kube)
     async with anyio.create_task_group() as tg:
         tg.start_soon(functools.partial(manager.run, handle_signals=False))
-        await eventually(lambda: manager.bound_port is not None)
+        await eventually(lambda: manager.bound_port is not None, "manager.bound_port is not None")
         port = manager.bound_port
         assert port is not None
         assert await _get(port, "/healthz") == (200, "ok")
@@ -268,7 +268,7 @@ async def test_a_client_certificate_signed_by_the_client_ca_names_the_user(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(functools.partial(manager.run, handle_signals=False))
-            await eventually(lambda: manager.bound_port is not None)
+            await eventually(lambda: manager.bound_port is not None, "manager.bound_port is not None")
             url = f"https://127.0.0.1:{manager.bound_port}/metrics"
             async with aiohttp.ClientSession() as s:
                 async with s.get(url, ssl=with_cert) as r:

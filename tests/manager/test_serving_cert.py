@@ -15,6 +15,7 @@ import pytest
 from cryptography import x509
 
 from controller_manager import servingcert
+from tests.support.waiting import eventually
 
 
 def _leaf(pair: servingcert.CertKey) -> x509.Certificate:
@@ -94,17 +95,19 @@ async def test_no_private_key_is_left_on_disk_after_sigkill(tmp_path: Path) -> N
     ]
     async with await anyio.open_process(args, env=env, cwd=tmp_path) as proc:
         try:
-            with anyio.fail_after(30):
-                while True:
-                    try:
-                        async with (
-                            aiohttp.ClientSession() as s,
-                            s.get(f"https://127.0.0.1:{port}/healthz", ssl=False) as r,
-                        ):
-                            assert r.status == 200
-                            break
-                    except aiohttp.ClientConnectionError:
-                        await anyio.sleep(0.05)
+
+            async def healthy() -> bool:
+                try:
+                    async with (
+                        aiohttp.ClientSession() as s,
+                        s.get(f"https://127.0.0.1:{port}/healthz", ssl=False) as r,
+                    ):
+                        assert r.status == 200
+                        return True
+                except aiohttp.ClientConnectionError:
+                    return False
+
+            await eventually(healthy, "/healthz served", timeout=30)
         finally:
             proc.send_signal(signal.SIGKILL)
             await proc.wait()

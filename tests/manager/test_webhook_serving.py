@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from apiclient import ApiError, KubeClient
 from apiclient.resources import SECRETS, VALIDATINGWEBHOOKCONFIGURATIONS
 from controller_manager import servingcert, webhookcert, webhookserver
-from tests.controllers.harness import eventually
+from tests.support.waiting import eventually
 
 NAMES = webhookcert.Names.for_service("aiokcm-webhook", "kube-system", ("127.0.0.1",))
 HOST = "aiokcm-webhook.kube-system.svc"

@@ -11,7 +11,8 @@ from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NAMESPACES, REPLICASETS
 from controllers.common.controller_ref import get_controller_of
 from controllers.deployment import DeploymentController
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 from .test_integration import NS, deployment_body
 

@@ -19,7 +19,8 @@ from controllers import metrics
 from controllers.deployment import DeploymentController
 from controllers.replicaset import ReplicaSetController
 from tests.controllers.deployment.test_integration import NS, deployment_body
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 NO_DEADLINE = 2147483647
 

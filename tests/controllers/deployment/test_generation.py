@@ -20,7 +20,8 @@ from controllers.deployment.util import REVISION_ANNOTATION
 from controllers.replicaset import ReplicaSetController
 from tests.backends import cluster_on_backend
 from tests.controllers.deployment.test_integration import NS, deployment_body
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 

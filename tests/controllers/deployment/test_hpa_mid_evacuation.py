@@ -30,7 +30,8 @@ from tests.controllers.deployment.test_integration import (
     pods_on,
     rollout_complete,
 )
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 HPAS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True)
 

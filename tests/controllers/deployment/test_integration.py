@@ -29,10 +29,10 @@ from tests.controllers.harness import (
     Harness,
     RecordingEvents,
     build,
-    eventually,
     make_factory,
     running_controllers,
 )
+from tests.support.waiting import eventually
 
 NS = "default"
 GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True, features.NODE_MAINTENANCE_DEPLOYMENT: True}

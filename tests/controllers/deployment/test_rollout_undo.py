@@ -21,7 +21,8 @@ from apiclient.resources import DEPLOYMENTS, REPLICASETS
 from controllers.deployment import DeploymentController
 from controllers.replicaset import ReplicaSetController
 from tests.backends import cluster_on_backend
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 pytestmark = [
     pytest.mark.kubectl,

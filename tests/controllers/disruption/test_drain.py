@@ -24,7 +24,8 @@ from apiclient.resources import PODDISRUPTIONBUDGETS, PODS, REPLICASETS
 from controllers.disruption import DisruptionController
 from tests.backends import cluster_on_backend
 from tests.controllers.disruption.test_integration import controller_ref, create_workload, status_of
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.backends("local", "real")]
 

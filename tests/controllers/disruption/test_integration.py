@@ -30,7 +30,8 @@ from controllers.context import ControllerContext
 from controllers.disruption import DisruptionController
 from informers import SharedInformerFactory
 from kubeutil.timestamps import format_time, utcnow
-from tests.controllers.harness import HeldWatches, RecordingEvents, build, eventually, running_controllers
+from tests.controllers.harness import HeldWatches, RecordingEvents, build, running_controllers
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 

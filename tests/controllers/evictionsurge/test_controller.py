@@ -22,7 +22,8 @@ from controllers.evictionsurge.decision import REASON_EVICTION_SURGE
 from controllers.evictionsurge.sync import EVENT_REQUESTED, EVENT_TIMED_OUT, EVENT_WITHDRAWN
 from controllers.replicaset import ReplicaSetController
 from localcluster.demo import NS, App, deployment, pod_available
-from tests.controllers.harness import Harness, build, eventually, running_controllers
+from tests.controllers.harness import Harness, build, running_controllers
+from tests.support.waiting import eventually
 
 GATES = {
     features.DECLARATIVE_NODE_MAINTENANCE: True,

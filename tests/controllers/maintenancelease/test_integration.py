@@ -21,10 +21,11 @@ from controllers.maintenancelease import MaintenanceLeaseController
 from controllers.maintenancelease.metrics import ABANDONED, COLLECTOR, HELD
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import PHASE_ANNOTATION
-from controllers.nodemaintenance.nodeselector import names_selector
 from kubeutil.timestamps import format_micro_time, utcnow
 from nodemaintenancelease import lease
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.objects import node_maintenance
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 
@@ -335,20 +336,7 @@ async def test_node_maintenance_waits_for_a_lease_held_by_someone_else(kube: Kub
     async with running_controllers(
         kube, NodeMaintenanceController, MaintenanceLeaseController, gates=gates
     ) as h:
-        await kube.create(
-            NODEMAINTENANCES,
-            {
-                "apiVersion": "maintenance.aiokcm.io/v1alpha1",
-                "kind": "NodeMaintenance",
-                "metadata": {"name": "m1"},
-                "spec": {
-                    "nodeSelector": names_selector([target]),
-                    "cordon": True,
-                    "drain": False,
-                    "reason": "bios",
-                },
-            },
-        )
+        await kube.create(NODEMAINTENANCES, node_maintenance("m1", [target], timeout=None, reason="bios"))
 
         async def waiting() -> dict[str, Any] | None:
             c = condition(await kube.get(NODEMAINTENANCES, "m1"), "Cordoned")

@@ -26,7 +26,9 @@ from controllers.nodelifecycle.config import NodeLifecycleConfig
 from controllers.replicaset import ReplicaSetController
 from controllers.tainteviction import TaintEvictionController
 from tests.backends import backend_of, cluster_on_backend
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support.objects import replicaset
+from tests.support.waiting import eventually
 
 NS = "default"
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -62,23 +64,6 @@ def bare_pod(name: str, node: str, tolerations: list[dict[str, Any]]) -> dict[st
             "nodeName": node,
             "containers": [{"name": "c", "image": "busybox"}],
             "tolerations": tolerations,
-        },
-    }
-
-
-def replicaset(name: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "busybox"}], "tolerations": UNTOLERATING},
-            },
         },
     }
 
@@ -136,7 +121,11 @@ async def test_a_stopped_kubelet_taints_its_node_and_its_pods_go_by_their_tolera
                 lambda node=node: _has(kube, node, ("node.kubernetes.io/unschedulable", "NoSchedule")),
                 f"the unschedulable taint on {node}",
             )
-        await kube.create(REPLICASETS, replicaset("web", 2), namespace=NS)
+        await kube.create(
+            REPLICASETS,
+            replicaset("web", 2, namespace=NS, image="busybox", pod_spec={"tolerations": UNTOLERATING}),
+            namespace=NS,
+        )
         await kube.create(
             PODS,
             bare_pod(

@@ -18,36 +18,12 @@ from apiclient.resources import (
 from controllers import features
 from controllers.nodemaintenance.api import PHASE_ANNOTATION
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
-from controllers.nodemaintenance.nodeselector import names_selector
 
 NS = "default"
 GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}
 # For tests of overlapping maintenances on the 3-node cluster, where the default cluster-wide guard
 # (50% of the nodes unschedulable) would hold the second cordon back.
 NO_CLUSTER_LIMIT = NodeMaintenanceConfig(max_unschedulable="100%")
-
-
-def nm_body(
-    name: str,
-    nodes: list[str],
-    *,
-    cordon: bool = True,
-    drain: bool = False,
-    timeout: int = 180,
-    reason: str = "kernel upgrade",
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "maintenance.aiokcm.io/v1alpha1",
-        "kind": "NodeMaintenance",
-        "metadata": {"name": name},
-        "spec": {
-            "nodeSelector": names_selector(nodes),
-            "cordon": cordon,
-            "drain": drain,
-            "reason": reason,
-            "evacuationTimeoutSeconds": timeout,
-        },
-    }
 
 
 OWNER_RESOURCES = {

@@ -18,8 +18,10 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, PODS
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.drain import stale_plan_is_conflict
-from tests.controllers.harness import HeldWatches, eventually, running_controllers
-from tests.controllers.nodemaintenance.helpers import GATES, NS, condition, make_pod, nm_body, pod
+from tests.controllers.harness import HeldWatches, running_controllers
+from tests.controllers.nodemaintenance.helpers import GATES, NS, condition, make_pod, pod
+from tests.support.objects import node_maintenance
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("cluster", "crd")
 
@@ -37,7 +39,7 @@ async def test_a_stale_pod_write_is_a_conflict_not_an_error(kube: KubeClient, no
         await kube.patch(PODS, "web", {"metadata": {"labels": {"moved": "yes"}}}, namespace=NS)
         conflicts = _count("controller_runtime_reconcile_total", result="conflict")
         errors = _count("controller_runtime_reconcile_errors_total")
-        await kube.create(NODEMAINTENANCES, nm_body("m", [target], drain=True))
+        await kube.create(NODEMAINTENANCES, node_maintenance("m", [target], drain=True))
         await eventually(
             lambda: _count("controller_runtime_reconcile_total", result="conflict") > conflicts,
             "the stale write counted as a conflict",

@@ -25,7 +25,7 @@ from controllers.nodemaintenance.api import (
 )
 from controllers.nodemaintenance.state import utcnow
 from kubeutil.timestamps import format_time
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
@@ -33,11 +33,12 @@ from tests.controllers.nodemaintenance.helpers import (
     condition,
     gone_or_terminating,
     make_pod,
-    nm_body,
     nm_gone,
     node,
     pod,
 )
+from tests.support.objects import node_maintenance
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("cluster")
 
@@ -45,7 +46,7 @@ pytestmark = pytest.mark.usefixtures("cluster")
 @pytest.mark.usefixtures("crd")
 async def test_drain_without_cordon_is_rejected(kube: KubeClient, node_names: list[str]) -> None:
     with pytest.raises(ApiError) as err:
-        await kube.create(NODEMAINTENANCES, nm_body("bad", node_names[:1], cordon=False, drain=True))
+        await kube.create(NODEMAINTENANCES, node_maintenance("bad", node_names[:1], cordon=False, drain=True))
     assert err.value.invalid
     assert "requires spec.cordon" in err.value.message
 
@@ -54,7 +55,7 @@ async def test_drain_without_cordon_is_rejected(kube: KubeClient, node_names: li
 async def test_cordon_and_release_on_delete(kube: KubeClient, node_names: list[str]) -> None:
     target, other = node_names[0], node_names[1]
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
-        await kube.create(NODEMAINTENANCES, nm_body("m1", [target]))
+        await kube.create(NODEMAINTENANCES, node_maintenance("m1", [target]))
 
         async def cordoned() -> bool:
             obj = await kube.get(NODEMAINTENANCES, "m1")
@@ -86,8 +87,8 @@ async def test_never_uncordons_a_node_cordoned_before_or_still_held(
     pre, shared = node_names[0], node_names[1]
     await kube.patch(NODES, pre, {"spec": {"unschedulable": True}})
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]):
-        await kube.create(NODEMAINTENANCES, nm_body("a", [pre, shared]))
-        await kube.create(NODEMAINTENANCES, nm_body("b", [shared]))
+        await kube.create(NODEMAINTENANCES, node_maintenance("a", [pre, shared]))
+        await kube.create(NODEMAINTENANCES, node_maintenance("b", [shared]))
 
         async def both_applied() -> bool:
             annotations = (await node(kube, shared))["metadata"].get("annotations", {})
@@ -119,7 +120,7 @@ async def test_drain_requests_evacuation_and_completes_when_pods_leave(
     await make_pod(kube, "static", target, owner=None, mirror=True)
     await make_pod(kube, "elsewhere", node_names[1])
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
-        await kube.create(NODEMAINTENANCES, nm_body("d", [target], drain=True))
+        await kube.create(NODEMAINTENANCES, node_maintenance("d", [target], drain=True))
 
         async def requested() -> dict[str, Any] | None:
             c = condition(await pod(kube, "web"), "EvacuationRequest")
@@ -204,7 +205,7 @@ async def test_withdraws_only_its_own_requests(kube: KubeClient, node_names: lis
         patch_type="json",
     )
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
-        await kube.create(NODEMAINTENANCES, nm_body("w", [target], drain=True))
+        await kube.create(NODEMAINTENANCES, node_maintenance("w", [target], drain=True))
 
         async def ours_requested() -> bool:
             c = condition(await pod(kube, "ours"), "EvacuationRequest")
@@ -249,7 +250,7 @@ async def test_silent_owner_is_evicted_and_a_pdb_refusal_is_reported(
 
     await eventually(running, "the guarded pod running")
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
-        await kube.create(NODEMAINTENANCES, nm_body("e", [target], drain=True, timeout=0))
+        await kube.create(NODEMAINTENANCES, node_maintenance("e", [target], drain=True, timeout=0))
         await eventually(lambda: gone_or_terminating(kube, "lonely"), "the unanswered pod evicted")
 
         async def blocked() -> dict[str, Any] | None:
@@ -300,7 +301,7 @@ async def test_cli_drain_then_uncordon(kube: KubeClient, node_names: list[str]) 
         assert f"drained: {target}" in out.getvalue()
         assert (await node(kube, target))["spec"]["unschedulable"] is True
 
-        await kube.create(NODEMAINTENANCES, nm_body("ops", [target], cordon=False))
+        await kube.create(NODEMAINTENANCES, node_maintenance("ops", [target], cordon=False))
         out, err = io.StringIO(), io.StringIO()
         args = build_parser().parse_args(["uncordon", target, "--poll-interval", "0.1", "--timeout", "60s"])
         assert await run(args, kube, out=out, err=err) == 0, err.getvalue()

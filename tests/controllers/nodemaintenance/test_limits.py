@@ -22,7 +22,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES, PODS
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import MAINTENANCES_ANNOTATION, ORIGINAL_UNSCHEDULABLE_ANNOTATION
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
@@ -31,11 +31,12 @@ from tests.controllers.nodemaintenance.helpers import (
     condition,
     make_owner,
     make_pod,
-    nm_body,
     nm_gone,
     node,
     pod,
 )
+from tests.support.objects import node_maintenance
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("cluster", "crd", "eviction")
 
@@ -59,7 +60,7 @@ async def test_a_maintenance_over_every_node_drains_one_at_a_time(
     ):
         tg.start_soon(watch.nodes, kube)
         tg.start_soon(watch.maintenance, kube, "all")
-        await kube.create(NODEMAINTENANCES, nm_body("all", node_names, drain=True))
+        await kube.create(NODEMAINTENANCES, node_maintenance("all", node_names, drain=True))
         await eventually(
             lambda: _condition_is(kube, "all", "Drained", "True"), "every node drained", timeout=60
         )
@@ -83,7 +84,7 @@ async def test_the_cluster_guard_holds_back_then_override_or_release_lets_go(
     first, second, third = node_names
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
         # 3 nodes, at most 50% unschedulable: one node
-        await kube.create(NODEMAINTENANCES, nm_body("wide", [first, second]))
+        await kube.create(NODEMAINTENANCES, node_maintenance("wide", [first, second]))
         await eventually(
             lambda: _condition_is(kube, "wide", "ClusterLimitReached", "True"), "the guard holding back"
         )
@@ -102,7 +103,7 @@ async def test_the_cluster_guard_holds_back_then_override_or_release_lets_go(
         assert REGISTRY.get_sample_value("aiokcm_nodemaintenance_nodes_waiting", {"limit": "cluster"}) == 1
 
         # a second maintenance waits too, and starts by itself once the first lets its node go
-        await kube.create(NODEMAINTENANCES, nm_body("other", [third]))
+        await kube.create(NODEMAINTENANCES, node_maintenance("other", [third]))
         await eventually(
             lambda: _condition_is(kube, "other", "ClusterLimitReached", "True"), "the second held back"
         )
@@ -118,8 +119,11 @@ async def test_the_cluster_guard_holds_back_then_override_or_release_lets_go(
         await kube.create(
             NODEMAINTENANCES,
             {
-                **nm_body("forced", [first, second]),
-                "spec": {**nm_body("forced", [first, second])["spec"], "overrideMaxUnschedulable": True},
+                **node_maintenance("forced", [first, second]),
+                "spec": {
+                    **node_maintenance("forced", [first, second])["spec"],
+                    "overrideMaxUnschedulable": True,
+                },
             },
         )
         await eventually(
@@ -132,7 +136,7 @@ async def test_the_cluster_guard_holds_back_then_override_or_release_lets_go(
 async def test_the_crd_refuses_a_limit_that_is_not_a_count_or_a_percentage(
     kube: KubeClient, node_names: list[str], bad: object
 ) -> None:
-    body = nm_body("bad", node_names)
+    body = node_maintenance("bad", node_names)
     body["spec"]["maxConcurrentNodes"] = bad
     with pytest.raises(ApiError) as err:
         await kube.create(NODEMAINTENANCES, body)
@@ -140,10 +144,10 @@ async def test_the_crd_refuses_a_limit_that_is_not_a_count_or_a_percentage(
 
 
 async def test_the_crd_defaults_the_limit_to_one_node(kube: KubeClient, node_names: list[str]) -> None:
-    created = await kube.create(NODEMAINTENANCES, nm_body("plain", node_names))
+    created = await kube.create(NODEMAINTENANCES, node_maintenance("plain", node_names))
     assert created["spec"]["maxConcurrentNodes"] == 1
     assert created["spec"]["overrideMaxUnschedulable"] is False
-    body = nm_body("half", node_names)
+    body = node_maintenance("half", node_names)
     body["spec"]["maxConcurrentNodes"] = "50%"
     assert (await kube.create(NODEMAINTENANCES, body))["spec"]["maxConcurrentNodes"] == "50%"
 
@@ -153,7 +157,7 @@ async def test_a_restart_between_cordon_and_status_never_undoes_the_cordon(
 ) -> None:
     """Killed after cordoning its next node but before writing the status that says so."""
     first, second = node_names[0], node_names[1]
-    await kube.create(NODEMAINTENANCES, nm_body("m", [first, second], drain=True))
+    await kube.create(NODEMAINTENANCES, node_maintenance("m", [first, second], drain=True))
     await kube.patch(
         NODEMAINTENANCES,
         "m",
@@ -227,7 +231,7 @@ async def test_cordoned_first_then_drained_still_one_node_at_a_time(
         running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]),
         anyio.create_task_group() as tg,
     ):
-        await kube.create(NODEMAINTENANCES, nm_body("two-step", node_names))
+        await kube.create(NODEMAINTENANCES, node_maintenance("two-step", node_names))
         await eventually(lambda: _condition_is(kube, "two-step", "Cordoned", "True"), "every node cordoned")
         tg.start_soon(watch.maintenance, kube, "two-step")
         await kube.patch(NODEMAINTENANCES, "two-step", {"spec": {"drain": True}})

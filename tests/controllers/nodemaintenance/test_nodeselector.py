@@ -8,10 +8,7 @@ import pytest
 
 from controllers.nodemaintenance.nodeselector import named_nodes, names_selector
 from kubeutil.nodeaffinity import selector_matches
-
-
-def node(name: str, **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels}}
+from tests.support.objects import node
 
 
 def expr(key: str, op: str, *values: str) -> dict[str, Any]:

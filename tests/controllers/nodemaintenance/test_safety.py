@@ -26,7 +26,7 @@ from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.workload import TIMEOUT_ANNOTATION, WAIT_ANNOTATION
 from nodemaintenancelease import lease
 from nodemaintenancelease.gate import LeaseDecision, MaintenanceLeaseGate
-from tests.controllers.harness import build, eventually, running_controllers
+from tests.controllers.harness import build, running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
     NO_CLUSTER_LIMIT,
@@ -35,11 +35,12 @@ from tests.controllers.nodemaintenance.helpers import (
     gone_or_terminating,
     make_owner,
     make_pod,
-    nm_body,
     nm_gone,
     node,
     pod,
 )
+from tests.support.objects import node_maintenance
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.usefixtures("cluster", "crd")
 
@@ -81,7 +82,7 @@ async def test_bare_and_emptydir_pods_are_evicted_only_with_opt_in(
 
 async def _opt_in_drain(kube: KubeClient, target: str) -> None:
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES) as h:
-        await kube.create(NODEMAINTENANCES, nm_body("safe", [target], drain=True))
+        await kube.create(NODEMAINTENANCES, node_maintenance("safe", [target], drain=True))
 
         async def blocked() -> dict[str, Any] | None:
             obj = await kube.get(NODEMAINTENANCES, "safe")
@@ -157,7 +158,7 @@ async def test_statefulset_pods_are_evicted_promptly_one_at_a_time_under_their_p
 
             await eventually(budget, "the db budget computed (1 disruption allowed)")
             # The maintenance's own timeout is the default 180 s: nothing here may wait for it.
-            await kube.create(NODEMAINTENANCES, nm_body("sts", [target], drain=True))
+            await kube.create(NODEMAINTENANCES, node_maintenance("sts", [target], drain=True))
 
             async def one_gone_one_refused() -> dict[str, Any] | None:
                 gone = [n for n in ("db-0", "db-1") if await gone_or_terminating(kube, n)]
@@ -200,7 +201,7 @@ async def test_statefulset_pods_are_evicted_promptly_one_at_a_time_under_their_p
 
 
 async def test_a_selector_that_matches_nothing_never_reports_drained(kube: KubeClient) -> None:
-    typo = nm_body("typo", [], drain=True)
+    typo = node_maintenance("typo", [], drain=True)
     typo["spec"]["nodeSelector"] = {
         "nodeSelectorTerms": [
             {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["nod-1"]}]}
@@ -384,7 +385,7 @@ async def test_pod_selector_and_grace_period_shape_the_drain(kube: KubeClient, n
     target = node_names[0]
     await make_pod(kube, "web", target, owner="ReplicaSet", answers=True, labels={"tier": "web"})
     await make_pod(kube, "db-0", target, owner="StatefulSet", labels={"tier": "db"})
-    body = nm_body("db-only", [target], drain=True)
+    body = node_maintenance("db-only", [target], drain=True)
     body["spec"].update({"podSelector": "tier=db", "gracePeriodSeconds": 0})
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
         await kube.create(NODEMAINTENANCES, body)
@@ -450,7 +451,7 @@ async def test_a_deployment_pod_waits_only_when_the_surging_controllers_run(
     config = NodeMaintenanceConfig(surge_answers=surge_answers)
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[config]):
         # The maintenance's own timeout is the default 180 s: nothing here waits for it.
-        await kube.create(NODEMAINTENANCES, nm_body("kernel", [target], drain=True))
+        await kube.create(NODEMAINTENANCES, node_maintenance("kernel", [target], drain=True))
 
         if evicted:
             # Until the ReplicaSet reaches the controller's cache the pod may be asked to leave
@@ -542,7 +543,9 @@ async def test_an_owner_without_a_budget_loses_one_pod_at_a_time_and_a_workload_
     ):
         tg.start_soon(watch_pods)
         start = anyio.current_time()
-        await kube.create(NODEMAINTENANCES, nm_body("sts", [target], drain=True))  # its own timeout: 180 s
+        await kube.create(
+            NODEMAINTENANCES, node_maintenance("sts", [target], drain=True)
+        )  # its own timeout: 180 s
 
         async def all_gone() -> bool:
             return {p for _, what, p in timeline if what == "gone"} >= {"db-0", "db-1", "slow-0"}

@@ -14,8 +14,9 @@ import aiohttp
 from apiclient import KubeClient
 from apiclient.resources import PODS, REPLICASETS, Resource
 from controllers.replicaset import ReplicaSetController
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
 from tests.controllers.replicaset.test_integration import NS, active_pods, rs_body, scale
+from tests.support.waiting import eventually
 
 
 class DroppingDeletes:

@@ -19,27 +19,18 @@ from controllers.common.pods import get_pod_condition
 from controllers.context import ControllerContext
 from controllers.replicaset import ReplicaSetController
 from kubeutil.timestamps import format_time, utcnow
-from tests.controllers.harness import HeldWatches, build, eventually, make_factory, running_controllers
+from tests.controllers.harness import HeldWatches, build, make_factory, running_controllers
+from tests.support.objects import replicaset
+from tests.support.waiting import eventually
 
 NS = "default"
 GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}
 
 
-def rs_body(name: str, replicas: int, *, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    labels = labels or {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels, "annotations": {"team": "core"}},
-                "spec": {"containers": [{"name": "app", "image": "nginx"}]},
-            },
-        },
-    }
+def rs_body(name: str, replicas: int) -> dict[str, Any]:
+    return replicaset(
+        name, replicas, namespace=NS, container="app", image="nginx", template_annotations={"team": "core"}
+    )
 
 
 async def active_pods(kube: KubeClient, app: str) -> list[dict[str, Any]]:

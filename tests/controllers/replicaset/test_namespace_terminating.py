@@ -7,19 +7,14 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NAMESPACES, PODS
 from controllers.replicaset.sync import _namespace_terminating
-from tests.controllers.harness import eventually
+from tests.support.objects import pod
+from tests.support.waiting import eventually
 
 
 def _pod(name: str, *, finalizers: list[str] | None = None) -> dict[str, object]:
-    meta: dict[str, object] = {"name": name}
-    if finalizers:
-        meta["finalizers"] = finalizers
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
-    }
+    return pod(
+        name, container="app", image="nginx", metadata={"finalizers": finalizers} if finalizers else None
+    )
 
 
 async def test_the_servers_namespace_terminating_refusal_is_recognised(kube: KubeClient) -> None:

@@ -16,7 +16,9 @@ import pytest
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES, PODS
 from controllers.tainteviction import TaintEvictionController
-from tests.controllers.harness import eventually, running_controllers
+from tests.controllers.harness import running_controllers
+from tests.support import objects
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 
@@ -25,14 +27,10 @@ UNREACHABLE = {"key": "example.com/evict", "effect": "NoExecute"}
 
 
 def pod(name: str, node: str, tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "nodeName": node,
-        "containers": [{"name": "c", "image": "busybox"}],
-        "terminationGracePeriodSeconds": 0,
-    }
-    if tolerations is not None:
-        spec["tolerations"] = tolerations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    extra: dict[str, Any] = {} if tolerations is None else {"tolerations": tolerations}
+    return objects.pod(
+        name, namespace=NS, node=node, image="busybox", terminationGracePeriodSeconds=0, **extra
+    )
 
 
 def tolerate(seconds: int | None) -> list[dict[str, Any]]:

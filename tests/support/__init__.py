@@ -1,0 +1,1 @@
+"""What tests across the suite share: waiting for a state (`waiting`) and object builders (`objects`)."""
