@@ -32,6 +32,7 @@ from apiclient.kubeconfig import (
     load_kubeconfig,
     validate_server,
 )
+from apiclient.proxy import proxy_from_environment
 
 __all__ = ["KubeconfigError", "build_api_client", "describe_config_error", "resolve_kubeconfig"]
 
@@ -170,8 +171,7 @@ async def _api_client_for(kc: Kubeconfig) -> k8s_client.ApiClient:
     configuration.host = kc.cluster.server
     configuration.verify_ssl = not kc.cluster.insecure_skip_tls_verify
     configuration.tls_server_name = kc.cluster.tls_server_name
-    if kc.cluster.proxy_url:
-        configuration.proxy = kc.cluster.proxy_url
+    configuration.proxy = kc.cluster.proxy_url or proxy_from_environment(kc.cluster.server)
     if creds is not None:
         configuration.refresh_api_key_hook = creds
         await creds(configuration)

@@ -80,7 +80,8 @@ def ssl_context(*, ca: bytes | None, cert: bytes | None, key: bytes | None, veri
 
 
 def session(context: ssl.SSLContext, *, limit: int) -> aiohttp.ClientSession:
-    """An aiohttp session as kubernetes_asyncio's `RESTClientObject` makes one, on `context`."""
+    """An aiohttp session as kubernetes_asyncio's `RESTClientObject` makes one, on `context`, but
+    without `trust_env`: the proxy comes from `apiclient.proxy`, and no request waits on a thread."""
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=limit, ssl=context), trust_env=True, read_bufsize=READ_BUFSIZE
+        connector=aiohttp.TCPConnector(limit=limit, ssl=context), trust_env=False, read_bufsize=READ_BUFSIZE
     )
