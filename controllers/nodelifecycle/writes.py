@@ -57,12 +57,7 @@ class NodeWrites:
                     return False
                 if not exc.conflict or attempt == SWAP_RETRIES - 1:
                     raise
-            try:
-                node = await self.client.get(NODES, name)
-            except ApiError as exc:
-                if exc.not_found:
-                    return False
-                raise
+            node = await self.client.get_or_none(NODES, name)  # None: gone, answered at the loop's top
         return False
 
     async def mark_pods_not_ready(self, pods: Sequence[Mapping[str, Any]], node_name: str) -> None:
