@@ -36,7 +36,7 @@ from controllers.deployment.rollback import rollback, rollback_to
 from controllers.deployment.rolling import rollout_rolling
 from controllers.deployment.sync import RS, DeploymentSync
 from controllers.deployment.util import is_paused, meta, uid_of
-from informers import CONTROLLER_UID_INDEX, Lister, split_key
+from informers import CONTROLLER_UID_INDEX, Lister
 from kubeutil.selectors import from_label_selector
 from kubeutil.timestamps import utcnow
 
@@ -69,8 +69,7 @@ class DeploymentReconcile:
         self.log = log
 
     async def sync(self, key: str) -> None:
-        namespace, name = split_key(key)
-        cached = self.d_lister.get(name, namespace or None)
+        cached = self.d_lister.get_by_key(key)
         if cached is None:
             return
         owned = self.rs_lister.by_index(CONTROLLER_UID_INDEX, uid_of(cached))

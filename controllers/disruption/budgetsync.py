@@ -26,7 +26,7 @@ from controllers.context import EventRecorder, FeatureGates
 from controllers.disruption.budget import Budget, BudgetError, compute_budget, fail_safe_status, new_status
 from controllers.disruption.finders import ControllerFinder
 from controllers.disruption.selectors import BudgetSelectors
-from informers import Lister, split_key
+from informers import Lister
 from kubeutil.meta import object_meta
 from kubeutil.selectors import SelectorError
 from kubeutil.timestamps import utcnow
@@ -63,8 +63,7 @@ class BudgetSync:
         return self.gates.enabled(features.DECLARATIVE_NODE_MAINTENANCE)
 
     async def sync(self, key: str) -> None:
-        namespace, name = split_key(key)
-        pdb = self.pdb_lister.get(name, namespace)
+        pdb = self.pdb_lister.get_by_key(key)
         if pdb is None:
             return
         try:

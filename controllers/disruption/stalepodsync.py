@@ -66,8 +66,7 @@ class StalePodDisruptionSync:
 
     async def sync(self, key: str) -> None:
         """`syncStalePodDisruption`: reset a stale `DisruptionTarget=True` to False (or look again later)."""
-        namespace, name = split_key(key)
-        pod = self.pod_lister.get(name, namespace)
+        pod = self.pod_lister.get_by_key(key)
         if pod is None:
             return
         now = utcnow()
@@ -88,6 +87,7 @@ class StalePodDisruptionSync:
             if old.get(field_name):
                 cond[field_name] = None
         uid = object_meta(pod).get("uid")
+        namespace, name = split_key(key)
         await self.client.patch(
             PODS,
             name,

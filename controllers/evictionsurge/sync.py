@@ -57,8 +57,7 @@ class EvictionSurgeSync:
         self.log = log
 
     async def sync(self, key: str) -> Result | None:
-        namespace, _, name = key.partition("/")
-        pod = self.pod_lister.get(name, namespace)
+        pod = self.pod_lister.get_by_key(key)
         if pod is None or not is_pod_active(pod):
             self.state.last_eviction.pop(key, None)
             self.state.wanted.discard(key)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from controllers.nodelifecycle.state import NodeLifecycleState
 from controllers.nodelifecycle.writes import NodeWrites
-from informers import Lister, split_key
+from informers import Lister
 
 
 class PodSync:
@@ -21,8 +21,7 @@ class PodSync:
 
     async def sync(self, key: str) -> None:
         """`processPod`: a pod on a node known not Ready is marked not ready too."""
-        namespace, name = split_key(key)
-        pod = self.pod_lister.get(name, namespace)
+        pod = self.pod_lister.get_by_key(key)
         if pod is None:
             return
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")

@@ -46,8 +46,7 @@ class EvictionSync:
 
     async def sync(self, key: str) -> None:
         due = self.schedule.due_at.get(key, anyio.current_time())
-        namespace, _, name = key.partition("/")
-        pod = self.pod_lister.get(name, namespace)
+        pod = self.pod_lister.get_by_key(key)
         if pod is None or str(object_meta(pod).get("uid", "")) != self.schedule.due_uid.get(key, ""):
             return  # gone, or a new pod under that name: its own events will judge it
         self.recorder.event(pod, "Normal", EVENT_REASON, f"Marking for deletion Pod {key}")
