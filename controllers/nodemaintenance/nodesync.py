@@ -167,9 +167,16 @@ class NodeSync:
             self.state.lease_waiting.pop(node, None)
         return granted, set(waiting)
 
-    async def _patch_node(self, node: Obj, patch: dict[str, Any]) -> dict[str, Any]:
-        name = str(node["metadata"]["name"])
-        return await self.client.patch(NODES, name, patch)
+    async def _patch_node(
+        self, node: Obj, spec: dict[str, Any], notes: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """One merge patch of the node's spec fields and annotations; None when there is nothing to write."""
+        if not spec and not notes:
+            return None
+        patch: dict[str, Any] = {"metadata": {"annotations": notes}}
+        if spec:
+            patch["spec"] = spec
+        return await self.client.patch(NODES, str(node["metadata"]["name"]), patch)
 
     async def _cordon_first(self, node: Obj, granted: list[api.Maintenance], applied: list[str]) -> Obj:
         """Cordon (and record the new maintenances) before any pod is asked to leave."""
@@ -180,12 +187,9 @@ class NodeSync:
         union = sorted({*applied, *(m.name for m in granted)})
         if union != applied:
             notes[api.MAINTENANCES_ANNOTATION] = ",".join(union)
-        if not spec and not notes:
+        updated = await self._patch_node(node, spec, notes)
+        if updated is None:
             return node
-        patch: dict[str, Any] = {"metadata": {"annotations": notes}}
-        if spec:
-            patch["spec"] = spec
-        updated = await self._patch_node(node, patch)
         if spec:
             owners = ", ".join(m.name for m in granted if m.cordon)
             log.info("cordoned node", maintenance=owners, node=str(node["metadata"]["name"]))
@@ -377,12 +381,9 @@ class NodeSync:
             for b in p.blocking:
                 blocked.setdefault(f"{b.namespace}/{b.name}", b.reason)
         self.state.gauges.set(node_name, phase=phase, pending=pending, blocked=blocked)
-        if not spec and not notes:
+        updated = await self._patch_node(node, spec, notes)
+        if updated is None:
             return pending
-        patch: dict[str, Any] = {"metadata": {"annotations": notes}}
-        if spec:
-            patch["spec"] = spec
-        updated = await self._patch_node(node, patch)
         if "unschedulable" in spec and spec["unschedulable"] is None:
             log.info("uncordoned node", node=node_name, maintenance=",".join(api.applied_maintenances(node)))
             self.recorder.event(
