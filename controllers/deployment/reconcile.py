@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from structlog.typing import FilteringBoundLogger
@@ -43,30 +44,20 @@ from kubeutil.timestamps import utcnow
 Obj = Mapping[str, Any]
 
 
+@dataclass(kw_only=True, eq=False)
 class DeploymentReconcile:
     """The Deployment queue's reconcile; keys are Deployment keys.
 
     `evacuation_enabled()` is read on every sync, so a feature gate's value is the one in force then.
     """
 
-    def __init__(
-        self,
-        *,
-        syncer: DeploymentSync,
-        d_lister: Lister,
-        rs_lister: Lister,
-        pod_lister: Lister,
-        recorder: EventRecorder,
-        evacuation_enabled: Callable[[], bool],
-        log: FilteringBoundLogger,
-    ) -> None:
-        self.syncer = syncer
-        self.d_lister = d_lister
-        self.rs_lister = rs_lister
-        self.pod_lister = pod_lister
-        self.recorder = recorder
-        self.evacuation_enabled = evacuation_enabled
-        self.log = log
+    syncer: DeploymentSync
+    d_lister: Lister
+    rs_lister: Lister
+    pod_lister: Lister
+    recorder: EventRecorder
+    evacuation_enabled: Callable[[], bool]
+    log: FilteringBoundLogger
 
     async def sync(self, key: str) -> None:
         cached = self.d_lister.get_by_key(key)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -34,29 +35,18 @@ from kubeutil.timestamps import utcnow
 Obj = dict[str, Any]
 
 
+@dataclass(kw_only=True, eq=False)
 class BudgetSync:
     """One budget's status from the caches; `recheck(key, seconds)` schedules a later look."""
 
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        pdb_lister: Lister,
-        selectors: BudgetSelectors,
-        finder: ControllerFinder,
-        recorder: EventRecorder,
-        gates: FeatureGates,
-        recheck: Callable[[str, float], None],
-        log: FilteringBoundLogger,
-    ) -> None:
-        self.client = client
-        self.pdb_lister = pdb_lister
-        self.selectors = selectors
-        self.finder = finder
-        self.recorder = recorder
-        self.gates = gates
-        self.recheck = recheck
-        self.log = log
+    client: KubeClient
+    pdb_lister: Lister
+    selectors: BudgetSelectors
+    finder: ControllerFinder
+    recorder: EventRecorder
+    gates: FeatureGates
+    recheck: Callable[[str, float], None]
+    log: FilteringBoundLogger
 
     @property
     def evacuation(self) -> bool:
