@@ -52,29 +52,22 @@ Obj = Mapping[str, Any]
 LEASE_RETRY_SECONDS = 5.0
 
 
+@dataclass(kw_only=True, eq=False)
 class NodeSync:
-    """Every write to a node or its pods, so one node is only ever worked on by its shard's worker."""
+    """Every write to a node or its pods, so one node is only ever worked on by its shard's worker.
 
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        listers: Listers,
-        state: DrainState,
-        gate: LeaseGate,
-        recorder: EventRecorder,
-        enqueue_maintenance: Callable[[str], None],
-        batch_maintenance: Callable[[str], None] | None = None,
-        clock: Callable[[], datetime] = utcnow,
-    ) -> None:
-        self.client = client
-        self.listers = listers
-        self.state = state
-        self.gate = gate
-        self.recorder = recorder
-        self.enqueue_maintenance = enqueue_maintenance
-        self.batch_maintenance = batch_maintenance or enqueue_maintenance
-        self.clock = clock
+    `enqueue_maintenance` looks at a maintenance's status at once; `batch_maintenance` a little
+    later, so the many pod changes of a node that is still draining make one status write.
+    """
+
+    client: KubeClient
+    listers: Listers
+    state: DrainState
+    gate: LeaseGate
+    recorder: EventRecorder
+    enqueue_maintenance: Callable[[str], None]
+    batch_maintenance: Callable[[str], None]
+    clock: Callable[[], datetime] = utcnow
 
     async def sync(self, node_name: str) -> None:
         cached = self.listers.nodes.get(node_name)
