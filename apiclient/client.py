@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -47,6 +47,18 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 QueryValue = str | int | bool
 Obj = dict[str, Any]
+
+
+class RequestOptions(TypedDict, total=False):
+    """What a raw request may carry besides its method and path; unset, `_send`'s defaults apply
+    (no query, no body, JSON, the client's request timeout)."""
+
+    query: Mapping[str, QueryValue | None] | None
+    body: Any
+    content_type: str
+    timeout: float | None
+
+
 # kubernetes_asyncio lays its default headers over the caller's, User-Agent included, so a
 # client's own User-Agent reaches the REST layer beside the call instead of among its headers.
 _USER_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("aiokcm_user_agent", default=None)
@@ -180,10 +192,10 @@ class KubeClient:
         method: str,
         path: str,
         *,
-        query: Mapping[str, QueryValue | None] | None,
-        body: Any,
-        content_type: str,
-        timeout: float | aiohttp.ClientTimeout | None,
+        query: Mapping[str, QueryValue | None] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         creds = self._credentials
@@ -222,20 +234,9 @@ class KubeClient:
             _USER_AGENT.reset(agent)
         raise AssertionError("unreachable")
 
-    async def request_raw(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, QueryValue | None] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float | None = None,
-    ) -> bytes:
+    async def request_raw(self, method: str, path: str, **options: Unpack[RequestOptions]) -> bytes:
         """Send one request and return the body bytes of a 2xx answer; raise `ApiError` otherwise."""
-        response = await self._send(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
-        )
+        response = await self._send(method, path, **options)
         try:
             raw = await response.read()
         finally:
@@ -244,19 +245,9 @@ class KubeClient:
             raise _decode_error(response.status, raw, method, path)
         return raw
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, QueryValue | None] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float | None = None,
-    ) -> Obj:
-        raw = await self.request_raw(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
-        )
+    async def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> Obj:
+        """`request_raw`, its JSON body decoded (a bare JSON list comes back as `{"items": [...]}`)."""
+        raw = await self.request_raw(method, path, **options)
         parsed = orjson.loads(raw) if raw else {}
         return parsed if isinstance(parsed, dict) else {"items": parsed}
 
@@ -266,6 +257,16 @@ class KubeClient:
         self, res: Resource, name: str, *, namespace: str | None = None, subresource: str | None = None
     ) -> Obj:
         return await self.request("GET", res.path(namespace, name, subresource))
+
+    async def get_or_none(self, res: Resource, name: str, *, namespace: str | None = None) -> Obj | None:
+        """The object, or None when the server answers 404: for callers to whom a missing object is
+        an answer (kubectl's `--ignore-not-found`), not a failure. Other errors are raised."""
+        try:
+            return await self.get(res, name, namespace=namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
 
     async def list(
         self,

@@ -222,12 +222,8 @@ async def _status(
 
 async def _never_leased(client: KubeClient, node: str) -> lease.LeaseState | None:
     """A node nobody took yet has no lease (the first holder creates it): free. None if no such node."""
-    try:
-        await client.get(NODES, node)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    if await client.get_or_none(NODES, node) is None:
+        return None
     return lease.LeaseState(
         node=node,
         holder=None,

@@ -390,12 +390,7 @@ class Maintenance:
         return await self.client.patch(NODEMAINTENANCES, name, {"spec": spec})
 
     async def get_nm(self, node: str) -> dict[str, Any] | None:
-        try:
-            return await self.client.get(NODEMAINTENANCES, maintenance_name(node))
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
+        return await self.client.get_or_none(NODEMAINTENANCES, maintenance_name(node))
 
     def _warn_collisions(self, node: str, others: Sequence[Mapping[str, Any]], *, verb: str) -> None:
         for o in others:

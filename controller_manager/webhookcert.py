@@ -175,12 +175,7 @@ class ManagedCertificate:
         self._missing_told = False
 
     async def _read(self) -> Mapping[str, Any] | None:
-        try:
-            return await self.client.get(SECRETS, self.secret, namespace=self.namespace)
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
+        return await self.client.get_or_none(SECRETS, self.secret, namespace=self.namespace)
 
     async def ensure(self, *, races: int = 3) -> None:
         """One pass: a valid pair in the Secret, served, and its CA in the caBundle."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Hashable
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 import structlog
@@ -28,7 +28,7 @@ from controllers.worker import (
     Worker,
     is_expected_failure,
 )
-from workqueue import RateLimitingQueue
+from workqueue import RateLimitingQueue, ShardedQueue
 
 __all__ = ["Controller", "RequeueAfter", "Result", "TerminalError"]
 
@@ -57,6 +57,7 @@ class Controller(abc.ABC):
         self.queue: RateLimitingQueue[str] = self.make_queue()
         self.worker: Worker[str] = self.make_worker(self.sync)
         self.log = log.bind(controller=self.name)
+        self._also_served: list[tuple[RateLimitingQueue[Any] | ShardedQueue[Any], Worker[Any]]] = []
 
     def make_queue(self) -> RateLimitingQueue[str]:
         return RateLimitingQueue(name=self.name)
@@ -71,6 +72,12 @@ class Controller(abc.ABC):
         """The engine for one of this controller's queues, under the controller's name and retries."""
         return Worker(self.name, reconcile, max_retries=self.max_retries, describe=describe, on_drop=on_drop)
 
+    def serve_also(self, queue: RateLimitingQueue[T] | ShardedQueue[T], worker: Worker[T]) -> None:
+        """Another queue of this controller's, with the worker that serves it: its workers start
+        after the controller's own (one worker, or one per shard), `stop()` shuts it down after
+        the controller's queue, and `healthy()` counts it."""
+        self._also_served.append((queue, worker))
+
     def enqueue(self, key: str) -> None:
         self.queue.add(key)
 
@@ -84,7 +91,7 @@ class Controller(abc.ABC):
 
     def healthy(self) -> bool:
         """For `/healthz/<controller>`: the workers are alive (the loop is not wedged)."""
-        return not self.queue.shutting_down
+        return not self.queue.shutting_down and not any(q.shutting_down for q, _ in self._also_served)
 
     async def wait_for_caches(self) -> None:
         synced = await self.ctx.informers.wait_for_cache_sync()
@@ -98,6 +105,11 @@ class Controller(abc.ABC):
     def start_workers(self, tg: TaskGroup, workers: int) -> None:
         """Serve every queue of the controller; each task returns once `stop()` shut its queue."""
         tg.start_soon(self.worker.run, self.queue, workers)
+        for queue, worker in self._also_served:
+            if isinstance(queue, ShardedQueue):
+                tg.start_soon(worker.run_shards, queue)
+            else:
+                tg.start_soon(worker.run, queue)
 
     def start_loops(self, tg: TaskGroup) -> None:
         """Start periodic loops (they run until cancelled, once the workers have returned)."""
@@ -106,10 +118,11 @@ class Controller(abc.ABC):
     def stop(self) -> None:
         """Stop taking work (the manager's SIGTERM path): shut the queues down, drop queued keys.
 
-        Syncs already running finish; `run` returns once every worker is idle. Controllers
-        with extra queues of their own extend this.
+        Syncs already running finish; `run` returns once every worker is idle.
         """
         self.queue.shutdown()
+        for queue, _ in self._also_served:
+            queue.shutdown()
 
     async def run(self) -> None:
         """Wait for the informers, then serve the queues until `stop()` (or cancellation)."""

@@ -11,6 +11,7 @@ import builtins
 from typing import Any
 
 from informers.indexers import NAMESPACE_INDEX
+from informers.keys import split_key
 from informers.store import Store
 from kubeutil.selectors import Selector, parse
 
@@ -28,6 +29,12 @@ class Lister:
     def get(self, name: str, namespace: str | None = None) -> Obj | None:
         """The object named `name` (in `namespace` for namespaced kinds), or None."""
         return self._store.get(f"{namespace}/{name}" if namespace else name)
+
+    def get_by_key(self, key: str) -> Obj | None:
+        """The object a queue key names (client-go's `GetByKey`): what a reconcile reads first.
+        A malformed key raises `ValueError`, as `split_key` does."""
+        namespace, name = split_key(key)
+        return self.get(name, namespace)
 
     def list(
         self, namespace: str | None = None, selector: Selector | str | None = None

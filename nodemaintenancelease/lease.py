@@ -179,12 +179,7 @@ def _spec(obj: Obj) -> Obj:
 
 
 async def _read(client: KubeClient, node: str) -> Obj | None:
-    try:
-        return await client.get(LEASES, node, namespace=NAMESPACE)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    return await client.get_or_none(LEASES, node, namespace=NAMESPACE)
 
 
 def lease_body(node: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -> Obj:
@@ -206,13 +201,7 @@ def lease_body(node: Mapping[str, Any], spec: Mapping[str, Any] | None = None) -
 
 
 async def namespace_exists(client: KubeClient) -> bool:
-    try:
-        await client.get(NAMESPACES, NAMESPACE)
-    except ApiError as exc:
-        if exc.not_found:
-            return False
-        raise
-    return True
+    return await client.get_or_none(NAMESPACES, NAMESPACE) is not None
 
 
 async def ensure_namespace(client: KubeClient) -> None:

@@ -21,11 +21,9 @@ import heapq
 import itertools
 import math
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
-from workqueue.metrics import QueueMetrics
-from workqueue.queue import Queue, T
+from workqueue.queue import Queue, QueueOptions, T
 
 # asyncio runs a timer up to one clock tick early; items due within it are due now.
 _TICK = time.get_clock_info("monotonic").resolution
@@ -34,14 +32,8 @@ _TICK = time.get_clock_info("monotonic").resolution
 class DelayingQueue(Queue[T]):
     """A `Queue` with `add_after`; see the module docstring."""
 
-    def __init__(
-        self,
-        *,
-        name: str = "",
-        priority: Callable[[T], int] | None = None,
-        metrics: QueueMetrics | None = None,
-    ) -> None:
-        super().__init__(name=name, priority=priority, metrics=metrics)
+    def __init__(self, **options: Unpack[QueueOptions[T]]) -> None:
+        super().__init__(**options)
         # Heap entries are [ready_at, seq, item, live]; seq keeps items from ever being compared.
         self._waiting: list[list[Any]] = []
         self._known: dict[T, list[Any]] = {}

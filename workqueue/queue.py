@@ -23,11 +23,19 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable, Hashable
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypedDict, TypeVar
 
 from workqueue.metrics import QueueMetrics, queue_metrics
 
 T = TypeVar("T", bound=Hashable)
+
+
+class QueueOptions(TypedDict, Generic[T], total=False):
+    """`Queue`'s keyword arguments, which the delaying and rate-limiting queues pass on unchanged."""
+
+    name: str
+    priority: Callable[[T], int] | None
+    metrics: QueueMetrics | None
 
 
 class ShutDown(Exception):

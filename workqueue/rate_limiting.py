@@ -7,26 +7,18 @@ sync fails and `forget(item)` when one succeeds, so the per-item backoff resets
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Unpack
 
 from workqueue.delaying import DelayingQueue
-from workqueue.metrics import QueueMetrics
-from workqueue.queue import T
+from workqueue.queue import QueueOptions, T
 from workqueue.rate_limiters import RateLimiter, default_controller_rate_limiter
 
 
 class RateLimitingQueue(DelayingQueue[T]):
     """A `DelayingQueue` with `add_rate_limited`, `forget` and `num_requeues`."""
 
-    def __init__(
-        self,
-        rate_limiter: RateLimiter | None = None,
-        *,
-        name: str = "",
-        priority: Callable[[T], int] | None = None,
-        metrics: QueueMetrics | None = None,
-    ) -> None:
-        super().__init__(name=name, priority=priority, metrics=metrics)
+    def __init__(self, rate_limiter: RateLimiter | None = None, **options: Unpack[QueueOptions[T]]) -> None:
+        super().__init__(**options)
         self.rate_limiter: RateLimiter = (
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter()
         )

@@ -1,8 +1,8 @@
-"""Helpers every controller shares, written once: pod state and ranking, controller references and
-adoption, expectations, pod templates, a Deployment's surge budget, and the KEP-4212 evacuation
-vocabulary. Controllers never import one another: what two of them need lives here; the plain
-Kubernetes vocabulary below them (time, conditions, taints, node affinity) lives in `kubeutil`,
-where the local cluster can share it too.
+"""Helpers every controller shares, written once: pod state and ranking, pod condition writes,
+controller references and adoption, expectations, pod templates, a Deployment's surge budget, and
+the KEP-4212 evacuation vocabulary. Controllers never import one another: what two of them need
+lives here; the plain Kubernetes vocabulary below them (time, conditions, taints, node affinity)
+lives in `kubeutil`, where the local cluster can share it too.
 
 Import from the submodules (`controllers.common.pods`, `.ranking`, ...); the most used names are
 re-exported here for convenience.

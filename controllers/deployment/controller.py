@@ -8,18 +8,12 @@ Informers on Deployments, ReplicaSets and Pods; handlers only enqueue Deployment
   that), and pod changes on an evacuation-ready ReplicaSet with an evacuation under way wake
   its Deployment (evacuation steps wait on pods becoming available or going away).
 
-`sync(key)` follows `syncDeployment`, unless the cache has not yet delivered this controller's
-last write to the Deployment or one of its ReplicaSets (the informer wakes it again when it has):
-claim ReplicaSets (adopt and release as the selector says),
-then, in order: status only while being deleted; evacuation marks and totals (gate
-`NodeMaintenanceDeployment`); pause conditions; an evacuation step in a steady state; paused ->
-scale only; a rollback request; a scaling event; otherwise one step of the strategy. Annotation changes made along the way go out with the
-sync's status write (one `/status` write per sync).
+`sync(key)` hands the key to `reconcile.DeploymentReconcile` (`syncDeployment`: the order of
+the steps and the choice of strategy); this module holds the informers and the event handlers.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,12 +21,8 @@ from apiclient.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controllers import features
 from controllers.base import Controller
 from controllers.common.controller_ref import (
-    ORPHAN_INDEX,
-    ControllerRefManager,
     ensure_orphan_index,
-    fresh_getter,
     get_controller_of,
-    recheck_deletion_timestamp,
 )
 from controllers.common.deploymentstrategy import RECREATE, strategy_type
 from controllers.common.evacuation import (
@@ -41,21 +31,16 @@ from controllers.common.evacuation import (
     replicas_to_evacuate,
 )
 from controllers.context import ControllerContext
-from controllers.deployment import evacuation
-from controllers.deployment.recreate import rollout_recreate
-from controllers.deployment.rollback import rollback, rollback_to
-from controllers.deployment.rolling import rollout_rolling
-from controllers.deployment.sync import RS, DeploymentSync
-from controllers.deployment.util import is_paused, meta, uid_of
+from controllers.deployment.reconcile import DeploymentReconcile
+from controllers.deployment.sync import DeploymentSync
+from controllers.deployment.util import meta, uid_of
 from informers import (
     CONTROLLER_UID_INDEX,
     DeletedFinalStateUnknown,
     ResourceEventHandler,
     meta_key,
-    split_key,
 )
 from kubeutil.selectors import from_label_selector
-from kubeutil.timestamps import utcnow
 
 Obj = Mapping[str, Any]
 
@@ -81,6 +66,15 @@ class DeploymentController(Controller):
             ResourceEventHandler(on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod)
         )
         self.syncer = DeploymentSync(self.client, self.recorder, requeue_after=self._requeue_after)
+        self.reconciler = DeploymentReconcile(
+            syncer=self.syncer,
+            d_lister=self.d_informer.lister,
+            rs_lister=self.rs_informer.lister,
+            pod_lister=self.pod_informer.lister,
+            recorder=self.recorder,
+            evacuation_enabled=self._evacuation_enabled,
+            log=self.log,
+        )
 
     # -- handlers -----------------------------------------------------------------------------
 
@@ -217,113 +211,10 @@ class DeploymentController(Controller):
         uids = {uid_of(rs) for rs in rs_list if (get_controller_of(rs) or {}).get("uid") == uid_of(d)}
         return [p for uid in uids for p in self.pod_informer.lister.by_index(CONTROLLER_UID_INDEX, uid)]
 
-    def pod_map(self, rs_list: list[RS]) -> dict[str, list[Obj]]:
-        """`getPodMapForDeployment`: pods grouped by the UID of the owning ReplicaSet."""
-        return {
-            uid_of(rs): list(self.pod_informer.lister.by_index(CONTROLLER_UID_INDEX, uid_of(rs)))
-            for rs in rs_list
-        }
-
-    async def replica_sets_for(self, d: RS) -> list[RS]:
-        """`getReplicaSetsForDeployment`: adopt matching orphans, release owned non-matching ones."""
-        selector = from_label_selector((d.get("spec") or {}).get("selector"))
-        manager = ControllerRefManager(
-            self.client,
-            d,
-            selector,
-            api_version="apps/v1",
-            kind="Deployment",
-            can_adopt=recheck_deletion_timestamp(fresh_getter(self.client, DEPLOYMENTS, d)),
-            resource=REPLICASETS,
-        )
-        # The cached objects themselves, read-only (KCM lists from the lister and copies only what
-        # it writes): copying each ReplicaSet of the namespace cost ~40 us apiece on every sync.
-        # Only ours and orphans can be claimed, so the indexes find them without a namespace scan.
-        namespace = meta(d).get("namespace")
-        lister = self.rs_informer.lister
-        owned = [
-            rs
-            for rs in lister.by_index(CONTROLLER_UID_INDEX, uid_of(d))
-            if meta(rs).get("namespace") == namespace
-        ]
-        orphans = lister.by_index(ORPHAN_INDEX, str(namespace)) if namespace else []
-        return await manager.claim(owned + orphans)
-
     # -- the reconcile ---------------------------------------------------------------------
 
-    @property
-    def evacuation_enabled(self) -> bool:
+    def _evacuation_enabled(self) -> bool:
         return self.ctx.gates.enabled(features.NODE_MAINTENANCE_DEPLOYMENT)
 
     async def sync(self, key: str) -> None:
-        namespace, name = split_key(key)
-        cached = self.d_informer.lister.get(name, namespace or None)
-        if cached is None:
-            return
-        owned = self.rs_informer.lister.by_index(CONTROLLER_UID_INDEX, uid_of(cached))
-        if self.syncer.is_behind_our_writes(cached, owned):
-            # Our last write is on its way through the informer, which wakes this key again.
-            self.log.debug("cache behind our last write, waiting for it")
-            return
-        d: RS = copy.deepcopy(dict(cached))
-        await self._reconcile(d)
-        await self.syncer.flush_annotations(d)
-
-    async def _reconcile(self, d: RS) -> None:
-        s = self.syncer
-        if (d.get("spec") or {}).get("selector") == {}:
-            self.recorder.event(
-                d,
-                "Warning",
-                "SelectingAll",
-                "This deployment is selecting all pods. A non-empty selector is required.",
-            )
-            status = copy.deepcopy(d.get("status") or {})
-            if int(status.get("observedGeneration") or 0) < int(meta(d).get("generation") or 0):
-                status["observedGeneration"] = meta(d).get("generation")
-                await s.update_status(d, status)
-            return
-        rs_list = await self.replica_sets_for(d)
-        pod_map = self.pod_map(rs_list)
-        if meta(d).get("deletionTimestamp"):
-            await s.sync_status_only(d, rs_list)
-            return
-        rs_list = await evacuation.sync_marks(s, d, rs_list, enabled=self.evacuation_enabled)
-        await s.check_paused_conditions(d)
-        if self.evacuation_enabled and rollback_to(d) is None and await self._evacuate(d, rs_list, pod_map):
-            return
-        if is_paused(d):
-            await s.sync(d, rs_list)
-            return
-        if rollback_to(d) is not None:
-            await rollback(s, d, rs_list)
-            return
-        if await s.is_scaling_event(d, rs_list):
-            await s.sync(d, rs_list)
-            return
-        if strategy_type(d) == RECREATE:
-            await rollout_recreate(s, d, rs_list, pod_map)
-        else:
-            await rollout_rolling(s, d, rs_list, pod_map)
-
-    async def _evacuate(self, d: RS, rs_list: list[RS], pod_map: Mapping[str, list[Obj]]) -> bool:
-        """One evacuation step when the Deployment is steady and has requested pods; True if taken."""
-        s = self.syncer
-        if not evacuation.can_answer(d, [rs for rs in rs_list if (rs.get("spec") or {}).get("replicas")]):
-            return False
-        new_rs, old_rss = await s.get_all_replica_sets_and_sync_revision(
-            d, rs_list, create_if_not_existed=False
-        )
-        steady = evacuation.steady_replica_set(d, new_rs, old_rss)
-        if steady is None:
-            return False
-        pods = pod_map.get(uid_of(steady), [])
-        if not evacuation.requested_pods(pods):
-            return False
-        await evacuation.reconcile(s, d, steady, pods, now=utcnow())
-        all_rss: list[RS | None] = [*old_rss, new_rs]
-        if is_paused(d):
-            await s.sync_deployment_status(all_rss, new_rs, d)
-        else:
-            await s.sync_rollout_status(all_rss, new_rs, d)
-        return True
+        await self.reconciler.sync(key)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +27,7 @@ from controllers.context import EventRecorder, FeatureGates
 from controllers.disruption.budget import Budget, BudgetError, compute_budget, fail_safe_status, new_status
 from controllers.disruption.finders import ControllerFinder
 from controllers.disruption.selectors import BudgetSelectors
-from informers import Lister, split_key
+from informers import Lister
 from kubeutil.meta import object_meta
 from kubeutil.selectors import SelectorError
 from kubeutil.timestamps import utcnow
@@ -34,37 +35,25 @@ from kubeutil.timestamps import utcnow
 Obj = dict[str, Any]
 
 
+@dataclass(kw_only=True, eq=False)
 class BudgetSync:
     """One budget's status from the caches; `recheck(key, seconds)` schedules a later look."""
 
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        pdb_lister: Lister,
-        selectors: BudgetSelectors,
-        finder: ControllerFinder,
-        recorder: EventRecorder,
-        gates: FeatureGates,
-        recheck: Callable[[str, float], None],
-        log: FilteringBoundLogger,
-    ) -> None:
-        self.client = client
-        self.pdb_lister = pdb_lister
-        self.selectors = selectors
-        self.finder = finder
-        self.recorder = recorder
-        self.gates = gates
-        self.recheck = recheck
-        self.log = log
+    client: KubeClient
+    pdb_lister: Lister
+    selectors: BudgetSelectors
+    finder: ControllerFinder
+    recorder: EventRecorder
+    gates: FeatureGates
+    recheck: Callable[[str, float], None]
+    log: FilteringBoundLogger
 
     @property
     def evacuation(self) -> bool:
         return self.gates.enabled(features.DECLARATIVE_NODE_MAINTENANCE)
 
     async def sync(self, key: str) -> None:
-        namespace, name = split_key(key)
-        pdb = self.pdb_lister.get(name, namespace)
+        pdb = self.pdb_lister.get_by_key(key)
         if pdb is None:
             return
         try:

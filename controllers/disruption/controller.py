@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from anyio.abc import TaskGroup
-
 from apiclient.resources import (
     DEPLOYMENTS,
     PODDISRUPTIONBUDGETS,
@@ -88,6 +86,7 @@ class DisruptionController(Controller):
             client=ctx.client, pod_lister=self.pod_lister, recheck=self.stale_queue.add_after, log=self.log
         )
         self.stale_worker = self.make_worker(self.stale_syncer.sync)
+        self.serve_also(self.stale_queue, self.stale_worker)  # one stale-pod worker beside the budget's
         self.pdb_informer.add_event_handler(
             ResourceEventHandler(on_add=self.add_pdb, on_update=self.update_pdb, on_delete=self.delete_pdb)
         )
@@ -179,12 +178,3 @@ class DisruptionController(Controller):
 
     async def sync(self, key: str) -> None:
         await self.syncer.sync(key)
-
-    def start_workers(self, tg: TaskGroup, workers: int) -> None:
-        """The budget workers (the base class's) plus one stale-pod worker."""
-        super().start_workers(tg, workers)
-        tg.start_soon(self.stale_worker.run, self.stale_queue)
-
-    def stop(self) -> None:
-        super().stop()
-        self.stale_queue.shutdown()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from apiclient import ApiError, KubeClient
@@ -132,6 +133,7 @@ def _implements_scale(resources: list[Mapping[str, Any]], plural: str) -> bool:
     return False
 
 
+@dataclass(kw_only=True, eq=False)
 class ControllerFinder:
     """All finders in KCM's order; callable as a `budget.Finder`.
 
@@ -139,20 +141,11 @@ class ControllerFinder:
     are known and anything else is unresolvable.
     """
 
-    def __init__(
-        self,
-        *,
-        rcs: _Getter,
-        replicasets: _Getter,
-        deployments: _Getter,
-        statefulsets: _Getter,
-        scale: ScaleReader | None = None,
-    ) -> None:
-        self.rcs = rcs
-        self.replicasets = replicasets
-        self.deployments = deployments
-        self.statefulsets = statefulsets
-        self.scale = scale
+    rcs: _Getter
+    replicasets: _Getter
+    deployments: _Getter
+    statefulsets: _Getter
+    scale: ScaleReader | None = None
 
     @staticmethod
     def _cached(

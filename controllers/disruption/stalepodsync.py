@@ -9,17 +9,16 @@ terminating pod and a terminal one are left alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from structlog.typing import FilteringBoundLogger
 
 from apiclient import KubeClient
-from apiclient.resources import PODS
 from controllers.common.pods import get_pod_condition, is_pod_terminal, is_terminating
-from informers import Lister, split_key
-from kubeutil.conditions import pod_condition_patch
-from kubeutil.meta import object_meta
+from controllers.common.podstatus import patch_pod_condition
+from informers import Lister
 from kubeutil.timestamps import format_time, parse_time, utcnow
 
 #: `stalePodDisruptionTimeout`.
@@ -48,26 +47,18 @@ def stale_disruption_wait(pod: Mapping[str, Any], now: datetime) -> float | None
     return max(0.0, (since + STALE_POD_DISRUPTION_TIMEOUT - now).total_seconds())
 
 
+@dataclass(kw_only=True, eq=False)
 class StalePodDisruptionSync:
     """One pod's stale condition; `recheck(key, seconds)` looks again once it would be stale."""
 
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        pod_lister: Lister,
-        recheck: Callable[[str, float], None],
-        log: FilteringBoundLogger,
-    ) -> None:
-        self.client = client
-        self.pod_lister = pod_lister
-        self.recheck = recheck
-        self.log = log
+    client: KubeClient
+    pod_lister: Lister
+    recheck: Callable[[str, float], None]
+    log: FilteringBoundLogger
 
     async def sync(self, key: str) -> None:
         """`syncStalePodDisruption`: reset a stale `DisruptionTarget=True` to False (or look again later)."""
-        namespace, name = split_key(key)
-        pod = self.pod_lister.get(name, namespace)
+        pod = self.pod_lister.get_by_key(key)
         if pod is None:
             return
         now = utcnow()
@@ -87,13 +78,5 @@ class StalePodDisruptionSync:
         for field_name in ("reason", "message"):
             if old.get(field_name):
                 cond[field_name] = None
-        uid = object_meta(pod).get("uid")
-        await self.client.patch(
-            PODS,
-            name,
-            pod_condition_patch(cond, uid=str(uid) if uid else None),
-            namespace=namespace,
-            subresource="status",
-            patch_type="strategic",
-        )
+        await patch_pod_condition(self.client, pod, cond)
         self.log.info("reset stale DisruptionTarget condition to False", pod=key)

@@ -10,6 +10,7 @@ reported once, with a Warning event on the pod.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,33 +33,21 @@ EVENT_WITHDRAWN = "EvictionSurgeWithdrawn"
 EVENT_TIMED_OUT = "EvictionSurgeTimedOut"
 
 
+@dataclass(kw_only=True, eq=False)
 class EvictionSurgeSync:
     """One pod's evacuation request, made, followed and withdrawn; keys are pod keys."""
 
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        pod_lister: Lister,
-        state: SurgeState,
-        recorder: EventRecorder,
-        clock: Callable[[], datetime],
-        surge_timeout: float,
-        retry_window: float,
-        log: FilteringBoundLogger,
-    ) -> None:
-        self.client = client
-        self.pod_lister = pod_lister
-        self.state = state
-        self.recorder = recorder
-        self.clock = clock
-        self.surge_timeout = surge_timeout
-        self.retry_window = retry_window
-        self.log = log
+    client: KubeClient
+    pod_lister: Lister
+    state: SurgeState
+    recorder: EventRecorder
+    clock: Callable[[], datetime]
+    surge_timeout: float
+    retry_window: float
+    log: FilteringBoundLogger
 
     async def sync(self, key: str) -> Result | None:
-        namespace, _, name = key.partition("/")
-        pod = self.pod_lister.get(name, namespace)
+        pod = self.pod_lister.get_by_key(key)
         if pod is None or not is_pod_active(pod):
             self.state.last_eviction.pop(key, None)
             self.state.wanted.discard(key)

@@ -8,6 +8,7 @@ resourceVersion read, so it can never undo a holder's write.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from apiclient import ApiError, KubeClient
@@ -27,13 +28,13 @@ def _node_ref(lease: Obj, node: Obj) -> tuple[int, Mapping[str, Any]] | None:
     return None
 
 
+@dataclass(kw_only=True, eq=False)
 class MaintenanceLeaseSync:
     """One node's lease, owned by that node; keys are node names."""
 
-    def __init__(self, *, client: KubeClient, node_lister: Lister, lease_lister: Lister) -> None:
-        self.client = client
-        self.node_lister = node_lister
-        self.lease_lister = lease_lister
+    client: KubeClient
+    node_lister: Lister
+    lease_lister: Lister
 
     async def sync(self, key: str) -> None:
         node = self.node_lister.get(key)

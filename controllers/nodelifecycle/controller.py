@@ -91,6 +91,7 @@ class NodeLifecycleController(Controller):
         )
         self.pod_sync = PodSync(pod_lister=self.pod_lister, state=self.state, writes=writes)
         self.pod_worker = self.make_worker(self.pod_sync.sync)
+        self.serve_also(self.pod_queue, self.pod_worker)  # one pod worker beside the node queue's
         self.node_informer.add_event_handler(
             ResourceEventHandler(
                 on_add=lambda node: self.enqueue(_name(node)),
@@ -117,15 +118,6 @@ class NodeLifecycleController(Controller):
             self.pod_queue.add(meta_key(pod))
 
     # -- work ------------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        super().stop()
-        self.pod_queue.shutdown()
-
-    def start_workers(self, tg: TaskGroup, workers: int) -> None:
-        """The node queue's workers (the base class's) and one pod worker."""
-        super().start_workers(tg, workers)
-        tg.start_soon(self.pod_worker.run, self.pod_queue)
 
     def start_loops(self, tg: TaskGroup) -> None:
         tg.start_soon(

@@ -8,6 +8,7 @@ evicting a whole zone at once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from structlog.typing import FilteringBoundLogger
@@ -30,16 +31,14 @@ def _ready_status(node: Mapping[str, Any]) -> str | None:
     return str(cond.get("status")) if cond is not None else None
 
 
+@dataclass(kw_only=True, eq=False)
 class NoExecuteTaintSync:
     """One pass over every zone's tainter."""
 
-    def __init__(
-        self, *, node_lister: Lister, state: NodeLifecycleState, writes: NodeWrites, log: FilteringBoundLogger
-    ) -> None:
-        self.node_lister = node_lister
-        self.state = state
-        self.writes = writes
-        self.log = log
+    node_lister: Lister
+    state: NodeLifecycleState
+    writes: NodeWrites
+    log: FilteringBoundLogger
 
     async def sync(self) -> None:
         """`doNoExecuteTaintingPass`: each zone's queue hands out nodes at its rate; taint them."""

@@ -8,18 +8,20 @@ a change.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from controllers.nodelifecycle.taints import controller_no_schedule_taints, no_schedule_taints
 from controllers.nodelifecycle.writes import NodeWrites
 from informers import Lister
 from kubeutil.taints import taint_set_diff
 
 
+@dataclass(kw_only=True, eq=False)
 class NoScheduleTaintSync:
     """One node's condition taints in step with its conditions; keys are node names."""
 
-    def __init__(self, *, node_lister: Lister, writes: NodeWrites) -> None:
-        self.node_lister = node_lister
-        self.writes = writes
+    node_lister: Lister
+    writes: NodeWrites
 
     async def sync(self, key: str) -> None:
         """`doNoScheduleTaintingPass`: make the node's condition taints match its conditions."""

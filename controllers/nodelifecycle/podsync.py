@@ -6,23 +6,24 @@ node's next health pass, so no Service sends it traffic meanwhile.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from controllers.nodelifecycle.state import NodeLifecycleState
 from controllers.nodelifecycle.writes import NodeWrites
-from informers import Lister, split_key
+from informers import Lister
 
 
+@dataclass(kw_only=True, eq=False)
 class PodSync:
     """One pod against its node's last known health; keys are pod keys."""
 
-    def __init__(self, *, pod_lister: Lister, state: NodeLifecycleState, writes: NodeWrites) -> None:
-        self.pod_lister = pod_lister
-        self.state = state
-        self.writes = writes
+    pod_lister: Lister
+    state: NodeLifecycleState
+    writes: NodeWrites
 
     async def sync(self, key: str) -> None:
         """`processPod`: a pod on a node known not Ready is marked not ready too."""
-        namespace, name = split_key(key)
-        pod = self.pod_lister.get(name, namespace)
+        pod = self.pod_lister.get_by_key(key)
         if pod is None:
             return
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")

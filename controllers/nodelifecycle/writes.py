@@ -7,14 +7,15 @@ diff guarded by the resourceVersion it was computed from, whichever loop decided
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import NODES, PODS
+from apiclient.resources import NODES
 from controllers.common.pods import get_pod_condition
+from controllers.common.podstatus import patch_pod_condition
 from controllers.context import EventRecorder
 from informers import Lister
-from kubeutil.conditions import pod_condition_patch
 from kubeutil.meta import object_meta
 from kubeutil.taints import Taint, node_taints, swap_taints
 from kubeutil.timestamps import format_time, utcnow
@@ -22,13 +23,13 @@ from kubeutil.timestamps import format_time, utcnow
 SWAP_RETRIES = 5
 
 
+@dataclass(kw_only=True, eq=False)
 class NodeWrites:
     """Writes to nodes and their pods, reading the node cache first."""
 
-    def __init__(self, *, client: KubeClient, node_lister: Lister, recorder: EventRecorder) -> None:
-        self.client = client
-        self.node_lister = node_lister
-        self.recorder = recorder
+    client: KubeClient
+    node_lister: Lister
+    recorder: EventRecorder
 
     async def swap_node_taints(self, name: str, add: Sequence[Taint], remove: Sequence[Taint]) -> bool:
         """Add and remove taints in one write (`SwapNodeControllerTaint`); False if the node is gone.
@@ -57,12 +58,7 @@ class NodeWrites:
                     return False
                 if not exc.conflict or attempt == SWAP_RETRIES - 1:
                     raise
-            try:
-                node = await self.client.get(NODES, name)
-            except ApiError as exc:
-                if exc.not_found:
-                    return False
-                raise
+            node = await self.client.get_or_none(NODES, name)  # None: gone, answered at the loop's top
         return False
 
     async def mark_pods_not_ready(self, pods: Sequence[Mapping[str, Any]], node_name: str) -> None:
@@ -74,17 +70,9 @@ class NodeWrites:
             ready = get_pod_condition(dict(pod), "Ready")
             if ready is None or ready.get("status") == "False":
                 continue
-            meta = object_meta(pod)
             condition = {**ready, "status": "False", "lastTransitionTime": format_time(utcnow())}
             try:
-                await self.client.patch(
-                    PODS,
-                    str(meta.get("name")),
-                    pod_condition_patch(condition, uid=str(meta.get("uid") or "") or None),
-                    namespace=str(meta.get("namespace")),
-                    subresource="status",
-                    patch_type="strategic",
-                )
+                await patch_pod_condition(self.client, pod, condition)
             except ApiError as exc:
                 if exc.not_found or exc.conflict:
                     continue

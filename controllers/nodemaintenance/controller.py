@@ -116,6 +116,7 @@ class NodeMaintenanceController(Controller):
             clock=clock,
         )
         self.node_worker = self.make_worker(self.node_sync.sync)
+        self.serve_also(self.node_queue, self.node_worker)  # one worker per node shard
         self.maintenance_sync = MaintenanceSync(
             client=self.client,
             listers=self.listers,
@@ -240,19 +241,6 @@ class NodeMaintenanceController(Controller):
     async def process_node(self, node: str) -> Outcome:
         """One node sync under the engine's policy, on the node's shard."""
         return await self.node_worker.process(self.node_queue.shard(self.node_queue.shard_for(node)), node)
-
-    def healthy(self) -> bool:
-        return super().healthy() and not self.node_queue.shutting_down
-
-    def stop(self) -> None:
-        """Stop taking work on both queues: the node shards' workers return once idle."""
-        super().stop()
-        self.node_queue.shutdown()
-
-    def start_workers(self, tg: TaskGroup, workers: int) -> None:
-        """Maintenance workers on the base queue plus one worker per node shard."""
-        super().start_workers(tg, workers)
-        tg.start_soon(self.node_worker.run_shards, self.node_queue)
 
     def start_loops(self, tg: TaskGroup) -> None:
         renew = getattr(self.lease_gate, "run", None)  # a gate renewing its leases in the background

@@ -15,7 +15,7 @@ a cache that lags behind never makes it write, or announce `Drained`, twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -41,28 +41,23 @@ Obj = Mapping[str, Any]
 FINALIZER_RECHECK_SECONDS = 10.0
 
 
+@dataclass(kw_only=True, eq=False)
 class MaintenanceSync:
     """Status and finalizer only: cheap reads and at most one write, so any worker may take any maintenance."""
 
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        listers: Listers,
-        state: DrainState,
-        recorder: EventRecorder,
-        enqueue_node: Callable[[str], None],
-        clock: Callable[[], datetime] = utcnow,
-        max_unschedulable: int | str,
-    ) -> None:
-        self.client = client
-        self.listers = listers
-        self.state = state
-        self.recorder = recorder
-        self.enqueue_node = enqueue_node
-        self.clock = clock
-        rollout.scaled(max_unschedulable, 100, field_name="--node-maintenance-max-unschedulable", minimum=0)
-        self.max_unschedulable = max_unschedulable
+    client: KubeClient
+    listers: Listers
+    state: DrainState
+    recorder: EventRecorder
+    enqueue_node: Callable[[str], None]
+    clock: Callable[[], datetime] = utcnow
+    max_unschedulable: int | str
+
+    def __post_init__(self) -> None:
+        # A bad value fails at construction (the manager's start), not at the first sync.
+        rollout.scaled(
+            self.max_unschedulable, 100, field_name="--node-maintenance-max-unschedulable", minimum=0
+        )
 
     async def sync(self, name: str) -> None:
         obj = self.listers.maintenances.get(name)

@@ -52,29 +52,22 @@ Obj = Mapping[str, Any]
 LEASE_RETRY_SECONDS = 5.0
 
 
+@dataclass(kw_only=True, eq=False)
 class NodeSync:
-    """Every write to a node or its pods, so one node is only ever worked on by its shard's worker."""
+    """Every write to a node or its pods, so one node is only ever worked on by its shard's worker.
 
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        listers: Listers,
-        state: DrainState,
-        gate: LeaseGate,
-        recorder: EventRecorder,
-        enqueue_maintenance: Callable[[str], None],
-        batch_maintenance: Callable[[str], None] | None = None,
-        clock: Callable[[], datetime] = utcnow,
-    ) -> None:
-        self.client = client
-        self.listers = listers
-        self.state = state
-        self.gate = gate
-        self.recorder = recorder
-        self.enqueue_maintenance = enqueue_maintenance
-        self.batch_maintenance = batch_maintenance or enqueue_maintenance
-        self.clock = clock
+    `enqueue_maintenance` looks at a maintenance's status at once; `batch_maintenance` a little
+    later, so the many pod changes of a node that is still draining make one status write.
+    """
+
+    client: KubeClient
+    listers: Listers
+    state: DrainState
+    gate: LeaseGate
+    recorder: EventRecorder
+    enqueue_maintenance: Callable[[str], None]
+    batch_maintenance: Callable[[str], None]
+    clock: Callable[[], datetime] = utcnow
 
     async def sync(self, node_name: str) -> None:
         cached = self.listers.nodes.get(node_name)
@@ -167,9 +160,16 @@ class NodeSync:
             self.state.lease_waiting.pop(node, None)
         return granted, set(waiting)
 
-    async def _patch_node(self, node: Obj, patch: dict[str, Any]) -> dict[str, Any]:
-        name = str(node["metadata"]["name"])
-        return await self.client.patch(NODES, name, patch)
+    async def _patch_node(
+        self, node: Obj, spec: dict[str, Any], notes: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """One merge patch of the node's spec fields and annotations; None when there is nothing to write."""
+        if not spec and not notes:
+            return None
+        patch: dict[str, Any] = {"metadata": {"annotations": notes}}
+        if spec:
+            patch["spec"] = spec
+        return await self.client.patch(NODES, str(node["metadata"]["name"]), patch)
 
     async def _cordon_first(self, node: Obj, granted: list[api.Maintenance], applied: list[str]) -> Obj:
         """Cordon (and record the new maintenances) before any pod is asked to leave."""
@@ -180,12 +180,9 @@ class NodeSync:
         union = sorted({*applied, *(m.name for m in granted)})
         if union != applied:
             notes[api.MAINTENANCES_ANNOTATION] = ",".join(union)
-        if not spec and not notes:
+        updated = await self._patch_node(node, spec, notes)
+        if updated is None:
             return node
-        patch: dict[str, Any] = {"metadata": {"annotations": notes}}
-        if spec:
-            patch["spec"] = spec
-        updated = await self._patch_node(node, patch)
         if spec:
             owners = ", ".join(m.name for m in granted if m.cordon)
             log.info("cordoned node", maintenance=owners, node=str(node["metadata"]["name"]))
@@ -377,12 +374,9 @@ class NodeSync:
             for b in p.blocking:
                 blocked.setdefault(f"{b.namespace}/{b.name}", b.reason)
         self.state.gauges.set(node_name, phase=phase, pending=pending, blocked=blocked)
-        if not spec and not notes:
+        updated = await self._patch_node(node, spec, notes)
+        if updated is None:
             return pending
-        patch: dict[str, Any] = {"metadata": {"annotations": notes}}
-        if spec:
-            patch["spec"] = spec
-        updated = await self._patch_node(node, patch)
         if "unschedulable" in spec and spec["unschedulable"] is None:
             log.info("uncordoned node", node=node_name, maintenance=",".join(api.applied_maintenances(node)))
             self.recorder.event(

@@ -243,31 +243,20 @@ class _PodChanges:
         return [p for p in pods if pod_key(p) not in self.deleted] + self.created
 
 
+@dataclass(kw_only=True, eq=False)
 class ReplicaSetSync:
     """Everything one sync needs, held once per controller; `sync(key)` is the reconcile."""
 
-    def __init__(
-        self,
-        *,
-        client: KubeClient,
-        rs_lister: Lister,
-        pod_lister: Lister,
-        expectations: UIDTrackingControllerExpectations,
-        recorder: EventRecorder,
-        gates: FeatureGates,
-        burst_replicas: int = BURST_REPLICAS,
-        clock: Callable[[], datetime] = utcnow,
-    ) -> None:
-        self.client = client
-        self.rs_lister = rs_lister
-        self.pod_lister = pod_lister
-        self.expectations = expectations
-        self.recorder = recorder
-        self.gates = gates
-        self.burst_replicas = burst_replicas
-        self.clock = clock
-        # key -> until when a grown evacuation count may wait for the status write the surge brings
-        self._held: dict[str, datetime] = {}
+    client: KubeClient
+    rs_lister: Lister
+    pod_lister: Lister
+    expectations: UIDTrackingControllerExpectations
+    recorder: EventRecorder
+    gates: FeatureGates
+    burst_replicas: int = BURST_REPLICAS
+    clock: Callable[[], datetime] = utcnow
+    # key -> until when a grown evacuation count may wait for the status write the surge brings
+    _held: dict[str, datetime] = field(default_factory=dict, init=False)
 
     @property
     def evacuation_enabled(self) -> bool:

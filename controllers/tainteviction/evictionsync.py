@@ -13,6 +13,7 @@ patch and delete carry the UID, so a stale cache cannot hit a recreated pod); at
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -20,11 +21,12 @@ import anyio
 from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS
 from controllers.common.pods import get_pod_condition
+from controllers.common.podstatus import patch_pod_condition
 from controllers.context import EventRecorder
 from controllers.tainteviction import metrics
 from controllers.tainteviction.state import EVENT_REASON, EvictionSchedule
 from informers import Lister
-from kubeutil.conditions import new_condition, pod_condition_patch
+from kubeutil.conditions import new_condition
 from kubeutil.meta import object_meta
 
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -33,21 +35,18 @@ DELETE_RETRIES = 5
 RETRY_SLEEP = 0.01
 
 
+@dataclass(kw_only=True, eq=False)
 class EvictionSync:
     """Deletes pods as their schedules fire; keys are pod keys."""
 
-    def __init__(
-        self, *, client: KubeClient, pod_lister: Lister, schedule: EvictionSchedule, recorder: EventRecorder
-    ) -> None:
-        self.client = client
-        self.pod_lister = pod_lister
-        self.schedule = schedule
-        self.recorder = recorder
+    client: KubeClient
+    pod_lister: Lister
+    schedule: EvictionSchedule
+    recorder: EventRecorder
 
     async def sync(self, key: str) -> None:
         due = self.schedule.due_at.get(key, anyio.current_time())
-        namespace, _, name = key.partition("/")
-        pod = self.pod_lister.get(name, namespace)
+        pod = self.pod_lister.get_by_key(key)
         if pod is None or str(object_meta(pod).get("uid", "")) != self.schedule.due_uid.get(key, ""):
             return  # gone, or a new pod under that name: its own events will judge it
         self.recorder.event(pod, "Normal", EVENT_REASON, f"Marking for deletion Pod {key}")
@@ -84,12 +83,5 @@ class EvictionSync:
                 reason=REASON_DELETION_BY_TAINT_MANAGER,
                 message="Taint manager: deleting due to NoExecute taint",
             )
-            await self.client.patch(
-                PODS,
-                name,
-                pod_condition_patch(condition, uid=str(uid) if uid else None),
-                namespace=namespace,
-                subresource="status",
-                patch_type="strategic",
-            )
+            await patch_pod_condition(self.client, pod, condition)
         await self.client.delete(PODS, name, namespace=namespace, preconditions={"uid": uid} if uid else None)

@@ -45,22 +45,9 @@ class _PerResourceFactory(SharedInformerFactory):
         super().__init__(client)
         self._transform_for = transform_for
 
-    def informer(
-        self,
-        res: Resource,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        transform: Transform | None = None,
-    ) -> SharedInformer:
-        return super().informer(
-            res,
-            namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            transform=transform or self._transform_for(res),
-        )
+    def informer(self, res: Resource, **kwargs: Any) -> SharedInformer:
+        kwargs["transform"] = kwargs.get("transform") or self._transform_for(res)
+        return super().informer(res, **kwargs)
 
 
 transform_for: TransformFor | None = None  # set by the projection guard fixture

@@ -95,13 +95,8 @@ Grant = tuple[
 
 
 async def _absent(admin: KubeClient, res: Resource, name: str, namespace: str | None = None) -> bool:
-    try:
-        obj = await admin.get(res, name, namespace=namespace)
-    except ApiError as exc:
-        if exc.not_found:
-            return True
-        raise
-    return bool(obj["metadata"].get("deletionTimestamp"))
+    obj = await admin.get_or_none(res, name, namespace=namespace)
+    return obj is None or bool(obj["metadata"].get("deletionTimestamp"))
 
 
 async def _until(probe: Any, what: str) -> None:
@@ -146,12 +141,9 @@ async def _adopt_an_orphan_pod(admin: KubeClient) -> None:
     )
 
     async def adopted() -> bool:
-        try:
-            pod = await admin.get(PODS, "web-orphan", namespace=NS)
-        except ApiError as exc:
-            if exc.not_found:
-                return True  # adopted, then deleted as the surplus
-            raise
+        pod = await admin.get_or_none(PODS, "web-orphan", namespace=NS)
+        if pod is None:
+            return True  # adopted, then deleted as the surplus
         refs = pod["metadata"].get("ownerReferences") or []
         return any(ref.get("uid") == rs["metadata"]["uid"] for ref in refs)
 

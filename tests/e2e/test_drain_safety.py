@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from apiclient import ApiError, KubeClient
+from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODES, PODS
 from controller_manager import maintenance_cli
 from controllers.deployment import DeploymentController
@@ -55,13 +55,8 @@ def bare_pod(name: str, *, empty_dir: bool = False) -> dict[str, Any]:
 
 
 async def exists(kube: KubeClient, name: str) -> bool:
-    try:
-        p = await kube.get(PODS, name, namespace=NS)
-    except ApiError as exc:
-        if exc.not_found:
-            return False
-        raise
-    return not p["metadata"].get("deletionTimestamp")
+    p = await kube.get_or_none(PODS, name, namespace=NS)
+    return p is not None and not p["metadata"].get("deletionTimestamp")
 
 
 async def web_available_off_target(kube: KubeClient) -> bool:

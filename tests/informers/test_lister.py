@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from informers import CONTROLLER_UID_INDEX, NODE_NAME_INDEX, Lister, Store, meta_key
 from informers.indexers import default_indexers
 from kubeutil.selectors import parse
@@ -29,6 +31,15 @@ def test_get_by_name_and_namespace() -> None:
     assert got is not None and got["metadata"]["namespace"] == "ns1"
     assert lister.get("a", "ns2") is None
     assert lister.get("node-1") is not None
+
+
+def test_get_by_key_reads_what_a_queue_key_names() -> None:
+    lister = _lister()
+    assert lister.get_by_key("ns1/a") is lister.get("a", "ns1")
+    assert lister.get_by_key("ns2/a") is None
+    assert lister.get_by_key("node-1") is lister.get("node-1")
+    with pytest.raises(ValueError):
+        lister.get_by_key("ns1/a/extra")
 
 
 def test_list_by_namespace_and_selector() -> None:

@@ -21,7 +21,7 @@ from controller_manager import rbac
 
 ROOT = Path(__file__).resolve().parents[2]
 VERBS = {
-    "get": ("get",), "list": ("list",), "list_all": ("list",), "watch": ("watch",), "create": ("create",),
+    "get": ("get",), "get_or_none": ("get",), "list": ("list",), "list_all": ("list",), "watch": ("watch",), "create": ("create",),
     "replace": ("update",), "patch": ("patch",), "delete": ("delete",), "informer": ("list", "watch"),
 }  # fmt: skip
 PACKAGES = {

@@ -33,12 +33,7 @@ LEASE_GATES = {features.NODE_MAINTENANCE_LEASE: True}
 
 
 async def get_lease(kube: KubeClient, node: str) -> dict[str, Any] | None:
-    try:
-        return await kube.get(LEASES, node, namespace=lease.NAMESPACE)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    return await kube.get_or_none(LEASES, node, namespace=lease.NAMESPACE)
 
 
 async def node_names(kube: KubeClient) -> list[str]:

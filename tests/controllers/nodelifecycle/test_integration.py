@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from apiclient import ApiError, KubeClient
+from apiclient import KubeClient
 from apiclient.resources import NODES, PODS, REPLICASETS
 from controllers.nodelifecycle import NodeLifecycleController
 from controllers.nodelifecycle.config import NodeLifecycleConfig
@@ -82,12 +82,7 @@ async def ready_status(kube: KubeClient, node: str) -> str:
 
 
 async def pod_or_none(kube: KubeClient, name: str) -> dict[str, Any] | None:
-    try:
-        return await kube.get(PODS, name, namespace=NS)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    return await kube.get_or_none(PODS, name, namespace=NS)
 
 
 async def deleted(kube: KubeClient, name: str) -> bool:

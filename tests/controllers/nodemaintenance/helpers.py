@@ -112,12 +112,7 @@ async def make_pod(
 
 
 async def pod(kube: KubeClient, name: str) -> dict[str, Any] | None:
-    try:
-        return await kube.get(PODS, name, namespace=NS)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    return await kube.get_or_none(PODS, name, namespace=NS)
 
 
 def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:

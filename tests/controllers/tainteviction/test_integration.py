@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from apiclient import ApiError, KubeClient
+from apiclient import KubeClient
 from apiclient.resources import NODES, PODS
 from controllers.tainteviction import TaintEvictionController
 from tests.controllers.harness import running_controllers
@@ -46,13 +46,8 @@ async def set_taints(kube: KubeClient, node: str, taints: list[dict[str, Any]]) 
 
 async def gone(kube: KubeClient, name: str) -> bool:
     """Deleted: no longer there, or being deleted (the kubelet finishes it after its grace period)."""
-    try:
-        obj = await kube.get(PODS, name, namespace=NS)
-    except ApiError as exc:
-        if exc.not_found:
-            return True
-        raise
-    return bool(obj["metadata"].get("deletionTimestamp"))
+    obj = await kube.get_or_none(PODS, name, namespace=NS)
+    return obj is None or bool(obj["metadata"].get("deletionTimestamp"))
 
 
 async def present(kube: KubeClient, name: str) -> bool:
