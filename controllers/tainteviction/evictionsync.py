@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import structlog
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS
@@ -34,6 +35,8 @@ REASON_DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"
 DELETE_RETRIES = 5
 RETRY_SLEEP = 0.01
 
+log = structlog.get_logger()
+
 
 @dataclass(kw_only=True, eq=False)
 class EvictionSync:
@@ -49,6 +52,7 @@ class EvictionSync:
         pod = self.pod_lister.get_by_key(key)
         if pod is None or str(object_meta(pod).get("uid", "")) != self.schedule.due_uid.get(key, ""):
             return  # gone, or a new pod under that name: its own events will judge it
+        log.info("NoExecuteTaintManager is deleting pod", pod=key)  # KCM's line, at its level (V(0))
         self.recorder.event(pod, "Normal", EVENT_REASON, f"Marking for deletion Pod {key}")
         error: Exception | None = None
         for _ in range(DELETE_RETRIES):

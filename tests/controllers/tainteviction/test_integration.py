@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from apiclient import KubeClient
 from apiclient.resources import NODES, PODS
@@ -86,9 +87,12 @@ async def test_disruption_target_condition_is_set_before_the_delete(kube: KubeCl
     p = pod("marked", "node-1")
     p["spec"]["terminationGracePeriodSeconds"] = 30  # stays terminating long enough to read it
     await kube.create(PODS, p, namespace=NS)
-    async with running_controllers(kube, TaintEvictionController):
-        await set_taints(kube, "node-1", [UNREACHABLE])
-        await eventually(lambda: gone(kube, "marked"), "the pod deleted")
+    with capture_logs() as logs:
+        async with running_controllers(kube, TaintEvictionController):
+            await set_taints(kube, "node-1", [UNREACHABLE])
+            await eventually(lambda: gone(kube, "marked"), "the pod deleted")
+    deleting = [e for e in logs if e.get("event") == "NoExecuteTaintManager is deleting pod"]
+    assert [(e["log_level"], e["pod"]) for e in deleting] == [("info", f"{NS}/marked")]
     obj = await kube.get(PODS, "marked", namespace=NS)
     conditions = {c["type"]: c for c in obj["status"].get("conditions") or ()}
     assert conditions["DisruptionTarget"]["status"] == "True"
