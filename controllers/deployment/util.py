@@ -11,7 +11,6 @@ unavailability budget (`resolve_fenceposts`, `max_surge`, ...) is in
 
 from __future__ import annotations
 
-import copy
 import struct
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, TypeVar
@@ -354,10 +353,14 @@ def semantic(value: Any) -> Any:
 
 
 def _template_without_hash(template: Obj | None) -> dict[str, Any]:
-    t = copy.deepcopy(dict(template or {}))
-    labels = (t.get("metadata") or {}).get("labels")
-    if isinstance(labels, dict):
+    """`semantic` builds new containers, so the cached template is never copied whole: only the
+    three levels down to the labels are, to drop the hash label before normalizing."""
+    t = dict(template or {})
+    metadata = t.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("labels"), dict):
+        labels = dict(metadata["labels"])
         labels.pop(POD_TEMPLATE_HASH_LABEL, None)
+        t["metadata"] = {**metadata, "labels": labels}
     normal: dict[str, Any] = semantic(t)
     return normal
 
@@ -392,8 +395,9 @@ def revision_key(obj: Obj) -> tuple[int, tuple[str, str]]:
 
 def find_new_replica_set(d: Obj, rss: Iterable[Obj]) -> Obj | None:
     """`FindNewReplicaSet`: the oldest ReplicaSet whose template equals the Deployment's."""
+    wanted = _template_without_hash(template_of(d))
     for rs in sorted(rss, key=creation_key):
-        if equal_ignore_hash(template_of(rs), template_of(d)):
+        if _template_without_hash(template_of(rs)) == wanted:
             return rs
     return None
 

@@ -119,6 +119,26 @@ def test_equal_ignore_hash_ignores_only_the_hash_label() -> None:
     assert util.equal_ignore_hash(with_hash, TEMPLATE)
     other = {"metadata": {"labels": {"app": "web2"}}, "spec": TEMPLATE["spec"]}
     assert not util.equal_ignore_hash(other, TEMPLATE)
+    assert (
+        with_hash["metadata"]["labels"]["pod-template-hash"] == "abc"
+    )  # the cached object is left as it was
+    # Go: labels {hash} and no labels at all are both an empty map once the hash is dropped.
+    only_hash = {"metadata": {"labels": {"pod-template-hash": "abc"}}, "spec": TEMPLATE["spec"]}
+    assert util.equal_ignore_hash(only_hash, {"spec": TEMPLATE["spec"]})
+
+
+def test_the_new_replica_set_is_the_oldest_with_the_deployments_template() -> None:
+    d = {"spec": {"template": TEMPLATE}}
+
+    def rs(name: str, created: str, app: str) -> dict[str, object]:
+        labels = {"app": app, "pod-template-hash": name}
+        template = {"metadata": {"labels": labels}, "spec": TEMPLATE["spec"]}
+        return {"metadata": {"name": name, "creationTimestamp": created}, "spec": {"template": template}}
+
+    older, newer = rs("b", "2024-01-01T00:00:00Z", "web"), rs("a", "2024-01-02T00:00:00Z", "web")
+    found = util.find_new_replica_set(d, [newer, rs("c", "2023-01-01T00:00:00Z", "other"), older])
+    assert found is older
+    assert util.find_new_replica_set(d, [rs("c", "2023-01-01T00:00:00Z", "other")]) is None
 
 
 def test_equal_ignore_hash_is_semantic_equality() -> None:
