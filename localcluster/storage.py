@@ -15,7 +15,7 @@ Why it looks like this:
   compaction, run every 5 minutes to the revision seen at the previous run; and the watch
   cache's, a window per resource that a watch from an RV replays (older: 410 "too old resource
   version"), sized as the cacher sizes it: 100 events at least, growing while its oldest event
-  is younger than 75 s, up to 102,400. One deque of events per resource serves both: it keeps
+  is younger than 75 s, up to 102,400. One history of events per resource serves both: it keeps
   what either still needs. A read at an old RV is rebuilt from the current objects and the
   events after that RV (each carries the entry it replaced), so no object is stored twice.
 - Writes are synchronous and dispatch events to subscribers immediately, so when a
@@ -347,6 +347,50 @@ class _SortedKeys:
             key, exclusive = part[-1], True
 
 
+class _History:
+    """Events appended at the end, dropped from the front, read at any index in O(1).
+
+    A deque walks its 64-item blocks to reach an index: the window's size checks read the event
+    `capacity` from the end on every write, and replays read by index from a binary search, so
+    at a window of tens of thousands of lease renewals a deque made each write walk hundreds of
+    blocks. A list with a moving head, compacted once half of it is dropped, reads in O(1) and
+    drops in amortized O(1).
+    """
+
+    __slots__ = ("_head", "_items")
+
+    def __init__(self) -> None:
+        self._items: list[StoredEvent] = []
+        self._head = 0
+
+    def __len__(self) -> int:
+        return len(self._items) - self._head
+
+    def __bool__(self) -> bool:
+        return len(self._items) > self._head
+
+    def __getitem__(self, index: int) -> StoredEvent:
+        size = len(self._items) - self._head
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("history index out of range")
+        return self._items[self._head + index]
+
+    def append(self, ev: StoredEvent) -> None:
+        self._items.append(ev)
+
+    def popleft(self) -> StoredEvent:
+        if self._head >= len(self._items):
+            raise IndexError("pop from an empty history")
+        ev = self._items[self._head]
+        self._head += 1
+        if self._head >= 1024 and 2 * self._head >= len(self._items):
+            del self._items[: self._head]
+            self._head = 0
+        return ev
+
+
 class _Bucket:
     """Objects and history of one resource (storage key).
 
@@ -370,7 +414,7 @@ class _Bucket:
     def __init__(self, rv: int, capacity: int) -> None:
         self.items: dict[str, Entry] = {}
         self.keys = _SortedKeys()
-        self.history: deque[StoredEvent] = deque()
+        self.history = _History()
         self.window_len = 0
         self.capacity = capacity
         #: An event ever left the window: watches start after its oldest event, not at `cache_rv`'s start.
@@ -812,7 +856,7 @@ def _compact(raw: bytes) -> bytes:
     return bytes(memoryview(raw))
 
 
-def _first_after(history: deque[StoredEvent], rv: int) -> int:
+def _first_after(history: _History, rv: int) -> int:
     lo, hi = 0, len(history)
     while lo < hi:
         mid = (lo + hi) // 2

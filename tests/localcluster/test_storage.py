@@ -4,13 +4,14 @@ compaction, the watch cache's window) and continue tokens."""
 from __future__ import annotations
 
 import itertools
+from collections import deque
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localcluster import errors
-from localcluster.storage import Compacted, Storage, decode_continue, encode_continue
+from localcluster.storage import Compacted, Storage, StoredEvent, _History, decode_continue, encode_continue
 
 
 def _put(storage: Storage, name: str, labels: dict[str, str] | None = None, key: str = "pods") -> int:
@@ -175,3 +176,35 @@ def test_reads_at_any_old_rv_match_what_was_stored_then(ops: list[tuple[str, str
             after = seen[-1][0]
             assert storage.count_entries_at("pods", rv, "ns", after) == sum(1 for k in then if k > after)
         assert seen == sorted(then.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.just("pop"), st.integers(min_value=0, max_value=3000)), max_size=400))
+def test_the_history_reads_and_drops_as_a_deque(ops: list[object]) -> None:
+    """The event history is indexed deep on every write; it must behave exactly as the deque it
+    replaced, across its compactions (runs of appends then pops cross the 1,024-item mark)."""
+    history, model = _History(), deque[StoredEvent]()
+    rv = 0
+    for op in ops:
+        if op == "pop":
+            if model:
+                assert history.popleft() is model.popleft()
+            else:
+                with pytest.raises(IndexError):
+                    history.popleft()
+        else:
+            assert isinstance(op, int)
+            for _ in range(op % 7 + (1500 if op == 3000 else 0)):
+                rv += 1
+                ev = StoredEvent("ADDED", rv, None, b"{}", "default", {}, {}, at=float(rv))
+                history.append(ev)
+                model.append(ev)
+            for _ in range(op // 1000 * 600):
+                if model:
+                    assert history.popleft() is model.popleft()
+        assert len(history) == len(model) and bool(history) == bool(model)
+        for i in (0, len(model) // 2, len(model) - 1, -1, -len(model)):
+            if model and -len(model) <= i < len(model):
+                assert history[i] is model[i]
+        with pytest.raises(IndexError):
+            history[len(model)]
