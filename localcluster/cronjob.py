@@ -29,7 +29,7 @@ from localcluster.job import finished_condition
 from localcluster.keyed import KeyedLoop, add_unless_deleted, sync_stored, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.revisions import controller_of, controller_ref
 from localcluster.storage import StoredEvent
 
@@ -55,13 +55,8 @@ def most_recent_schedule(
 class CronJobController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        cj_rt, job_rt = (
-            objects.registry.get("batch", "v1", "cronjobs"),
-            objects.registry.get("batch", "v1", "jobs"),
-        )
-        assert cj_rt is not None and job_rt is not None
-        self._cj_rt: ResourceType = cj_rt
-        self._job_rt: ResourceType = job_rt
+        self._cj_rt = objects.registry.require("batch", "v1", "cronjobs")
+        self._job_rt = objects.registry.require("batch", "v1", "jobs")
         self.events = EventRecorder(objects, "cronjob-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
         self._on_cronjob = add_unless_deleted(self.loop)

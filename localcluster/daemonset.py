@@ -36,7 +36,7 @@ from localcluster.builtin.base import get_int
 from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.revisions import Revisions, controller_of, controller_ref, fnv32a, safe_encode
 from localcluster.storage import StoredEvent
 
@@ -141,10 +141,8 @@ def _scaled(value: Any, total: int, *, round_up: bool) -> int:
 class DaemonSetController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rts = {p: objects.registry.get(g, "v1", p) for g, p in (("apps", "daemonsets"), ("", "pods"))}
-        assert all(rts.values())
-        self._ds_rt: ResourceType = rts["daemonsets"]  # type: ignore[assignment]
-        self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
+        self._ds_rt = objects.registry.require("apps", "v1", "daemonsets")
+        self._pod_rt = objects.registry.require("", "v1", "pods")
         self.revisions = Revisions(objects)
         self.events = EventRecorder(objects, "daemonset-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)

@@ -62,14 +62,9 @@ def _target_ref(pod: Obj) -> Obj:
 class EndpointsController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rts = {
-            p: objects.registry.get(g, "v1", p)
-            for g, p in (("", "services"), ("", "endpoints"), ("discovery.k8s.io", "endpointslices"))
-        }
-        assert all(rts.values())
-        self._svc_rt: ResourceType = rts["services"]  # type: ignore[assignment]
-        self._ep_rt: ResourceType = rts["endpoints"]  # type: ignore[assignment]
-        self._slice_rt: ResourceType = rts["endpointslices"]  # type: ignore[assignment]
+        self._svc_rt = objects.registry.require("", "v1", "services")
+        self._ep_rt = objects.registry.require("", "v1", "endpoints")
+        self._slice_rt = objects.registry.require("discovery.k8s.io", "v1", "endpointslices")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
 
     async def run(self) -> None:

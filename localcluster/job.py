@@ -30,7 +30,7 @@ from localcluster.builtin.base import get_int, get_path
 from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.recorder import EventRecorder
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.revisions import controller_of, controller_ref
 
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -72,10 +72,8 @@ def _compress(indexes: list[int]) -> str:
 class JobController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        job_rt, pod_rt = objects.registry.get("batch", "v1", "jobs"), objects.registry.get("", "v1", "pods")
-        assert job_rt is not None and pod_rt is not None
-        self._job_rt: ResourceType = job_rt
-        self._pod_rt: ResourceType = pod_rt
+        self._job_rt = objects.registry.require("batch", "v1", "jobs")
+        self._pod_rt = objects.registry.require("", "v1", "pods")
         self.events = EventRecorder(objects, "job-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
         self._on_job = add_unless_deleted(self.loop)

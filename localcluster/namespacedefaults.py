@@ -24,7 +24,7 @@ import anyio
 from localcluster import errors
 from localcluster.keyed import KeyedLoop, watch_storage
 from localcluster.objects import ObjectAPI
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.storage import StoredEvent
 
 DEFAULT_SERVICE_ACCOUNT = "default"
@@ -62,9 +62,7 @@ class KubernetesService:
     def __init__(self, objects: ObjectAPI, port: Callable[[], int]) -> None:
         self.objects = objects
         self._port = port
-        rt = objects.registry.get("", "v1", "services")
-        assert rt is not None
-        self._rt: ResourceType = rt
+        self._rt = objects.registry.require("", "v1", "services")
 
     def ensure(self) -> None:
         if self.objects.storage.get("services", "default", "kubernetes") is not None:
@@ -90,10 +88,8 @@ class NamespaceDefaults:
     def __init__(self, objects: ObjectAPI, root_ca: str) -> None:
         self.objects = objects
         self.root_ca = root_ca
-        rts = {p: objects.registry.get("", "v1", p) for p in ("serviceaccounts", "configmaps")}
-        assert all(rts.values())
-        self._sa_rt: ResourceType = rts["serviceaccounts"]  # type: ignore[assignment]
-        self._cm_rt: ResourceType = rts["configmaps"]  # type: ignore[assignment]
+        self._sa_rt = objects.registry.require("", "v1", "serviceaccounts")
+        self._cm_rt = objects.registry.require("", "v1", "configmaps")
         self.loop: KeyedLoop[str] = KeyedLoop(self.sync)
 
     async def run(self) -> None:

@@ -25,9 +25,7 @@ class PodGC:
     def __init__(self, objects: ObjectAPI, *, quarantine: float = QUARANTINE_SECONDS) -> None:
         self.objects = objects
         self.quarantine = quarantine
-        rt = objects.registry.get("", "v1", "pods")
-        assert rt is not None
-        self._pod_rt: ResourceType = rt
+        self._pod_rt: ResourceType = objects.registry.require("", "v1", "pods")
         self._waiting: set[str] = set()
         self.loop: KeyedLoop[str] = KeyedLoop(self.sync)
         self.deleted = 0

@@ -290,9 +290,7 @@ class QuotaController:
 
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rt = objects.registry.get("", "v1", "resourcequotas")
-        assert rt is not None
-        self._rt: ResourceType = rt
+        self._rt = objects.registry.require("", "v1", "resourcequotas")
         self.loop: KeyedLoop[str] = KeyedLoop(self.sync)
 
     async def run(self) -> None:

@@ -47,7 +47,6 @@ from kubeutil.taints import (
 from localcluster import errors
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.recorder import NewEventRecorder
-from localcluster.registry import ResourceType
 from localcluster.storage import StoredEvent
 
 Obj = dict[str, Any]
@@ -127,9 +126,7 @@ class Scheduler:
         self.objects = objects
         #: `Scheduled` and `FailedScheduling` events, as kube-scheduler records them (None: not recorded).
         self.events = NewEventRecorder(objects, SCHEDULER_NAME) if events else None
-        pod_rt = objects.registry.get("", "v1", "pods")
-        assert pod_rt is not None
-        self._pod_rt: ResourceType = pod_rt
+        self._pod_rt = objects.registry.require("", "v1", "pods")
         self._nodes: dict[str, NodeInfo] = {}
         self._counts: Counter[str] = Counter()
         self._placed: dict[str, str] = {}  # pod uid -> node, for non-terminal bound pods

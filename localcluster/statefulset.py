@@ -35,7 +35,7 @@ from localcluster.builtin.base import get_int
 from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.revisions import Revisions, controller_of, controller_ref, fnv32, safe_encode, template_of
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -67,10 +67,8 @@ def start_ordinal(sts: Obj) -> int:
 class StatefulSetController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rts = {p: objects.registry.get(g, "v1", p) for g, p in (("apps", "statefulsets"), ("", "pods"))}
-        assert all(rts.values())
-        self._set_rt: ResourceType = rts["statefulsets"]  # type: ignore[assignment]
-        self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
+        self._set_rt = objects.registry.require("apps", "v1", "statefulsets")
+        self._pod_rt = objects.registry.require("", "v1", "pods")
         self.revisions = Revisions(objects)
         self.events = EventRecorder(objects, "statefulset-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)

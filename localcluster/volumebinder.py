@@ -22,7 +22,7 @@ from localcluster import errors, quantity
 from localcluster.builtin.base import get_path
 from localcluster.keyed import KeyedLoop, watch_storage
 from localcluster.objects import ObjectAPI
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.storage import StoredEvent
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -33,13 +33,8 @@ _ALL = ("", "*")  # one key: every pass looks at all claims and volumes
 class VolumeBinder:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        pv, pvc = (
-            objects.registry.get("", "v1", "persistentvolumes"),
-            objects.registry.get("", "v1", "persistentvolumeclaims"),
-        )
-        assert pv is not None and pvc is not None
-        self._pv_rt: ResourceType = pv
-        self._pvc_rt: ResourceType = pvc
+        self._pv_rt = objects.registry.require("", "v1", "persistentvolumes")
+        self._pvc_rt = objects.registry.require("", "v1", "persistentvolumeclaims")
         self.loop: KeyedLoop[tuple[str, str]] = KeyedLoop(self.sync)
 
     async def run(self) -> None:
