@@ -37,7 +37,7 @@ import orjson
 from aiohttp import web
 
 from kubeutil import selectors
-from localcluster import errors
+from localcluster import errors, podstate
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.rest import RestHandlers, Target, add_warnings, status_response
 
@@ -268,17 +268,12 @@ class Eviction:
                     f"ResourceVersion in record ({lmeta['resourceVersion']}). The object might have been modified",
                     kind="Pod",
                 )
-            conditions = latest.setdefault("status", {}).setdefault("conditions", [])
-            conditions[:] = [c for c in conditions if c.get("type") != "DisruptionTarget"]
-            conditions.append(
-                {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "lastProbeTime": None,
-                    "lastTransitionTime": now_rfc3339(),
-                    "reason": "EvictionByEvictionAPI",
-                    "message": "Eviction API: evicting",
-                }
+            podstate.put_condition(
+                latest.setdefault("status", {}),
+                "DisruptionTarget",
+                "True",
+                reason="EvictionByEvictionAPI",
+                message="Eviction API: evicting",
             )
             updated = self.objects.update_status(self.pod_rt, ns, name, latest)
             if preconditions.get("resourceVersion"):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import anyio
 
-from localcluster import errors
+from localcluster import errors, podstate
 from localcluster.keyed import KeyedLoop, watch_storage
-from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj, ResourceType
 from localcluster.storage import StoredEvent
 
@@ -84,17 +84,12 @@ class PodGC:
         if status.get("phase") in ("Succeeded", "Failed"):
             return
         status["phase"] = "Failed"
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        conditions.append(
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": now_rfc3339(),
-                "reason": "DeletionByPodGC",
-                "message": "PodGC: node no longer exists",
-            }
+        podstate.put_condition(
+            status,
+            "DisruptionTarget",
+            "True",
+            reason="DeletionByPodGC",
+            message="PodGC: node no longer exists",
         )
-        status["conditions"] = conditions
         meta = pod["metadata"]
         self.objects.update_status(self._pod_rt, meta["namespace"], meta["name"], pod)

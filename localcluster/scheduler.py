@@ -44,8 +44,8 @@ from kubeutil.taints import (
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
-from localcluster import errors
-from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster import errors, podstate
+from localcluster.objects import ObjectAPI
 from localcluster.recorder import NewEventRecorder
 from localcluster.storage import StoredEvent
 
@@ -281,17 +281,7 @@ class Scheduler:
         current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
         if current is not None and current.get("status") == "False" and current.get("message") == message:
             return
-        conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "lastProbeTime": None,
-                "lastTransitionTime": now_rfc3339(),
-                "reason": reason,
-                "message": message,
-            }
-        )
+        podstate.put_condition(status, "PodScheduled", "False", reason=reason, message=message)
         if reason == "Unschedulable" and self.events is not None:  # once per new reason, not per retry
             self.events.eventf(pod, "Warning", "FailedScheduling", "Scheduling", message)
         meta = pod["metadata"]
