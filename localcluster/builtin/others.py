@@ -17,10 +17,7 @@ class PodDisruptionBudgetStrategy(BuiltinStrategy):
     group = "policy"
     kind = "PodDisruptionBudget"
     has_status_subresource = True
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+    initial_status = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         spec = obj.get("spec") or {}

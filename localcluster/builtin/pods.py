@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.base import SpecStrategy, columns, get_path
 from localcluster.builtin.resources import resource_requirements_errors
 from localcluster.builtin.validation import dns_label, non_negative, port_number
 from localcluster.registry import FieldError, Obj, TableColumn
@@ -82,6 +82,15 @@ def default_template_metadata(template: Any) -> None:
         meta["creationTimestamp"] = None
 
 
+def default_pod_template(template: Any) -> None:
+    """A workload's pod template defaulted as the real server defaults it: its metadata as Go
+    writes it and its pod spec as a pod's own (a template that is not an object is left alone)."""
+    default_template_metadata(template)
+    pod_spec = get_path(template, "spec")
+    if isinstance(pod_spec, dict):
+        default_pod_spec(pod_spec)
+
+
 def add_default_tolerations(spec: dict[str, Any]) -> None:
     """DefaultTolerationSeconds admission: skipped for a key already tolerated for NoExecute."""
     tolerations = spec.setdefault("tolerations", [])
@@ -131,7 +140,7 @@ def qos_class(spec: dict[str, Any]) -> str:
 _MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
 
 
-class PodStrategy(BuiltinStrategy):
+class PodStrategy(SpecStrategy):
     kind = "Pod"
     has_status_subresource = True
     tracks_generation = False
@@ -150,10 +159,7 @@ class PodStrategy(BuiltinStrategy):
         }
     )
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
+    def default_spec(self, spec: dict[str, Any]) -> None:
         default_pod_spec(spec)
         default_requests_to_limits(spec)
         spec.setdefault("serviceAccountName", "default")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.base import SpecStrategy, columns, get_path
 from localcluster.registry import FieldError, Obj, TableColumn
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -28,7 +28,7 @@ def _validate_modes(modes: Any, path: str) -> list[FieldError]:
     return [FieldError.not_supported(path, m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
 
 
-class _StorageStrategy(BuiltinStrategy):
+class _StorageStrategy(SpecStrategy):
     """What volumes and claims share: both are born Pending (the binder moves them on), default
     to a Filesystem volume mode and must name their access modes."""
 
@@ -37,12 +37,10 @@ class _StorageStrategy(BuiltinStrategy):
     # Defaults set before `volumeMode`, in the order Kubernetes' defaulting writes them.
     spec_defaults: tuple[tuple[str, str], ...] = ()
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if isinstance(spec, dict):
-            for key, value in self.spec_defaults:
-                spec.setdefault(key, value)
-            spec.setdefault("volumeMode", "Filesystem")
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        for key, value in self.spec_defaults:
+            spec.setdefault(key, value)
+        spec.setdefault("volumeMode", "Filesystem")
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
