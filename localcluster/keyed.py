@@ -7,14 +7,15 @@ is all the work item carries. One task runs syncs, watch tasks only mark keys, s
 events costs one sync per key, never one per event.
 
 The store is read and written synchronously by the sync (`ObjectAPI`), so a sync always sees
-its own writes and needs none of KCM's expectations.
+its own writes and needs none of KCM's expectations. `PodOwnerController` is the loop, watches
+and pod bookkeeping the controllers that own pods (Job, StatefulSet, DaemonSet) share.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 import anyio
@@ -22,11 +23,14 @@ import anyio.lowlevel
 import orjson
 
 from localcluster import errors
-from localcluster.registry import Obj
+from localcluster.objects import ObjectAPI
+from localcluster.recorder import EventRecorder
+from localcluster.registry import Obj, ResourceType
 from localcluster.revisions import controller_of
-from localcluster.storage import Storage, StoredEvent
+from localcluster.storage import Entry, Storage, StoredEvent
 
 K = TypeVar("K", bound=Hashable)
+Key = tuple[str, str]
 
 #: Syncs run back to back before the loop yields to other tasks.
 _BATCH = 100
@@ -149,3 +153,75 @@ def add_controller(
             loop.add((ev.namespace, ref["name"]))
 
     return handle
+
+
+class PodOwnerController:
+    """The frame of the simulated controllers that own pods (Job, StatefulSet, DaemonSet): one
+    loop keyed by owner, marked by a change to the owner or to any pod it controls; each sync
+    reads the owner from the store and hands it to `_sync`, which subclasses write."""
+
+    def __init__(self, objects: ObjectAPI, owner_rt: ResourceType, component: str) -> None:
+        self.objects = objects
+        self._owner_rt = owner_rt
+        self._pod_rt = objects.registry.require("", "v1", "pods")
+        self.events = EventRecorder(objects, component)
+        self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
+        self._on_owner = add_unless_deleted(self.loop)
+        self._on_pod = add_controller(self.loop, owner_rt.kind, owner_rt.api_version)
+
+    def _more_watches(self) -> Iterable[tuple[str, Callable[[StoredEvent], None]]]:
+        """Other resources whose changes mark owners (a DaemonSet's nodes): (storage key, handler)."""
+        return ()
+
+    async def run(self) -> None:
+        storage = self.objects.storage
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_storage, storage, self._owner_rt.storage_key, self._on_owner)
+            tg.start_soon(watch_storage, storage, "pods", self._on_pod)
+            for key, handle in self._more_watches():
+                tg.start_soon(watch_storage, storage, key, handle)
+            tg.start_soon(self.loop.run)
+
+    def sync(self, key: Key) -> float | None:
+        return sync_stored(self.objects.storage, self._owner_rt.storage_key, key, self._sync)
+
+    def _sync(self, owner: Obj) -> float | None:
+        raise NotImplementedError
+
+    def _pods(self, owner: Obj) -> list[Obj]:
+        """The pods `owner` controls, in store order; the raw bytes are checked for its UID first
+        so the namespace's other pods are not decoded."""
+        meta = owner["metadata"]
+        uid = meta["uid"]
+        out = []
+        for entry in self.objects.storage.iter_entries("pods", meta["namespace"]):
+            if uid.encode() in entry.raw:
+                pod = entry.load()
+                ref = controller_of(pod)
+                if ref is not None and ref.get("uid") == uid:
+                    out.append(pod)
+        return out
+
+    def _create_pod(self, owner: Obj, pod: Obj) -> Entry:
+        """Create `pod` and record it on the owner as the Job and DaemonSet controllers word it."""
+        try:
+            created = self.objects.create(self._pod_rt, pod["metadata"]["namespace"], pod)
+        except errors.StatusError as exc:
+            self.events.event(owner, "Warning", "FailedCreate", f"Error creating: {exc.message}")
+            raise
+        self.events.event(owner, "Normal", "SuccessfulCreate", f"Created pod: {created.name}")
+        return created
+
+    def _delete_pod(self, owner: Obj, pod: Obj, *, gone: tuple[int, ...] = (404,)) -> None:
+        """Delete `pod` if it is still the one looked at (its UID), recording it on the owner;
+        a refusal whose code is in `gone` means someone else got there first."""
+        meta = pod["metadata"]
+        try:
+            self.objects.delete(
+                self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]}
+            )
+        except errors.StatusError as exc:
+            if exc.code not in gone:
+                raise
+            return
+        self.events.event(owner, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
