@@ -32,7 +32,7 @@ from kubeutil.taints import NO_EXECUTE, NO_SCHEDULE, node_taints, tolerations_to
 from localcluster import podstate
 from localcluster.builtin.apps import TEMPLATE_GENERATION
 from localcluster.builtin.base import get_int
-from localcluster.keyed import PodOwnerController
+from localcluster.keyed import PodOwnerController, write_status
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj
 from localcluster.revisions import Revisions, controller_ref, fnv32a, safe_encode
@@ -394,10 +394,7 @@ class DaemonSetController(PodOwnerController):
         for key in ("collisionCount", "conditions"):
             if old.get(key) is not None:
                 status[key] = old[key]
-        if status != old:
-            ds["status"] = status
-            meta = ds["metadata"]
-            self.objects.update(self._owner_rt, meta["namespace"], meta["name"], ds, subresource="status")
+        write_status(self.objects, self._owner_rt, ds, status)
         return None if wait is None else wait + 0.01
 
 

@@ -25,7 +25,7 @@ import datetime as dt
 from kubeutil.timestamps import parse_time
 from localcluster import podstate
 from localcluster.builtin.base import get_int, get_path
-from localcluster.keyed import PodOwnerController
+from localcluster.keyed import PodOwnerController, write_status
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.registry import Obj
 from localcluster.revisions import controller_ref
@@ -133,11 +133,7 @@ class JobController(PodOwnerController):
                 status[key] = value
             else:
                 status.pop(key, None)
-        if status != (job.get("status") or {}):
-            job["status"] = status
-            self.objects.update_status(
-                self._owner_rt, job["metadata"]["namespace"], job["metadata"]["name"], job
-            )
+        write_status(self.objects, self._owner_rt, job, status)
         return wait
 
     @staticmethod

@@ -60,6 +60,16 @@ class KeyedLoop(Generic[K]):
         heapq.heappush(self._later, (anyio.current_time() + delay, next(self._seq), key))
         self._wake.set()
 
+    async def watch_and_run(
+        self, storage: Storage, watches: Iterable[tuple[str, Callable[[StoredEvent], None]]]
+    ) -> None:
+        """Run the loop beside a watch of each (storage key, handler), the handlers marking keys:
+        every in-process controller's `run`, so a fault that drops watches is met alike."""
+        async with anyio.create_task_group() as tg:
+            for key, handle in watches:
+                tg.start_soon(watch_storage, storage, key, handle)
+            tg.start_soon(self.run)
+
     async def run(self) -> None:
         while True:
             now = anyio.current_time()
@@ -128,6 +138,15 @@ def sync_stored(
         return retry_after(exc)
 
 
+def write_status(objects: ObjectAPI, rt: ResourceType, obj: Obj, status: Obj) -> None:
+    """Put `status` on `obj` and write it through /status, unless it is what the object has: a
+    sync that changes nothing writes nothing (no new resourceVersion, no watch event)."""
+    if status != (obj.get("status") or {}):
+        obj["status"] = status
+        meta = obj["metadata"]
+        objects.update_status(rt, meta["namespace"], meta["name"], obj)
+
+
 def add_unless_deleted(loop: KeyedLoop[tuple[str, str]]) -> Callable[[StoredEvent], None]:
     """A watch handler syncing the object an event is about; a deleted one has nothing left to sync."""
 
@@ -174,13 +193,12 @@ class PodOwnerController:
         return ()
 
     async def run(self) -> None:
-        storage = self.objects.storage
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, storage, self._owner_rt.storage_key, self._on_owner)
-            tg.start_soon(watch_storage, storage, "pods", self._on_pod)
-            for key, handle in self._more_watches():
-                tg.start_soon(watch_storage, storage, key, handle)
-            tg.start_soon(self.loop.run)
+        watches = [
+            (self._owner_rt.storage_key, self._on_owner),
+            ("pods", self._on_pod),
+            *self._more_watches(),
+        ]
+        await self.loop.watch_and_run(self.objects.storage, watches)
 
     def sync(self, key: Key) -> float | None:
         return sync_stored(self.objects.storage, self._owner_rt.storage_key, key, self._sync)

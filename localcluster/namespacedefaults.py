@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import anyio
-
 from localcluster import errors
 from localcluster.keyed import KeyedLoop, watch_storage
 from localcluster.objects import ObjectAPI
@@ -93,19 +91,12 @@ class NamespaceDefaults:
         self.loop: KeyedLoop[str] = KeyedLoop(self.sync)
 
     async def run(self) -> None:
-        storage = self.objects.storage
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, storage, "namespaces", self._on_namespace)
-            tg.start_soon(
-                watch_storage,
-                storage,
-                "serviceaccounts",
-                self._on_named(DEFAULT_SERVICE_ACCOUNT, deleted_only=True),
-            )
-            tg.start_soon(
-                watch_storage, storage, "configmaps", self._on_named(ROOT_CA_CONFIGMAP, deleted_only=False)
-            )
-            tg.start_soon(self.loop.run)
+        watches = [
+            ("namespaces", self._on_namespace),
+            ("serviceaccounts", self._on_named(DEFAULT_SERVICE_ACCOUNT, deleted_only=True)),
+            ("configmaps", self._on_named(ROOT_CA_CONFIGMAP, deleted_only=False)),
+        ]
+        await self.loop.watch_and_run(self.objects.storage, watches)
 
     def _on_namespace(self, ev: StoredEvent) -> None:
         if ev.type != "DELETED":

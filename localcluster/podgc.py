@@ -9,10 +9,8 @@ to a node that is not there, starts the node's quarantine; nothing polls.
 
 from __future__ import annotations
 
-import anyio
-
 from localcluster import errors, podstate
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj, ResourceType
 from localcluster.storage import StoredEvent
@@ -33,11 +31,9 @@ class PodGC:
         self.swept = 0
 
     async def run(self) -> None:
-        storage = self.objects.storage
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, storage, "nodes", self._on_node)
-            tg.start_soon(watch_storage, storage, "pods", self._on_pod)
-            tg.start_soon(self.loop.run)
+        await self.loop.watch_and_run(
+            self.objects.storage, [("nodes", self._on_node), ("pods", self._on_pod)]
+        )
 
     def _quarantine(self, node: str) -> None:
         if node not in self._waiting:

@@ -30,7 +30,7 @@ from typing import Any
 
 from localcluster import errors, podstate
 from localcluster.builtin.base import get_int
-from localcluster.keyed import PodOwnerController
+from localcluster.keyed import PodOwnerController, write_status
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj
 from localcluster.revisions import Revisions, controller_ref, fnv32, safe_encode, template_of
@@ -278,8 +278,5 @@ class StatefulSetController(PodOwnerController):
         for cond in ("conditions",):
             if old.get(cond):
                 status[cond] = old[cond]
-        if status != old:
-            sts["status"] = status
-            meta = sts["metadata"]
-            self.objects.update(self._owner_rt, meta["namespace"], meta["name"], sts, subresource="status")
+        write_status(self.objects, self._owner_rt, sts, status)
         return None if wait is None else wait + 0.01

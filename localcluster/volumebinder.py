@@ -15,12 +15,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import anyio
-
 from kubeutil import selectors
 from localcluster import errors, quantity
 from localcluster.builtin.base import get_path
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj
 from localcluster.storage import StoredEvent
@@ -38,10 +36,8 @@ class VolumeBinder:
         self.loop: KeyedLoop[tuple[str, str]] = KeyedLoop(self.sync)
 
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, self.objects.storage, "persistentvolumes", self._on_event)
-            tg.start_soon(watch_storage, self.objects.storage, "persistentvolumeclaims", self._on_event)
-            tg.start_soon(self.loop.run)
+        watches = [("persistentvolumes", self._on_event), ("persistentvolumeclaims", self._on_event)]
+        await self.loop.watch_and_run(self.objects.storage, watches)
 
     def _on_event(self, ev: StoredEvent) -> None:
         self.loop.add(_ALL)
