@@ -149,6 +149,12 @@ def get_path(obj: Any, *path: str, default: Any = None) -> Any:
     return default if cur is None else cur
 
 
+def field_values(obj: Obj, *paths: str) -> dict[str, str]:
+    """Field-selector values of fields named by their dotted path (`spec.nodeName`), as the
+    kinds' `ToSelectableFields` give them: the value as a string, "" when absent or empty."""
+    return {path: str(get_path(obj, *path.split(".")) or "") for path in paths}
+
+
 def get_int(obj: Any, *path: str, default: int = 0) -> int:
     """An integer field, or `default` when it is absent, null or not an integer (a controller
     reading a field validation let through never crashes on it)."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcluster.builtin.base import SpecStrategy, columns, get_path
+from localcluster.builtin.base import SpecStrategy, columns, field_values, get_path
 from localcluster.builtin.resources import resource_requirements_errors
-from localcluster.builtin.validation import dns_label, non_negative, port_number
+from localcluster.builtin.validation import dns_label, non_negative, object_items, port_number
 from localcluster.registry import FieldError, Obj, TableColumn
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -193,18 +193,18 @@ class PodStrategy(SpecStrategy):
         return errs
 
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
-        spec = obj.get("spec") or {}
-        status = obj.get("status") or {}
-        return {
-            "spec.nodeName": str(spec.get("nodeName") or ""),
-            "spec.restartPolicy": str(spec.get("restartPolicy") or ""),
-            "spec.schedulerName": str(spec.get("schedulerName") or ""),
-            "spec.serviceAccountName": str(spec.get("serviceAccountName") or ""),
-            "spec.hostNetwork": "true" if spec.get("hostNetwork") else "false",
-            "status.phase": str(status.get("phase") or ""),
-            "status.podIP": str(status.get("podIP") or ""),
-            "status.nominatedNodeName": str(status.get("nominatedNodeName") or ""),
-        }
+        fields = field_values(
+            obj,
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        )
+        fields["spec.hostNetwork"] = "true" if get_path(obj, "spec", "hostNetwork") else "false"
+        return fields
 
     def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
         """Pods on no node, or already finished, go at once, as `podStrategy.CheckGracefulDelete`."""
@@ -270,11 +270,7 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
     if not containers or not isinstance(containers, list):
         return [FieldError.required(f"{path}.containers")]
     seen: set[str] = set()
-    for i, c in enumerate(containers):
-        cpath = f"{path}.containers[{i}]"
-        if not isinstance(c, dict):
-            errs.append(FieldError.invalid(cpath, c, "must be an object"))
-            continue
+    for cpath, c in object_items(containers, f"{path}.containers", errs):
         name = c.get("name")
         if not name:
             errs.append(FieldError.required(f"{cpath}.name"))
