@@ -8,7 +8,8 @@ events costs one sync per key, never one per event.
 
 The store is read and written synchronously by the sync (`ObjectAPI`), so a sync always sees
 its own writes and needs none of KCM's expectations. `PodOwnerController` is the loop, watches
-and pod bookkeeping the controllers that own pods (Job, StatefulSet, DaemonSet) share.
+and pod bookkeeping the controllers that own pods (Job, StatefulSet, DaemonSet) share; `Worker`
+is the bare loop for a queue its owner orders itself (the garbage collector, the scheduler).
 """
 
 from __future__ import annotations
@@ -38,6 +39,35 @@ _BATCH = 100
 RETRY_AFTER_RACE = 0.05
 #: A write the API refused (recorded as an event) is tried again later: a loop never crashes on one.
 RETRY_AFTER_REFUSAL = 5.0
+
+
+class Worker:
+    """One task working through a queue its owner keeps (the garbage collector's de-duplicated
+    marks, the scheduler's active pods): `wake()` after queueing; `run()` calls `step()` while
+    `has_work()`, yields to other tasks every `batch` steps and after each run of work, and
+    sleeps while there is none."""
+
+    def __init__(self, has_work: Callable[[], bool], step: Callable[[], None], *, batch: int = 200) -> None:
+        self._has_work = has_work
+        self._step = step
+        self._batch = batch
+        self._wake = anyio.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            while not self._has_work():
+                self._wake = anyio.Event()
+                await self._wake.wait()
+            handled = 0
+            while self._has_work():
+                self._step()
+                handled += 1
+                if handled % self._batch == 0:
+                    await anyio.lowlevel.checkpoint()
+            await anyio.lowlevel.checkpoint()
 
 
 class KeyedLoop(Generic[K]):
