@@ -28,10 +28,7 @@ class WorkloadStrategy(SpecStrategy):
     has_status_subresource = True
     has_replicas = True
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         if self.has_replicas:
             errs.extend(non_negative(spec.get("replicas"), "spec.replicas"))

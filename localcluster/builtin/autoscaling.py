@@ -36,10 +36,7 @@ class HorizontalPodAutoscalerStrategy(SpecStrategy):
                 }
             ]
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         ref = spec.get("scaleTargetRef")
         if not isinstance(ref, dict):

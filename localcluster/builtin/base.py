@@ -9,7 +9,7 @@ from kubeutil.timestamps import parse_time
 from localcluster import errors
 from localcluster.builtin import decoding, schemas
 from localcluster.builtin.descriptions import DESCRIPTIONS
-from localcluster.registry import Obj, Strategy, TableColumn
+from localcluster.registry import FieldError, Obj, Strategy, TableColumn
 
 
 class BuiltinStrategy(Strategy):
@@ -57,6 +57,16 @@ class SpecStrategy(BuiltinStrategy):
 
     def default_spec(self, spec: dict[str, Any]) -> None:
         """The kind's `SetDefaults_*` on its spec."""
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [FieldError.required("spec")]
+        return self.validate_spec(spec, obj, old)
+
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
+        """The kind's checks, on a spec that is an object (`obj` for the rest of the object)."""
+        return []
 
 
 def age(timestamp: str | None, now: dt.datetime | None = None) -> str:

@@ -193,10 +193,7 @@ class CronJobStrategy(SpecStrategy):
                 # only the template's pod spec: completions/parallelism are defaulted on the Job itself
                 default_pod_template(job_spec.get("template"))
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         schedule = spec.get("schedule")
         if not schedule:

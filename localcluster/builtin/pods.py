@@ -183,10 +183,7 @@ class PodStrategy(SpecStrategy):
             else:
                 meta.pop(key, None)
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs = validate_pod_spec(spec, "spec")
         if old is not None:
             errs.extend(_validate_spec_update(spec, old.get("spec") or {}))

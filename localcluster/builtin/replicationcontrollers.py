@@ -30,10 +30,7 @@ class ReplicationControllerStrategy(SpecStrategy):
             spec["selector"] = dict(labels)
         default_pod_template(spec.get("template"))
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = list(non_negative(spec.get("replicas"), "spec.replicas"))
         selector = spec.get("selector")
         if not isinstance(selector, dict) or not selector:

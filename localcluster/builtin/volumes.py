@@ -34,6 +34,7 @@ class _StorageStrategy(SpecStrategy):
 
     has_status_subresource = True
     tracks_generation = False
+    initial_status = {"phase": "Pending"}
     # Defaults set before `volumeMode`, in the order Kubernetes' defaulting writes them.
     spec_defaults: tuple[tuple[str, str], ...] = ()
 
@@ -42,17 +43,11 @@ class _StorageStrategy(SpecStrategy):
             spec.setdefault(key, value)
         spec.setdefault("volumeMode", "Filesystem")
 
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"phase": "Pending"}
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
+        return _validate_modes(spec.get("accessModes"), "spec.accessModes") + self.validate_volume(spec, old)
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
-        return _validate_modes(spec.get("accessModes"), "spec.accessModes") + self.validate_spec(spec, old)
-
-    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+    def validate_volume(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+        """What the kind checks beyond the access modes."""
         raise NotImplementedError
 
 
@@ -60,7 +55,7 @@ class PersistentVolumeStrategy(_StorageStrategy):
     kind = "PersistentVolume"
     spec_defaults = (("persistentVolumeReclaimPolicy", "Retain"),)
 
-    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+    def validate_volume(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         if not get_path(spec, "capacity", "storage"):
             errs.append(FieldError.required("spec.capacity"))
@@ -125,7 +120,7 @@ class PersistentVolumeStrategy(_StorageStrategy):
 class PersistentVolumeClaimStrategy(_StorageStrategy):
     kind = "PersistentVolumeClaim"
 
-    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+    def validate_volume(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         if not get_path(spec, "resources", "requests", "storage"):
             errs.append(FieldError.required("spec.resources[storage]"))
