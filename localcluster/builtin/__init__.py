@@ -40,7 +40,7 @@ _NAMESPACED, _CLUSTER = True, False
 #: A namespace is deleted one at a time: its API has no deletecollection.
 _NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 
-# One row a type, in the order discovery lists them: apiVersion, plural, kind, scope, short name,
+# One row a type, registered in this order: apiVersion, plural, kind, scope, short name,
 # whether `kubectl get all` lists it, subresources, strategy, and where /scale reads and writes.
 _Row = tuple[str, str, str, bool, str, bool, str, type[Strategy], ScaleSubresource | None]
 # fmt: off
