@@ -66,16 +66,13 @@ from apiclient import ApiError, KubeClient
 from apiclient.config import build_api_client
 from apiclient.events import EventBroadcaster
 from apiclient.resources import (
-    CUSTOMRESOURCEDEFINITIONS,
     DEPLOYMENTS,
-    NODEMAINTENANCES,
     NODES,
     PODDISRUPTIONBUDGETS,
     PODS,
 )
 from apiclient.throttle import TokenBucket
 from bench import drain_statefulset, surge_webhook
-from controller_manager.crds import nodemaintenance_crd
 from controller_manager.maintenance_cli import build_parser
 from controller_manager.maintenance_cli import run as run_cli
 from controller_manager.options import ManagerOptions
@@ -85,6 +82,7 @@ from controllers.base import Controller
 from controllers.context import ControllerContext, StaticGates
 from informers import Lister, SharedInformerFactory
 from localcluster.cluster import LocalCluster
+from localcluster.demo import ensure_crd, pod_available
 from localcluster.requestlog import RequestLog
 
 NS = "default"
@@ -176,15 +174,6 @@ def deployment(name: str, replicas: int) -> dict[str, Any]:
     }
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
-    if pod["metadata"].get("deletionTimestamp"):
-        return False
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
-
-
 async def available(client: KubeClient) -> dict[str, int]:
     return _count(await client.list_all(PODS, namespace=NS))
 
@@ -235,24 +224,11 @@ async def spread_layout(client: KubeClient) -> None:
     await wait_for(all_up, "every app available", timeout=600.0, every=1.0)
 
 
-async def install_crd(client: KubeClient) -> None:
-    await client.create(CUSTOMRESOURCEDEFINITIONS, nodemaintenance_crd())
-
-    async def served() -> bool:
-        try:
-            await client.list(NODEMAINTENANCES, limit=1)
-        except ApiError:
-            return False
-        return True
-
-    await wait_for(served, "the NodeMaintenance API")
-
-
 def _count(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     counts = dict.fromkeys(APPS, 0)
     for pod in pods:
         app = (pod["metadata"].get("labels") or {}).get("app")
-        if app in counts and _ready(pod):
+        if app in counts and pod_available(pod):
             counts[app] += 1
     return counts
 
@@ -369,7 +345,7 @@ async def _run_drain(
     nodes = sorted((n["metadata"]["name"] for n in await setup.list_all(NODES)), key=_node_order)
     targets = nodes[: run.drained_nodes]
     if mode == "aiokcm":
-        await install_crd(setup)
+        await ensure_crd(setup)
     clients = [base.derive("shared-informers", qps=0), base.derive("events", qps=0)]
     factory = SharedInformerFactory(clients[0], gc_freeze=True)  # as the manager runs (--gc-freeze)
     broadcaster = EventBroadcaster(clients[1])

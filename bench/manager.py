@@ -63,7 +63,7 @@ from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES
 from controllers.deployment.util import compute_hash
 from localcluster.cluster import LocalCluster
-from localcluster.demo import ensure_crd
+from localcluster.demo import ensure_crd, node_maintenance
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = "default"
@@ -499,23 +499,8 @@ async def maintenance_samples(
     out: list[float] = []
     for i, node in enumerate(nodes):
         name = f"bench-{i}"
-        body = {
-            "apiVersion": "maintenance.aiokcm.io/v1alpha1",
-            "kind": "NodeMaintenance",
-            "metadata": {"name": name},
-            "spec": {
-                "nodeSelector": {
-                    "nodeSelectorTerms": [
-                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                    ]
-                },
-                "cordon": True,
-                "drain": False,
-                "reason": "bench",
-            },
-        }
         t0 = time.monotonic()
-        await kube.create(NODEMAINTENANCES, body)
+        await kube.create(NODEMAINTENANCES, node_maintenance(name, node, "bench", drain=False))
         got = await log.first_after(
             t0, _path_ends(f"/nodemaintenances/{name}", f"/nodemaintenances/{name}/status", f"/nodes/{node}")
         )

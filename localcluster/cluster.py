@@ -206,13 +206,10 @@ class LocalCluster:
         self._bootstrap()
 
     def _bootstrap(self) -> None:
-        ns_type = self.registry.get("", "v1", "namespaces")
-        node_type = self.registry.get("", "v1", "nodes")
-        assert ns_type is not None and node_type is not None
+        ns_type = self.registry.require("", "v1", "namespaces")
         for name in SYSTEM_NAMESPACES:
             self.objects.create(ns_type, None, {"metadata": {"name": name}})
-        pc_type = self.registry.get("scheduling.k8s.io", "v1", "priorityclasses")
-        assert pc_type is not None
+        pc_type = self.registry.require("scheduling.k8s.io", "v1", "priorityclasses")
         for priority_class in system_priority_classes():
             self.objects.create(pc_type, None, priority_class)
         self.auth.bootstrap()
@@ -220,7 +217,7 @@ class LocalCluster:
             if self._kubelets_enabled:
                 self.kubelets.add_node(f"node-{i}")
             else:
-                self.objects.create(node_type, None, node_object(f"node-{i}"))
+                self.objects.create(self.registry.require("", "v1", "nodes"), None, node_object(f"node-{i}"))
                 lift_not_ready_taint(self.objects, f"node-{i}")
 
     def _resolve_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:

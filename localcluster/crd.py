@@ -30,6 +30,7 @@ import orjson
 
 from localcluster import schema as crschema
 from localcluster.builtin.base import age
+from localcluster.builtin.validation import object_items
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.registry import (
     FieldError,
@@ -404,11 +405,7 @@ def _validate_versions(versions: Any) -> list[FieldError]:
             )
         )
     seen: set[str] = set()
-    for i, version in enumerate(versions):
-        path = f"spec.versions[{i}]"
-        if not isinstance(version, dict):
-            errs.append(FieldError.invalid(path, version, "must be an object"))
-            continue
+    for path, version in object_items(versions, "spec.versions", errs):
         vname = version.get("name")
         if not vname or not _DNS_LABEL.match(str(vname)):
             errs.append(FieldError.invalid(f"{path}.name", vname, "must be a DNS-1035 label"))

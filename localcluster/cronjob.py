@@ -19,17 +19,16 @@ from __future__ import annotations
 import copy
 import datetime as dt
 
-import anyio
 from croniter import croniter
 
 from kubeutil.timestamps import format_time, parse_time
 from localcluster import errors
 from localcluster.builtin.base import get_int, get_path
 from localcluster.job import finished_condition
-from localcluster.keyed import KeyedLoop, add_unless_deleted, sync_stored, watch_storage
+from localcluster.keyed import KeyedLoop, add_unless_deleted, sync_stored, write_status
 from localcluster.objects import ObjectAPI
 from localcluster.recorder import EventRecorder
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.revisions import controller_of, controller_ref
 from localcluster.storage import StoredEvent
 
@@ -55,13 +54,8 @@ def most_recent_schedule(
 class CronJobController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        cj_rt, job_rt = (
-            objects.registry.get("batch", "v1", "cronjobs"),
-            objects.registry.get("batch", "v1", "jobs"),
-        )
-        assert cj_rt is not None and job_rt is not None
-        self._cj_rt: ResourceType = cj_rt
-        self._job_rt: ResourceType = job_rt
+        self._cj_rt = objects.registry.require("batch", "v1", "cronjobs")
+        self._job_rt = objects.registry.require("batch", "v1", "jobs")
         self.events = EventRecorder(objects, "cronjob-controller")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
         self._on_cronjob = add_unless_deleted(self.loop)
@@ -77,10 +71,8 @@ class CronJobController:
             self.loop.add((entry.namespace, entry.name))
 
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, self.objects.storage, self._cj_rt.storage_key, self._on_cronjob)
-            tg.start_soon(watch_storage, self.objects.storage, self._job_rt.storage_key, self._on_job)
-            tg.start_soon(self.loop.run)
+        watches = [(self._cj_rt.storage_key, self._on_cronjob), (self._job_rt.storage_key, self._on_job)]
+        await self.loop.watch_and_run(self.objects.storage, watches)
 
     def _on_job(self, ev: StoredEvent) -> None:
         ref = controller_of(ev.obj)
@@ -150,9 +142,7 @@ class CronJobController:
         if not status["active"]:
             del status["active"]
         self._clean_history(cronjob, jobs)
-        if status != (cronjob.get("status") or {}):
-            cronjob["status"] = status
-            self.objects.update_status(self._cj_rt, meta["namespace"], meta["name"], cronjob)
+        write_status(self.objects, self._cj_rt, cronjob, status)
         return max((upcoming - now).total_seconds(), 0.0) + 0.1
 
     def _create(self, cronjob: Obj, scheduled: dt.datetime) -> Obj | None:

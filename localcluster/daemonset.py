@@ -24,26 +24,23 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import math
+from collections.abc import Callable, Iterable
 from typing import Any
-
-import anyio
 
 from kubeutil.nodeaffinity import pod_matches_node
 from kubeutil.taints import NO_EXECUTE, NO_SCHEDULE, node_taints, tolerations_tolerate_taint
-from localcluster import errors, podstate
+from localcluster import podstate
 from localcluster.builtin.apps import TEMPLATE_GENERATION
 from localcluster.builtin.base import get_int
-from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
+from localcluster.keyed import PodOwnerController, write_status
 from localcluster.objects import ObjectAPI
-from localcluster.recorder import EventRecorder
-from localcluster.registry import Obj, ResourceType
-from localcluster.revisions import Revisions, controller_of, controller_ref, fnv32a, safe_encode
+from localcluster.registry import Obj
+from localcluster.revisions import Revisions, controller_ref, fnv32a, safe_encode
 from localcluster.storage import StoredEvent
 
 REVISION_LABEL = "controller-revision-hash"
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"
 
-Key = tuple[str, str]
 #: Seconds before a sync the API refused (an invalid pod, say) is tried again.
 
 _DAEMON_TOLERATIONS = (
@@ -138,28 +135,17 @@ def _scaled(value: Any, total: int, *, round_up: bool) -> int:
         return 0
 
 
-class DaemonSetController:
+class DaemonSetController(PodOwnerController):
     def __init__(self, objects: ObjectAPI) -> None:
-        self.objects = objects
-        rts = {p: objects.registry.get(g, "v1", p) for g, p in (("apps", "daemonsets"), ("", "pods"))}
-        assert all(rts.values())
-        self._ds_rt: ResourceType = rts["daemonsets"]  # type: ignore[assignment]
-        self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
+        super().__init__(
+            objects, objects.registry.require("apps", "v1", "daemonsets"), "daemonset-controller"
+        )
         self.revisions = Revisions(objects)
-        self.events = EventRecorder(objects, "daemonset-controller")
-        self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
-        self._on_ds = add_unless_deleted(self.loop)
-        self._on_pod = add_controller(self.loop, "DaemonSet", "apps/v1")
         #: What `NodeShouldRunDaemonPod` reads of each node (name, labels, taints), from the node watch.
         self._nodes: dict[str, Obj] = {}
 
-    async def run(self) -> None:
-        storage = self.objects.storage
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, storage, self._ds_rt.storage_key, self._on_ds)
-            tg.start_soon(watch_storage, storage, "pods", self._on_pod)
-            tg.start_soon(watch_storage, storage, "nodes", self._on_node)
-            tg.start_soon(self.loop.run)
+    def _more_watches(self) -> Iterable[tuple[str, Callable[[StoredEvent], None]]]:
+        return [("nodes", self._on_node)]
 
     def _on_node(self, ev: StoredEvent) -> None:
         """A node that comes, goes or changes its labels or taints may change every set;
@@ -176,24 +162,14 @@ class DaemonSetController:
             changed = self._nodes.get(name) != slim
             self._nodes[name] = slim
         if changed:
-            for entry in list(self.objects.storage.iter_entries(self._ds_rt.storage_key)):
+            for entry in list(self.objects.storage.iter_entries(self._owner_rt.storage_key)):
                 self.loop.add((entry.namespace, entry.name))
 
     # -- the reconcile --------------------------------------------------------------------
-    def sync(self, key: Key) -> float | None:
-        return sync_stored(self.objects.storage, self._ds_rt.storage_key, key, self._sync)
-
     def _pods_by_node(self, ds: Obj) -> dict[str | None, list[Obj]]:
-        meta = ds["metadata"]
-        uid = meta["uid"].encode()
         out: dict[str | None, list[Obj]] = {}
-        for entry in self.objects.storage.iter_entries("pods", meta["namespace"]):
-            if uid not in entry.raw:
-                continue
-            pod = entry.load()
-            ref = controller_of(pod)
-            if ref is not None and ref.get("uid") == meta["uid"]:
-                out.setdefault(target_node(pod), []).append(pod)
+        for pod in self._pods(ds):
+            out.setdefault(target_node(pod), []).append(pod)
         for pods in out.values():
             pods.sort(key=podstate.creation_order)
         return out
@@ -256,9 +232,9 @@ class DaemonSetController:
                     if not (p.get("spec") or {}).get("nodeName") and not podstate.is_terminating(p)
                 )
         for node in to_create:
-            self._create(ds, self._new_pod(ds, node, digest))
+            self._create_pod(ds, self._new_pod(ds, node, digest))
         for pod in to_delete:
-            self._delete(ds, pod)
+            self._delete_pod(ds, pod)
 
     def _rolling_update(self, ds: Obj, verdicts: dict[str, tuple[bool, bool]], digest: str) -> None:
         """`rollingUpdate` without surge: old pods go within maxUnavailable, unavailable first."""
@@ -293,7 +269,7 @@ class DaemonSetController:
                 candidates.append(pod)
         budget = min(max(max_unavailable - unavailable, 0), len(candidates))
         for pod in replace_now + candidates[:budget]:
-            self._delete(ds, pod)
+            self._delete_pod(ds, pod)
 
     def _rolling_update_surge(
         self,
@@ -336,9 +312,9 @@ class DaemonSetController:
             old_to_delete.append(old)
         budget = min(max(max_surge - surging, 0), len(candidates))
         for node in allowed + candidates[:budget]:
-            self._create(ds, self._new_pod(ds, node, digest))
+            self._create_pod(ds, self._new_pod(ds, node, digest))
         for pod in old_to_delete:
-            self._delete(ds, pod)
+            self._delete_pod(ds, pod)
 
     def _new_pod(self, ds: Obj, node: str, digest: str) -> Obj:
         """`CreatePodTemplate` + `ReplaceDaemonSetPodNodeNameNodeAffinity` for one node."""
@@ -367,26 +343,6 @@ class DaemonSetController:
         required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
         required["nodeSelectorTerms"] = [term]
         return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
-
-    def _create(self, ds: Obj, pod: Obj) -> None:
-        try:
-            created = self.objects.create(self._pod_rt, pod["metadata"]["namespace"], pod)
-        except errors.StatusError as exc:
-            self.events.event(ds, "Warning", "FailedCreate", f"Error creating: {exc.message}")
-            raise
-        self.events.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {created.name}")
-
-    def _delete(self, ds: Obj, pod: Obj) -> None:
-        meta = pod["metadata"]
-        try:
-            self.objects.delete(
-                self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]}
-            )
-        except errors.StatusError as exc:
-            if exc.code != 404:
-                raise
-            return
-        self.events.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
 
     def _write_status(
         self,
@@ -438,10 +394,7 @@ class DaemonSetController:
         for key in ("collisionCount", "conditions"):
             if old.get(key) is not None:
                 status[key] = old[key]
-        if status != old:
-            ds["status"] = status
-            meta = ds["metadata"]
-            self.objects.update(self._ds_rt, meta["namespace"], meta["name"], ds, subresource="status")
+        write_status(self.objects, self._owner_rt, ds, status)
         return None if wait is None else wait + 0.01
 
 

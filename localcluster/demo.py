@@ -125,7 +125,9 @@ def pdb(app: App) -> dict[str, Any]:
     }
 
 
-def node_maintenance(name: str, node: str, reason: str) -> dict[str, Any]:
+def node_maintenance(name: str, node: str, reason: str, *, drain: bool = True) -> dict[str, Any]:
+    """A NodeMaintenance that cordons `node` and (unless `drain` is False, as the manager bench's
+    cordon-only samples ask) drains it."""
     return {
         "apiVersion": NODEMAINTENANCES.api_version,
         "kind": NODEMAINTENANCES.kind,
@@ -137,7 +139,7 @@ def node_maintenance(name: str, node: str, reason: str) -> dict[str, Any]:
                 ]
             },
             "cordon": True,
-            "drain": True,
+            "drain": drain,
             "reason": reason,
         },
     }

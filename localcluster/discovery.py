@@ -98,6 +98,17 @@ def _types_in(registry: Registry, group: str, version: str) -> list[ResourceType
     )
 
 
+def _aliases(rt: ResourceType) -> dict[str, list[str]]:
+    """The other names kubectl finds a type by (`shortNames`, `categories`), where it has any:
+    both discovery forms leave out an empty list rather than send one."""
+    out: dict[str, list[str]] = {}
+    if rt.short_names:
+        out["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        out["categories"] = list(rt.categories)
+    return out
+
+
 # ------------------------------------------------------------------------------- legacy
 
 
@@ -133,10 +144,7 @@ def _legacy_resources(rt: ResourceType) -> list[dict[str, Any]]:
         "kind": rt.kind,
         "verbs": list(rt.verbs),
     }
-    if rt.short_names:
-        main["shortNames"] = list(rt.short_names)
-    if rt.categories:
-        main["categories"] = list(rt.categories)
+    main.update(_aliases(rt))
     main["storageVersionHash"] = storage_version_hash(rt)
     out = [main]
     for sub in sorted(rt.subresources):
@@ -177,10 +185,7 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
         "singularResource": rt.singular,
         "verbs": list(rt.verbs),
     }
-    if rt.short_names:
-        res["shortNames"] = list(rt.short_names)
-    if rt.categories:
-        res["categories"] = list(rt.categories)
+    res.update(_aliases(rt))
     subs = []
     for sub in sorted(rt.subresources):
         group, version, kind, verbs = _subresource_kind(rt, sub)

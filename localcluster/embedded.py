@@ -32,8 +32,7 @@ INSTALLED_NAMESPACES = ("aiokcm-system", "kube-node-maintenance")
 
 
 def _install(cluster: LocalCluster) -> None:
-    ns_rt = cluster.registry.get("", "v1", "namespaces")
-    assert ns_rt is not None
+    ns_rt = cluster.registry.require("", "v1", "namespaces")
     for name in INSTALLED_NAMESPACES:
         body = {"metadata": {"name": name, "labels": {"app.kubernetes.io/name": "aiokcm"}}}
         cluster.objects.create(ns_rt, None, body)
@@ -43,9 +42,8 @@ def _populate(cluster: LocalCluster, pods: int) -> None:
     """A ReplicaSet `workload` of `pods` replicas and its pods, as if its controller had made them."""
     if pods <= 0:
         return
-    rs_rt = cluster.registry.get("apps", "v1", "replicasets")
-    pod_rt = cluster.registry.get("", "v1", "pods")
-    assert rs_rt is not None and pod_rt is not None
+    rs_rt = cluster.registry.require("apps", "v1", "replicasets")
+    pod_rt = cluster.registry.require("", "v1", "pods")
     labels = {"app": WORKLOAD}
     template = {
         "metadata": {"labels": labels},

@@ -22,12 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
 from kubeutil import selectors
 from localcluster import errors, podstate
 from localcluster.builtin.base import get_path
-from localcluster.keyed import KeyedLoop, retry_after, watch_storage
+from localcluster.keyed import KeyedLoop, retry_after
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj, ResourceType
 from localcluster.revisions import controller_ref
@@ -62,21 +60,15 @@ def _target_ref(pod: Obj) -> Obj:
 class EndpointsController:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rts = {
-            p: objects.registry.get(g, "v1", p)
-            for g, p in (("", "services"), ("", "endpoints"), ("discovery.k8s.io", "endpointslices"))
-        }
-        assert all(rts.values())
-        self._svc_rt: ResourceType = rts["services"]  # type: ignore[assignment]
-        self._ep_rt: ResourceType = rts["endpoints"]  # type: ignore[assignment]
-        self._slice_rt: ResourceType = rts["endpointslices"]  # type: ignore[assignment]
+        self._svc_rt = objects.registry.require("", "v1", "services")
+        self._ep_rt = objects.registry.require("", "v1", "endpoints")
+        self._slice_rt = objects.registry.require("discovery.k8s.io", "v1", "endpointslices")
         self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
 
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, self.objects.storage, "services", self._on_service)
-            tg.start_soon(watch_storage, self.objects.storage, "pods", self._on_pod)
-            tg.start_soon(self.loop.run)
+        await self.loop.watch_and_run(
+            self.objects.storage, [("services", self._on_service), ("pods", self._on_pod)]
+        )
 
     def _on_service(self, ev: StoredEvent) -> None:
         self.loop.add((ev.namespace, ev.obj["metadata"]["name"]))

@@ -56,13 +56,15 @@ def _details(group: str, kind: str, name: str | None) -> dict[str, Any]:
     return details
 
 
+def _object_details(group_resource: str, name: str, group: str, kind: str) -> dict[str, Any]:
+    """`details` of an error about one object: its `kind` is the resource's plural unless the
+    caller names one, as `errors.NewNotFound(qualifiedResource, name)` fills it."""
+    return _details(group, kind or group_resource.split(".")[0], name)
+
+
 def not_found(group_resource: str, name: str, *, group: str = "", kind: str = "") -> StatusError:
-    return StatusError(
-        404,
-        "NotFound",
-        f'{group_resource} "{name}" not found',
-        _details(group, kind or group_resource.split(".")[0], name),
-    )
+    message = f'{group_resource} "{name}" not found'
+    return StatusError(404, "NotFound", message, _object_details(group_resource, name, group, kind))
 
 
 def resource_not_found() -> StatusError:
@@ -72,21 +74,13 @@ def resource_not_found() -> StatusError:
 
 
 def already_exists(group_resource: str, name: str, *, group: str = "", kind: str = "") -> StatusError:
-    return StatusError(
-        409,
-        "AlreadyExists",
-        f'{group_resource} "{name}" already exists',
-        _details(group, kind or group_resource.split(".")[0], name),
-    )
+    message = f'{group_resource} "{name}" already exists'
+    return StatusError(409, "AlreadyExists", message, _object_details(group_resource, name, group, kind))
 
 
 def conflict(group_resource: str, name: str, why: str, *, group: str = "", kind: str = "") -> StatusError:
-    return StatusError(
-        409,
-        "Conflict",
-        f'Operation cannot be fulfilled on {group_resource} "{name}": {why}',
-        _details(group, kind or group_resource.split(".")[0], name),
-    )
+    message = f'Operation cannot be fulfilled on {group_resource} "{name}": {why}'
+    return StatusError(409, "Conflict", message, _object_details(group_resource, name, group, kind))
 
 
 STALE = "the object has been modified; please apply your changes to the latest version and try again"

@@ -37,9 +37,8 @@ import orjson
 from aiohttp import web
 
 from kubeutil import selectors
-from localcluster import errors
+from localcluster import errors, podstate
 from localcluster.objects import ObjectAPI, now_rfc3339
-from localcluster.registry import ResourceType
 from localcluster.rest import RestHandlers, Target, add_warnings, status_response
 
 Obj = dict[str, Any]
@@ -67,11 +66,8 @@ class Eviction:
     def __init__(self, objects: ObjectAPI, rest: RestHandlers | None = None) -> None:
         self.objects = objects
         self.rest = rest
-        pod_rt = objects.registry.get("", "v1", "pods")
-        pdb_rt = objects.registry.get("policy", "v1", "poddisruptionbudgets")
-        assert pod_rt is not None and pdb_rt is not None
-        self.pod_rt: ResourceType = pod_rt
-        self.pdb_rt: ResourceType = pdb_rt
+        self.pod_rt = objects.registry.require("", "v1", "pods")
+        self.pdb_rt = objects.registry.require("policy", "v1", "poddisruptionbudgets")
 
     async def handle(self, request: web.Request, target: Target) -> web.StreamResponse:
         if request.method != "POST":
@@ -272,17 +268,12 @@ class Eviction:
                     f"ResourceVersion in record ({lmeta['resourceVersion']}). The object might have been modified",
                     kind="Pod",
                 )
-            conditions = latest.setdefault("status", {}).setdefault("conditions", [])
-            conditions[:] = [c for c in conditions if c.get("type") != "DisruptionTarget"]
-            conditions.append(
-                {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "lastProbeTime": None,
-                    "lastTransitionTime": now_rfc3339(),
-                    "reason": "EvictionByEvictionAPI",
-                    "message": "Eviction API: evicting",
-                }
+            podstate.put_condition(
+                latest.setdefault("status", {}),
+                "DisruptionTarget",
+                "True",
+                reason="EvictionByEvictionAPI",
+                message="Eviction API: evicting",
             )
             updated = self.objects.update_status(self.pod_rt, ns, name, latest)
             if preconditions.get("resourceVersion"):

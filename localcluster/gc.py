@@ -30,6 +30,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from localcluster import errors
+from localcluster.keyed import Worker
 from localcluster.objects import FOREGROUND, ORPHAN, ObjectAPI
 from localcluster.registry import ResourceType
 from localcluster.storage import StoredEvent
@@ -54,7 +55,7 @@ class GarbageCollector:
         self._owners_of: dict[str, tuple[Ref, list[Obj]]] = {}  # dependent uid -> (ref, ownerReferences)
         self._dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
         self._dirty: dict[tuple[str, str], Ref] = {}  # ("dependent"|"owner", uid) -> ref
-        self._wake = anyio.Event()
+        self._worker = Worker(lambda: bool(self._dirty), self._work_one)
         self._watched: set[str] = set()
         self._tg: TaskGroup | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -68,7 +69,7 @@ class GarbageCollector:
                 self._watch_type(rt)
             self._unsubscribe = self.registry.subscribe(self._on_registry)
             try:
-                await self._work()
+                await self._worker.run()
             finally:
                 self._unsubscribe()
 
@@ -153,7 +154,7 @@ class GarbageCollector:
 
     def _mark(self, kind: str, ref: Ref) -> None:
         self._dirty[(kind, ref.uid)] = ref
-        self._wake.set()
+        self._worker.wake()
 
     def _owner_rt(self, owner: Obj) -> ResourceType | None:
         api_version = owner.get("apiVersion", "")
@@ -185,25 +186,18 @@ class GarbageCollector:
         return obj if obj["metadata"].get("uid") == ref.uid else None
 
     # -- work -----------------------------------------------------------------------------
-    async def _work(self) -> None:
-        while True:
-            while not self._dirty:
-                self._wake = anyio.Event()
-                await self._wake.wait()
-            handled = 0
-            while self._dirty:
-                (kind, _), ref = self._dirty.popitem()
-                try:
-                    if kind == "dependent":
-                        self._attempt_to_delete(ref)
-                    else:
-                        self._process_owner(ref)
-                except errors.StatusError as exc:
-                    if exc.code not in (404, 409):
-                        raise
-                handled += 1
-                if handled % 200 == 0:
-                    await anyio.lowlevel.checkpoint()
+    def _work_one(self) -> None:
+        """The newest mark first; a 404 or 409 means the object went or changed meanwhile, and its
+        event marks it again."""
+        (kind, _), ref = self._dirty.popitem()
+        try:
+            if kind == "dependent":
+                self._attempt_to_delete(ref)
+            else:
+                self._process_owner(ref)
+        except errors.StatusError as exc:
+            if exc.code not in (404, 409):
+                raise
 
     def _attempt_to_delete(self, ref: Ref) -> None:
         """`attemptToDeleteItem`: classify owners as solid / dangling / waiting-for-dependents."""

@@ -22,19 +22,15 @@ from __future__ import annotations
 import copy
 import datetime as dt
 
-import anyio
-
 from kubeutil.timestamps import parse_time
-from localcluster import errors, podstate
+from localcluster import podstate
 from localcluster.builtin.base import get_int, get_path
-from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
+from localcluster.keyed import PodOwnerController, write_status
 from localcluster.objects import ObjectAPI, now_rfc3339
-from localcluster.recorder import EventRecorder
-from localcluster.registry import Obj, ResourceType
-from localcluster.revisions import controller_of, controller_ref
+from localcluster.registry import Obj
+from localcluster.revisions import controller_ref
 
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-Key = tuple[str, str]
 
 
 def finished_condition(job: Obj) -> str | None:
@@ -69,37 +65,9 @@ def _compress(indexes: list[int]) -> str:
     return ",".join(out)
 
 
-class JobController:
+class JobController(PodOwnerController):
     def __init__(self, objects: ObjectAPI) -> None:
-        self.objects = objects
-        job_rt, pod_rt = objects.registry.get("batch", "v1", "jobs"), objects.registry.get("", "v1", "pods")
-        assert job_rt is not None and pod_rt is not None
-        self._job_rt: ResourceType = job_rt
-        self._pod_rt: ResourceType = pod_rt
-        self.events = EventRecorder(objects, "job-controller")
-        self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
-        self._on_job = add_unless_deleted(self.loop)
-        self._on_pod = add_controller(self.loop, "Job", "batch/v1")
-
-    async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, self.objects.storage, self._job_rt.storage_key, self._on_job)
-            tg.start_soon(watch_storage, self.objects.storage, "pods", self._on_pod)
-            tg.start_soon(self.loop.run)
-
-    def sync(self, key: Key) -> float | None:
-        return sync_stored(self.objects.storage, self._job_rt.storage_key, key, self._sync)
-
-    def _pods(self, job: Obj) -> list[Obj]:
-        uid = job["metadata"]["uid"]
-        out = []
-        for entry in self.objects.storage.iter_entries("pods", job["metadata"]["namespace"]):
-            if uid.encode() in entry.raw:
-                pod = entry.load()
-                ref = controller_of(pod)
-                if ref is not None and ref.get("uid") == uid:
-                    out.append(pod)
-        return out
+        super().__init__(objects, objects.registry.require("batch", "v1", "jobs"), "job-controller")
 
     def _sync(self, job: Obj) -> float | None:
         if finished_condition(job) is not None or job["metadata"].get("deletionTimestamp"):
@@ -165,11 +133,7 @@ class JobController:
                 status[key] = value
             else:
                 status.pop(key, None)
-        if status != (job.get("status") or {}):
-            job["status"] = status
-            self.objects.update_status(
-                self._job_rt, job["metadata"]["namespace"], job["metadata"]["name"], job
-            )
+        write_status(self.objects, self._owner_rt, job, status)
         return wait
 
     @staticmethod
@@ -231,22 +195,7 @@ class JobController:
         if index is not None:
             pod_spec.setdefault("hostname", f"{meta['name']}-{index}")
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
-        try:
-            created = self.objects.create(self._pod_rt, meta["namespace"], pod).load()
-        except errors.StatusError as exc:
-            self.events.event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
-            raise
-        self.events.event(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
-        return created
+        return self._create_pod(job, pod).load()
 
     def _delete(self, job: Obj, pod: Obj) -> None:
-        meta = pod["metadata"]
-        try:
-            self.objects.delete(
-                self._pod_rt, meta["namespace"], meta["name"], preconditions={"uid": meta["uid"]}
-            )
-        except errors.StatusError as exc:
-            if exc.code not in (404, 409):
-                raise
-            return
-        self.events.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+        self._delete_pod(job, pod, gone=(404, 409))

@@ -51,7 +51,6 @@ from localcluster import errors
 from localcluster.builtin.core import NOT_READY_TAINT
 from localcluster.objects import ObjectAPI, now_rfc3339
 from localcluster.recorder import EventRecorder
-from localcluster.registry import ResourceType
 from localcluster.storage import StoredEvent
 
 Obj = dict[str, Any]
@@ -328,14 +327,9 @@ class Kubelets(Mapping[str, Kubelet]):
         self._started = False
         self.lag = LagStats()
         self.renewals = 0
-        rts = {
-            p: objects.registry.get(g, "v1", p)
-            for g, p in (("", "nodes"), ("", "pods"), ("coordination.k8s.io", "leases"))
-        }
-        assert all(rts.values())
-        self._node_rt: ResourceType = rts["nodes"]  # type: ignore[assignment]
-        self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
-        self._lease_rt: ResourceType = rts["leases"]  # type: ignore[assignment]
+        self._node_rt = objects.registry.require("", "v1", "nodes")
+        self._pod_rt = objects.registry.require("", "v1", "pods")
+        self._lease_rt = objects.registry.require("coordination.k8s.io", "v1", "leases")
 
     # -- Mapping ------------------------------------------------------------------------
     def __getitem__(self, name: str) -> Kubelet:
@@ -709,8 +703,7 @@ class Kubelets(Mapping[str, Kubelet]):
 def lift_not_ready_taint(objects: ObjectAPI, name: str) -> None:
     """Remove `node.kubernetes.io/not-ready:NoSchedule` from a node, as the node lifecycle
     controller does once the node is Ready."""
-    node_rt = objects.registry.get("", "v1", "nodes")
-    assert node_rt is not None
+    node_rt = objects.registry.require("", "v1", "nodes")
     node = objects.get(node_rt, None, name)
     taints = (node.get("spec") or {}).get("taints") or []
     kept = [t for t in taints if not (t.get("key") == NOT_READY_TAINT and t.get("effect") == "NoSchedule")]

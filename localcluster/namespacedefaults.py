@@ -19,12 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import anyio
-
 from localcluster import errors
 from localcluster.keyed import KeyedLoop, watch_storage
 from localcluster.objects import ObjectAPI
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.storage import StoredEvent
 
 DEFAULT_SERVICE_ACCOUNT = "default"
@@ -62,9 +60,7 @@ class KubernetesService:
     def __init__(self, objects: ObjectAPI, port: Callable[[], int]) -> None:
         self.objects = objects
         self._port = port
-        rt = objects.registry.get("", "v1", "services")
-        assert rt is not None
-        self._rt: ResourceType = rt
+        self._rt = objects.registry.require("", "v1", "services")
 
     def ensure(self) -> None:
         if self.objects.storage.get("services", "default", "kubernetes") is not None:
@@ -90,26 +86,17 @@ class NamespaceDefaults:
     def __init__(self, objects: ObjectAPI, root_ca: str) -> None:
         self.objects = objects
         self.root_ca = root_ca
-        rts = {p: objects.registry.get("", "v1", p) for p in ("serviceaccounts", "configmaps")}
-        assert all(rts.values())
-        self._sa_rt: ResourceType = rts["serviceaccounts"]  # type: ignore[assignment]
-        self._cm_rt: ResourceType = rts["configmaps"]  # type: ignore[assignment]
+        self._sa_rt = objects.registry.require("", "v1", "serviceaccounts")
+        self._cm_rt = objects.registry.require("", "v1", "configmaps")
         self.loop: KeyedLoop[str] = KeyedLoop(self.sync)
 
     async def run(self) -> None:
-        storage = self.objects.storage
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, storage, "namespaces", self._on_namespace)
-            tg.start_soon(
-                watch_storage,
-                storage,
-                "serviceaccounts",
-                self._on_named(DEFAULT_SERVICE_ACCOUNT, deleted_only=True),
-            )
-            tg.start_soon(
-                watch_storage, storage, "configmaps", self._on_named(ROOT_CA_CONFIGMAP, deleted_only=False)
-            )
-            tg.start_soon(self.loop.run)
+        watches = [
+            ("namespaces", self._on_namespace),
+            ("serviceaccounts", self._on_named(DEFAULT_SERVICE_ACCOUNT, deleted_only=True)),
+            ("configmaps", self._on_named(ROOT_CA_CONFIGMAP, deleted_only=False)),
+        ]
+        await self.loop.watch_and_run(self.objects.storage, watches)
 
     def _on_namespace(self, ev: StoredEvent) -> None:
         if ev.type != "DELETED":

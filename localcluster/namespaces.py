@@ -110,8 +110,7 @@ class NamespaceController:
                     remaining += 1
         if remaining:
             return False
-        ns_type = self.registry.get("", "v1", "namespaces")
-        assert ns_type is not None
+        ns_type = self.registry.require("", "v1", "namespaces")
         spec = ns.setdefault("spec", {})
         spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != FINALIZER]
         try:

@@ -27,7 +27,7 @@ import orjson
 
 from kubeutil import selectors
 from kubeutil.timestamps import format_time, utcnow
-from localcluster import errors, listoptions, patch
+from localcluster import errors, listoptions, patch, podstate
 from localcluster.builtin.validation import validate_meta
 from localcluster.fieldmanager import kinds, managed
 from localcluster.registry import FieldError, Obj, Registry, ResourceType
@@ -251,7 +251,7 @@ class ObjectAPI:
 
     # -- reads --------------------------------------------------------------------------
     def get(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
-        return self._entry(rt, self._namespace_of(rt, namespace) if rt.namespaced else "", name).load()
+        return self._entry(rt, self._namespace_of(rt, namespace), name).load()
 
     def get_entry(self, rt: ResourceType, namespace: str | None, name: str) -> Entry:
         return self._entry(rt, namespace or "" if rt.namespaced else "", name)
@@ -452,7 +452,7 @@ class ObjectAPI:
         opts: WriteOptions = _NO_OPTIONS,
     ) -> Entry:
         """PUT: the body replaces the object (status or not, per `subresource`)."""
-        ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
+        ns = self._namespace_of(rt, namespace)
         obj = self._check_type(rt, body)
         entry = self._entry(rt, ns, name)
         meta = obj["metadata"]
@@ -460,13 +460,7 @@ class ObjectAPI:
         uid = meta.get("uid")
         old = entry.load()
         if uid and uid != old["metadata"]["uid"]:
-            raise errors.conflict(
-                rt.group_resource,
-                name,
-                uid_precondition_failed(uid, old["metadata"]["uid"]),
-                group=rt.group,
-                kind=rt.plural,
-            )
+            raise _conflict(rt, name, uid_precondition_failed(uid, old["metadata"]["uid"]))
         return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts)
 
     def _apply_update(
@@ -596,7 +590,7 @@ class ObjectAPI:
             raise errors.bad_request(
                 f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
             )
-        ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
+        ns = self._namespace_of(rt, namespace)
         t = kinds.kind_type(rt)
         entry = self.storage.get(rt.storage_key, ns, name)
         if entry is None:
@@ -634,7 +628,7 @@ class ObjectAPI:
             )
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != str(entry.rv):
-            raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+            raise _conflict(rt, name, errors.STALE)
         merged, owners = managed.apply(
             live,
             config,
@@ -666,7 +660,9 @@ class ObjectAPI:
         subresource: str | None = None,
         opts: WriteOptions = _NO_OPTIONS,
     ) -> Entry:
-        ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
+        """PATCH: the patch applied to the stored object, the result checked and written as a PUT
+        of it would be (only the UID precondition's message differs, as the real server's does)."""
+        ns = self._namespace_of(rt, namespace)
         entry = self._entry(rt, ns, name)
         old = entry.load()
         patched = patch.apply_patch(content_type, copy.deepcopy(old), patch_body, rt)
@@ -678,9 +674,7 @@ class ObjectAPI:
             raise errors.bad_request("metadata must be an object")
         _check_target(rt, meta, name, entry)
         if meta.get("uid") not in (None, old["metadata"]["uid"]):
-            raise errors.conflict(
-                rt.group_resource, name, "Precondition failed: UID mismatch", group=rt.group, kind=rt.plural
-            )
+            raise _conflict(rt, name, "Precondition failed: UID mismatch")
         obj = self._check_type(rt, patched)
         return self._apply_update(rt, obj, old, entry, subresource=subresource, opts=opts)
 
@@ -697,26 +691,18 @@ class ObjectAPI:
         orphan_dependents: bool | None = None,
         opts: WriteOptions = _NO_OPTIONS,
     ) -> DeleteResult:
-        ns = self._namespace_of(rt, namespace) if rt.namespaced else ""
+        ns = self._namespace_of(rt, namespace)
         entry = self._entry(rt, ns, name)
         obj = entry.load()
         meta = obj["metadata"]
         pre = preconditions or {}
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
-            raise errors.conflict(
-                rt.group_resource,
-                name,
-                uid_precondition_failed(pre["uid"], meta.get("uid")),
-                group=rt.group,
-                kind=rt.plural,
-            )
+            raise _conflict(rt, name, uid_precondition_failed(pre["uid"], meta.get("uid")))
         if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(entry.rv):
-            raise errors.conflict(
-                rt.group_resource,
+            raise _conflict(
+                rt,
                 name,
                 f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {entry.rv}",
-                group=rt.group,
-                kind=rt.plural,
             )
         if propagation_policy is not None and propagation_policy not in (
             "Orphan",
@@ -844,32 +830,14 @@ class ObjectAPI:
         meta = obj["metadata"]
         uid = (binding.get("metadata") or {}).get("uid")
         if uid and uid != meta["uid"]:
-            raise errors.conflict(
-                rt.group_resource, name, uid_precondition_failed(uid, meta["uid"]), kind=rt.plural
-            )
+            raise _conflict(rt, name, uid_precondition_failed(uid, meta["uid"]))
         if meta.get("deletionTimestamp"):
-            raise errors.conflict(
-                rt.group_resource, name, "pod is being deleted, cannot be assigned to a host", kind=rt.plural
-            )
+            raise _conflict(rt, name, "pod is being deleted, cannot be assigned to a host")
         spec = obj["spec"]
         if spec.get("nodeName"):
-            raise errors.conflict(
-                rt.group_resource,
-                name,
-                f'pod {name} is already assigned to node "{spec["nodeName"]}"',
-                kind=rt.plural,
-            )
+            raise _conflict(rt, name, f'pod {name} is already assigned to node "{spec["nodeName"]}"')
         spec["nodeName"] = target
-        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
-        conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": now_rfc3339(),
-            }
-        )
+        podstate.put_condition(obj.setdefault("status", {}), "PodScheduled", "True")
         self._store(rt, obj, new=False)
 
     def get_scale(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
@@ -921,7 +889,7 @@ class ObjectAPI:
         obj = self.get(rt, namespace, name)
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv and str(rv) != obj["metadata"]["resourceVersion"]:
-            raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+            raise _conflict(rt, name, errors.STALE)
         assert rt.scale is not None
         _write_path(obj, rt.scale.spec_replicas_path, replicas)
         updated = self.update(rt, namespace, name, obj, subresource="scale", opts=opts)
@@ -940,6 +908,12 @@ class ObjectAPI:
         current = self.get_scale(rt, namespace, name)
         patched = patch.apply_patch(content_type, current, patch_body, None)
         return self.update_scale(rt, namespace, name, patched, opts=opts)
+
+
+def _conflict(rt: ResourceType, name: str, why: str) -> errors.StatusError:
+    """409 about an object of type `rt`, its `details` naming the resource's group and plural as
+    the real server's registry fills them, so clients see the same Status either way."""
+    return errors.conflict(rt.group_resource, name, why, group=rt.group, kind=rt.plural)
 
 
 def uid_precondition_failed(wanted: Any, stored: Any) -> str:
@@ -963,7 +937,7 @@ def _check_target(
         )
     rv = meta.get("resourceVersion")
     if rv not in (None, "") and str(rv) != str(entry.rv):
-        raise errors.conflict(rt.group_resource, name, errors.STALE, group=rt.group, kind=rt.plural)
+        raise _conflict(rt, name, errors.STALE)
 
 
 def _parse_rv(value: Any) -> int:

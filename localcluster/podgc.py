@@ -9,11 +9,9 @@ to a node that is not there, starts the node's quarantine; nothing polls.
 
 from __future__ import annotations
 
-import anyio
-
-from localcluster import errors
-from localcluster.keyed import KeyedLoop, watch_storage
-from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster import errors, podstate
+from localcluster.keyed import KeyedLoop
+from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj, ResourceType
 from localcluster.storage import StoredEvent
 
@@ -25,9 +23,7 @@ class PodGC:
     def __init__(self, objects: ObjectAPI, *, quarantine: float = QUARANTINE_SECONDS) -> None:
         self.objects = objects
         self.quarantine = quarantine
-        rt = objects.registry.get("", "v1", "pods")
-        assert rt is not None
-        self._pod_rt: ResourceType = rt
+        self._pod_rt: ResourceType = objects.registry.require("", "v1", "pods")
         self._waiting: set[str] = set()
         self.loop: KeyedLoop[str] = KeyedLoop(self.sync)
         self.deleted = 0
@@ -35,11 +31,9 @@ class PodGC:
         self.swept = 0
 
     async def run(self) -> None:
-        storage = self.objects.storage
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, storage, "nodes", self._on_node)
-            tg.start_soon(watch_storage, storage, "pods", self._on_pod)
-            tg.start_soon(self.loop.run)
+        await self.loop.watch_and_run(
+            self.objects.storage, [("nodes", self._on_node), ("pods", self._on_pod)]
+        )
 
     def _quarantine(self, node: str) -> None:
         if node not in self._waiting:
@@ -86,17 +80,12 @@ class PodGC:
         if status.get("phase") in ("Succeeded", "Failed"):
             return
         status["phase"] = "Failed"
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        conditions.append(
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": now_rfc3339(),
-                "reason": "DeletionByPodGC",
-                "message": "PodGC: node no longer exists",
-            }
+        podstate.put_condition(
+            status,
+            "DisruptionTarget",
+            "True",
+            reason="DeletionByPodGC",
+            message="PodGC: node no longer exists",
         )
-        status["conditions"] = conditions
         meta = pod["metadata"]
         self.objects.update_status(self._pod_rt, meta["namespace"], meta["name"], pod)

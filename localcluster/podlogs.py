@@ -85,9 +85,7 @@ def _container(pod: Obj, wanted: str | None) -> tuple[Obj, Obj | None]:
 class PodLogs:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rt = objects.registry.get("", "v1", "pods")
-        assert rt is not None
-        self._pod_rt = rt
+        self._pod_rt = objects.registry.require("", "v1", "pods")
 
     async def handle_log(self, request: web.Request, target: Any) -> web.StreamResponse:
         if request.method != "GET":

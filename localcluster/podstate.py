@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from kubeutil.timestamps import parse_time
+from kubeutil.timestamps import format_time, parse_time, utcnow
 
 Obj = dict[str, Any]
 
@@ -54,3 +54,23 @@ def is_available(pod: Obj, min_ready_seconds: int, now: dt.datetime) -> bool:
 
 def creation_order(pod: Obj) -> tuple[str, str]:
     return (str(pod["metadata"].get("creationTimestamp") or ""), pod["metadata"]["name"])
+
+
+def put_condition(
+    status: Obj, type_: str, value: str, *, reason: str | None = None, message: str | None = None
+) -> None:
+    """Put a new pod condition of `type_` in `status`, stamped now, in place of any old one: each
+    writer here (binding, the scheduler, eviction, pod GC) sets a condition only when it changes,
+    so the new one is always a transition. `lastProbeTime: null` and the key order are what the
+    real components write."""
+    condition: Obj = {
+        "type": type_,
+        "status": value,
+        "lastProbeTime": None,
+        "lastTransitionTime": format_time(utcnow()),
+    }
+    if reason is not None:
+        condition["reason"] = reason
+    if message is not None:
+        condition["message"] = message
+    status["conditions"] = [*(c for c in status.get("conditions") or [] if c.get("type") != type_), condition]

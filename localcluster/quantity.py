@@ -6,23 +6,13 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+# Decimal suffixes step by powers of 1000 from nano up, binary ones by powers of 1024 from Ki.
 _SUFFIXES = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal(10) ** 3,
-    "M": Decimal(10) ** 6,
-    "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15,
-    "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
+    **{
+        suffix: Decimal(10) ** (3 * step)
+        for step, suffix in enumerate(("n", "u", "m", "", "k", "M", "G", "T", "P", "E"), -3)
+    },
+    **{f"{prefix}i": Decimal(2) ** (10 * step) for step, prefix in enumerate("KMGTPE", 1)},
 }
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[a-zA-Z]*)$")
 

@@ -27,11 +27,9 @@ import operator
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 
-import anyio
-
 from localcluster import errors, quantity
 from localcluster.builtin.base import get_path
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop
 from localcluster.objects import ObjectAPI
 from localcluster.registry import Obj, ResourceType
 from localcluster.storage import StoredEvent
@@ -290,16 +288,11 @@ class QuotaController:
 
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rt = objects.registry.get("", "v1", "resourcequotas")
-        assert rt is not None
-        self._rt: ResourceType = rt
+        self._rt = objects.registry.require("", "v1", "resourcequotas")
         self.loop: KeyedLoop[str] = KeyedLoop(self.sync)
 
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            for key in WATCHED:
-                tg.start_soon(watch_storage, self.objects.storage, key, self._on_event)
-            tg.start_soon(self.loop.run)
+        await self.loop.watch_and_run(self.objects.storage, [(key, self._on_event) for key in WATCHED])
 
     def _on_event(self, ev: StoredEvent) -> None:
         if (

@@ -20,7 +20,7 @@ import time
 from kubeutil.timestamps import format_micro_time
 from localcluster import errors
 from localcluster.objects import ObjectAPI, now_rfc3339
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 
 #: Repeats of one event kept in memory at most (the correlator's LRU is 4096 entries).
 _CACHE_SIZE = 4096
@@ -46,9 +46,7 @@ class EventRecorder:
         self.objects = objects
         self.component = component
         self.source = {"component": component, "host": host} if host else {"component": component}
-        rt = objects.registry.get("", "v1", "events")
-        assert rt is not None
-        self._rt: ResourceType = rt
+        self._rt = objects.registry.require("", "v1", "events")
         self._seen: dict[
             tuple[str, str, str, str], str
         ] = {}  # (namespace, uid, reason, message) -> event name
@@ -107,9 +105,7 @@ class NewEventRecorder:
         self.objects = objects
         self.controller = controller
         self.instance = f"{controller}-{socket.gethostname()}"
-        rt = objects.registry.get("", "v1", "events")
-        assert rt is not None
-        self._rt: ResourceType = rt
+        self._rt = objects.registry.require("", "v1", "events")
 
     def eventf(self, regarding: Obj, type_: str, reason: str, action: str, note: str) -> None:
         """Record; never raises for an API refusal (a terminating namespace, a race)."""

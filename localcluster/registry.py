@@ -269,6 +269,14 @@ class Registry:
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._types.get((group, version, plural))
 
+    def require(self, group: str, version: str, plural: str) -> ResourceType:
+        """A type the cluster always serves (a built-in): its absence is a fault in how the
+        cluster was put together, never an answer for a client, so it raises."""
+        rt = self._types.get((group, version, plural))
+        if rt is None:
+            raise LookupError(f"{plural}.{group}/{version} is not registered")
+        return rt
+
     def by_kind(self, group: str, version: str, kind: str) -> ResourceType | None:
         for rt in self._types.values():
             if rt.group == group and rt.version == version and rt.kind == kind:

@@ -18,7 +18,7 @@ import orjson
 from localcluster import errors
 from localcluster.builtin.base import get_int
 from localcluster.objects import ObjectAPI
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 
 #: `rand.SafeEncodeString`'s alphabet: no vowels, no look-alike digits.
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
@@ -94,9 +94,7 @@ class Revisions:
 
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        rt = objects.registry.get("apps", "v1", "controllerrevisions")
-        assert rt is not None
-        self._rt: ResourceType = rt
+        self._rt = objects.registry.require("apps", "v1", "controllerrevisions")
 
     def owned(self, owner: Obj) -> list[Obj]:
         meta = owner["metadata"]

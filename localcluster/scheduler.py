@@ -44,10 +44,10 @@ from kubeutil.taints import (
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
-from localcluster import errors
-from localcluster.objects import ObjectAPI, now_rfc3339
+from localcluster import errors, podstate
+from localcluster.keyed import Worker
+from localcluster.objects import ObjectAPI
 from localcluster.recorder import NewEventRecorder
-from localcluster.registry import ResourceType
 from localcluster.storage import StoredEvent
 
 Obj = dict[str, Any]
@@ -127,9 +127,7 @@ class Scheduler:
         self.objects = objects
         #: `Scheduled` and `FailedScheduling` events, as kube-scheduler records them (None: not recorded).
         self.events = NewEventRecorder(objects, SCHEDULER_NAME) if events else None
-        pod_rt = objects.registry.get("", "v1", "pods")
-        assert pod_rt is not None
-        self._pod_rt: ResourceType = pod_rt
+        self._pod_rt = objects.registry.require("", "v1", "pods")
         self._nodes: dict[str, NodeInfo] = {}
         self._counts: Counter[str] = Counter()
         self._placed: dict[str, str] = {}  # pod uid -> node, for non-terminal bound pods
@@ -137,7 +135,7 @@ class Scheduler:
         self._active: dict[str, tuple[str, str]] = {}  # pod uid -> (namespace, name), insertion ordered
         self._unschedulable: dict[str, tuple[str, str]] = {}
         self._gated: set[str] = set()  # pods with spec.schedulingGates: not tried until the gates are gone
-        self._wake = anyio.Event()
+        self._worker = Worker(lambda: bool(self._active), self._schedule_next)
         self.bound = 0
 
     # -- cache ----------------------------------------------------------------------------
@@ -182,7 +180,7 @@ class Scheduler:
         self._gated.discard(uid)
         if uid not in self._unschedulable and uid not in self._active:
             self._active[uid] = (meta["namespace"], meta["name"])
-            self._wake.set()
+            self._worker.wake()
 
     def _assume(self, uid: str, node: str) -> None:
         self._placed[uid] = node
@@ -201,7 +199,7 @@ class Scheduler:
         if self._unschedulable:
             self._active.update(self._unschedulable)
             self._unschedulable.clear()
-            self._wake.set()
+            self._worker.wake()
 
     # -- scheduling ---------------------------------------------------------------------
     def _reasons(self, spec: Obj, node: NodeInfo) -> str | None:
@@ -284,17 +282,7 @@ class Scheduler:
         current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
         if current is not None and current.get("status") == "False" and current.get("message") == message:
             return
-        conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "lastProbeTime": None,
-                "lastTransitionTime": now_rfc3339(),
-                "reason": reason,
-                "message": message,
-            }
-        )
+        podstate.put_condition(status, "PodScheduled", "False", reason=reason, message=message)
         if reason == "Unschedulable" and self.events is not None:  # once per new reason, not per retry
             self.events.eventf(pod, "Warning", "FailedScheduling", "Scheduling", message)
         meta = pod["metadata"]
@@ -309,7 +297,7 @@ class Scheduler:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch, "nodes")
             tg.start_soon(self._watch, "pods")
-            tg.start_soon(self._loop)
+            tg.start_soon(self._worker.run)
 
     async def _watch(self, key: str) -> None:
         storage = self.objects.storage
@@ -353,17 +341,8 @@ class Scheduler:
         else:
             self._observe_pod(ev.type, ev.obj)
 
-    async def _loop(self) -> None:
-        while True:
-            while not self._active:
-                self._wake = anyio.Event()
-                await self._wake.wait()
-            handled = 0
-            while self._active:
-                uid = next(iter(self._active))
-                namespace, name = self._active.pop(uid)
-                self.schedule_one(uid, namespace, name)
-                handled += 1
-                if handled % 200 == 0:
-                    await anyio.lowlevel.checkpoint()
-            await anyio.lowlevel.checkpoint()
+    def _schedule_next(self) -> None:
+        """The pod queued longest first (the active queue keeps insertion order)."""
+        uid = next(iter(self._active))
+        namespace, name = self._active.pop(uid)
+        self.schedule_one(uid, namespace, name)

@@ -28,15 +28,12 @@ import datetime as dt
 import re
 from typing import Any
 
-import anyio
-
 from localcluster import errors, podstate
 from localcluster.builtin.base import get_int
-from localcluster.keyed import KeyedLoop, add_controller, add_unless_deleted, sync_stored, watch_storage
+from localcluster.keyed import PodOwnerController, write_status
 from localcluster.objects import ObjectAPI
-from localcluster.recorder import EventRecorder
-from localcluster.registry import Obj, ResourceType
-from localcluster.revisions import Revisions, controller_of, controller_ref, fnv32, safe_encode, template_of
+from localcluster.registry import Obj
+from localcluster.revisions import Revisions, controller_ref, fnv32, safe_encode, template_of
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
@@ -44,7 +41,6 @@ REVISION_LABEL = "controller-revision-hash"
 #: The label `history.NewControllerRevision` puts on a StatefulSet's revisions.
 HISTORY_HASH_LABEL = "controller.kubernetes.io/hash"
 
-Key = tuple[str, str]
 #: Seconds before a sync the API refused (an invalid pod, say) is tried again.
 
 
@@ -64,42 +60,14 @@ def start_ordinal(sts: Obj) -> int:
     return max(get_int(sts, "spec", "ordinals", "start"), 0)
 
 
-class StatefulSetController:
+class StatefulSetController(PodOwnerController):
     def __init__(self, objects: ObjectAPI) -> None:
-        self.objects = objects
-        rts = {p: objects.registry.get(g, "v1", p) for g, p in (("apps", "statefulsets"), ("", "pods"))}
-        assert all(rts.values())
-        self._set_rt: ResourceType = rts["statefulsets"]  # type: ignore[assignment]
-        self._pod_rt: ResourceType = rts["pods"]  # type: ignore[assignment]
+        super().__init__(
+            objects, objects.registry.require("apps", "v1", "statefulsets"), "statefulset-controller"
+        )
         self.revisions = Revisions(objects)
-        self.events = EventRecorder(objects, "statefulset-controller")
-        self.loop: KeyedLoop[Key] = KeyedLoop(self.sync)
-        self._on_set = add_unless_deleted(self.loop)
-        self._on_pod = add_controller(self.loop, "StatefulSet", "apps/v1")
-
-    async def run(self) -> None:
-        storage = self.objects.storage
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, storage, self._set_rt.storage_key, self._on_set)
-            tg.start_soon(watch_storage, storage, "pods", self._on_pod)
-            tg.start_soon(self.loop.run)
 
     # -- the reconcile --------------------------------------------------------------------
-    def sync(self, key: Key) -> float | None:
-        return sync_stored(self.objects.storage, self._set_rt.storage_key, key, self._sync)
-
-    def _pods(self, sts: Obj) -> list[Obj]:
-        meta = sts["metadata"]
-        uid = meta["uid"].encode()
-        out = []
-        for entry in self.objects.storage.iter_entries("pods", meta["namespace"]):
-            if uid in entry.raw:
-                pod = entry.load()
-                ref = controller_of(pod)
-                if ref is not None and ref.get("uid") == meta["uid"]:
-                    out.append(pod)
-        return out
-
     def _sync(self, sts: Obj) -> float | None:
         meta = sts["metadata"]
         history = self.revisions.sync(sts, hash_label=HISTORY_HASH_LABEL, hash_of=_hash)
@@ -310,8 +278,5 @@ class StatefulSetController:
         for cond in ("conditions",):
             if old.get(cond):
                 status[cond] = old[cond]
-        if status != old:
-            sts["status"] = status
-            meta = sts["metadata"]
-            self.objects.update(self._set_rt, meta["namespace"], meta["name"], sts, subresource="status")
+        write_status(self.objects, self._owner_rt, sts, status)
         return None if wait is None else wait + 0.01

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import anyio
-
 from kubeutil import selectors
 from localcluster import errors, quantity
 from localcluster.builtin.base import get_path
-from localcluster.keyed import KeyedLoop, watch_storage
+from localcluster.keyed import KeyedLoop
 from localcluster.objects import ObjectAPI
-from localcluster.registry import Obj, ResourceType
+from localcluster.registry import Obj
 from localcluster.storage import StoredEvent
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -33,20 +31,13 @@ _ALL = ("", "*")  # one key: every pass looks at all claims and volumes
 class VolumeBinder:
     def __init__(self, objects: ObjectAPI) -> None:
         self.objects = objects
-        pv, pvc = (
-            objects.registry.get("", "v1", "persistentvolumes"),
-            objects.registry.get("", "v1", "persistentvolumeclaims"),
-        )
-        assert pv is not None and pvc is not None
-        self._pv_rt: ResourceType = pv
-        self._pvc_rt: ResourceType = pvc
+        self._pv_rt = objects.registry.require("", "v1", "persistentvolumes")
+        self._pvc_rt = objects.registry.require("", "v1", "persistentvolumeclaims")
         self.loop: KeyedLoop[tuple[str, str]] = KeyedLoop(self.sync)
 
     async def run(self) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_storage, self.objects.storage, "persistentvolumes", self._on_event)
-            tg.start_soon(watch_storage, self.objects.storage, "persistentvolumeclaims", self._on_event)
-            tg.start_soon(self.loop.run)
+        watches = [("persistentvolumes", self._on_event), ("persistentvolumeclaims", self._on_event)]
+        await self.loop.watch_and_run(self.objects.storage, watches)
 
     def _on_event(self, ev: StoredEvent) -> None:
         self.loop.add(_ALL)

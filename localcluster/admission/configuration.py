@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from localcluster.builtin.base import BuiltinStrategy, columns
-from localcluster.builtin.validation import validate_label_selector
+from localcluster.builtin.validation import object_items, validate_label_selector
 from localcluster.registry import FieldError, Obj, Registry, ResourceType, TableColumn
 
 GROUP = "admissionregistration.k8s.io"
@@ -215,15 +215,12 @@ class ValidatingWebhookConfigurationStrategy(BuiltinStrategy):
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         seen: set[str] = set()
-        for i, hook in enumerate(obj.get("webhooks") or ()):
-            if not isinstance(hook, dict):
-                errs.append(FieldError.invalid(f"webhooks[{i}]", hook, "must be an object"))
-                continue
+        for path, hook in object_items(obj.get("webhooks") or (), "webhooks", errs):
             name = hook.get("name")
             if name in seen:
-                errs.append(FieldError.duplicate(f"webhooks[{i}].name", name))
+                errs.append(FieldError.duplicate(f"{path}.name", name))
             seen.add(str(name))
-            errs.extend(validate_webhook(hook, f"webhooks[{i}]"))
+            errs.extend(validate_webhook(hook, path))
         return errs
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:

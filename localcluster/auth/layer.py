@@ -92,9 +92,7 @@ class AuthLayer:
 
     def bootstrap(self) -> None:
         for plural, namespace, obj in policy.bootstrap_objects():
-            rt = self.registry.get(policy.RBAC_GROUP, "v1", plural)
-            assert rt is not None
-            self.objects.create(rt, namespace, obj)
+            self.objects.create(self.registry.require(policy.RBAC_GROUP, "v1", plural), namespace, obj)
 
     def install(self, app: web.Application, rest: RestHandlers) -> None:
         app.middlewares.insert(0, self.middleware)
@@ -106,8 +104,7 @@ class AuthLayer:
         ):
             group = "authentication.k8s.io" if plural == "tokenreviews" else "authorization.k8s.io"
             rest.subresource_handlers[(f"{plural}.{group}", "")] = self._review
-        sa = self.registry.get("", "v1", "serviceaccounts")
-        assert sa is not None
+        sa = self.registry.require("", "v1", "serviceaccounts")
         sa.subresources = sa.subresources | {"token"}
         rest.subresource_handlers[("serviceaccounts", "token")] = self._token_request
 

@@ -7,26 +7,20 @@ from typing import Any
 from kubeutil import selectors
 from localcluster.builtin.base import (
     BuiltinStrategy,
+    SpecStrategy,
     columns,
     format_label_selector,
     get_path,
-    template_containers,
+    workload_cells,
+    workload_columns,
 )
 from localcluster.builtin.intorpercent import rolling_update_errors
-from localcluster.builtin.pods import default_pod_spec, default_template_metadata, validate_pod_spec
+from localcluster.builtin.pods import default_pod_template, validate_pod_spec
 from localcluster.builtin.validation import immutable, non_negative, validate_label_selector, validate_labels
 from localcluster.registry import FieldError, Obj, TableColumn
 
 
-def _default_template(obj: Obj) -> None:
-    template = get_path(obj, "spec", "template")
-    default_template_metadata(template)
-    spec = get_path(obj, "spec", "template", "spec")
-    if isinstance(spec, dict):
-        default_pod_spec(spec)
-
-
-class WorkloadStrategy(BuiltinStrategy):
+class WorkloadStrategy(SpecStrategy):
     """Shared by Deployment, ReplicaSet, StatefulSet, DaemonSet: the selector must be set,
     non-empty, match the template's labels, and never change."""
 
@@ -34,10 +28,7 @@ class WorkloadStrategy(BuiltinStrategy):
     has_status_subresource = True
     has_replicas = True
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         if self.has_replicas:
             errs.extend(non_negative(spec.get("replicas"), "spec.replicas"))
@@ -106,6 +97,7 @@ class DeploymentStrategy(WorkloadStrategy):
     revision annotations through `/status`, which bumps nothing."""
 
     kind = "Deployment"
+    initial_status: Obj = {}  # serialized as it is, empty
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
         super().prepare_for_update(obj, old)
@@ -124,15 +116,7 @@ class DeploymentStrategy(WorkloadStrategy):
         else:
             obj["metadata"]["labels"] = labels
 
-    def prepare_for_create(self, obj: Obj) -> None:
-        """A Deployment starts with an empty status (`{}`), which the real server serializes."""
-        super().prepare_for_create(obj)
-        obj["status"] = {}
-
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
+    def default_spec(self, spec: dict[str, Any]) -> None:
         spec.setdefault("replicas", 1)
         strategy = spec.setdefault("strategy", {})
         strategy.setdefault("type", "RollingUpdate")
@@ -142,7 +126,7 @@ class DeploymentStrategy(WorkloadStrategy):
             rolling.setdefault("maxSurge", "25%")
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
-        _default_template(obj)
+        default_pod_template(spec.get("template"))
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         errs = super().validate(obj, old)
@@ -173,25 +157,14 @@ class DeploymentStrategy(WorkloadStrategy):
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        cols = columns(
-            ("Ready", "string"),
-            ("Up-to-date", "string"),
-            ("Available", "string"),
-            ("Age", "string"),
-            ("Containers", "string", 1),
-            ("Images", "string", 1),
-            ("Selector", "string", 1),
-            kind="Deployment",
+        cols = workload_columns(
+            ("Ready", "string"), ("Up-to-date", "string"), ("Available", "string"), kind="Deployment"
         )
-        names, images = template_containers(obj)
         return cols, [
             f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}",
             status.get("updatedReplicas", 0),
             status.get("availableReplicas", 0),
-            None,
-            names,
-            images,
-            format_label_selector(spec.get("selector")),
+            *workload_cells(spec.get("template"), format_label_selector(spec.get("selector"))),
         ]
 
 
@@ -205,48 +178,30 @@ def _zero(value: Any) -> bool:
 
 class ReplicaSetStrategy(WorkloadStrategy):
     kind = "ReplicaSet"
+    initial_status = {"replicas": 0}
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if isinstance(spec, dict):
-            spec.setdefault("replicas", 1)
-        _default_template(obj)
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"replicas": 0}
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        spec.setdefault("replicas", 1)
+        default_pod_template(spec.get("template"))
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        cols = columns(
-            ("Desired", "integer"),
-            ("Current", "integer"),
-            ("Ready", "integer"),
-            ("Age", "string"),
-            ("Containers", "string", 1),
-            ("Images", "string", 1),
-            ("Selector", "string", 1),
-            kind="ReplicaSet",
+        cols = workload_columns(
+            ("Desired", "integer"), ("Current", "integer"), ("Ready", "integer"), kind="ReplicaSet"
         )
-        names, images = template_containers(obj)
         return cols, [
             spec.get("replicas", 0),
             status.get("replicas", 0),
             status.get("readyReplicas", 0),
-            None,
-            names,
-            images,
-            format_label_selector(spec.get("selector")),
+            *workload_cells(spec.get("template"), format_label_selector(spec.get("selector"))),
         ]
 
 
 class StatefulSetStrategy(WorkloadStrategy):
     kind = "StatefulSet"
+    initial_status = {"replicas": 0, "availableReplicas": 0}
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
+    def default_spec(self, spec: dict[str, Any]) -> None:
         spec.setdefault("replicas", 1)
         spec.setdefault("podManagementPolicy", "OrderedReady")
         update = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
@@ -256,11 +211,7 @@ class StatefulSetStrategy(WorkloadStrategy):
         spec.setdefault(
             "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"}
         )
-        _default_template(obj)
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"replicas": 0, "availableReplicas": 0}
+        default_pod_template(spec.get("template"))
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         errs = super().validate(obj, old)
@@ -305,6 +256,12 @@ class DaemonSetStrategy(WorkloadStrategy):
     controller labels pods with it (`pod-template-generation`)."""
 
     kind = "DaemonSet"
+    initial_status = {
+        "currentNumberScheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "numberReady": 0,
+    }
     has_replicas = False
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
@@ -319,17 +276,14 @@ class DaemonSetStrategy(WorkloadStrategy):
         else:
             annotations[TEMPLATE_GENERATION] = old_generation
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
+    def default_spec(self, spec: dict[str, Any]) -> None:
         update = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
         if update.get("type") == "RollingUpdate":
             rolling = update.setdefault("rollingUpdate", {})
             rolling.setdefault("maxUnavailable", 1)
             rolling.setdefault("maxSurge", 0)
         spec.setdefault("revisionHistoryLimit", 10)
-        _default_template(obj)
+        default_pod_template(spec.get("template"))
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         errs = super().validate(obj, old)
@@ -356,12 +310,6 @@ class DaemonSetStrategy(WorkloadStrategy):
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
-        obj["status"] = {
-            "currentNumberScheduled": 0,
-            "desiredNumberScheduled": 0,
-            "numberMisscheduled": 0,
-            "numberReady": 0,
-        }
         obj["metadata"].setdefault("annotations", {})[TEMPLATE_GENERATION] = "1"
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:

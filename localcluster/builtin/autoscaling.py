@@ -10,22 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.base import SpecStrategy, columns, get_path
 from localcluster.registry import FieldError, Obj, TableColumn
 
 DEFAULT_CPU_UTILIZATION = 80
 
 
-class HorizontalPodAutoscalerStrategy(BuiltinStrategy):
+class HorizontalPodAutoscalerStrategy(SpecStrategy):
     group = "autoscaling"
     version = "v2"
     kind = "HorizontalPodAutoscaler"
     has_status_subresource = True
+    initial_status = {"desiredReplicas": 0}
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
+    def default_spec(self, spec: dict[str, Any]) -> None:
         spec.setdefault("minReplicas", 1)
         if not spec.get("metrics"):
             spec["metrics"] = [
@@ -38,14 +36,7 @@ class HorizontalPodAutoscalerStrategy(BuiltinStrategy):
                 }
             ]
 
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"desiredReplicas": 0}
-
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         ref = spec.get("scaleTargetRef")
         if not isinstance(ref, dict):

@@ -9,7 +9,7 @@ from kubeutil.timestamps import parse_time
 from localcluster import errors
 from localcluster.builtin import decoding, schemas
 from localcluster.builtin.descriptions import DESCRIPTIONS
-from localcluster.registry import Obj, Strategy, TableColumn
+from localcluster.registry import FieldError, Obj, Strategy, TableColumn
 
 
 class BuiltinStrategy(Strategy):
@@ -21,9 +21,19 @@ class BuiltinStrategy(Strategy):
     #: Names that must be DNS-1123 labels (namespaces, services) rather than subdomains.
     label_names: bool = False
 
+    #: The status a new object starts with, as the kind's `PrepareForCreate` writes it (the
+    #: counters the real server always serializes); None: the object's own, or none at all with
+    #: a status subresource.
+    initial_status: Obj | None = None
+
     #: Paths the last `prune` dropped, read by `ObjectAPI` right after it (same call, no await
     #: between) for `fieldValidation` Strict / Warn.
     last_pruned: list[str] = []  # replaced per call, never mutated
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        if self.initial_status is not None:
+            obj["status"] = dict(self.initial_status)
 
     def prune(self, obj: Obj) -> None:
         """Also where a value the Go decoder cannot read is refused, with its 400."""
@@ -33,6 +43,30 @@ class BuiltinStrategy(Strategy):
             raise errors.bad_request(
                 f'{self.kind} in version "{self.version}" cannot be handled as a {self.kind}: {exc}'
             ) from exc
+
+
+class SpecStrategy(BuiltinStrategy):
+    """A kind whose defaults all live under `spec`. The decoder gives a missing spec its zero
+    value, an empty object; a spec that is not an object gets no defaults and is left for
+    validation to refuse."""
+
+    def default(self, obj: Obj) -> None:
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            self.default_spec(spec)
+
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        """The kind's `SetDefaults_*` on its spec."""
+
+    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [FieldError.required("spec")]
+        return self.validate_spec(spec, obj, old)
+
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
+        """The kind's checks, on a spec that is an object (`obj` for the rest of the object)."""
+        return []
 
 
 def age(timestamp: str | None, now: dt.datetime | None = None) -> str:
@@ -94,12 +128,26 @@ def format_labels(labels: Any) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
-def template_containers(obj: Obj) -> tuple[str, str]:
-    """The wide columns CONTAINERS and IMAGES of a workload: its template's names and images."""
-    containers = get_path(obj, "spec", "template", "spec", "containers", default=[])
+def workload_columns(*specs: tuple[str, str], kind: str = "") -> list[TableColumn]:
+    """A workload's columns: its own, then AGE and the wide CONTAINERS, IMAGES and SELECTOR that
+    kubectl's printers end every pod-template owner's table with."""
+    return columns(
+        *specs,
+        ("Age", "string"),
+        ("Containers", "string", 1),
+        ("Images", "string", 1),
+        ("Selector", "string", 1),
+        kind=kind,
+    )
+
+
+def workload_cells(template: Any, selector: str) -> list[Any]:
+    """The cells under `workload_columns`' last four: no age (the client works it out from the
+    object), the pod template's container names and images, and the selector as printed."""
+    containers = get_path(template, "spec", "containers", default=[])
     names = ",".join(str(c.get("name", "")) for c in containers if isinstance(c, dict))
     images = ",".join(str(c.get("image", "")) for c in containers if isinstance(c, dict))
-    return names, images
+    return [None, names, images, selector]
 
 
 def get_path(obj: Any, *path: str, default: Any = None) -> Any:
@@ -109,6 +157,12 @@ def get_path(obj: Any, *path: str, default: Any = None) -> Any:
             return default
         cur = cur.get(part)
     return default if cur is None else cur
+
+
+def field_values(obj: Obj, *paths: str) -> dict[str, str]:
+    """Field-selector values of fields named by their dotted path (`spec.nodeName`), as the
+    kinds' `ToSelectableFields` give them: the value as a string, "" when absent or empty."""
+    return {path: str(get_path(obj, *path.split(".")) or "") for path in paths}
 
 
 def get_int(obj: Any, *path: str, default: int = 0) -> int:

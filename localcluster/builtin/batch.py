@@ -14,8 +14,13 @@ from typing import Any
 from croniter import croniter
 
 from kubeutil.timestamps import parse_time
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
-from localcluster.builtin.pods import default_pod_spec, default_template_metadata, validate_pod_spec
+from localcluster.builtin.base import (
+    SpecStrategy,
+    get_path,
+    workload_cells,
+    workload_columns,
+)
+from localcluster.builtin.pods import default_pod_template, default_template_metadata, validate_pod_spec
 from localcluster.builtin.validation import immutable, non_negative, validate_label_selector
 from localcluster.registry import FieldError, Obj, TableColumn
 
@@ -34,11 +39,7 @@ def default_job_spec(spec: dict[str, Any]) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    template = spec.get("template")
-    default_template_metadata(template)
-    pod_spec = get_path(template, "spec")
-    if isinstance(pod_spec, dict):
-        default_pod_spec(pod_spec)
+    default_pod_template(spec.get("template"))
 
 
 def validate_job_spec(spec: Any, path: str, *, generated_selector: bool) -> list[FieldError]:
@@ -102,13 +103,6 @@ def _duration(seconds: float) -> str:
     return f"{minutes // 60}h"
 
 
-def _containers_images(template: Any) -> tuple[str, str]:
-    containers = get_path(template, "spec", "containers", default=[])
-    names = ",".join(str(c.get("name", "")) for c in containers if isinstance(c, dict))
-    images = ",".join(str(c.get("image", "")) for c in containers if isinstance(c, dict))
-    return names, images
-
-
 def _selector_text(selector: Any) -> str:
     if not isinstance(selector, dict):
         return "<none>"
@@ -116,19 +110,17 @@ def _selector_text(selector: Any) -> str:
     return ",".join(parts) or "<none>"
 
 
-class JobStrategy(BuiltinStrategy):
+class JobStrategy(SpecStrategy):
     group = "batch"
     kind = "Job"
     has_status_subresource = True
+    initial_status: Obj = {}
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if isinstance(spec, dict):
-            default_job_spec(spec)
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        default_job_spec(spec)
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
-        obj["status"] = {}
         spec = obj.get("spec")
         if not isinstance(spec, dict) or spec.get("manualSelector") is True:
             return
@@ -165,24 +157,9 @@ class JobStrategy(BuiltinStrategy):
         duration = ""
         if start is not None:
             duration = _duration(((end or dt.datetime.now(dt.UTC)) - start).total_seconds())
-        template = get_path(obj, "spec", "template")
-        names, images = _containers_images(template)
-        cols = columns(
-            ("Completions", "string"),
-            ("Duration", "string"),
-            ("Age", "string"),
-            ("Containers", "string", 1),
-            ("Images", "string", 1),
-            ("Selector", "string", 1),
-        )
-        return cols, [
-            job_completions(obj),
-            duration,
-            None,
-            names,
-            images,
-            _selector_text(get_path(obj, "spec", "selector")),
-        ]
+        cols = workload_columns(("Completions", "string"), ("Duration", "string"))
+        template, selector = get_path(obj, "spec", "template"), get_path(obj, "spec", "selector")
+        return cols, [job_completions(obj), duration, *workload_cells(template, _selector_text(selector))]
 
 
 def valid_schedule(schedule: str) -> bool:
@@ -195,15 +172,13 @@ def valid_schedule(schedule: str) -> bool:
     return len(text.split()) == 5 and bool(croniter.is_valid(text))
 
 
-class CronJobStrategy(BuiltinStrategy):
+class CronJobStrategy(SpecStrategy):
     group = "batch"
     kind = "CronJob"
     has_status_subresource = True
+    initial_status: Obj = {}
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
+    def default_spec(self, spec: dict[str, Any]) -> None:
         spec.setdefault("concurrencyPolicy", "Allow")
         spec.setdefault("suspend", False)
         spec.setdefault("successfulJobsHistoryLimit", 3)
@@ -216,19 +191,9 @@ class CronJobStrategy(BuiltinStrategy):
             job_spec = job_template.get("spec")
             if isinstance(job_spec, dict):
                 # only the template's pod spec: completions/parallelism are defaulted on the Job itself
-                default_template_metadata(job_spec.get("template"))
-                pod_spec = get_path(job_spec, "template", "spec")
-                if isinstance(pod_spec, dict):
-                    default_pod_spec(pod_spec)
+                default_pod_template(job_spec.get("template"))
 
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {}
-
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         schedule = spec.get("schedule")
         if not schedule:
@@ -250,25 +215,15 @@ class CronJobStrategy(BuiltinStrategy):
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         last = parse_time(status.get("lastScheduleTime"))
         last_text = "<none>" if last is None else _duration((dt.datetime.now(dt.UTC) - last).total_seconds())
-        template = get_path(spec, "jobTemplate", "spec", "template")
-        names, images = _containers_images(template)
-        cols = columns(
-            ("Schedule", "string"),
-            ("Suspend", "boolean"),
-            ("Active", "integer"),
-            ("Last Schedule", "string"),
-            ("Age", "string"),
-            ("Containers", "string", 1),
-            ("Images", "string", 1),
-            ("Selector", "string", 1),
+        cols = workload_columns(
+            ("Schedule", "string"), ("Suspend", "boolean"), ("Active", "integer"), ("Last Schedule", "string")
         )
+        template = get_path(spec, "jobTemplate", "spec", "template")
+        selector = get_path(spec, "jobTemplate", "spec", "selector")
         return cols, [
             spec.get("schedule", ""),
             bool(spec.get("suspend")),
             len(status.get("active") or []),
             last_text,
-            None,
-            names,
-            images,
-            _selector_text(get_path(spec, "jobTemplate", "spec", "selector")),
+            *workload_cells(template, _selector_text(selector)),
         ]

@@ -9,7 +9,7 @@ import random
 from typing import Any
 
 from localcluster import errors
-from localcluster.builtin.base import BuiltinStrategy, columns, format_labels, get_path
+from localcluster.builtin.base import BuiltinStrategy, columns, field_values, format_labels, get_path
 from localcluster.builtin.configmaps import configmap_content_errors
 from localcluster.builtin.validation import config_key, port_number
 from localcluster.registry import FieldError, Obj, TableColumn
@@ -434,7 +434,7 @@ class SecretStrategy(BuiltinStrategy):
         return errs
 
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
-        return {"type": str(obj.get("type") or "")}
+        return field_values(obj, "type")
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:
         return columns(("Type", "string"), ("Data", "string")), [
@@ -488,15 +488,11 @@ class EventStrategy(BuiltinStrategy):
         return []
 
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
-        involved = obj.get("involvedObject") or {}
-        out = {
-            f"involvedObject.{k}": str(involved.get(k) or "")
-            for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-        }
-        out["reason"] = str(obj.get("reason") or "")
-        out["reportingComponent"] = str(obj.get("reportingComponent") or "")
+        involved = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+        out = field_values(
+            obj, *(f"involvedObject.{k}" for k in involved), "reason", "reportingComponent", "type"
+        )
         out["source"] = str(get_path(obj, "source", "component", default=""))
-        out["type"] = str(obj.get("type") or "")
         return out
 
     def table(self, obj: Obj) -> tuple[list[TableColumn], list[Any]]:

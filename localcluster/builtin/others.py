@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.base import BuiltinStrategy, columns, field_values, get_path
 from localcluster.builtin.intorpercent import int_or_percent_in_range
 from localcluster.builtin.validation import non_negative, validate_label_selector
 from localcluster.registry import FieldError, Obj, TableColumn
@@ -17,10 +17,7 @@ class PodDisruptionBudgetStrategy(BuiltinStrategy):
     group = "policy"
     kind = "PodDisruptionBudget"
     has_status_subresource = True
-
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+    initial_status = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
 
     def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         spec = obj.get("spec") or {}
@@ -98,15 +95,15 @@ class EventsV1Strategy(BuiltinStrategy):
         return errs
 
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
-        regarding = obj.get("regarding") or {}
-        return {
-            "reason": str(obj.get("reason") or ""),
-            "type": str(obj.get("type") or ""),
-            "reportingController": str(obj.get("reportingController") or ""),
-            "regarding.kind": str(regarding.get("kind") or ""),
-            "regarding.name": str(regarding.get("name") or ""),
-            "regarding.namespace": str(regarding.get("namespace") or ""),
-        }
+        return field_values(
+            obj,
+            "reason",
+            "type",
+            "reportingController",
+            "regarding.kind",
+            "regarding.name",
+            "regarding.namespace",
+        )
 
 
 class NetworkPolicyStrategy(BuiltinStrategy):

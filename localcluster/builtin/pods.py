@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.base import SpecStrategy, columns, field_values, get_path
 from localcluster.builtin.resources import resource_requirements_errors
-from localcluster.builtin.validation import dns_label, non_negative, port_number
+from localcluster.builtin.validation import dns_label, non_negative, object_items, port_number
 from localcluster.registry import FieldError, Obj, TableColumn
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -82,6 +82,15 @@ def default_template_metadata(template: Any) -> None:
         meta["creationTimestamp"] = None
 
 
+def default_pod_template(template: Any) -> None:
+    """A workload's pod template defaulted as the real server defaults it: its metadata as Go
+    writes it and its pod spec as a pod's own (a template that is not an object is left alone)."""
+    default_template_metadata(template)
+    pod_spec = get_path(template, "spec")
+    if isinstance(pod_spec, dict):
+        default_pod_spec(pod_spec)
+
+
 def add_default_tolerations(spec: dict[str, Any]) -> None:
     """DefaultTolerationSeconds admission: skipped for a key already tolerated for NoExecute."""
     tolerations = spec.setdefault("tolerations", [])
@@ -131,7 +140,7 @@ def qos_class(spec: dict[str, Any]) -> str:
 _MUTABLE_SPEC = ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates")
 
 
-class PodStrategy(BuiltinStrategy):
+class PodStrategy(SpecStrategy):
     kind = "Pod"
     has_status_subresource = True
     tracks_generation = False
@@ -150,10 +159,7 @@ class PodStrategy(BuiltinStrategy):
         }
     )
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
+    def default_spec(self, spec: dict[str, Any]) -> None:
         default_pod_spec(spec)
         default_requests_to_limits(spec)
         spec.setdefault("serviceAccountName", "default")
@@ -177,28 +183,25 @@ class PodStrategy(BuiltinStrategy):
             else:
                 meta.pop(key, None)
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs = validate_pod_spec(spec, "spec")
         if old is not None:
             errs.extend(_validate_spec_update(spec, old.get("spec") or {}))
         return errs
 
     def selectable_fields(self, obj: Obj) -> dict[str, str]:
-        spec = obj.get("spec") or {}
-        status = obj.get("status") or {}
-        return {
-            "spec.nodeName": str(spec.get("nodeName") or ""),
-            "spec.restartPolicy": str(spec.get("restartPolicy") or ""),
-            "spec.schedulerName": str(spec.get("schedulerName") or ""),
-            "spec.serviceAccountName": str(spec.get("serviceAccountName") or ""),
-            "spec.hostNetwork": "true" if spec.get("hostNetwork") else "false",
-            "status.phase": str(status.get("phase") or ""),
-            "status.podIP": str(status.get("podIP") or ""),
-            "status.nominatedNodeName": str(status.get("nominatedNodeName") or ""),
-        }
+        fields = field_values(
+            obj,
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        )
+        fields["spec.hostNetwork"] = "true" if get_path(obj, "spec", "hostNetwork") else "false"
+        return fields
 
     def graceful_period(self, obj: Obj, requested: int | None) -> int | None:
         """Pods on no node, or already finished, go at once, as `podStrategy.CheckGracefulDelete`."""
@@ -264,11 +267,7 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
     if not containers or not isinstance(containers, list):
         return [FieldError.required(f"{path}.containers")]
     seen: set[str] = set()
-    for i, c in enumerate(containers):
-        cpath = f"{path}.containers[{i}]"
-        if not isinstance(c, dict):
-            errs.append(FieldError.invalid(cpath, c, "must be an object"))
-            continue
+    for cpath, c in object_items(containers, f"{path}.containers", errs):
         name = c.get("name")
         if not name:
             errs.append(FieldError.required(f"{cpath}.name"))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
-from localcluster.builtin.pods import default_pod_spec, default_template_metadata
+from localcluster.builtin.base import SpecStrategy, columns, get_path
+from localcluster.builtin.pods import default_pod_template
 from localcluster.builtin.validation import non_negative
 from localcluster.registry import FieldError, Obj, ScaleSubresource, TableColumn
 
@@ -18,31 +18,19 @@ from localcluster.registry import FieldError, Obj, ScaleSubresource, TableColumn
 RC_SCALE = ScaleSubresource(".spec.replicas", ".status.replicas", None)
 
 
-class ReplicationControllerStrategy(BuiltinStrategy):
+class ReplicationControllerStrategy(SpecStrategy):
     kind = "ReplicationController"
     has_status_subresource = True
+    initial_status = {"replicas": 0}
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            return
+    def default_spec(self, spec: dict[str, Any]) -> None:
         spec.setdefault("replicas", 1)
-        labels = get_path(obj, "spec", "template", "metadata", "labels")
+        labels = get_path(spec, "template", "metadata", "labels")
         if not spec.get("selector") and isinstance(labels, dict):
             spec["selector"] = dict(labels)
-        default_template_metadata(get_path(obj, "spec", "template"))
-        pod_spec = get_path(obj, "spec", "template", "spec")
-        if isinstance(pod_spec, dict):
-            default_pod_spec(pod_spec)
+        default_pod_template(spec.get("template"))
 
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"replicas": 0}
-
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = list(non_negative(spec.get("replicas"), "spec.replicas"))
         selector = spec.get("selector")
         if not isinstance(selector, dict) or not selector:

@@ -7,10 +7,11 @@ humans read them (kubectl prints them back).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kubeutil import selectors
-from localcluster.registry import FieldError
+from localcluster.registry import FieldError, Obj
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -140,6 +141,17 @@ def validate_meta(
             )
         )
     return out
+
+
+def object_items(items: Iterable[Any], path: str, errs: list[FieldError]) -> Iterator[tuple[str, Obj]]:
+    """Each item of a list that must hold objects, with its path (`path[i]`); an item that is not
+    an object goes to `errs` as an invalid value, in list order with what the caller adds."""
+    for i, item in enumerate(items):
+        item_path = f"{path}[{i}]"
+        if isinstance(item, dict):
+            yield item_path, item
+        else:
+            errs.append(FieldError.invalid(item_path, item, "must be an object"))
 
 
 def non_negative(value: Any, path: str) -> list[FieldError]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcluster.builtin.base import BuiltinStrategy, columns, get_path
+from localcluster.builtin.base import SpecStrategy, columns, get_path
 from localcluster.registry import FieldError, Obj, TableColumn
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -28,33 +28,26 @@ def _validate_modes(modes: Any, path: str) -> list[FieldError]:
     return [FieldError.not_supported(path, m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
 
 
-class _StorageStrategy(BuiltinStrategy):
+class _StorageStrategy(SpecStrategy):
     """What volumes and claims share: both are born Pending (the binder moves them on), default
     to a Filesystem volume mode and must name their access modes."""
 
     has_status_subresource = True
     tracks_generation = False
+    initial_status = {"phase": "Pending"}
     # Defaults set before `volumeMode`, in the order Kubernetes' defaulting writes them.
     spec_defaults: tuple[tuple[str, str], ...] = ()
 
-    def default(self, obj: Obj) -> None:
-        spec = obj.setdefault("spec", {})
-        if isinstance(spec, dict):
-            for key, value in self.spec_defaults:
-                spec.setdefault(key, value)
-            spec.setdefault("volumeMode", "Filesystem")
+    def default_spec(self, spec: dict[str, Any]) -> None:
+        for key, value in self.spec_defaults:
+            spec.setdefault(key, value)
+        spec.setdefault("volumeMode", "Filesystem")
 
-    def prepare_for_create(self, obj: Obj) -> None:
-        super().prepare_for_create(obj)
-        obj["status"] = {"phase": "Pending"}
+    def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
+        return _validate_modes(spec.get("accessModes"), "spec.accessModes") + self.validate_volume(spec, old)
 
-    def validate(self, obj: Obj, old: Obj | None) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec")]
-        return _validate_modes(spec.get("accessModes"), "spec.accessModes") + self.validate_spec(spec, old)
-
-    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+    def validate_volume(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+        """What the kind checks beyond the access modes."""
         raise NotImplementedError
 
 
@@ -62,7 +55,7 @@ class PersistentVolumeStrategy(_StorageStrategy):
     kind = "PersistentVolume"
     spec_defaults = (("persistentVolumeReclaimPolicy", "Retain"),)
 
-    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+    def validate_volume(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         if not get_path(spec, "capacity", "storage"):
             errs.append(FieldError.required("spec.capacity"))
@@ -127,7 +120,7 @@ class PersistentVolumeStrategy(_StorageStrategy):
 class PersistentVolumeClaimStrategy(_StorageStrategy):
     kind = "PersistentVolumeClaim"
 
-    def validate_spec(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
+    def validate_volume(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
         errs: list[FieldError] = []
         if not get_path(spec, "resources", "requests", "storage"):
             errs.append(FieldError.required("spec.resources[storage]"))

@@ -5,6 +5,7 @@ a decode and an encode of every entry on each write."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -56,31 +57,36 @@ def union(a: Trie, b: Trie) -> Trie:
 def difference(a: Trie, b: Trie) -> Trie:
     if not b:
         return dict(a)
-    out: Trie = {}
-    for key, ca in a.items():
-        if key == SELF:
-            continue
-        cb = b.get(key)
-        if cb is None:
-            out[key] = ca
-            continue
-        rest = node(difference(_kids(ca), _kids(cb)), is_member(ca) and not is_member(cb))
-        if rest is not None:
-            out[key] = rest
-    return out
+    return _over_a(a, b, difference, keep_a_only=True, both_member=lambda in_a, in_b: in_a and not in_b)
 
 
 def intersection(a: Trie, b: Trie) -> Trie:
+    return _over_a(a, b, intersection, keep_a_only=False, both_member=lambda in_a, in_b: in_a and in_b)
+
+
+def _over_a(
+    a: Trie,
+    b: Trie,
+    combine: Callable[[Trie, Trie], Trie],
+    *,
+    keep_a_only: bool,
+    both_member: Callable[[bool, bool], bool],
+) -> Trie:
+    """The walk difference and intersection share: each child of `a` is kept whole when `b`
+    has no such key (`keep_a_only`) or dropped, and where both have it, `combine` recurses into
+    the children and `both_member` says whether the path itself stays a member."""
     out: Trie = {}
     for key, ca in a.items():
         if key == SELF:
             continue
         cb = b.get(key)
         if cb is None:
+            if keep_a_only:
+                out[key] = ca
             continue
-        both = node(intersection(_kids(ca), _kids(cb)), is_member(ca) and is_member(cb))
-        if both is not None:
-            out[key] = both
+        kept = node(combine(_kids(ca), _kids(cb)), both_member(is_member(ca), is_member(cb)))
+        if kept is not None:
+            out[key] = kept
     return out
 
 
