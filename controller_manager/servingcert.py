@@ -30,6 +30,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from kubeutil.certs import certificate_builder
+
 PAIR_NAME = "kube-controller-manager"
 _VALIDITY = dt.timedelta(days=365)
 
@@ -67,7 +69,9 @@ def generate_self_signed(
     start = now - dt.timedelta(hours=1)  # as client-go: tolerate clock skew with the scraper
     ca_key = _new_key()
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}-ca@{stamp}")])
-    ca_cert = _builder(ca_name, ca_name, ca_key.public_key(), start, ca=True).sign(ca_key, hashes.SHA256())
+    ca_cert = certificate_builder(
+        ca_name, ca_name, ca_key.public_key(), not_before=start, not_after=start + _VALIDITY, ca=True
+    ).sign(ca_key, hashes.SHA256())
     key = _new_key()
     alt_ips = [ipaddress.ip_address(ip) for ip in dict.fromkeys(ips)]
     alt_dns = list(dict.fromkeys((*dns, host) if not _is_ip(host) else dns))
@@ -77,44 +81,15 @@ def generate_self_signed(
     names += [x509.DNSName(name) for name in alt_dns]
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{stamp}")])
     cert = (
-        _builder(subject, ca_name, key.public_key(), start, ca=False)
+        certificate_builder(
+            subject, ca_name, key.public_key(), not_before=start, not_after=start + _VALIDITY, ca=False
+        )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     chain = cert.public_bytes(serialization.Encoding.PEM) + ca_cert.public_bytes(serialization.Encoding.PEM)
     return CertKey(chain, _key_pem(key))
-
-
-def _builder(
-    subject: x509.Name, issuer: x509.Name, public_key: rsa.RSAPublicKey, start: dt.datetime, *, ca: bool
-) -> x509.CertificateBuilder:
-    """What client-go gives the CA and the serving certificate alike: a year's validity from
-    `start`, critical basic constraints and key usage; only the CA may sign certificates."""
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(public_key)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(start + _VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_encipherment=True,
-                key_cert_sign=ca,
-                content_commitment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-    )
 
 
 def _is_ip(text: str) -> bool:
