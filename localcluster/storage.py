@@ -31,6 +31,7 @@ import asyncio
 import base64
 import bisect
 import heapq
+import itertools
 import sys
 import time
 from collections import OrderedDict, deque
@@ -368,6 +369,9 @@ class _History:
 
     def __bool__(self) -> bool:
         return len(self._items) > self._head
+
+    def __iter__(self) -> Iterator[StoredEvent]:
+        return itertools.islice(self._items, self._head, None)
 
     def __getitem__(self, index: int) -> StoredEvent:
         size = len(self._items) - self._head

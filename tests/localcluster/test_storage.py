@@ -203,6 +203,7 @@ def test_the_history_reads_and_drops_as_a_deque(ops: list[object]) -> None:
                 if model:
                     assert history.popleft() is model.popleft()
         assert len(history) == len(model) and bool(history) == bool(model)
+        assert list(history) == list(model)
         for i in (0, len(model) // 2, len(model) - 1, -1, -len(model)):
             if model and -len(model) <= i < len(model):
                 assert history[i] is model[i]
