@@ -62,7 +62,9 @@ async def _run_reader(kube: KubeClient, read: Any, guard: Guard, name: str) -> l
 
 async def test_reading_a_dropped_pod_field_fails_the_test(kube: KubeClient, projection_guard: Guard) -> None:
     await _run_reader(kube, lambda pod: pod["spec"].get("containers"), projection_guard, "reads-containers")
-    assert projection_guard.violations == ["read of dropped field Pod.spec.containers"]
+    # A violation raises in the sync, so the worker may retry it and record it again: what counts
+    # is which violations were seen, not how often.
+    assert set(projection_guard.violations) == {"read of dropped field Pod.spec.containers"}
     projection_guard.violations.clear()  # the failure this test exists to show, not one of its own
 
 
@@ -72,7 +74,7 @@ async def test_mutating_a_cached_pod_fails_the_test(kube: KubeClient, projection
         shallow["metadata"]["labels"]["x"] = "y"
 
     await _run_reader(kube, mutate, projection_guard, "mutates")
-    assert projection_guard.violations == ["mutation of cached Pod.metadata.labels (__setitem__)"]
+    assert set(projection_guard.violations) == {"mutation of cached Pod.metadata.labels (__setitem__)"}
     projection_guard.violations.clear()
 
 
