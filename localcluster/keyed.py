@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
@@ -204,7 +205,7 @@ def add_controller(
     return handle
 
 
-class PodOwnerController:
+class PodOwnerController(ABC):
     """The frame of the simulated controllers that own pods (Job, StatefulSet, DaemonSet): one
     loop keyed by owner, marked by a change to the owner or to any pod it controls; each sync
     reads the owner from the store and hands it to `_sync`, which subclasses write."""
@@ -233,8 +234,9 @@ class PodOwnerController:
     def sync(self, key: Key) -> float | None:
         return sync_stored(self.objects.storage, self._owner_rt.storage_key, key, self._sync)
 
+    @abstractmethod
     def _sync(self, owner: Obj) -> float | None:
-        raise NotImplementedError
+        """Reconcile one owner; the seconds until it wants another look, or None."""
 
     def _pods(self, owner: Obj) -> list[Obj]:
         """The pods `owner` controls, in store order; the raw bytes are checked for its UID first

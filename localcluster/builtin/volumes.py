@@ -3,6 +3,7 @@ the validation clients hit, and kubectl's columns. Binding is done by `localclus
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from localcluster.builtin.base import SpecStrategy, columns, get_path
@@ -28,7 +29,7 @@ def _validate_modes(modes: Any, path: str) -> list[FieldError]:
     return [FieldError.not_supported(path, m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
 
 
-class _StorageStrategy(SpecStrategy):
+class _StorageStrategy(SpecStrategy, ABC):
     """What volumes and claims share: both are born Pending (the binder moves them on), default
     to a Filesystem volume mode and must name their access modes."""
 
@@ -46,9 +47,9 @@ class _StorageStrategy(SpecStrategy):
     def validate_spec(self, spec: dict[str, Any], obj: Obj, old: Obj | None) -> list[FieldError]:
         return _validate_modes(spec.get("accessModes"), "spec.accessModes") + self.validate_volume(spec, old)
 
+    @abstractmethod
     def validate_volume(self, spec: dict[str, Any], old: Obj | None) -> list[FieldError]:
         """What the kind checks beyond the access modes."""
-        raise NotImplementedError
 
 
 class PersistentVolumeStrategy(_StorageStrategy):
