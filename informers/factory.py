@@ -73,8 +73,15 @@ class SharedInformerFactory:
         label_selector: str | None = None,
         field_selector: str | None = None,
         transform: Transform | None = None,
+        read_interval: float = 0.0,
     ) -> SharedInformer:
-        """The shared informer for these arguments, created (and started if the factory runs) on first ask."""
+        """The shared informer for these arguments, created (and started if the factory runs) on first ask.
+
+        `read_interval`: how late an event may reach the cache, for a caller that reads the
+        cache on a period of its own rather than acting on each event (see `KubeClient.watch`).
+        The informer is shared, so it uses the shortest interval any caller asked for (0, the
+        default, means at once); a shorter one asked after the start applies from the next watch.
+        """
         key: InformerKey = (
             res,
             _norm(namespace) if res.namespaced else "",
@@ -95,11 +102,14 @@ class SharedInformerFactory:
                 options=self.options,
                 freezer=self.freezer,
             )
+            inf.reflector.read_interval = read_interval
             self._informers[key] = inf
             if self._tg is not None:
                 self._start(inf, self._tg)
-        elif inf.transform is not wanted:
-            self._reconcile_transform(inf, wanted)
+        else:
+            inf.reflector.read_interval = min(inf.reflector.read_interval, read_interval)
+            if inf.transform is not wanted:
+                self._reconcile_transform(inf, wanted)
         return inf
 
     @staticmethod

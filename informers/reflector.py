@@ -123,6 +123,9 @@ class Reflector:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.options = options or ReflectorOptions()
+        # > 0: each watch reads its connection at most this often (`KubeClient.watch`); asked
+        # at each watch, so a change takes effect from the next one.
+        self.read_interval = 0.0
         self.last_sync_resource_version = ""
         self._backoff = Backoff(self.options.backoff)  # before each LIST
         self._watch_backoff = Backoff(self.options.backoff)  # between watch attempts
@@ -216,6 +219,7 @@ class Reflector:
                     timeout_seconds=timeout_seconds,
                     allow_bookmarks=True,
                     decode=decoder.decode_event if decoder is not None else None,
+                    read_interval=self.read_interval,
                 ) as events:
                     try:
                         async for event in events:
