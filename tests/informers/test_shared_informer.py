@@ -159,6 +159,35 @@ async def test_factory_shares_one_informer_per_resource_namespace_and_selectors(
     assert len(factory.informers()) == 4
 
 
+async def test_a_shared_informer_reads_as_often_as_its_most_eager_caller(server: FakeApiServer) -> None:
+    factory = SharedInformerFactory(server.client())
+    leases = factory.informer(NODES, read_interval=0.25)
+    assert leases.reflector.read_interval == 0.25
+    factory.informer(NODES, read_interval=1.0)
+    assert leases.reflector.read_interval == 0.25
+    factory.informer(NODES)  # a caller acting on each event: at once
+    assert leases.reflector.read_interval == 0.0
+
+
+async def test_events_read_at_an_interval_reach_the_cache_in_order(server: FakeApiServer) -> None:
+    factory = SharedInformerFactory(server.client())
+    async with anyio.create_task_group() as tg:
+        inf = factory.informer(PODS, read_interval=0.05)
+        rec = Recorder()
+        inf.add_event_handler(rec.handler())
+        factory.start(tg)
+        await factory.wait_for_cache_sync()
+        await server.wait_for_watches()
+        for i in range(20):
+            server.create(PODS, pod(f"p{i:02d}"))
+        server.delete(PODS, "p00", "default")
+        await eventually(lambda: len(rec.events) == 21, "len(rec.events) == 21")
+        assert [e[0] for e in rec.events] == ["add"] * 20 + ["delete"]
+        assert sorted(o["metadata"]["name"] for o in inf.lister.list()) == [f"p{i:02d}" for i in range(1, 20)]
+        assert inf.last_sync_resource_version == str(server.rv)
+        tg.cancel_scope.cancel()
+
+
 async def test_conflicting_transforms_fall_back_to_the_default_before_start(server: FakeApiServer) -> None:
     factory = SharedInformerFactory(server.client(), transforms={PODS: pod_projection})
     inf = factory.informer(PODS)

@@ -117,35 +117,21 @@ def test_evacuation_requested_pods_are_deleted_first_only_with_the_gate() -> Non
     assert [p["metadata"]["name"] for p in without] == ["pending"]
 
 
-async def test_related_pods_match_every_siblings_selector_and_the_scan_lets_the_loop_run() -> None:
-    """`getIndirectlyRelatedPods` scans the namespace: over 20,000 pods the event loop keeps running."""
-    import anyio
-    import anyio.lowlevel
-
+def _sync_over(rs_objs: list[dict[str, Any]], pod_objs: list[dict[str, Any]]) -> Any:
     from apiclient import KubeClient
     from controllers.common.expectations import UIDTrackingControllerExpectations
     from controllers.context import DiscardEvents, StaticGates
     from controllers.replicaset.sync import ReplicaSetSync
-    from informers import Lister
+    from informers import Lister, meta_key
     from informers.indexers import default_indexers
     from informers.store import Store
 
-    owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-uid", "controller": True}
     rs_store, pod_store = Store(default_indexers(pods=False)), Store(default_indexers(pods=True))
-    for name, hash_ in (("web-a", "a"), ("web-b", "b")):
-        rs_store.update(
-            f"ns/{name}",
-            {
-                "metadata": {"name": name, "namespace": "ns", "uid": name, "ownerReferences": [owner]},
-                "spec": {"selector": {"matchLabels": {"app": "web", "hash": hash_}}},
-            },
-        )
-    for i in range(20_000):
-        labels = {"app": "web" if i % 1000 == 0 else "other", "hash": "ab"[i % 2]}
-        pod_store.update(
-            f"ns/p{i}", {"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"p{i}", "labels": labels}}
-        )
-    sync = ReplicaSetSync(
+    for obj in rs_objs:
+        rs_store.update(meta_key(obj), obj)
+    for obj in pod_objs:
+        pod_store.update(meta_key(obj), obj)
+    return ReplicaSetSync(
         client=cast(KubeClient, None),  # related_pods reads the listers only, never the API
         rs_lister=Lister(rs_store),
         pod_lister=Lister(pod_store),
@@ -153,20 +139,75 @@ async def test_related_pods_match_every_siblings_selector_and_the_scan_lets_the_
         recorder=DiscardEvents().recorder("replicaset-controller"),
         gates=StaticGates({}),
     )
-    ticks: list[int] = []
-    done = anyio.Event()
 
-    async def ticker() -> None:
-        while not done.is_set():
-            ticks.append(1)
-            await anyio.lowlevel.checkpoint()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(ticker)
-        await anyio.lowlevel.checkpoint()
-        before = len(ticks)
-        related = await sync.related_pods(rs_store.get("ns/web-a") or {})
-        during = len(ticks) - before
-        done.set()
-    assert sorted(p["metadata"]["name"] for p in related) == sorted(f"p{i}" for i in range(0, 20_000, 1000))
-    assert during >= 4  # two siblings, 20,000 pods each, in slices
+_OWNER = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-uid", "controller": True}
+
+
+def _sibling(name: str, hash_: str, namespace: str = "ns") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "uid": name, "ownerReferences": [_OWNER]},
+        "spec": {"selector": {"matchLabels": {"app": "web", "hash": hash_}}},
+    }
+
+
+def _labelled(
+    name: str, node: str, labels: dict[str, str], namespace: str = "ns", *, ready: bool = True
+) -> dict[str, Any]:
+    if ready:
+        pod = make_pod(name, node=node, phase="Running", ready_since=NOW - timedelta(hours=1))
+    else:
+        pod = make_pod(name, node=node, phase="Pending")
+    pod["metadata"].update(namespace=namespace, uid=name, labels=labels)
+    return pod
+
+
+def test_related_pods_match_any_siblings_selector_on_the_candidates_nodes() -> None:
+    """`getIndirectlyRelatedPods`, read from the node index: what a sibling selects on the nodes
+    of the candidates, in this namespace; nothing on other nodes is looked at."""
+    rs_a, rs_b = _sibling("web-a", "a"), _sibling("web-b", "b")
+    pods = [
+        _labelled("a1", "n1", {"app": "web", "hash": "a"}),
+        _labelled("b1", "n1", {"app": "web", "hash": "b"}),  # a sibling's pod on the same node
+        _labelled("x1", "n1", {"app": "other", "hash": "a"}),  # matches no sibling
+        _labelled("b2", "n2", {"app": "web", "hash": "b"}),  # related, on a node with no candidate
+        _labelled("b3", "n1", {"app": "web", "hash": "b"}, namespace="elsewhere"),
+    ]
+    sync = _sync_over([rs_a, rs_b, _sibling("web-c", "b", namespace="elsewhere")], pods)
+    related = sync.related_pods(rs_a, [pods[0]])
+    assert sorted(p["metadata"]["name"] for p in related) == ["a1", "b1"]
+    assert sync.related_pods({**rs_a, "metadata": {**rs_a["metadata"], "ownerReferences": []}}, pods) == []
+    assert sync.related_pods(rs_a, [make_pod("unscheduled")]) == []
+
+
+def test_ranking_by_the_candidates_nodes_deletes_what_the_namespace_scan_would() -> None:
+    """Go ranks by related pods per node over the whole namespace; counting only the
+    candidates' nodes must choose the same pods, whatever the layout."""
+    import random
+
+    from controllers.common.ranking import pods_to_delete
+
+    rng = random.Random(7)
+    for _ in range(300):
+        nodes = [f"n{i}" for i in range(rng.randint(1, 6))]
+        siblings = [_sibling("web-a", "a"), _sibling("web-b", "b")]
+        everything = [
+            _labelled(
+                f"p{i}",
+                rng.choice([*nodes, ""]),
+                {"app": rng.choice(["web", "web", "other"]), "hash": rng.choice("ab")},
+                ready=rng.random() < 0.8,
+            )
+            for i in range(rng.randint(1, 30))
+        ]
+        for pod in everything:
+            if not pod["spec"].get("nodeName"):
+                pod["spec"].pop("nodeName", None)
+        sync = _sync_over(siblings, everything)
+        mine = [p for p in everything if p["metadata"]["labels"] == {"app": "web", "hash": "a"}]
+        if not mine:
+            continue
+        whole_namespace = [p for p in everything if p["metadata"]["labels"]["app"] == "web"]
+        count = rng.randint(1, len(mine))
+        expected = pods_to_delete(mine, whole_namespace, count, NOW)
+        assert pods_to_delete(mine, sync.related_pods(siblings[0], mine), count, NOW) == expected
