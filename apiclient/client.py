@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import anyio
+import anyio.lowlevel
 import orjson
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -460,6 +461,9 @@ def _decode_event(line: bytes) -> WatchEvent:
     return WatchEvent(str(frame.get("type", "")), frame.get("object") or {})
 
 
+_EVENTS_PER_SLICE = 200  # events handed over between two yields to the event loop (a few ms)
+
+
 async def _iter_events(
     response: aiohttp.ClientResponse, decode: Callable[[bytes], WatchEvent], read_interval: float = 0.0
 ) -> AsyncIterator[WatchEvent]:
@@ -492,10 +496,14 @@ async def _iter_events(
             complete = chunk[: end + 1] if end + 1 < len(chunk) else chunk
         if end + 1 < len(chunk):
             partial.append(chunk[end + 1 :])
-        for line in complete.split(b"\n"):
+        for n, line in enumerate(complete.split(b"\n"), 1):
             line = line.strip()
             if line:
                 yield decode(line)
+            if n % _EVENTS_PER_SLICE == 0:
+                # A read after the loop was busy can hold thousands of events, and handing them
+                # over suspends nothing: let the other tasks run between slices.
+                await anyio.lowlevel.checkpoint()
         if read_interval > 0:
             await _hold_reading(response, read_interval)
 

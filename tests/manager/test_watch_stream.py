@@ -109,3 +109,29 @@ async def test_a_watch_held_between_reads_closes_when_cancelled() -> None:
                 async for e in events:
                     names.append(e.object["metadata"]["name"])
         assert names  # the first read's events came through; then it waited, and was cancelled
+
+
+async def test_a_long_read_lets_the_loop_run_between_slices() -> None:
+    """Thousands of events taken in one read (the loop was busy while they came) are handed
+    over in slices, with the other tasks running in between."""
+    import anyio.lowlevel
+
+    body = b"".join(_event(f"e{i}", i) + b"\n" for i in range(2_000))
+    ticks: list[int] = []
+    async with _streaming_server([body]) as kube:
+        async with anyio.create_task_group() as tg:
+
+            async def ticker() -> None:
+                while True:
+                    ticks.append(1)
+                    await anyio.lowlevel.checkpoint()
+
+            tg.start_soon(ticker)
+            async with kube.watch(CONFIGMAPS, resource_version="0", read_interval=0.2) as events:
+                count, ticked = 0, set()
+                async for _ in events:
+                    count += 1
+                    ticked.add(len(ticks))
+            tg.cancel_scope.cancel()
+    assert count == 2_000
+    assert len(ticked) >= 10  # the ticker ran between slices of 200
