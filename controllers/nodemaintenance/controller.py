@@ -35,7 +35,7 @@ from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODS, REPL
 from controllers import features
 from controllers.base import Controller
 from controllers.context import ControllerContext
-from controllers.nodemaintenance import api
+from controllers.nodemaintenance import api, cordon
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.maintenancesync import MaintenanceSync
 from controllers.nodemaintenance.nodesync import NodeSync
@@ -92,8 +92,13 @@ class NodeMaintenanceController(Controller):
         factory = ctx.informers
         nm_inf = factory.informer(NODEMAINTENANCES)
         node_inf = factory.informer(NODES)
-        if api.APPLIED_MAINTENANCES_INDEX not in node_inf.store.indexers:
-            node_inf.add_indexers({api.APPLIED_MAINTENANCES_INDEX: api.applied_maintenances})
+        node_indexers = {
+            api.APPLIED_MAINTENANCES_INDEX: api.applied_maintenances,
+            cordon.UNSCHEDULABLE_INDEX: cordon.unschedulable_index,
+        }
+        missing = {k: v for k, v in node_indexers.items() if k not in node_inf.store.indexers}
+        if missing:
+            node_inf.add_indexers(missing)
         pod_inf = factory.informer(PODS)
         # The pods' owners, to tell who will answer an EvacuationRequest (workload.py).
         owners = {res.kind: factory.informer(res).lister for res in (REPLICASETS, DEPLOYMENTS, STATEFULSETS)}

@@ -15,9 +15,17 @@ from typing import Any
 
 from controllers.nodemaintenance.api import ORIGINAL_UNSCHEDULABLE_ANNOTATION
 
+# A node cache index: the cordoned nodes, so the cluster-wide guard counts them without
+# walking every node on each sync.
+UNSCHEDULABLE_INDEX = "maintenance.aiokcm.io/unschedulable"
+
 
 def is_unschedulable(node: Mapping[str, Any]) -> bool:
     return bool((node.get("spec") or {}).get("unschedulable", False))
+
+
+def unschedulable_index(node: Mapping[str, Any]) -> list[str]:
+    return ["true"] if is_unschedulable(node) else []
 
 
 def plan_cordon(

@@ -131,10 +131,9 @@ class MaintenanceSync:
         return sum(1 for p in self.listers.node_pods(node) if drain.is_targeted(p) and m.options.selects(p))
 
     def _cluster(self, name: str, cordoning: frozenset[str]) -> rollout.Cluster:
-        nodes = self.listers.nodes.list()
-        names = {str(n["metadata"]["name"]) for n in nodes}
-        cordoned = {str(n["metadata"]["name"]) for n in nodes if cordon.is_unschedulable(n)}
-        cordoned |= (self.state.cordoning_elsewhere(name) | cordoning) & names
+        nodes = self.listers.nodes
+        cordoned = {str(n["metadata"]["name"]) for n in self.listers.unschedulable_nodes()}
+        cordoned |= {n for n in self.state.cordoning_elsewhere(name) | cordoning if nodes.get(n) is not None}
         cap = rollout.scaled(
             self.max_unschedulable, len(nodes), field_name="--node-maintenance-max-unschedulable", minimum=0
         )

@@ -110,6 +110,10 @@ class Listers:
         found = (self.nodes.get(name) for name in sorted(names))
         return [n for n in found if n is not None and selector_matches(selector, n)]
 
+    def unschedulable_nodes(self) -> list[dict[str, Any]]:
+        """The cordoned nodes, from the node cache's index (`cordon.UNSCHEDULABLE_INDEX`)."""
+        return self.nodes.by_index(cordon.UNSCHEDULABLE_INDEX, "true")
+
     def nodes_applying(self, maintenance: str) -> list[dict[str, Any]]:
         """The nodes whose annotation lists `maintenance` as applied to them."""
         return self.nodes.by_index(api.APPLIED_MAINTENANCES_INDEX, maintenance)

@@ -132,6 +132,27 @@ async def test_the_cluster_guard_holds_back_then_override_or_release_lets_go(
         assert all([(await node(kube, n))["spec"].get("unschedulable") for n in node_names])
 
 
+async def test_the_cluster_guard_counts_a_node_an_operator_cordoned(
+    kube: KubeClient, node_names: list[str]
+) -> None:
+    """The guard's count of unschedulable nodes follows the node cache as nodes are cordoned and
+    uncordoned by anyone, not only by maintenances."""
+    first, _, third = node_names
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+        await kube.patch(NODES, third, {"spec": {"unschedulable": True}})  # `kubectl cordon`
+        # 3 nodes, at most 50% unschedulable: one node, and the operator's cordon takes it
+        await kube.create(NODEMAINTENANCES, node_maintenance("one", [first]))
+        await eventually(
+            lambda: _condition_is(kube, "one", "ClusterLimitReached", "True"), "the guard holding back"
+        )
+        assert not (await node(kube, first))["spec"].get("unschedulable")
+        await kube.patch(NODES, third, {"spec": {"unschedulable": None}})  # `kubectl uncordon`
+        await eventually(
+            lambda: _condition_is(kube, "one", "Cordoned", "True"), "cordoning once room is made"
+        )
+        assert await _condition_is(kube, "one", "ClusterLimitReached", "False")
+
+
 @pytest.mark.parametrize("bad", [0, -1, "lots", "0%", "150%", "2"])
 async def test_the_crd_refuses_a_limit_that_is_not_a_count_or_a_percentage(
     kube: KubeClient, node_names: list[str], bad: object
