@@ -13,8 +13,9 @@ Two kinds of work, two queues, chosen for what each write touches:
 - **Maintenance keys on the base class's `RateLimitingQueue`**: status and finalizer only; cheap
   reads of the listers and at most one status patch, so any worker may take any maintenance.
   While pods are still leaving a node, its sync wakes the maintenances after `STATUS_BATCH_SECONDS`
-  (a delaying queue keeps the earliest wake-up, so that is at most one status write a second);
-  the node sync that finds the node empty wakes them at once, so `Drained` is never late.
+  (a delaying queue keeps the earliest wake-up, so that is at most one status write a second),
+  and so does the echo of a status write; the node sync that finds the node empty wakes them at
+  once, so `Drained` is never late.
 
 Handlers enqueue keys and nothing else. A maintenance's spec change fans out to the nodes it
 selects or is applied to; a node or pod change enqueues the node (when it is under maintenance)
@@ -58,6 +59,18 @@ def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
 
 def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
+
+
+# Metadata the API server moves on any write, status writes included.
+_BOOKKEEPING = frozenset({"resourceVersion", "managedFields"})
+
+
+def _status_only(old: Obj, new: Obj) -> bool:
+    """Whether an update changed nothing but the status (and the server's bookkeeping)."""
+    if any(old.get(k) != new.get(k) for k in {*old, *new} - {"metadata", "status"}):
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return all(old_meta.get(k) == new_meta.get(k) for k in {*old_meta, *new_meta} - _BOOKKEEPING)
 
 
 def _default_gate(ctx: ControllerContext) -> LeaseGate:
@@ -165,8 +178,15 @@ class NodeMaintenanceController(Controller):
         self._enqueue_nodes_of(obj)
 
     def _maintenance_updated(self, old: Obj, new: Obj) -> None:
-        self.enqueue(_name(new))
         old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        if _status_only(old, new):
+            # Nearly always the echo of this controller's own status write: the status sync reads
+            # what it wrote last, not the cache, so the echo has nothing to tell it. Looking again
+            # at once would turn every write into the next one while pods move; a batch later is
+            # the status pace the node syncs keep.
+            self.queue.add_after(_name(new), STATUS_BATCH_SECONDS)
+            return
+        self.enqueue(_name(new))
         if (
             old_meta.get("generation") != new_meta.get("generation")
             or old_meta.get("deletionTimestamp") != new_meta.get("deletionTimestamp")
