@@ -139,8 +139,10 @@ def deployment_timed_out(d: Obj, status: Obj, now: datetime) -> bool:
     if cond.get("reason") == TIMED_OUT_REASON:
         return True
     since = parse_time(cond.get("lastUpdateTime"))
+    if since is None:
+        return True  # Go's zero time: long past any deadline
     deadline = progress_deadline_seconds(d) or 0
-    return since is not None and since + timedelta(seconds=deadline) < now
+    return since + timedelta(seconds=deadline) < now
 
 
 def replica_failures(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> list[dict[str, Any]]:
@@ -224,11 +226,11 @@ def rollout_status(
     return status
 
 
-def requeue_stuck_after(d: Obj, status: Obj, now: datetime) -> float | None:
-    """`requeueStuckDeployment`: seconds until the deadline should be checked again, or None.
+def stuck_deployment_deadline_in(d: Obj, status: Obj, now: datetime) -> float | None:
+    """The value `requeueStuckDeployment` returns: seconds left before the progress deadline.
 
-    None when there is no deadline or Progressing condition, or the rollout is complete or has
-    already timed out. 0 means "now" (less than a second remains).
+    None (Go's -1) when there is no deadline or Progressing condition, or the rollout is
+    complete or has already timed out; 0 when less than a second is left ("check now").
     """
     current = get_condition(d.get("status"), PROGRESSING)
     if not has_progress_deadline(d) or current is None:
@@ -237,10 +239,19 @@ def requeue_stuck_after(d: Obj, status: Obj, now: datetime) -> float | None:
         return None
     since = parse_time(current.get("lastUpdateTime"))
     if since is None:
-        return None
+        return 0.0  # Go's zero time: the deadline is long past
     after = (since + timedelta(seconds=progress_deadline_seconds(d) or 0) - now).total_seconds()
     if after < 1:
         return 0.0
+    return after
+
+
+def requeue_stuck_after(d: Obj, status: Obj, now: datetime) -> float | None:
+    """When to look at a rollout again for its deadline: `stuck_deployment_deadline_in` plus the
+    second KCM adds against clock skew in `AddAfter`; 0 means "now" (rate limited), None never."""
+    after = stuck_deployment_deadline_in(d, status, now)
+    if after is None or after == 0:
+        return after
     return after + 1
 
 

@@ -33,10 +33,10 @@ from controllers.common.deploymentstrategy import RECREATE, strategy_type
 from controllers.context import EventRecorder
 from controllers.deployment import evacuation
 from controllers.deployment.recreate import rollout_recreate
-from controllers.deployment.rollback import rollback, rollback_to
+from controllers.deployment.rollback import rollback
 from controllers.deployment.rolling import rollout_rolling
 from controllers.deployment.sync import RS, DeploymentSync
-from controllers.deployment.util import is_paused, meta, uid_of
+from controllers.deployment.util import is_paused, meta, rollback_to, uid_of
 from informers import CONTROLLER_UID_INDEX, Lister
 from kubeutil.selectors import from_label_selector
 from kubeutil.timestamps import utcnow

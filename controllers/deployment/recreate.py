@@ -23,11 +23,7 @@ async def rollout_recreate(
     """`rolloutRecreate`: one step of a recreate rollout, then the rollout status."""
     new_rs, old_rss = await s.get_all_replica_sets_and_sync_revision(d, rs_list, create_if_not_existed=False)
     all_rss: list[RS | None] = [*old_rss, new_rs]
-    scaled_down = False
-    for rs in filter_active(old_rss):
-        scaled, _ = await s.scale_replica_set_and_record_event(rs, 0, d)
-        scaled_down = scaled_down or scaled
-    if scaled_down:
+    if await scale_down_old_replica_sets_for_recreate(s, filter_active(old_rss), d):
         await s.sync_rollout_status(all_rss, new_rs, d)
         return
     if old_pods_running(new_rs, old_rss, pod_map):
@@ -43,6 +39,21 @@ async def rollout_recreate(
     if progress.deployment_complete(d, d.get("status") or {}):
         await s.cleanup_deployment(old_rss, d)
     await s.sync_rollout_status(all_rss, new_rs, d)
+
+
+async def scale_down_old_replica_sets_for_recreate(s: DeploymentSync, old_rss: list[RS], d: RS) -> bool:
+    """`scaleDownOldReplicaSetsForRecreate`: scale every old ReplicaSet to zero; whether any was.
+
+    Each one scaled is replaced in `old_rss` by the ReplicaSet the write returned."""
+    scaled_any = False
+    for i, rs in enumerate(old_rss):
+        if replicas(rs) == 0:
+            continue
+        scaled, updated = await s.scale_replica_set_and_record_event(rs, 0, d)
+        if scaled:
+            old_rss[i] = updated
+            scaled_any = True
+    return scaled_any
 
 
 def old_pods_running(

@@ -25,23 +25,13 @@ from controllers.deployment.util import (
     meta,
     name_of,
     revision,
+    rollback_to,
     template_of,
 )
 
 ROLLBACK_REVISION_NOT_FOUND = "DeploymentRollbackRevisionNotFound"
 ROLLBACK_TEMPLATE_UNCHANGED = "DeploymentRollbackTemplateUnchanged"
 ROLLBACK_DONE = "DeploymentRollback"
-
-
-def rollback_to(d: RS) -> int | None:
-    """The requested revision, or None when no rollback is asked for (or the value is garbage)."""
-    raw = annotations_of(d).get(ROLLBACK_TO_ANNOTATION)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        return None
 
 
 async def rollback(s: DeploymentSync, d: RS, rs_list: Sequence[RS]) -> None:
@@ -89,7 +79,11 @@ async def _clear_rollback_to(s: DeploymentSync, d: RS, rs: RS | None) -> None:
         template = copy.deepcopy(dict(template_of(rs)))
         labels = (template.get("metadata") or {}).get("labels") or {}
         labels.pop(POD_TEMPLATE_HASH_LABEL, None)
-        # `SetDeploymentAnnotationsTo`: the old ReplicaSet's annotations come back with its template.
+        # `SetDeploymentAnnotationsTo`: the old ReplicaSet's annotations replace the Deployment's
+        # (all but the skipped ones, which stay as they are) together with its template.
+        for key in annotations_of(d):
+            if key not in ANNOTATIONS_TO_SKIP:
+                changes[key] = None
         for key, value in annotations_of(rs).items():
             if key not in ANNOTATIONS_TO_SKIP:
                 changes[key] = value

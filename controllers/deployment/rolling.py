@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import structlog
+
 from controllers.common.deploymentstrategy import max_unavailable, replicas
 from controllers.common.evacuation import has_evacuation_request
 from controllers.common.pods import is_pod_active, is_pod_available
@@ -22,12 +24,15 @@ from controllers.deployment.util import (
     creation_key,
     filter_active,
     min_ready_seconds,
+    name_of,
     new_rs_new_replicas,
     replica_count,
     status_int,
     uid_of,
 )
 from kubeutil.timestamps import utcnow
+
+log = structlog.get_logger()
 
 Obj = Mapping[str, Any]
 
@@ -80,8 +85,18 @@ async def reconcile_old_replica_sets(
     max_scaled_down = all_pods - min_available - new_unavailable
     if max_scaled_down <= 0:
         return False
-    old_rss, cleaned = await cleanup_unhealthy_replicas(s, old_rss, d, max_scaled_down, pod_map)
-    scaled_down = await scale_down_old_replica_sets_for_rolling_update(s, [*old_rss, new_rs], old_rss, d)
+    # A failed scale-down is not this sync's error, as in KCM: the step reports "nothing scaled"
+    # and the sync goes on to the rollout status (the ReplicaSet's next event brings it back).
+    try:
+        old_rss, cleaned = await cleanup_unhealthy_replicas(s, old_rss, d, max_scaled_down, pod_map)
+    except Exception as exc:
+        log.info("cleaning up unhealthy replicas failed", deployment=name_of(d), error=str(exc))
+        return False
+    try:
+        scaled_down = await scale_down_old_replica_sets_for_rolling_update(s, [*old_rss, new_rs], old_rss, d)
+    except Exception as exc:
+        log.info("scaling down old replica sets failed", deployment=name_of(d), error=str(exc))
+        return False
     return cleaned + scaled_down > 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -34,6 +35,7 @@ from controllers.common.written import WrittenVersions
 from controllers.context import EventRecorder
 from controllers.deployment import progress
 from controllers.deployment.util import (
+    MAX_INT32,
     POD_TEMPLATE_HASH_LABEL,
     REVISION_ANNOTATION,
     annotations_of,
@@ -54,6 +56,7 @@ from controllers.deployment.util import (
     replicas_annotations_need_update,
     revision_history_limit,
     revision_key,
+    rollback_to,
     set_new_replica_set_annotations,
     set_replicas_annotations,
     template_of,
@@ -78,6 +81,12 @@ def _d_key(d: Obj) -> str:
 
 def _rs_key(rs: Obj) -> str:
     return f"replicasets/{meta_key(rs)}"
+
+
+def _namespace_terminating(exc: ApiError) -> bool:
+    """`errors.HasStatusCause(err, NamespaceTerminatingCause)` (a cause's type is its "reason")."""
+    causes = exc.details.get("causes") or []
+    return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
 
 
 class DeploymentSync:
@@ -257,16 +266,22 @@ class DeploymentSync:
         try:
             created = await self.client.create(REPLICASETS, new_rs, namespace=namespace)
         except ApiError as exc:
+            if _namespace_terminating(exc):
+                raise  # every later create fails too: nothing to report
             if not exc.already_exists:
-                status = copy.deepcopy(d.get("status") or {})
                 msg = f'Failed to create new replica set "{new_rs["metadata"]["name"]}": {exc}'
-                set_condition(
-                    status,
-                    progress.deployment_condition(
-                        progress.PROGRESSING, "False", progress.FAILED_RS_CREATE_REASON, msg
-                    ),
-                )
-                await self.update_status(d, status)
+                if has_progress_deadline(d):
+                    status = copy.deepcopy(d.get("status") or {})
+                    set_condition(
+                        status,
+                        progress.deployment_condition(
+                            progress.PROGRESSING, "False", progress.FAILED_RS_CREATE_REASON, msg
+                        ),
+                    )
+                    try:
+                        await self.update_status(d, status)
+                    except ApiError:
+                        pass  # the failed create is the error to report, as KCM's
                 self.recorder.event(d, "Warning", progress.FAILED_RS_CREATE_REASON, msg)
                 raise
             already_exists = True
@@ -284,7 +299,7 @@ class DeploymentSync:
                 d,
                 "Normal",
                 "ScalingReplicaSet",
-                f"Scaled up replica set {name_of(created)} from 0 to {new_replicas}",
+                f"Scaled up replica set {name_of(created)} to {new_replicas}",
             )
         await self._note_new_rs(
             d,
@@ -322,7 +337,7 @@ class DeploymentSync:
                 d,
                 "Normal",
                 "ScalingReplicaSet",
-                f"Scaled {op} replica set {name_of(rs)} from {replicas(rs)} to {new_scale}",
+                f"Scaled {op} replica set {name_of(rs)} to {new_scale}",
             )
         return size_changed, updated
 
@@ -342,9 +357,12 @@ class DeploymentSync:
             sizes = proportional_sizes(d, active)
             total = sum(replicas(rs) for rs in active)
             allowed = replicas(d) + max_surge(d) if replicas(d) > 0 else 0
-            op = "up" if allowed > total else "down"
-            for rs in active:
-                await self.scale_replica_set(dict(rs), sizes[name_of(rs)], d, op)
+            op = "up" if allowed > total else "down" if allowed < total else ""
+            by_name = {name_of(rs): rs for rs in active}
+            # In the order the sizes were worked out (KCM's), so a failed write leaves the same
+            # ReplicaSets scaled as it would under KCM.
+            for name, size in sizes.items():
+                await self.scale_replica_set(dict(by_name[name]), size, d, op)
 
     async def is_scaling_event(self, d: RS, rs_list: Sequence[RS]) -> bool:
         """`isScalingEvent`: an active ReplicaSet was last sized for another spec.replicas."""
@@ -362,7 +380,7 @@ class DeploymentSync:
     async def cleanup_deployment(self, old_rss: Sequence[Obj], d: Obj) -> None:
         """`cleanupDeployment`: delete the oldest scaled-down ReplicaSets beyond the history limit."""
         limit = revision_history_limit(d)
-        if limit is None:
+        if limit is None or limit == MAX_INT32:
             return
         alive = [rs for rs in old_rss if not meta(rs).get("deletionTimestamp")]
         diff = len(alive) - limit
@@ -391,11 +409,24 @@ class DeploymentSync:
         now = utcnow()
         status = progress.rollout_status(all_rss, new_rs, d, now=now)
         if progress.status_equal(d.get("status"), status):
-            after = progress.requeue_stuck_after(d, status, now)
-            if after is not None:
-                self.requeue_after(d, after)
+            self.requeue_stuck_deployment(d, status, now)
             return
         await self.update_status(d, status)
+
+    def requeue_stuck_deployment(self, d: Obj, status: Obj, now: datetime) -> float:
+        """`requeueStuckDeployment`: schedule the check of a rollout's progress deadline.
+
+        Returns what KCM's does: -1 when there is nothing to check, 0 when the check is due now
+        (requeued through the rate limiter), else the seconds left; the requeue comes a second
+        after that, against clock skew."""
+        after = progress.stuck_deployment_deadline_in(d, status, now)
+        if after is None:
+            return -1.0
+        if after == 0:
+            self.requeue_after(d, 0.0)
+            return 0.0
+        self.requeue_after(d, after + 1)
+        return after
 
     async def sync(self, d: RS, rs_list: Sequence[RS]) -> None:
         """`sync`: scaling events and paused Deployments: scale, clean up, update status."""
@@ -403,7 +434,7 @@ class DeploymentSync:
             d, rs_list, create_if_not_existed=False
         )
         await self.scale(d, new_rs, old_rss)
-        if (d.get("spec") or {}).get("paused"):
+        if (d.get("spec") or {}).get("paused") and rollback_to(d) is None:
             await self.cleanup_deployment(old_rss, d)
         await self.sync_deployment_status([*old_rss, new_rs], new_rs, d)
 

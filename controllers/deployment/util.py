@@ -22,6 +22,7 @@ from controllers.common.evacuation import (
     EVACUATION_READY_ANNOTATION,
     REPLICAS_TO_EVACUATE_ANNOTATION,
 )
+from kubeutil.strconv import parse_int
 from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
@@ -115,12 +116,23 @@ def is_paused(d: Obj) -> bool:
 
 
 def revision(obj: Obj) -> int:
-    """The `deployment.kubernetes.io/revision` annotation; 0 when absent or not a number."""
+    """`Revision`: the `deployment.kubernetes.io/revision` annotation as Go's `ParseInt` reads it;
+    0 when absent or not a number (the callers skip a revision Go fails to parse, which is the
+    same as counting it 0 for the highest and second highest)."""
     raw = annotations_of(obj).get(REVISION_ANNOTATION)
-    try:
-        return int(str(raw)) if raw is not None else 0
-    except ValueError:
+    if raw is None:
         return 0
+    value = parse_int(str(raw))
+    return 0 if value is None else value
+
+
+def rollback_to(d: Obj) -> int | None:
+    """`getRollbackTo`: the revision the `deprecated.deployment.rollback.to` annotation asks for
+    (0 meaning the previous one), or None when it is absent, empty or not an int64."""
+    raw = annotations_of(d).get(ROLLBACK_TO_ANNOTATION)
+    if not raw:
+        return None
+    return parse_int(str(raw))
 
 
 def max_revision(rss: Iterable[Obj]) -> int:
@@ -167,28 +179,31 @@ def set_new_replica_set_annotations(
     changed = copy_deployment_annotations_to_replica_set(d, rs_annotations)
     old_raw = rs_annotations.get(REVISION_ANNOTATION)
     had_revision = old_raw is not None
-    try:
-        old_revision = int(old_raw) if old_raw is not None else 0
-    except ValueError:
-        if old_raw != "":
-            return changed
+    old_revision = parse_int(old_raw or "")
+    if old_revision is None:
+        if old_raw:
+            # Go gives up here and reports no change, whatever the copy above changed.
+            return False
         old_revision = 0
     if old_revision < new_revision:
         rs_annotations[REVISION_ANNOTATION] = str(new_revision)
         changed = True
-    if had_revision and old_raw and old_revision < new_revision:
-        history = rs_annotations.get(REVISION_HISTORY_ANNOTATION, "")
-        old_revisions = history.split(",")
-        if not old_revisions[0]:
-            rs_annotations[REVISION_HISTORY_ANNOTATION] = old_raw
-        else:
-            total = len(history) + len(old_raw) + 1
-            start = 0
-            while total > history_limit_chars and start < len(old_revisions):
-                total -= len(old_revisions[start]) + 1
-                start += 1
-            if total <= history_limit_chars:
-                rs_annotations[REVISION_HISTORY_ANNOTATION] = ",".join([*old_revisions[start:], old_raw])
+        if had_revision:
+            # Rolled back to: keep the revisions this ReplicaSet served before.
+            history = rs_annotations.get(REVISION_HISTORY_ANNOTATION, "")
+            old_revisions = history.split(",")
+            if not old_revisions[0]:
+                rs_annotations[REVISION_HISTORY_ANNOTATION] = old_raw or ""
+            else:
+                total = len(history) + len(old_raw or "") + 1
+                start = 0
+                while total > history_limit_chars and start < len(old_revisions):
+                    total -= len(old_revisions[start]) + 1
+                    start += 1
+                if total <= history_limit_chars:
+                    rs_annotations[REVISION_HISTORY_ANNOTATION] = ",".join(
+                        [*old_revisions[start:], old_raw or ""]
+                    )
     if not exists and set_replicas_annotations(rs_annotations, replicas(d), replicas(d) + max_surge(d)):
         changed = True
     return changed
@@ -383,9 +398,28 @@ def creation_key(obj: Obj) -> tuple[str, str]:
     return (ts.isoformat() if ts else "", name_of(obj))
 
 
-def _newer_key(obj: Obj) -> tuple[float, str]:
+class _Descending:
+    """A name that sorts backwards, for the "newest first" orders."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __lt__(self, other: _Descending) -> bool:
+        return self.name > other.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+def _newer_key(obj: Obj) -> tuple[float, _Descending]:
+    """`ReplicaSetsByCreationTimestamp` reversed: newest first, and so ties by name backwards."""
     ts = parse_time(meta(obj).get("creationTimestamp"))
-    return (-(ts.timestamp() if ts else 0.0), name_of(obj))
+    return (-(ts.timestamp() if ts else float("-inf")), _Descending(name_of(obj)))
 
 
 def revision_key(obj: Obj) -> tuple[int, tuple[str, str]]:
@@ -445,8 +479,10 @@ def is_saturated(d: Obj, rs: Obj | None) -> bool:
     """`IsSaturated`: the new ReplicaSet alone runs the whole Deployment, all available."""
     if rs is None:
         return False
+    # `strconv.Atoi`, not the non-negative parse the scaler uses: a sign is accepted here.
+    desired = parse_int(annotations_of(rs).get(DESIRED_REPLICAS_ANNOTATION, ""))
     return (
-        desired_replicas_annotation(rs) == replicas(d)
+        desired == replicas(d)
         and replicas(rs) == replicas(d)
         and status_int(rs, "availableReplicas") == replicas(d)
     )

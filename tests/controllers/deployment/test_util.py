@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 import pytest
 
 from controllers.common import deploymentstrategy
 from controllers.common.intstr import IntOrStringError
 from controllers.deployment import util
 from tests.controllers.deployment.builders import TEMPLATE, deployment, replica_set
+from tests.controllers.deployment.kcm_objects import generate_deployment, generate_rs
 
 
 # `TestResolveFenceposts` (pkg/controller/deployment/util/deployment_util_test.go), case for case:
@@ -248,3 +252,373 @@ def test_find_active_or_latest() -> None:
     active = replica_set("old1", 2)
     assert util.find_active_or_latest(new, [active, old2]) is active
     assert util.find_active_or_latest(replica_set("n", 1), [active]) is None
+
+
+# -- more of `deployment_util_test.go`, case for case -------------------------------------
+
+HASH = util.POD_TEMPLATE_HASH_LABEL
+
+
+def _pod_template(
+    name: str, node: str, annotations: dict[str, str], labels: dict[str, str]
+) -> dict[str, Any]:
+    """`generatePodTemplateSpec`."""
+    return {
+        "metadata": {"name": name, "annotations": annotations, "labels": labels},
+        "spec": {"nodeName": node},
+    }
+
+
+# `TestEqualIgnoreHash`, each case in both orders; neither template's labels are touched.
+@pytest.mark.parametrize(
+    ("former", "latter", "expected"),
+    [
+        pytest.param(
+            _pod_template("foo", "foo-node", {}, {HASH: "value-1", "something": "else"}),
+            _pod_template("foo", "foo-node", {}, {HASH: "value-1", "something": "else"}),
+            True,
+            id="Same spec, same labels",
+        ),
+        pytest.param(
+            _pod_template("foo", "foo-node", {}, {HASH: "value-1", "something": "else"}),
+            _pod_template("foo", "foo-node", {}, {HASH: "value-2", "something": "else"}),
+            True,
+            id="Same spec, only pod-template-hash label value is different",
+        ),
+        pytest.param(
+            _pod_template("foo", "foo-node", {}, {"something": "else"}),
+            _pod_template("foo", "foo-node", {}, {HASH: "value-2", "something": "else"}),
+            True,
+            id="Same spec, the former doesn't have pod-template-hash label",
+        ),
+        pytest.param(
+            _pod_template("foo", "foo-node", {}, {"something": "else"}),
+            _pod_template("foo", "foo-node", {}, {HASH: "value-2"}),
+            False,
+            id="Same spec, different label, the former has no hash label, same number of labels",
+        ),
+        pytest.param(
+            _pod_template("foo", "foo-node", {}, {HASH: "value-1"}),
+            _pod_template("foo", "foo-node", {}, {"something": "else"}),
+            False,
+            id="Same spec, different label, the latter has no hash label, same number of labels",
+        ),
+        pytest.param(
+            _pod_template("foo", "foo-node", {}, {HASH: "value-1"}),
+            _pod_template("foo", "foo-node", {}, {HASH: "value-1", "something": "else"}),
+            False,
+            id="Same spec, the label is different, and the pod-template-hash label value is the same",
+        ),
+        pytest.param(
+            _pod_template("foo", "foo-node", {"former": "value"}, {HASH: "value-1", "something": "else"}),
+            _pod_template("foo", "foo-node", {"latter": "value"}, {HASH: "value-1", "something": "else"}),
+            False,
+            id="Different spec, same labels",
+        ),
+        pytest.param(
+            _pod_template("foo-1", "foo-node", {}, {HASH: "value-1", "something": "else"}),
+            _pod_template("foo-2", "foo-node", {}, {HASH: "value-2", "something": "else"}),
+            False,
+            id="Different spec, different pod-template-hash label value",
+        ),
+        pytest.param(
+            _pod_template("foo-1", "foo-node-1", {}, {"something": "else"}),
+            _pod_template("foo-2", "foo-node-2", {}, {HASH: "value-2", "something": "else"}),
+            False,
+            id="Different spec, the former doesn't have pod-template-hash label",
+        ),
+        pytest.param(
+            _pod_template("foo", "foo-node-1", {}, {"something": "else"}),
+            _pod_template("foo", "foo-node-2", {}, {"nothing": "else"}),
+            False,
+            id="Different spec, different labels",
+        ),
+    ],
+)
+def test_equal_ignore_hash(former: dict[str, Any], latter: dict[str, Any], expected: bool) -> None:
+    before = copy.deepcopy((former, latter))
+    assert util.equal_ignore_hash(former, latter) is expected
+    assert util.equal_ignore_hash(latter, former) is expected
+    assert (former, latter) == before
+
+
+NOW_TS = "2024-01-01T00:00:00Z"
+LATER_TS = "2024-01-01T00:01:00Z"
+BEFORE_TS = "2023-12-31T23:59:00Z"
+
+
+def _find_fixtures() -> dict[str, Any]:
+    d = generate_deployment("nginx")
+    new_rs = generate_rs(d, hash_label="hash", created=LATER_TS)
+    new_rs_dup = generate_rs(d, hash_label="different-hash", created=NOW_TS)
+    old_d = generate_deployment("nginx")
+    old_d["spec"]["template"]["spec"]["containers"][0]["name"] = "nginx-old-1"
+    old_rs = generate_rs(old_d, created=BEFORE_TS)
+    return {"d": d, "new": new_rs, "dup": new_rs_dup, "old": old_rs}
+
+
+# `TestFindNewReplicaSet`.
+@pytest.mark.parametrize(
+    ("rs_names", "expected"),
+    [
+        pytest.param(["new", "old"], "new", id="same template as the Deployment, different hash value"),
+        pytest.param(["new", "old", "dup"], "dup", id="the oldest of several with the same template"),
+        pytest.param(["old"], None, id="no new ReplicaSet"),
+    ],
+)
+def test_find_new_replica_set(rs_names: list[str], expected: str | None) -> None:
+    f = _find_fixtures()
+    found = util.find_new_replica_set(f["d"], [f[n] for n in rs_names])
+    assert found is (f[expected] if expected else None)
+
+
+# `TestFindOldReplicaSets`: all old ones, and the ones with replicas (`requiredRSs`).
+@pytest.mark.parametrize(
+    ("rs_names", "expected_all", "expected_required"),
+    [
+        pytest.param(["new", "old"], ["old"], [], id="old ReplicaSets"),
+        pytest.param(["old"], ["old"], [], id="old ReplicaSets with no new ReplicaSet"),
+        pytest.param(
+            ["old", "new", "dup"], ["old", "new"], ["new"], id="two new ones, only the oldest is the new one"
+        ),
+        pytest.param(["new"], [], [], id="no old ReplicaSets"),
+    ],
+)
+def test_find_old_replica_sets(
+    rs_names: list[str], expected_all: list[str], expected_required: list[str]
+) -> None:
+    f = _find_fixtures()
+    f["new"]["spec"]["replicas"] = 1
+    rss = [f[n] for n in rs_names]
+    old = util.find_old_replica_sets(util.find_new_replica_set(f["d"], rss), rss)
+    assert sorted(old, key=util.creation_key) == sorted((f[n] for n in expected_all), key=util.creation_key)
+    assert util.filter_active(old) == [f[n] for n in expected_required]
+
+
+# `TestGetReplicaCountForReplicaSets`.
+def test_replica_counts_for_replica_sets() -> None:
+    rs1 = replica_set("rs1", 1, actual=2)
+    rs2 = replica_set("rs2", 2, actual=3)
+    assert (util.replica_count([rs1]), util.actual_replica_count([rs1])) == (1, 2)
+    assert (util.replica_count([rs1, rs2]), util.actual_replica_count([rs1, rs2])) == (3, 5)
+    assert util.replica_count([rs1, None]) == 1
+
+
+# `TestNewRSNewReplicas`: the other ReplicaSets hold 5; maxUnavailable 1.
+@pytest.mark.parametrize(
+    ("strategy", "dep_replicas", "new_rs_replicas", "surge", "expected"),
+    [
+        pytest.param("RollingUpdate", 1, 5, 1, 5, id="can not scale up - to newRSReplicas"),
+        pytest.param("RollingUpdate", 6, 2, 10, 6, id="scale up - to depReplicas"),
+        pytest.param("Recreate", 3, 1, 1, 3, id="recreate - to depReplicas"),
+    ],
+)
+def test_new_rs_new_replicas(
+    strategy: str, dep_replicas: int, new_rs_replicas: int, surge: int, expected: int
+) -> None:
+    d = generate_deployment("nginx")
+    d["spec"]["replicas"] = dep_replicas
+    d["spec"]["strategy"] = {"type": strategy, "rollingUpdate": {"maxUnavailable": 1, "maxSurge": surge}}
+    new_rc = generate_rs(d)
+    new_rc["spec"]["replicas"] = new_rs_replicas
+    rs5 = generate_rs(d)
+    rs5["spec"]["replicas"] = 5
+    assert util.new_rs_new_replicas(d, [rs5], new_rc) == expected
+
+
+def _max_unavailable_deployment(replicas: int, max_unavailable: int | str) -> dict[str, Any]:
+    return {
+        "spec": {
+            "replicas": replicas,
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": max_unavailable},
+            },
+        }
+    }
+
+
+# `TestMaxUnavailable`.
+@pytest.mark.parametrize(
+    ("d", "expected"),
+    [
+        pytest.param(_max_unavailable_deployment(10, 5), 5, id="less than replicas"),
+        pytest.param(_max_unavailable_deployment(10, 10), 10, id="equal replicas"),
+        pytest.param(_max_unavailable_deployment(5, 10), 5, id="greater than replicas"),
+        pytest.param(_max_unavailable_deployment(0, 10), 0, id="replicas is 0"),
+        pytest.param({"spec": {"strategy": {"type": "Recreate"}}}, 0, id="Recreate"),
+        pytest.param(_max_unavailable_deployment(10, "50%"), 5, id="less than replicas with percents"),
+        pytest.param(_max_unavailable_deployment(10, "100%"), 10, id="equal replicas with percents"),
+        pytest.param(_max_unavailable_deployment(5, "100%"), 5, id="greater than replicas with percents"),
+    ],
+)
+def test_max_unavailable(d: dict[str, Any], expected: int) -> None:
+    assert deploymentstrategy.max_unavailable(d) == expected
+
+
+# `TestMinAvailable`.
+@pytest.mark.parametrize(
+    ("d", "expected"),
+    [
+        pytest.param(_max_unavailable_deployment(10, 5), 5, id="replicas greater than maxUnavailable"),
+        pytest.param(_max_unavailable_deployment(10, 10), 0, id="replicas equal maxUnavailable"),
+        pytest.param(_max_unavailable_deployment(5, 10), 0, id="replicas less than maxUnavailable"),
+        pytest.param(_max_unavailable_deployment(0, 10), 0, id="replicas is 0"),
+        pytest.param({"spec": {"replicas": 10, "strategy": {"type": "Recreate"}}}, 0, id="Recreate"),
+        pytest.param(_max_unavailable_deployment(10, "60%"), 4, id="greater with percents"),
+        pytest.param(_max_unavailable_deployment(10, "100%"), 0, id="equal with percents"),
+        pytest.param(_max_unavailable_deployment(5, "100%"), 0, id="less with percents"),
+    ],
+)
+def test_min_available_cases(d: dict[str, Any], expected: int) -> None:
+    assert util.min_available(d) == expected
+
+
+def test_annotation_utils() -> None:
+    """`TestAnnotationUtils`: revisions 11 to 20 in turn, the history kept within 5 characters;
+    then the replicas annotations, and saturation read from them."""
+    d = generate_deployment("nginx")
+    d["metadata"]["annotations"][util.REVISION_ANNOTATION] = "1"
+    rs = generate_rs(d)
+    ann: dict[str, str] = rs["metadata"].setdefault("annotations", {})
+    for i in range(10, 20):
+        util.set_new_replica_set_annotations(d, ann, i + 1, exists=True, history_limit_chars=5)
+        if i >= 12:
+            assert ann[util.REVISION_HISTORY_ANNOTATION] == f"{i - 1},{i}"
+        assert ann[util.REVISION_ANNOTATION] == str(i + 1)
+
+    assert util.set_replicas_annotations(ann, 10, 11)
+    assert ann[util.DESIRED_REPLICAS_ANNOTATION] == "10"
+    assert ann[util.MAX_REPLICAS_ANNOTATION] == "11"
+
+    ann[util.DESIRED_REPLICAS_ANNOTATION] = "1"
+    rs["status"]["availableReplicas"] = 1
+    rs["spec"]["replicas"] = 1
+    assert util.is_saturated(d, rs)
+
+
+def test_a_replica_set_with_an_unreadable_revision_is_left_alone() -> None:
+    """`SetNewReplicaSetAnnotations` gives up (reporting no change, whatever the annotation copy
+    did) when the ReplicaSet's revision is not a number."""
+    d = generate_deployment("nginx")
+    d["metadata"]["annotations"]["team"] = "x"
+    ann = {util.REVISION_ANNOTATION: "abc"}
+    assert not util.set_new_replica_set_annotations(d, ann, 3, exists=True)
+    assert ann[util.REVISION_ANNOTATION] == "abc"
+    # An empty one counts as 0, and is still a revision this ReplicaSet had.
+    ann = {util.REVISION_ANNOTATION: ""}
+    assert util.set_new_replica_set_annotations(d, ann, 3, exists=True)
+    assert (ann[util.REVISION_ANNOTATION], ann[util.REVISION_HISTORY_ANNOTATION]) == ("3", "")
+
+
+def test_saturation_reads_the_desired_replicas_as_atoi_does() -> None:
+    """`IsSaturated` parses with `strconv.Atoi`: a sign is fine, spaces are not."""
+    d = generate_deployment("nginx")
+    rs = generate_rs(d)
+    rs["spec"]["replicas"] = 1
+    rs["status"]["availableReplicas"] = 1
+    for value, saturated in (("1", True), ("+1", True), (" 1", False), ("x", False), ("2", False)):
+        rs["metadata"]["annotations"] = {util.DESIRED_REPLICAS_ANNOTATION: value}
+        assert util.is_saturated(d, rs) is saturated, value
+    assert not util.is_saturated(d, None)
+
+
+# `TestReplicasAnnotationsNeedUpdate`: sized for 10 with 20 at most.
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        pytest.param(None, True, id="annotations nil"),
+        pytest.param(
+            {util.DESIRED_REPLICAS_ANNOTATION: "8", util.MAX_REPLICAS_ANNOTATION: "20"}, True, id="desired"
+        ),
+        pytest.param(
+            {util.DESIRED_REPLICAS_ANNOTATION: "10", util.MAX_REPLICAS_ANNOTATION: "16"}, True, id="max"
+        ),
+        pytest.param(
+            {util.DESIRED_REPLICAS_ANNOTATION: "10", util.MAX_REPLICAS_ANNOTATION: "20"}, False, id="none"
+        ),
+    ],
+)
+def test_replicas_annotations_need_update(annotations: dict[str, str] | None, expected: bool) -> None:
+    rs: dict[str, Any] = {"metadata": {"name": "hello", "namespace": "test"}, "spec": {}}
+    if annotations is not None:
+        rs["metadata"]["annotations"] = annotations
+    assert util.replicas_annotations_need_update(rs, 10, 20) is expected
+
+
+# `TestGetReplicaSetFraction` (maxUnavailable 1 throughout).
+@pytest.mark.parametrize(
+    ("d_replicas", "d_status_replicas", "d_surge", "rs_replicas", "annotations", "expected"),
+    [
+        pytest.param(0, 0, 0, 10, None, -10, id="empty deployment always scales to 0"),
+        pytest.param(10, 0, 0, 5, None, 0, id="unsynced, max-replicas annotation missing"),
+        pytest.param(10, 0, 0, 5, {util.MAX_REPLICAS_ANNOTATION: "0"}, 0, id="unsynced, max-replicas 0"),
+        pytest.param(120, 100, 0, 50, None, 10, id="scale up by 1/5, annotation missing"),
+        pytest.param(
+            120, 100, 0, 50, {util.MAX_REPLICAS_ANNOTATION: "0"}, 10, id="scale up by 1/5, annotation 0"
+        ),
+        pytest.param(120, 0, 0, 50, {util.MAX_REPLICAS_ANNOTATION: "100"}, 10, id="scale up by 1/5"),
+        pytest.param(
+            120, 0, 10, 50, {util.MAX_REPLICAS_ANNOTATION: "110"}, 9, id="scale up with maxSurge by 1/5"
+        ),
+        pytest.param(10, 0, 0, 6, {util.MAX_REPLICAS_ANNOTATION: "12"}, -1, id="scale down by 1/6"),
+        pytest.param(
+            100, 0, 10, 50, {util.MAX_REPLICAS_ANNOTATION: "130"}, -8, id="scale down with maxSurge"
+        ),
+    ],
+)
+def test_replica_set_fraction(
+    d_replicas: int,
+    d_status_replicas: int,
+    d_surge: int,
+    rs_replicas: int,
+    annotations: dict[str, str] | None,
+    expected: int,
+) -> None:
+    d = generate_deployment("nginx")
+    d["status"]["replicas"] = d_status_replicas
+    d["spec"]["replicas"] = d_replicas
+    d["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": d_surge, "maxUnavailable": 1},
+    }
+    rs = generate_rs(d)
+    rs["metadata"]["annotations"] = annotations
+    rs["spec"]["replicas"] = rs_replicas
+    assert util.replica_set_fraction(rs, d) == expected
+
+
+def test_equal_sizes_scale_up_newest_first_and_down_oldest_first() -> None:
+    """`ReplicaSetsBySizeNewer` / `ReplicaSetsBySizeOlder`: among ReplicaSets of one size,
+    scaling up takes the newest first and scaling down the oldest first; created in the same
+    second, the later name counts as the newer (Go reverses the whole creation order)."""
+    d = deployment(4, max_surge=0, max_unavailable=1)
+    same = "2024-01-01T00:00:00Z"
+    rss = [replica_set(n, 1, created=same, max_replicas=3) for n in ("b", "a", "c")]
+    assert list(util.proportional_sizes(d, rss)) == ["c", "b", "a"]
+    assert util.proportional_sizes(d, rss) == {"c": 2, "b": 1, "a": 1}
+    d = deployment(2, max_surge=0, max_unavailable=1)
+    assert list(util.proportional_sizes(d, rss)) == ["a", "b", "c"]
+    assert util.proportional_sizes(d, rss) == {"a": 0, "b": 1, "c": 1}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("3", 3), ("+3", 3), ("-2", -2), (" 3", 0), ("3_0", 0), ("x", 0), (None, 0)],
+)
+def test_revision_parses_as_go_parse_int(value: str | None, expected: int) -> None:
+    rs = replica_set("r", 1)
+    if value is not None:
+        rs["metadata"]["annotations"][util.REVISION_ANNOTATION] = value
+    assert util.revision(rs) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(None, None), ("", None), ("0", 0), ("4", 4), ("x", None), (" 4", None)]
+)
+def test_rollback_to(value: str | None, expected: int | None) -> None:
+    """`getRollbackTo`: empty or unparsable asks for no rollback."""
+    d = deployment(1)
+    if value is not None:
+        d["metadata"]["annotations"] = {util.ROLLBACK_TO_ANNOTATION: value}
+    assert util.rollback_to(d) == expected
