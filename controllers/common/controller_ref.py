@@ -2,16 +2,18 @@
 
 As `pkg/controller/controller_ref_manager.go`: a controller claims the objects its selector
 matches. An object it already controls but that no longer matches is released; a matching orphan
-is adopted — but never by a controller that is being deleted, and only after a *fresh* read from
-the API server (not the cache) confirms the controller still exists with the same UID
+is adopted — but never by a controller that is being deleted, never when the orphan is itself being
+deleted or lives in another namespace than a namespaced controller, and only after a *fresh* read
+from the API server (not the cache) confirms the controller still exists with the same UID
 (`RecheckDeletionTimestamp`), checked at most once per claim. Objects controlled by someone else
 are never touched. Adopt and release are strategic-merge PATCHes carrying the object's UID as a
-precondition, so a deleted-and-recreated namesake is never mis-owned.
+precondition, so a deleted-and-recreated namesake is never mis-owned; a manager given finalizers
+adds them on adoption and removes them on release, in the same patch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from apiclient import ApiError, KubeClient
@@ -47,14 +49,33 @@ def new_controller_ref(owner: Obj, *, api_version: str, kind: str) -> dict[str, 
     }
 
 
-def adopt_patch(owner_ref: Mapping[str, Any], obj_uid: str) -> dict[str, Any]:
-    """Strategic-merge patch adding `owner_ref` (merge key `uid`), guarded by the object's UID."""
-    return {"metadata": {"ownerReferences": [dict(owner_ref)], "uid": obj_uid}}
+def adopt_patch(owner_ref: Mapping[str, Any], obj_uid: str, finalizers: Sequence[str] = ()) -> dict[str, Any]:
+    """Strategic-merge patch adding `owner_ref` (merge key `uid`) and any `finalizers`, guarded by the
+    object's UID (`ownerRefControllerPatch`)."""
+    meta: dict[str, Any] = {"ownerReferences": [dict(owner_ref)], "uid": obj_uid}
+    if finalizers:
+        meta["finalizers"] = list(finalizers)
+    return {"metadata": meta}
 
 
-def release_patch(owner_uid: str, obj_uid: str) -> dict[str, Any]:
+def delete_owner_refs_patch(
+    dependent_uid: str, owner_uids: Sequence[str], finalizers: Sequence[str] = ()
+) -> dict[str, Any]:
+    """`GenerateDeleteOwnerRefStrategicMergeBytes`: delete the owner references with `owner_uids`
+    (and remove `finalizers`), guarded by the dependent's UID. Keys in Go's order, so the JSON is
+    byte for byte the same."""
+    meta: dict[str, Any] = {
+        "uid": dependent_uid,
+        "ownerReferences": [{"$patch": "delete", "uid": uid} for uid in owner_uids],
+    }
+    if finalizers:
+        meta["$deleteFromPrimitiveList/finalizers"] = list(finalizers)
+    return {"metadata": meta}
+
+
+def release_patch(owner_uid: str, obj_uid: str, finalizers: Sequence[str] = ()) -> dict[str, Any]:
     """Strategic-merge patch deleting the owner reference with `owner_uid`, guarded by the object's UID."""
-    return {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner_uid}], "uid": obj_uid}}
+    return delete_owner_refs_patch(obj_uid, [owner_uid], finalizers)
 
 
 def recheck_deletion_timestamp(get_fresh: Callable[[], Awaitable[Obj]]) -> Callable[[], Awaitable[None]]:
@@ -62,10 +83,12 @@ def recheck_deletion_timestamp(get_fresh: Callable[[], Awaitable[Obj]]) -> Calla
 
     async def can_adopt() -> None:
         fresh = await get_fresh()
-        stamp = (fresh.get("metadata") or {}).get("deletionTimestamp")
+        meta = fresh.get("metadata") or {}
+        stamp = meta.get("deletionTimestamp")
         if stamp:
-            name = (fresh.get("metadata") or {}).get("name")
-            raise AdoptionRefused(f"{name} has just been deleted at {stamp}")
+            raise AdoptionRefused(
+                f"{meta.get('namespace', '')}/{meta.get('name')} has just been deleted at {stamp}"
+            )
 
     return can_adopt
 
@@ -79,7 +102,8 @@ def fresh_getter(client: KubeClient, res: Resource, owner: Obj) -> Callable[[], 
         fresh_uid = (fresh.get("metadata") or {}).get("uid")
         if fresh_uid != meta.get("uid"):
             raise AdoptionRefused(
-                f"original {res.kind} {meta.get('name')} is gone: got uid {fresh_uid}, wanted {meta.get('uid')}"
+                f"original {res.kind} {meta.get('namespace', '')}/{meta.get('name')} is gone: "
+                f"got uid {fresh_uid}, wanted {meta.get('uid')}"
             )
         return fresh
 
@@ -108,11 +132,13 @@ class ControllerRefManager:
         kind: str,
         can_adopt: Callable[[], Awaitable[None]],
         resource: Resource = PODS,
+        finalizers: Sequence[str] = (),
     ) -> None:
         self.client = client
         self.controller = controller
         self.selector = selector
         self.resource = resource
+        self.finalizers = tuple(finalizers)
         self.controller_ref = new_controller_ref(controller, api_version=api_version, kind=kind)
         self._can_adopt = can_adopt
         self._can_adopt_result: BaseException | bool | None = False  # False: not checked yet
@@ -124,6 +150,10 @@ class ControllerRefManager:
     @property
     def controller_deleting(self) -> bool:
         return bool((self.controller.get("metadata") or {}).get("deletionTimestamp"))
+
+    @property
+    def controller_namespace(self) -> str:
+        return str((self.controller.get("metadata") or {}).get("namespace") or "")
 
     async def can_adopt(self) -> None:
         """Run the fresh check once per manager; remember its verdict."""
@@ -163,8 +193,12 @@ class ControllerRefManager:
             return False
         if self.controller_deleting or not matches:
             return False
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
             return False  # never adopt an object on its way out
+        namespace = self.controller_namespace
+        if namespace and namespace != meta.get("namespace"):
+            return False  # a namespaced controller adopts in its own namespace only
         return await self.adopt(obj)
 
     async def adopt(self, obj: Obj) -> bool:
@@ -172,7 +206,10 @@ class ControllerRefManager:
         await self.can_adopt()
         try:
             await self._patch(
-                obj, adopt_patch(self.controller_ref, str((obj.get("metadata") or {}).get("uid")))
+                obj,
+                adopt_patch(
+                    self.controller_ref, str((obj.get("metadata") or {}).get("uid")), self.finalizers
+                ),
             )
         except ApiError as exc:
             if exc.not_found:
@@ -184,7 +221,10 @@ class ControllerRefManager:
         """Drop our controller reference; a vanished or replaced object (404 / 422) is fine."""
         try:
             await self._patch(
-                obj, release_patch(self.controller_uid, str((obj.get("metadata") or {}).get("uid")))
+                obj,
+                release_patch(
+                    self.controller_uid, str((obj.get("metadata") or {}).get("uid")), self.finalizers
+                ),
             )
         except ApiError as exc:
             if exc.not_found or exc.invalid:

@@ -18,8 +18,10 @@ _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-
 def pods_prefix(controller_name: str) -> str:
     """`getPodsPrefix`: `name-` when that is a valid generateName, else the bare name."""
     prefix = f"{controller_name}-"
-    # The API server validates generateName's prefix with the trailing dash stripped off.
-    if len(prefix) <= 253 and _DNS1123_SUBDOMAIN.match(prefix[:-1] or "-"):
+    # `ValidatePodName(prefix, true)` validates the prefix with its trailing dash masked
+    # (`maskTrailingDash`: the last two characters become one "a"), as a DNS-1123 subdomain.
+    masked = prefix[:-2] + "a" if len(prefix) > 1 else prefix
+    if len(masked) <= 253 and _DNS1123_SUBDOMAIN.match(masked):
         return prefix
     return controller_name
 

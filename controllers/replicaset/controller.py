@@ -98,10 +98,16 @@ class ReplicaSetController(Controller):
         return rs
 
     def pod_replicasets(self, pod: Mapping[str, Any]) -> list[Obj]:
-        """ReplicaSets in the pod's namespace whose (non-empty) selector matches it."""
+        """ReplicaSets in the pod's namespace whose (non-empty) selector matches it
+        (`GetPodReplicaSets`: none for a pod without labels)."""
         labels = object_meta(pod).get("labels") or {}
+        if not labels:
+            return []
+        namespace = str(object_meta(pod).get("namespace") or "")
         out: list[Obj] = []
-        for rs in self.rs_lister.list(str(object_meta(pod).get("namespace"))):
+        for rs in self.rs_lister.list(namespace):
+            if str(object_meta(rs).get("namespace") or "") != namespace:
+                continue
             try:
                 selector = from_label_selector((rs.get("spec") or {}).get("selector"))
             except SelectorError:
@@ -140,7 +146,7 @@ class ReplicaSetController(Controller):
             return
         namespace = str(cur_meta.get("namespace"))
         cur_ref, old_ref = get_controller_of(cur), get_controller_of(old)
-        ref_changed = (cur_ref or {}).get("uid") != (old_ref or {}).get("uid")
+        ref_changed = cur_ref != old_ref  # any field of the reference, as Go's DeepEqual
         if ref_changed and old_ref is not None:
             old_rs = self.resolve_controller_ref(namespace, old_ref)
             if old_rs is not None:

@@ -11,10 +11,11 @@ One sync, from the caches only (never from the event that queued the key):
    `DeclarativeNodeMaintenance` gate is on;
 3. with the gate on, if the Deployment marked this ReplicaSet `evacuation-ready`, answer each
    request with `EvacuationInitiated=True` (all at once);
-4. write the status (counting the pods this sync created and deleted, so a scale costs one status
-   write, not a second one when the cache catches up) through the status subresource, only
-   when it changed, in the same write as
-   the count of pods asked to evacuate (gate on); a count grown by new requests on an
+4. write the status through the status subresource, only when it changed. As KCM, it counts the
+   pods the sync started from (the pods it created or deleted are counted by the next sync, once
+   the cache has seen them); with the gate on it counts what this sync did as well, so a scale
+   of an evacuation costs one status write, not a second one when the cache catches up, in the
+   same write as the count of pods asked to evacuate; a count grown by new requests on an
    evacuation-ready ReplicaSet waits up to `COUNT_HOLD_SECONDS` for the status write the
    Deployment's surge brings, so it costs no write of its own; likewise, a status that only
    gained available replicas during an evacuation waits as long for the scale-down they allow;
@@ -153,7 +154,8 @@ def calculate_status(
         diff = len(pods) - desired_replicas(rs)
         reason = "FailedCreate" if diff < 0 else "FailedDelete" if diff > 0 else ""
         set_condition(
-            status, new_condition(REPLICA_FAILURE, "True", reason=reason, message=str(manage_error), now=now)
+            status,
+            new_condition(REPLICA_FAILURE, "True", reason=reason, message=error_text(manage_error), now=now),
         )
     elif manage_error is None and failure is not None:
         remove_condition(status, REPLICA_FAILURE)
@@ -220,6 +222,21 @@ def choose_pods_to_delete(
     return requested + pods_to_delete(rest, related, count - len(requested), now)
 
 
+def error_text(exc: BaseException) -> str:
+    """What Go's `err.Error()` says: an API refusal is its Status message."""
+    return exc.message if isinstance(exc, ApiError) else str(exc)
+
+
+def _delete_failed(exc: BaseException) -> BaseException:
+    """`DeletePod`'s error, "unable to delete pods: ..." (an API refusal stays an `ApiError`)."""
+    if not isinstance(exc, ApiError):
+        return exc
+    body = {**exc.body, "message": f"unable to delete pods: {exc.message}"}
+    wrapped = ApiError(exc.status, body, method=exc.method, path=exc.path)
+    wrapped.__cause__ = exc
+    return wrapped
+
+
 def _namespace_terminating(exc: BaseException) -> bool:
     if not isinstance(exc, ApiError):
         return False
@@ -275,21 +292,27 @@ class ReplicaSetSync:
             return
         pods = await self.claim_pods(rs, selector, self.candidate_pods(rs))
         manage_error: BaseException | None = None
+        after = pods  # the pods once this sync's creates and deletes are counted
         if needs_sync and not (rs.get("metadata") or {}).get("deletionTimestamp"):
             changes = _PodChanges()
             try:
                 await self.manage_replicas(key, rs, pods, changes)
             except Exception as exc:  # recorded in the status, raised after it is written
                 manage_error = exc
-            # The status counts what this sync did (created pods in, deleted ones out), so a
-            # scale is one status write rather than one now and another when the cache catches up.
-            pods = changes.applied_to(pods)
-        evacuation_error = await self.handle_evacuation(rs, pods) if self.evacuation_enabled else None
+            after = changes.applied_to(pods)
+        evacuating = self.evacuation_enabled
+        if evacuating:
+            # With evacuations, the status counts what this sync did (created pods in, deleted
+            # ones out), so a scale is one status write rather than one now and another when the
+            # cache catches up; the evacuation count rides in the same write. Without, as KCM's
+            # `calculateStatus(rs, filteredPods, ...)`: the pods the sync started from.
+            pods = after
+        evacuation_error = await self.handle_evacuation(rs, pods) if evacuating else None
         now = self.clock()
         new_status = calculate_status(rs, pods, manage_error, now)
         patch = status_patch(rs, new_status)
         held = False
-        if self.evacuation_enabled:
+        if evacuating:
             if patch is None:
                 held = self._hold_count(key, rs, pods, now)
             else:
@@ -396,13 +419,13 @@ class ReplicaSetSync:
         template = (rs.get("spec") or {}).get("template") or {}
 
         async def create() -> None:
+            body = pod_from_template(template, rs, ref)  # no labels: an error, but no event
             try:
-                body = pod_from_template(template, rs, ref)
                 created = await self.client.create(PODS, body, namespace=meta["namespace"])
             except Exception as exc:
                 if _namespace_terminating(exc):
                     return
-                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {exc}")
+                self.recorder.event(rs, "Warning", "FailedCreate", f"Error creating: {error_text(exc)}")
                 raise
             if changes is not None:
                 changes.created.append(created)
@@ -438,8 +461,8 @@ class ReplicaSetSync:
                 # or the ReplicaSet would ignore all scaling until the expectations expire.
                 self.expectations.deletion_observed(key, pod_key(pod))
                 if not (isinstance(exc, ApiError) and exc.not_found):
-                    self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {exc}")
-                    errors.append(exc)
+                    self.recorder.event(rs, "Warning", "FailedDelete", f"Error deleting: {error_text(exc)}")
+                    errors.append(_delete_failed(exc))
                 elif changes is not None:
                     changes.deleted.add(pod_key(pod))
                 return
@@ -453,6 +476,19 @@ class ReplicaSetSync:
         if errors:
             raise errors[0]
 
+    def replica_sets_with_same_controller(self, rs: Mapping[str, Any]) -> list[Obj]:
+        """`getReplicaSetsWithSameController`: the ReplicaSets (this one included, deleting or
+        not) controlled by this one's controller, in its namespace; none without a controller."""
+        ref = get_controller_of(rs)
+        if ref is None:
+            return []
+        namespace = (rs.get("metadata") or {}).get("namespace")
+        return [
+            sibling
+            for sibling in self.rs_lister.by_index(CONTROLLER_UID_INDEX, str(ref.get("uid")))
+            if (sibling.get("metadata") or {}).get("namespace") == namespace
+        ]
+
     def related_pods(self, rs: Mapping[str, Any], candidates: Iterable[Mapping[str, Any]]) -> list[Obj]:
         """`getIndirectlyRelatedPods`, on the candidates' nodes only: the pods there matching any
         ReplicaSet with the same controller (none without one).
@@ -463,14 +499,9 @@ class ReplicaSetSync:
         count: they sort ahead of every scheduled pod before rank is compared, and all share
         the same one.
         """
-        ref = get_controller_of(rs)
-        if ref is None:
-            return []
         namespace = (rs.get("metadata") or {}).get("namespace")
         selectors: list[Selector] = []
-        for sibling in self.rs_lister.by_index(CONTROLLER_UID_INDEX, str(ref.get("uid"))):
-            if (sibling.get("metadata") or {}).get("namespace") != namespace:
-                continue
+        for sibling in self.replica_sets_with_same_controller(rs):
             try:
                 selectors.append(from_label_selector((sibling.get("spec") or {}).get("selector")))
             except SelectorError:

@@ -16,7 +16,7 @@ from apiclient.resources import PODS, REPLICASETS
 from controllers import features
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import get_pod_condition
-from controllers.context import ControllerContext
+from controllers.context import ControllerContext, StaticGates
 from controllers.replicaset import ReplicaSetController
 from kubeutil.timestamps import format_time, utcnow
 from tests.controllers.harness import HeldWatches, build, make_factory, running_controllers
@@ -265,15 +265,20 @@ async def test_without_the_gate_requests_are_ignored(kube: KubeClient) -> None:
 pytestmark = [pytest.mark.usefixtures("cluster"), pytest.mark.backends("local", "real")]
 
 
-async def test_a_scale_is_one_status_write_that_counts_the_pods_it_created(kube: KubeClient) -> None:
-    # One sync creates the pods and writes a status that already counts them: no second write
-    # is needed when the informer later delivers the new pods.
-    async with running_controllers(kube, ReplicaSetController):
+async def test_with_evacuations_a_scale_is_one_status_write_that_counts_the_pods_it_created(
+    kube: KubeClient,
+) -> None:
+    # With the DeclarativeNodeMaintenance gate, one sync creates the pods and writes a status that
+    # already counts them: no second write is needed when the informer later delivers the new
+    # pods. (Without it, as KCM, the status counts the pods the sync started from.)
+    async with running_controllers(kube, ReplicaSetController, gates=GATES):
         await kube.create(REPLICASETS, rs_body("once", 1), namespace=NS)
         await eventually(lambda: _status_field(kube, "once", "replicas", 1), "one pod")
     await scale(kube, "once", 3)
     factory = make_factory(kube)
-    controller = build(ReplicaSetController, ControllerContext(client=kube, informers=factory))
+    controller = build(
+        ReplicaSetController, ControllerContext(client=kube, informers=factory, gates=StaticGates(GATES))
+    )
     async with anyio.create_task_group() as tg:
         factory.start(tg)
         assert await factory.wait_for_cache_sync()
