@@ -3,8 +3,9 @@
 `controller` wires the queues and loops, each reconciled by its own module: `noschedulesync`
 (the node queue), `healthsync` (the health monitor), `noexecutesync` (the NoExecute tainting
 pass) and `podsync` (the pod queue). They share `state` and write through `writes`. `health`
-keeps the heartbeat bookkeeping, `taints` says which taints a node calls for, `zones` judges
-zone states and rates, `ratelimited` is the per-zone rate-limited tainting queue.
+keeps the heartbeat bookkeeping, `taints` says which taints a node calls for, `labels` which
+beta labels it needs, `zones` judges zone states and rates, `ratelimited` is the per-zone
+rate-limited tainting queue.
 """
 
 from controllers.nodelifecycle.controller import NodeLifecycleController

@@ -3,13 +3,13 @@
 Two queues served by the worker engine and two periodic loops, each reconciled by its own module:
 
 - the node queue (the base class's, one worker): each node add/update/delete is a NoSchedule
-  tainting pass (`noschedulesync.NoScheduleTaintSync`);
+  tainting pass and a beta-label reconcile (`noschedulesync.NoScheduleTaintSync`);
 - the health monitor, every `node_monitor_period` (`healthsync.NodeHealthSync`): heartbeats,
   Unknown conditions, NoExecute taints queued per zone, zone states and rates;
 - the NoExecute tainting pass, every 100 ms (`noexecutesync.NoExecuteTaintSync`): each zone's
   queue hands out nodes at its rate;
-- the pod queue: a pod that appears on a node known not Ready is marked not ready too
-  (`podsync.PodSync`).
+- the pod queue: a pod that appears on (is bound to) a node known not Ready is marked not ready
+  too (`podsync.PodSync`).
 
 The loops share each node's health and each zone's tainter (`state`) and write through
 `writes.NodeWrites`. The taint-eviction controller does the pod deletions; this one only taints.
@@ -42,6 +42,10 @@ Obj = dict[str, Any]
 
 def _name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _node_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("spec") or {}).get("nodeName") or "")
 
 
 # KCM's queue names, so the `workqueue_*{name=...}` series existing dashboards query are found.
@@ -105,7 +109,7 @@ class NodeLifecycleController(Controller):
             )
         )
         self.pod_informer.add_event_handler(
-            ResourceEventHandler(on_add=self._pod_changed, on_update=lambda old, new: self._pod_changed(new))
+            ResourceEventHandler(on_add=self._pod_added, on_update=self._pod_updated)
         )
 
     def make_queue(self) -> RateLimitingQueue[str]:
@@ -118,9 +122,15 @@ class NodeLifecycleController(Controller):
         if node is not None:
             self.enqueue(_name(node))
 
-    def _pod_changed(self, pod: Obj) -> None:
-        if (pod.get("spec") or {}).get("nodeName"):
+    def _pod_added(self, pod: Obj) -> None:
+        if _node_name(pod):
             self.pod_queue.add(meta_key(pod))
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        """`podUpdated`: only a pod newly bound to a node (or moved) needs a look."""
+        node_name = _node_name(new)
+        if node_name and node_name != _node_name(old):
+            self.pod_queue.add(meta_key(new))
 
     # -- work ------------------------------------------------------------------------------
 

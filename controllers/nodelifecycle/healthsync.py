@@ -1,14 +1,17 @@
 """The health monitor: KCM's `monitorNodeHealth`, every `node_monitor_period` (5 s).
 
+A node seen for the first time gets a `RegisteredNode` event and loses any NoExecute taint of
+ours (`markNodeAsReachable`: it is judged afresh); a node gone from the cache gets `RemovingNode`.
 Per node, `health.observe` notes new heartbeats (status or Lease); past the grace period Ready and
-the pressure conditions become Unknown (status subresource). A node whose Ready is False/Unknown
-is queued in its zone's `RateLimitedTimedQueue` for the NoExecute taint (or has the other
-NoExecute taint swapped at once, no rate limit: it was judged already); a Ready node loses both.
-A node that just went silent gets a `NodeNotReady` event and its pods are marked not ready. Then
-zone states are recomputed (`zones`) and each zone's rate set.
+the pressure conditions become Unknown (status subresource, retried on a fresh read up to five
+times). A node whose Ready is False/Unknown is queued in its zone's `RateLimitedTimedQueue` for the
+NoExecute taint (`markNodeForTainting`: queued afresh every pass until it carries the taint; or has
+the other NoExecute taint swapped at once, no rate limit: it was judged already); a Ready node
+loses both. A node that just went silent gets a `NodeNotReady` event and its pods are marked not
+ready. Then zone states are recomputed (`zones`) and each zone's rate set.
 
-One deliberate difference from Go: the tainting decision uses the Ready condition *after* this
-pass's update (Go uses the one observed before it, so the taint comes one monitor period later).
+The tainting decision uses the Ready condition *after* this pass's update, as KCM does since 1.29
+(kubernetes/kubernetes#120816; before, the taint came one monitor period later).
 """
 
 from __future__ import annotations
@@ -40,16 +43,27 @@ from controllers.nodelifecycle.zones import (
 from informers import NODE_NAME_INDEX, Lister
 from kubeutil.conditions import get_condition
 from kubeutil.meta import object_meta
-from kubeutil.taints import node_taints, taint_exists
+from kubeutil.taints import Taint, node_taints, taint_exists
 
 Obj = dict[str, Any]
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+NODE_HEALTH_UPDATE_RETRY = 5  # Go's scheduler.NodeHealthUpdateRetry
+RETRY_SLEEP = 0.02  # Go's retrySleepTime between those tries
 MONITOR_YIELD_EVERY = 200  # nodes per slice of a health pass (~5 ms): the loop never waits for a whole pass
 
 
 def _name(obj: Mapping[str, Any]) -> str:
     return str(object_meta(obj).get("name", ""))
+
+
+def node_ref(name: str, uid: str) -> Obj:
+    """The `ObjectReference` KCM records node events against (`RecordNodeEvent`)."""
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": uid}}
+
+
+def _uid(node: Mapping[str, Any]) -> str:
+    return str(object_meta(node).get("uid") or "")
 
 
 @dataclass(slots=True)
@@ -136,7 +150,10 @@ class NodeHealthSync:
             name = _name(cached)
             present.add(name)
             seen = self._seen_for(name, cached)
-            if self.known_nodes.get(name) != seen.zone:
+            known = self.known_nodes.get(name)
+            if known is None:
+                await self._register(name, cached, seen.zone)
+            elif known != seen.zone or seen.zone not in self.zone_states:
                 self._track_zone(name, seen.zone)
             lease = self.lease_lister.get(name, NODE_LEASE_NAMESPACE)
             if seen.quiet:
@@ -154,15 +171,19 @@ class NodeHealthSync:
                     continue
             seen.quiet = False
             try:
-                observed, current, node = await self.update_node_health(cached, now=now)
+                observed, current, node = await self._update_node_health_with_retries(cached, now)
             except ApiError as exc:
                 self.log.warning("updating node health failed", node=name, error=str(exc))
+                continue
+            if node is None:
+                self.log.warning("node gone while its health was updated", node=name)
                 continue
             if node is not cached:
                 seen = self._seen_for(name, node)
             if not seen.excluded:
                 zone_ready.setdefault(seen.zone, []).append(current)
             if current is None:
+                self.nodes_to_retry.discard(name)
                 continue
             if current == "True" and seen.untainted:
                 # process_taint_based_eviction's Ready case with no taint to remove
@@ -177,7 +198,10 @@ class NodeHealthSync:
             just_failed = current != "True" and observed == "True"
             if just_failed:
                 self.recorder.event(
-                    node, "Normal", "NodeNotReady", f"Node {name} status is now: NodeNotReady"
+                    node_ref(name, _uid(node)),
+                    "Normal",
+                    "NodeNotReady",
+                    f"Node {name} status is now: NodeNotReady",
                 )
             if just_failed or (name in self.nodes_to_retry and observed != "True"):
                 try:
@@ -201,31 +225,80 @@ class NodeHealthSync:
             seen = self._seen[name] = _seen(node)
         return seen
 
+    async def _register(self, name: str, node: Mapping[str, Any], zone: str) -> None:
+        """A node seen for the first time (`classifyNodes`' added): an event, its zone, and none of
+        our NoExecute taints until this pass judges it (`markNodeAsReachable`)."""
+        self.recorder.event(
+            node_ref(name, _uid(node)),
+            "Normal",
+            "RegisteredNode",
+            f"Node {name} event: Registered Node {name} in Controller",
+        )
+        self.known_nodes[name] = zone
+        self._ensure_zone(zone)
+        try:
+            await self.mark_node_reachable(node)
+        except ApiError as exc:
+            self.log.warning("removing NoExecute taints failed", node=name, error=str(exc))
+
     def _track_zone(self, name: str, zone: str) -> None:
-        """A node seen for the first time, or relabelled into another zone (`classifyNodes`)."""
+        """A known node relabelled into another zone, or in a zone whose state was dropped."""
         old = self.known_nodes.get(name)
-        if old is not None and old in self.state.tainters:
+        if old is not None and old != zone and old in self.state.tainters:
             self.state.tainters[old].remove(name)
         self.known_nodes[name] = zone
         self._ensure_zone(zone)
 
     def _forget_deleted(self, present: set[str]) -> None:
-        """Nodes gone from the cache since the last pass: their health and queued taints go too."""
+        """Nodes gone from the cache since the last pass: an event; their health and queued taints go too."""
         for name, zone in list(self.known_nodes.items()):
             if name not in present:
+                seen = self._seen.pop(name, None)
+                uid = _uid(seen.node) if seen is not None else ""
+                self.recorder.event(
+                    node_ref(name, uid),
+                    "Normal",
+                    "RemovingNode",
+                    f"Node {name} event: Removing Node {name} from Controller",
+                )
                 del self.known_nodes[name]
-                self._seen.pop(name, None)
                 self.state.health.pop(name, None)
                 self.nodes_to_retry.discard(name)
                 if zone in self.state.tainters:
                     self.state.tainters[zone].remove(name)
 
     def _ensure_zone(self, zone: str) -> RateLimitedTimedQueue:
-        tainter = self.state.tainters.get(zone)
-        if tainter is None:
-            tainter = self.state.tainters[zone] = RateLimitedTimedQueue(self.eviction_rate, now=self._now)
+        """`addPodEvictorForNewZone`: a zone without a state starts Initial with a fresh tainter."""
+        if zone not in self.zone_states:
             self.zone_states[zone] = ZoneState.INITIAL
-        return tainter
+            self.state.tainters[zone] = RateLimitedTimedQueue(self.eviction_rate, now=self._now)
+            metrics.EVICTIONS_TOTAL.labels(zone)  # the zone's series starts at 0
+        return self.state.tainters[zone]
+
+    def _tainter(self, zone: str) -> RateLimitedTimedQueue:
+        tainter = self.state.tainters.get(zone)
+        return tainter if tainter is not None else self._ensure_zone(zone)
+
+    async def _update_node_health_with_retries(
+        self, node: Mapping[str, Any], now: float
+    ) -> tuple[str, str | None, Mapping[str, Any] | None]:
+        """`update_node_health`, tried again on a fresh read of the node when its write fails
+        (Go polls every 20 ms, five tries in all); the last failure is raised.
+
+        The node returned is None when it was gone from the API server at a retry.
+        """
+        name = _name(node)
+        for _ in range(NODE_HEALTH_UPDATE_RETRY - 1):
+            try:
+                return await self.update_node_health(node, now=now)
+            except ApiError as exc:
+                self.log.info("updating node health failed, retrying", node=name, error=str(exc))
+            await anyio.sleep(RETRY_SLEEP)
+            fresh = await self.client.get_or_none(NODES, name)
+            if fresh is None:
+                return "Unknown", None, None
+            node = fresh
+        return await self.update_node_health(node, now=now)
 
     async def update_node_health(
         self, node: Mapping[str, Any], *, now: float | None = None
@@ -257,7 +330,6 @@ class NodeHealthSync:
         """Queue (or swap) the NoExecute taint matching a not-Ready node; clear it off a Ready one."""
         name = _name(node)
         taints = node_taints(node)
-        tainter = self._ensure_zone(zone_key(node))
         if ready in ("False", "Unknown"):
             wanted, other = (
                 (NOT_READY_TAINT, UNREACHABLE_TAINT)
@@ -267,11 +339,27 @@ class NodeHealthSync:
             if taint_exists(taints, other):
                 # Already judged and tainted once: swap at once, no rate limit (Go does the same).
                 await self.writes.swap_node_taints(name, [wanted], [other])
-            elif not taint_exists(taints, wanted):
-                if tainter.add(name, str(object_meta(node).get("uid", ""))):
-                    self.log.info("node queued for NoExecute taint", node=name, ready=ready)
+            else:
+                self.mark_node_for_tainting(node, wanted)
         elif ready == "True":
             await self.mark_node_reachable(node)
+
+    def mark_node_for_tainting(self, node: Mapping[str, Any], wanted: Taint) -> bool:
+        """`markNodeForTainting`: queue the node in its zone; True if it was added.
+
+        A node without the taint is removed first, so it is queued afresh even when it was
+        processed before (its taint since taken off by hand, say); a node that has it is queued
+        only if it is no member yet (as after a restart), and the pass finds nothing to write.
+        """
+        name = _name(node)
+        tainter = self._tainter(zone_key(node))
+        fresh = not tainter.queued(name)
+        if not taint_exists(node_taints(node), wanted):
+            tainter.remove(name)
+        added = tainter.add(name, _uid(node))
+        if added and fresh:
+            self.log.info("node queued for NoExecute taint", node=name, taint=wanted["key"])
+        return added
 
     async def mark_node_reachable(self, node: Mapping[str, Any]) -> None:
         name = _name(node)
@@ -300,16 +388,16 @@ class NodeHealthSync:
                 all_fully_disrupted = False
             new_states[zone] = state
             if zone not in self.zone_states:
+                self.log.warning("setting initial state for unseen zone", zone=zone)
                 self._ensure_zone(zone)
         all_were_fully_disrupted = True
         for zone in list(self.zone_states):
             if zone not in zone_ready:
+                # No node counted in the zone: its state goes (KCM keeps the series at "empty").
+                metrics.ZONE_SIZE.labels(zone).set(0)
+                metrics.ZONE_HEALTH.labels(zone).set(100)
+                metrics.UNHEALTHY_NODES.labels(zone).set(0)
                 del self.zone_states[zone]
-                for gauge in (metrics.ZONE_SIZE, metrics.ZONE_HEALTH, metrics.UNHEALTHY_NODES):
-                    try:
-                        gauge.remove(zone)
-                    except KeyError:
-                        pass
                 continue
             if self.zone_states[zone] is not ZoneState.FULL_DISRUPTION:
                 all_were_fully_disrupted = False

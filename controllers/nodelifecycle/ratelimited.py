@@ -13,10 +13,17 @@ Quirks kept from Go, because the rates people tuned assume them:
 - `swap_limiter(qps)` with `qps <= 0` installs a limiter that never accepts (evictions stop);
   when the old bucket had no token left the new one starts empty too, so flapping zone states
   cannot mint extra tokens;
-- `add` of a value already queued is refused, keyed by the value (a node name).
+- `add` is keyed by the value (a node name) and refused while the value is a member: queued, or
+  processed successfully and not `remove`d since (Go's `UniqueQueue` keeps processed values in its
+  set), so a tainted node is not queued again until it is Ready again, deleted, or found lacking
+  its taint;
+- a value removed while `fn` runs on it is not put back, whatever `fn` returns.
 
-The clock is injectable (`now`), and defaults to the running loop's time, so the unit tests run
-on a virtual clock.
+One difference: the never-accepting limiter reports `qps == 0` (Go's fake reports 1), so a zone
+stopped and then set back to exactly 1 node/s gets a working bucket again.
+
+The clock is injectable (`now`), and defaults to the running loop's time (the monotonic clock
+outside a loop), so the unit tests run on a virtual clock.
 """
 
 from __future__ import annotations
@@ -24,20 +31,38 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from collections.abc import Callable
+import math
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 EVICTION_RATE_LIMITER_BURST = 1  # Go's scheduler.EvictionRateLimiterBurst
 
 
 def _loop_time() -> float:
-    return asyncio.get_running_loop().time()
+    """The running loop's clock (virtual under looptime); the monotonic clock it reads otherwise."""
+    try:
+        return asyncio.get_running_loop().time()
+    except RuntimeError:
+        return time.monotonic()
+
+
+class RateLimiter(Protocol):
+    """What the queue asks of its limiter: client-go's `flowcontrol.RateLimiter` `TryAccept` and `QPS`."""
+
+    @property
+    def qps(self) -> float: ...
+
+    def try_accept(self) -> bool: ...
 
 
 class TokenBucketLimiter:
     """client-go's `flowcontrol.NewTokenBucketRateLimiter` reduced to `TryAccept` and `QPS`.
 
-    Starts full (`burst` tokens), refills at `qps` per second; `qps <= 0` never accepts.
+    Starts full (`burst` tokens), refills at `qps` per second; `qps <= 0` never accepts and an
+    infinite `qps` always does. A clock
+    that steps back mints nothing (golang.org/x/time/rate counts from the earlier instant).
     """
 
     def __init__(
@@ -52,16 +77,37 @@ class TokenBucketLimiter:
     def _refill(self) -> None:
         now = self._now()
         if self._last is not None and self.qps > 0:
-            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            elapsed = max(0.0, now - self._last)
+            self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)
         self._last = now
 
     def try_accept(self) -> bool:
         if self.qps <= 0:
             return False
+        if math.isinf(self.qps):
+            return True  # rate.Inf: no limit at all
         self._refill()
         if self._tokens >= 1.0:
             self._tokens -= 1.0
             return True
+        return False
+
+
+class FakeAlwaysRateLimiter:
+    """client-go's `flowcontrol.NewFakeAlwaysRateLimiter`: accepts every time, reports 1 QPS."""
+
+    qps = 1.0
+
+    def try_accept(self) -> bool:
+        return True
+
+
+class FakeNeverRateLimiter:
+    """client-go's `flowcontrol.NewFakeNeverRateLimiter`: never accepts, reports 1 QPS."""
+
+    qps = 1.0
+
+    def try_accept(self) -> bool:
         return False
 
 
@@ -77,49 +123,94 @@ class TimedValue:
 
 
 class RateLimitedTimedQueue:
-    """A unique queue of node names drained by `try_` under a swappable token bucket."""
+    """A unique queue of node names drained by `try_` under a swappable limiter; see the module docstring.
 
-    def __init__(self, qps: float, *, now: Callable[[], float] = _loop_time) -> None:
+    `limiter` is the zone's rate in nodes per second (a burst-1 token bucket on the queue's
+    clock), or any `RateLimiter`.
+    """
+
+    def __init__(self, limiter: float | RateLimiter, *, now: Callable[[], float] = _loop_time) -> None:
         self._now = now
-        self.limiter = TokenBucketLimiter(qps, now=now)
+        self.limiter: RateLimiter = (
+            TokenBucketLimiter(float(limiter), now=now) if isinstance(limiter, int | float) else limiter
+        )
         self._heap: list[TimedValue] = []
-        self._live: dict[str, TimedValue] = {}
+        self._queued: dict[str, TimedValue] = {}  # value -> its live heap entry
+        self._members: set[str] = set()  # added and not removed since, processed or not
         self._seq = itertools.count()
 
     def __len__(self) -> int:
-        return len(self._live)
+        """Values waiting in the queue (processed ones are not, though they stay members)."""
+        return len(self._queued)
 
     def __contains__(self, value: object) -> bool:
-        return value in self._live
+        """Whether `value` was added and not removed since: `add` refuses it until `remove`."""
+        return value in self._members
+
+    def queued(self, value: str) -> bool:
+        """Whether `value` is waiting in the queue (not yet processed successfully)."""
+        return value in self._queued
+
+    def values(self) -> list[str]:
+        """The waiting values, in the order `try_` would hand them out."""
+        return [v.value for v in sorted(self._queued.values())]
 
     def add(self, value: str, uid: str = "") -> bool:
-        """Queue `value` to be processed now (as soon as a token allows); False if already queued."""
-        if value in self._live:
+        """Queue `value` to be processed now (as soon as a token allows).
+
+        Refused (False) while `value` is a member: queued, or processed and not removed since.
+        """
+        if value in self._members:
             return False
         now = self._now()
-        item = TimedValue(now, next(self._seq), value, uid, now)
-        self._live[value] = item
-        heapq.heappush(self._heap, item)
+        self._push(TimedValue(now, next(self._seq), value, uid, now))
+        self._members.add(value)
         return True
 
     def remove(self, value: str) -> bool:
-        """Drop `value` (the node became Ready again, or was deleted); True if it was queued."""
-        return self._live.pop(value, None) is not None
+        """Drop `value` and let it be added again (the node became Ready, or was deleted).
+
+        True if it was a member, queued or already processed.
+        """
+        if value not in self._members:
+            return False
+        self._members.discard(value)
+        self._queued.pop(value, None)
+        return True
 
     def clear(self) -> None:
+        """Drop every value, and with them the memory of the processed ones."""
         self._heap.clear()
-        self._live.clear()
+        self._queued.clear()
+        self._members.clear()
+
+    def _push(self, item: TimedValue) -> None:
+        self._queued[item.value] = item
+        heapq.heappush(self._heap, item)
 
     def _head(self) -> TimedValue | None:
         while self._heap:
             item = self._heap[0]
-            if self._live.get(item.value) is item:
+            if self._queued.get(item.value) is item:
                 return item
-            heapq.heappop(self._heap)
+            heapq.heappop(self._heap)  # removed, replaced or processed: stale
         return None
 
+    def _settle(self, item: TimedValue, done: bool, wait: float, now: float) -> None:
+        """Go's `RemoveFromQueue` (done) or `Replace` (retry at `now + wait`), each a no-op for a
+        value removed while it was being processed."""
+        if self._queued.get(item.value) is not item:
+            return
+        if done:
+            del self._queued[item.value]  # still a member: not added again until removed
+        else:
+            self._push(TimedValue(now + wait + 1e-9, next(self._seq), item.value, item.uid, item.added_at))
+
     def try_(self, fn: Callable[[TimedValue], tuple[bool, float]]) -> int:
-        """Process due values while tokens last; returns how many `fn` calls were made."""
+        """Process due values while the limiter accepts; returns how many `fn` calls were made.
+
+        `fn` returns `(done, wait)`: a value not done is processed again `wait` seconds later.
+        """
         calls = 0
         item = self._head()
         while item is not None:
@@ -130,14 +221,23 @@ class RateLimitedTimedQueue:
                 break
             calls += 1
             done, wait = fn(item)
-            # The processed entry goes stale (skipped by `_head`) once `_live` no longer points at it.
-            if done:
-                if self._live.get(item.value) is item:
-                    del self._live[item.value]
-            elif self._live.get(item.value) is item:
-                again = TimedValue(now + wait + 1e-9, next(self._seq), item.value, item.uid, item.added_at)
-                self._live[item.value] = again
-                heapq.heappush(self._heap, again)
+            self._settle(item, done, wait, now)
+            item = self._head()
+        return calls
+
+    async def try_async(self, fn: Callable[[TimedValue], Awaitable[tuple[bool, float]]]) -> int:
+        """`try_` with a coroutine `fn` (one that writes the taint itself)."""
+        calls = 0
+        item = self._head()
+        while item is not None:
+            if not self.limiter.try_accept():
+                break
+            now = self._now()
+            if now < item.process_at:
+                break
+            calls += 1
+            done, wait = await fn(item)
+            self._settle(item, done, wait, now)
             item = self._head()
         return calls
 

@@ -62,7 +62,11 @@ class NodeWrites:
         return False
 
     async def mark_pods_not_ready(self, pods: Sequence[Mapping[str, Any]], node_name: str) -> None:
-        """`MarkPodsNotReady`: Ready=False on each pod of the node (status subresource), one event each."""
+        """`MarkPodsNotReady`: Ready=False on each pod of the node (status subresource), one event each.
+
+        A pod already gone (404) is skipped; any other failure is raised after the rest were
+        tried (the caller retries the node next pass), its event recorded all the same, as KCM does.
+        """
         errors: list[ApiError] = []
         for pod in pods:
             if (pod.get("spec") or {}).get("nodeName") != node_name:
@@ -74,10 +78,13 @@ class NodeWrites:
             try:
                 await patch_pod_condition(self.client, pod, condition)
             except ApiError as exc:
-                if exc.not_found or exc.conflict:
+                if exc.not_found:
                     continue
                 errors.append(exc)
-                continue
             self.recorder.event(pod, "Warning", "NodeNotReady", "Node is not ready")
         if errors:
             raise errors[0]
+
+    async def add_or_update_labels(self, name: str, labels: Mapping[str, str]) -> None:
+        """`AddOrUpdateLabelsOnNode`: set these labels on the node, leaving the others alone."""
+        await self.client.patch(NODES, name, {"metadata": {"labels": dict(labels)}})

@@ -18,6 +18,7 @@ unreachable / not-ready taints are removed.
 from __future__ import annotations
 
 import enum
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,15 +51,24 @@ def excluded_from_disruption(node: Mapping[str, Any]) -> bool:
     return EXCLUDE_DISRUPTION_LABEL in labels
 
 
+def _float32(x: float) -> float:
+    """`x` rounded to a float32, as Go holds the threshold and the ratio it is compared with."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
 def compute_zone_state(
     ready_statuses: Sequence[str | None], unhealthy_threshold: float
 ) -> tuple[int, ZoneState]:
-    """`ComputeZoneState` over the zone's Ready statuses (None = no Ready condition)."""
+    """`ComputeZoneState` over the zone's Ready statuses (None = no Ready condition).
+
+    Returns the number of nodes not Ready and the state. The ratio is compared in float32, as
+    in Go, so a ratio within float32 rounding of the threshold counts as reaching it.
+    """
     ready = sum(1 for s in ready_statuses if s == "True")
     not_ready = len(ready_statuses) - ready
     if ready == 0 and not_ready > 0:
         return not_ready, ZoneState.FULL_DISRUPTION
-    if not_ready > 2 and not_ready / (not_ready + ready) >= unhealthy_threshold:
+    if not_ready > 2 and _float32(not_ready / (not_ready + ready)) >= _float32(unhealthy_threshold):
         return not_ready, ZoneState.PARTIAL_DISRUPTION
     return not_ready, ZoneState.NORMAL
 
