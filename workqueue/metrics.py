@@ -11,7 +11,8 @@ registration error.
 `workqueue_unfinished_work_seconds` and `workqueue_longest_running_processor_seconds` are
 refreshed by a goroutine every 500 ms in client-go. We keep no background task: a small
 collector registered just before those families refreshes every live queue's figures when the
-registry is scraped (prometheus' registry collects in registration order).
+registry is scraped (prometheus' registry collects in registration order). As in client-go, a
+queue that is shutting down is refreshed no more.
 """
 
 from __future__ import annotations
@@ -112,6 +113,11 @@ class QueueMetrics:
 
     def retry(self) -> None:
         self._retries.inc()
+
+    def stop(self) -> None:
+        """The queue is shutting down: its in-progress gauges are no longer refreshed (client-go
+        stops its refresh loop at `ShutDown`)."""
+        _live.discard(self)
 
     def update_unfinished_work(self) -> None:
         now = self._clock()

@@ -145,6 +145,8 @@ class Queue(Generic[T]):
     def _begin_shutdown(self, *, drain: bool) -> None:
         self._drain = drain
         self._shutting_down = True
+        if self._metrics is not None:
+            self._metrics.stop()
         self._wake_all()
         if not drain:
             self._wake_drainers()

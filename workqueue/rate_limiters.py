@@ -102,23 +102,24 @@ class BucketRateLimiter:
 
 
 class MaxOfRateLimiter:
-    """The longest delay of all its limiters; `num_requeues` is the largest count."""
+    """The longest delay of all its limiters; `num_requeues` is the largest count.
+
+    Both start from 0, as in client-go: with no limiters at all every delay and count is 0.
+    """
 
     def __init__(self, *limiters: RateLimiter) -> None:
-        if not limiters:
-            raise ValueError("MaxOfRateLimiter needs at least one limiter")
         self.limiters = limiters
 
     def when(self, item: Hashable) -> float:
         # Every limiter must see the failure (and the bucket must reserve), so no short-circuit.
-        return max([limiter.when(item) for limiter in self.limiters])
+        return max([0.0, *(limiter.when(item) for limiter in self.limiters)])
 
     def forget(self, item: Hashable) -> None:
         for limiter in self.limiters:
             limiter.forget(item)
 
     def num_requeues(self, item: Hashable) -> int:
-        return max(limiter.num_requeues(item) for limiter in self.limiters)
+        return max([0, *(limiter.num_requeues(item) for limiter in self.limiters)])
 
 
 class WithMaxWaitRateLimiter:
