@@ -21,10 +21,16 @@ from controllers.features import (
     EVICTION_SURGE as EVICTION_SURGE,
 )
 from controllers.features import (
+    LOGARITHMIC_SCALE_DOWN as LOGARITHMIC_SCALE_DOWN,
+)
+from controllers.features import (
     NODE_MAINTENANCE_DEPLOYMENT as NODE_MAINTENANCE_DEPLOYMENT,
 )
 from controllers.features import (
     NODE_MAINTENANCE_LEASE as NODE_MAINTENANCE_LEASE,
+)
+from controllers.features import (
+    POD_DELETION_COST as POD_DELETION_COST,
 )
 from controllers.features import (
     SEPARATE_TAINT_EVICTION_CONTROLLER as SEPARATE_TAINT_EVICTION_CONTROLLER,
@@ -59,6 +65,9 @@ DEFAULT_FEATURES: Mapping[str, FeatureSpec] = {
     SEPARATE_TAINT_EVICTION_CONTROLLER: FeatureSpec(default=True, stage=Stage.BETA),
     # Surge at eviction time (the admission webhook on pods/eviction): aiokcm's own, alpha.
     EVICTION_SURGE: FeatureSpec(default=False, stage=Stage.ALPHA),
+    # The ReplicaSet controller's scale-down order, as in Kubernetes (beta since 1.22).
+    POD_DELETION_COST: FeatureSpec(default=True, stage=Stage.BETA),
+    LOGARITHMIC_SCALE_DOWN: FeatureSpec(default=True, stage=Stage.BETA),
 }
 
 _TRUE = {"true", "1", "t", "yes", "on"}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apiclient import KubeClient
+from controllers import features
 from informers import SharedInformerFactory
 
 
@@ -28,12 +29,13 @@ class FeatureGates(Protocol):
 
 @dataclass(frozen=True)
 class StaticGates:
-    """Gates from a plain mapping; unknown gates read as disabled."""
+    """Gates from a plain mapping; unnamed gates read as disabled, except Kubernetes' own beta
+    gates in `features.ON_UNLESS_SET`, which read as on as they do in the manager."""
 
     values: Mapping[str, bool] = field(default_factory=dict)
 
     def enabled(self, name: str) -> bool:
-        return bool(self.values.get(name, False))
+        return bool(self.values.get(name, name in features.ON_UNLESS_SET))
 
 
 class _DiscardRecorder:

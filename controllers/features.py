@@ -14,6 +14,9 @@ NODE_MAINTENANCE_DEPLOYMENT: Final = "NodeMaintenanceDeployment"
 NODE_MAINTENANCE_LEASE: Final = "NodeMaintenanceLease"
 SEPARATE_TAINT_EVICTION_CONTROLLER: Final = "SeparateTaintEvictionController"
 EVICTION_SURGE: Final = "EvictionSurge"
+# Kubernetes' own ReplicaSet scale-down gates (beta, on by default since 1.22).
+POD_DELETION_COST: Final = "PodDeletionCost"
+LOGARITHMIC_SCALE_DOWN: Final = "LogarithmicScaleDown"
 
 ALL: Final = (
     DECLARATIVE_NODE_MAINTENANCE,
@@ -21,4 +24,10 @@ ALL: Final = (
     NODE_MAINTENANCE_LEASE,
     SEPARATE_TAINT_EVICTION_CONTROLLER,
     EVICTION_SURGE,
+    POD_DELETION_COST,
+    LOGARITHMIC_SCALE_DOWN,
 )
+
+# Gates a plain mapping that does not name them reads as on: Kubernetes' beta gates whose code
+# paths this project has always taken, so only an explicit `false` turns them off.
+ON_UNLESS_SET: Final = frozenset({POD_DELETION_COST, LOGARITHMIC_SCALE_DOWN})

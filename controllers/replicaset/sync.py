@@ -209,17 +209,30 @@ def choose_pods_to_delete(
     now: datetime,
     *,
     evacuation_first: bool,
+    pod_deletion_cost: bool = True,
+    logarithmic_scale_down: bool = True,
 ) -> list[Obj]:
     """`getPodsToDelete`, with pods asked to evacuate (KEP-4212) ahead of the whole ranking."""
+
+    def ranked(candidates: Sequence[Obj], n: int) -> list[Obj]:
+        return pods_to_delete(
+            candidates,
+            related,
+            n,
+            now,
+            pod_deletion_cost=pod_deletion_cost,
+            logarithmic_scale_down=logarithmic_scale_down,
+        )
+
     if not evacuation_first:
-        return pods_to_delete(pods, related, count, now)
+        return ranked(pods, count)
     requested = [p for p in pods if has_evacuation_request(p)]
     if not requested:
-        return pods_to_delete(pods, related, count, now)
+        return ranked(pods, count)
     if count <= len(requested):
-        return pods_to_delete(requested, related, count, now)
+        return ranked(requested, count)
     rest = [p for p in pods if not has_evacuation_request(p)]
-    return requested + pods_to_delete(rest, related, count - len(requested), now)
+    return requested + ranked(rest, count - len(requested))
 
 
 def error_text(exc: BaseException) -> str:
@@ -446,7 +459,13 @@ class ReplicaSetSync:
         self, key: str, rs: Obj, pods: list[Obj], count: int, changes: _PodChanges | None = None
     ) -> None:
         victims = choose_pods_to_delete(
-            pods, self.related_pods(rs, pods), count, self.clock(), evacuation_first=self.evacuation_enabled
+            pods,
+            self.related_pods(rs, pods),
+            count,
+            self.clock(),
+            evacuation_first=self.evacuation_enabled,
+            pod_deletion_cost=self.gates.enabled(features.POD_DELETION_COST),
+            logarithmic_scale_down=self.gates.enabled(features.LOGARITHMIC_SCALE_DOWN),
         )
         self.expectations.expect_deletions(key, [pod_key(p) for p in victims])
         errors: list[BaseException] = []

@@ -180,12 +180,21 @@ class FakeClient:
 class Rig:
     """A `ReplicaSetController` on a `FakeClient`, its caches filled by the test."""
 
-    def __init__(self, client: FakeClient | None = None, *, burst_replicas: int = BURST_REPLICAS) -> None:
+    def __init__(
+        self,
+        client: FakeClient | None = None,
+        *,
+        burst_replicas: int = BURST_REPLICAS,
+        gates: dict[str, bool] | None = None,
+    ) -> None:
         self.client = client if client is not None else FakeClient()
         self.events = RecordingEvents()
         kube = cast(KubeClient, self.client)
         ctx = ControllerContext(
-            client=kube, informers=SharedInformerFactory(kube), events=self.events, gates=StaticGates({})
+            client=kube,
+            informers=SharedInformerFactory(kube),
+            events=self.events,
+            gates=StaticGates(gates or {}),
         )
         self.controller = build(ReplicaSetController, ctx, burst_replicas=burst_replicas)
         self.expectations = self.controller.expectations
