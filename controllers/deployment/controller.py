@@ -40,7 +40,7 @@ from informers import (
     ResourceEventHandler,
     meta_key,
 )
-from kubeutil.selectors import from_label_selector
+from kubeutil.selectors import SelectorError, from_label_selector
 
 Obj = Mapping[str, Any]
 
@@ -111,8 +111,12 @@ class DeploymentController(Controller):
             return []
         out: list[Obj] = []
         for d in self.d_informer.lister.list(meta(rs).get("namespace")):
-            selector = (d.get("spec") or {}).get("selector")
-            if selector and from_label_selector(selector).matches(labels):
+            try:
+                selector = from_label_selector((d.get("spec") or {}).get("selector"))
+            except SelectorError:
+                continue  # an invalid selector matches nothing; the Deployment's own sync says why
+            # A nil or empty selector must match nothing, not everything.
+            if not selector.empty and selector.matches(labels):
                 out.append(d)
         return out
 
