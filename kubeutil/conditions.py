@@ -75,11 +75,21 @@ def set_condition(status: MutableMapping[str, Any], condition: Condition) -> boo
     return True
 
 
+_STATUS_CONDITION_ZEROS: tuple[tuple[str, object], ...] = (
+    ("reason", ""),
+    ("message", ""),
+    ("observedGeneration", 0),
+)
+
+
 def set_status_condition(conditions: list[dict[str, Any]], new: Mapping[str, Any], now: datetime) -> bool:
     """`apimeta.SetStatusCondition` on a list you own (`metav1.Condition`s): True when anything changed.
 
     Unlike `set_condition` (ReplicaSet and Deployment conditions), the transition time moves only
     when the status flips, and reason, message and observedGeneration are always brought up to date.
+    Fields compare as Go's struct fields do: an absent `message` is "" and an absent
+    `observedGeneration` 0 (the API server omits a zero `observedGeneration`), so a condition read
+    back from the server is not "changed" by setting it to what it already says.
     """
     for existing in conditions:
         if existing.get("type") != new["type"]:
@@ -89,9 +99,10 @@ def set_status_condition(conditions: list[dict[str, Any]], new: Mapping[str, Any
             existing["status"] = new["status"]
             existing["lastTransitionTime"] = format_time(now)
             changed = True
-        for key in ("reason", "message", "observedGeneration"):
-            if existing.get(key) != new.get(key):
-                existing[key] = new.get(key)
+        for key, zero in _STATUS_CONDITION_ZEROS:
+            value = new.get(key, zero)
+            if existing.get(key, zero) != value:
+                existing[key] = value
                 changed = True
         return changed
     conditions.append({**new, "lastTransitionTime": format_time(now)})

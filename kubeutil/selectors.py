@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeutil.strconv import parse_int
+from kubeutil.strconv import go_quote, parse_int
 
 _OPERATORS = ("in", "notin", "=", "==", "!=", "exists", "!")
 
@@ -182,6 +182,9 @@ def parse(text: str | None) -> Selector:
     return Selector(tuple(reqs))
 
 
+_LABEL_SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
 def from_label_selector(selector: Mapping[str, Any] | None) -> Selector:
     """`metav1.LabelSelectorAsSelector`: None matches nothing, {} matches everything."""
     if selector is None:
@@ -190,8 +193,11 @@ def from_label_selector(selector: Mapping[str, Any] | None) -> Selector:
     for key, value in sorted((selector.get("matchLabels") or {}).items()):
         reqs.append(Requirement(_check_key(key), "=", (_check_value(str(value)),)))
     for expr in selector.get("matchExpressions") or []:
+        op = str(expr.get("operator") or "")
+        if op not in _LABEL_SELECTOR_OPERATORS:
+            # Checked before the key, with Go's message: it ends up in PDB and ReplicaSet conditions.
+            raise SelectorError(f"{go_quote(op)} is not a valid label selector operator")
         key = _check_key(str(expr.get("key", "")))
-        op = str(expr.get("operator", ""))
         values = tuple(sorted(str(v) for v in (expr.get("values") or [])))
         if op == "In":
             if not values:
@@ -205,12 +211,10 @@ def from_label_selector(selector: Mapping[str, Any] | None) -> Selector:
             if values:
                 raise SelectorError(f"{key}: operator Exists takes no values")
             reqs.append(Requirement(key, "exists"))
-        elif op == "DoesNotExist":
+        else:
             if values:
                 raise SelectorError(f"{key}: operator DoesNotExist takes no values")
             reqs.append(Requirement(key, "!"))
-        else:
-            raise SelectorError(f"{key}: {op!r} is not a valid label selector operator")
     if not reqs:
         return EVERYTHING
     return Selector(tuple(reqs))

@@ -31,6 +31,8 @@ TAINT_NODE_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
 TAINT_NODE_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
 TAINT_NODE_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
 
+_MAX_INT64 = (1 << 63) - 1
+
 
 def node_taints(node: Mapping[str, Any]) -> list[Taint]:
     """`spec.taints` of a node (an empty list when unset)."""
@@ -129,23 +131,32 @@ def get_matching_tolerations(
 
 
 def min_toleration_seconds(tolerations: Sequence[Toleration]) -> float:
-    """The taint manager's `getMinTolerationTime`: 0 = now, -1 = never, else the smallest seconds.
+    """The taint manager's `getMinTolerationTime`, in seconds: 0 = now, negative = never.
 
     No tolerations (nothing to wait for) and any `tolerationSeconds <= 0` both mean now; when
-    none of the tolerations carries `tolerationSeconds` the pod tolerates forever.
+    none of the tolerations carries `tolerationSeconds` the pod tolerates forever (-1). As in Go
+    the smallest seconds start from `math.MaxInt64`, so a toleration of exactly MaxInt64 seconds
+    counts as forever. Go then multiplies into an int64 `time.Duration`, which wraps past ~292
+    years: some huge values come out negative (forever), others as a few seconds or zero, which
+    would evict a pod whose owner asked for "practically never". Every value past that range
+    is read as forever instead, the only reading its owner can have meant.
     """
     if not tolerations:
         return 0.0
-    smallest: float | None = None
+    smallest = _MAX_INT64
     for toleration in tolerations:
         seconds = toleration.get("tolerationSeconds")
         if seconds is None:
             continue
-        if int(seconds) <= 0:
+        seconds = int(seconds)
+        if seconds <= 0:
             return 0.0
-        if smallest is None or seconds < smallest:
-            smallest = float(seconds)
-    return -1.0 if smallest is None else smallest
+        smallest = min(smallest, seconds)
+    if smallest == _MAX_INT64:
+        return -1.0
+    if smallest * 1_000_000_000 > _MAX_INT64:
+        return -1.0
+    return float(smallest)
 
 
 def taint_set_diff(new: Sequence[Taint], old: Sequence[Taint]) -> tuple[list[Taint], list[Taint]]:
