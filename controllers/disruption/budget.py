@@ -39,6 +39,7 @@ from controllers.common.intstr import IntOrStringError, scaled_value
 from controllers.common.pods import is_pod_ready, is_terminating
 from kubeutil.conditions import set_status_condition
 from kubeutil.meta import object_meta
+from kubeutil.strconv import go_quote
 from kubeutil.timestamps import parse_time
 
 Obj = Mapping[str, Any]
@@ -92,12 +93,12 @@ def _spec(obj: Obj) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
 
-def _percent_of(value: Any, total: int, *, what: str) -> int:
-    """`intstr.GetScaledValueFromIntOrPercent(value, total, roundUp=true)`, naming the field on error."""
+def _percent_of(value: Any, total: int) -> int:
+    """`intstr.GetScaledValueFromIntOrPercent(value, total, roundUp=true)`; its error message as Go's."""
     try:
         return scaled_value(value, total, round_up=True)
     except IntOrStringError as exc:
-        raise BudgetError(f"{exc} ({what})") from exc
+        raise BudgetError(str(exc)) from exc
 
 
 async def expected_scale(pods: Sequence[Obj], finder: Finder) -> tuple[int, list[str]]:
@@ -117,7 +118,9 @@ async def expected_scale(pods: Sequence[Obj], finder: Finder) -> tuple[int, list
             continue
         found = await finder(ref, str(object_meta(pod).get("namespace", "")))
         if found is None:
-            raise BudgetError(f"found no controllers for pod {object_meta(pod).get('name', '')!r}")
+            raise BudgetError(
+                f"found no controllers for pod {go_quote(str(object_meta(pod).get('name', '')))}"
+            )
         scales[found.uid] = found.scale
     return sum(scales.values()), unmanaged
 
@@ -132,13 +135,13 @@ async def expected_pod_count(pdb: Obj, pods: Sequence[Obj], finder: Finder) -> t
     min_available = spec.get("minAvailable")
     if max_unavailable is not None:
         expected, unmanaged = await expected_scale(pods, finder)
-        unavailable = _percent_of(max_unavailable, expected, what="maxUnavailable")
+        unavailable = _percent_of(max_unavailable, expected)
         return expected, max(0, expected - unavailable), unmanaged
     if min_available is not None:
         if isinstance(min_available, int) and not isinstance(min_available, bool):
             return len(pods), min_available, []
         expected, unmanaged = await expected_scale(pods, finder)
-        return expected, _percent_of(min_available, expected, what="minAvailable"), unmanaged
+        return expected, _percent_of(min_available, expected), unmanaged
     return 0, 0, []
 
 
@@ -148,8 +151,9 @@ def build_disrupted_pod_map(
     """`buildDisruptedPodMap`: the entries still in force, the earliest expiry, and expired pods.
 
     An entry survives only for a selected pod that is not yet terminating and was disrupted less
-    than `DELETION_TIMEOUT` ago; the eviction API's timestamp string is kept byte for byte.
-    Expired pods are returned so the caller can raise `NotDeleted` on them, as KCM does.
+    than `DELETION_TIMEOUT` ago; the eviction API's timestamp string is kept byte for byte. An
+    entry without a readable time is Go's zero time: long expired. Expired pods are returned so
+    the caller can raise `NotDeleted` on them, as KCM does.
     """
     recorded: Mapping[str, Any] = (pdb.get("status") or {}).get("disruptedPods") or {}
     kept: dict[str, str] = {}
@@ -164,11 +168,9 @@ def build_disrupted_pod_map(
         if name not in recorded:
             continue
         stamp = recorded[name]
-        when = parse_time(str(stamp)) if stamp else None
-        if when is None:
-            continue  # Go's zero time: long expired
-        expected_deletion = when + DELETION_TIMEOUT
-        if expected_deletion < now:
+        when = parse_time(stamp)
+        expected_deletion = when + DELETION_TIMEOUT if when is not None else None
+        if expected_deletion is None or expected_deletion < now:
             expired.append(pod)
             continue
         if recheck is None or expected_deletion < recheck:

@@ -74,9 +74,11 @@ class StalePodDisruptionSync:
             "status": "False",
             "lastTransitionTime": format_time(now),
         }
-        # UpdatePodCondition replaces the whole condition: clear the old reason and message too.
+        # UpdatePodCondition replaces the whole condition: clear the old reason and message too, and
+        # any probe time (not in the informer's projection: cleared blindly, a no-op when absent).
         for field_name in ("reason", "message"):
             if old.get(field_name):
                 cond[field_name] = None
+        cond["lastProbeTime"] = None
         await patch_pod_condition(self.client, pod, cond)
         self.log.info("reset stale DisruptionTarget condition to False", pod=key)

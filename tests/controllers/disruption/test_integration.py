@@ -581,7 +581,7 @@ async def test_scale_finder_no_resource(kube: KubeClient) -> None:
         await create_pdb(kube, max_unavailable=1, selector={"matchLabels": {"app": "gone"}}, name="gone")
         messages = {
             "plain": "plains.test.aiokcm.io does not implement the scale subresource",
-            "gone": "found no controllers for pod 'of-gone'",
+            "gone": 'found no controllers for pod "of-gone"',  # Go's %q
         }
         for name, message in messages.items():
 
