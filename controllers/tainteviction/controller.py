@@ -4,8 +4,8 @@ Node and pod informer events become small items `(kind, node, namespace, name)` 
 name onto the shards of a `ShardedQueue` (8 by default, one worker each), reconciled by
 `schedulesync.ScheduleSync`: it judges each pod against its node's NoExecute taints and keeps
 the pod's deletion scheduled, kept or cancelled (`state.EvictionSchedule`). Work is cancelled
-when the node loses its NoExecute taints, the pod is deleted or leaves the node, or its
-tolerations become infinite.
+when the node loses its NoExecute taints (or is added again without them), the pod is deleted,
+or its tolerations become infinite; a node's deletion alone cancels nothing, as in KCM.
 
 Deletions run from a `TimedWorkerQueue` (one heap, a few worker tasks) served by the
 controller's own worker, so `sync(key)` is the deletion of one pod (`evictionsync.EvictionSync`);
@@ -77,8 +77,9 @@ class TaintEvictionController(Controller):
     # -- event handlers: only enqueue ---------------------------------------------------
 
     def _node_added(self, node: Obj) -> None:
-        if taints_with_effect(node_taints(node), NO_EXECUTE):
-            self.updates.add((NODE_ITEM, str(object_meta(node).get("name")), "", ""))
+        # Every node, tainted or not, as KCM's `NodeUpdated(nil, node)`: a node recreated without
+        # taints cancels the deletions its pods still had scheduled.
+        self.updates.add((NODE_ITEM, str(object_meta(node).get("name")), "", ""))
 
     def _node_updated(self, old: Obj, new: Obj) -> None:
         if taints_with_effect(node_taints(old), NO_EXECUTE) == taints_with_effect(

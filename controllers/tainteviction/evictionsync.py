@@ -25,13 +25,14 @@ from controllers.common.pods import get_pod_condition
 from controllers.common.podstatus import patch_pod_condition
 from controllers.context import EventRecorder
 from controllers.tainteviction import metrics
-from controllers.tainteviction.state import EVENT_REASON, EvictionSchedule
+from controllers.tainteviction.state import EVENT_REASON, EvictionSchedule, pod_reference
 from informers import Lister
-from kubeutil.conditions import new_condition
+from kubeutil.conditions import Condition, new_condition
 from kubeutil.meta import object_meta
 
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_DELETION_BY_TAINT_MANAGER = "DeletionByTaintManager"
+MESSAGE_DELETION_BY_TAINT_MANAGER = "Taint manager: deleting due to NoExecute taint"
 DELETE_RETRIES = 5
 RETRY_SLEEP = 0.01
 
@@ -53,7 +54,7 @@ class EvictionSync:
         if pod is None or str(object_meta(pod).get("uid", "")) != self.schedule.due_uid.get(key, ""):
             return  # gone, or a new pod under that name: its own events will judge it
         log.info("NoExecuteTaintManager is deleting pod", pod=key)  # KCM's line, at its level (V(0))
-        self.recorder.event(pod, "Normal", EVENT_REASON, f"Marking for deletion Pod {key}")
+        self.recorder.event(pod_reference(key), "Normal", EVENT_REASON, f"Marking for deletion Pod {key}")
         error: Exception | None = None
         for _ in range(DELETE_RETRIES):
             try:
@@ -75,17 +76,34 @@ class EvictionSync:
     async def _add_condition_and_delete(self, pod: Mapping[str, Any]) -> None:
         meta = object_meta(pod)
         namespace, name, uid = str(meta.get("namespace")), str(meta.get("name")), meta.get("uid")
-        current = get_pod_condition(dict(pod), DISRUPTION_TARGET)
-        if not (
-            current
-            and current.get("status") == "True"
-            and current.get("reason") == REASON_DELETION_BY_TAINT_MANAGER
-        ):
-            condition = new_condition(
-                DISRUPTION_TARGET,
-                "True",
-                reason=REASON_DELETION_BY_TAINT_MANAGER,
-                message="Taint manager: deleting due to NoExecute taint",
-            )
+        condition = disruption_target_update(get_pod_condition(dict(pod), DISRUPTION_TARGET))
+        if condition is not None:
             await patch_pod_condition(self.client, pod, condition)
         await self.client.delete(PODS, name, namespace=namespace, preconditions={"uid": uid} if uid else None)
+
+
+def disruption_target_update(current: Mapping[str, Any] | None) -> Condition | None:
+    """`apipod.UpdatePodCondition` with the taint manager's `DisruptionTarget=True`, as a patch.
+
+    None when the pod already carries that condition (status, reason and message). Otherwise the
+    whole condition is replaced, as Go's is: the transition time is kept if the status was
+    already True, and any `lastProbeTime` is cleared (the informer's projection drops that
+    field, so it is cleared blindly; a no-op when absent).
+    """
+    if (
+        current is not None
+        and current.get("status") == "True"
+        and current.get("reason") == REASON_DELETION_BY_TAINT_MANAGER
+        and (current.get("message") or "") == MESSAGE_DELETION_BY_TAINT_MANAGER
+    ):
+        return None
+    condition = new_condition(
+        DISRUPTION_TARGET,
+        "True",
+        reason=REASON_DELETION_BY_TAINT_MANAGER,
+        message=MESSAGE_DELETION_BY_TAINT_MANAGER,
+    )
+    if current is not None and current.get("status") == "True" and current.get("lastTransitionTime"):
+        condition["lastTransitionTime"] = current["lastTransitionTime"]
+    condition["lastProbeTime"] = None
+    return condition

@@ -9,7 +9,11 @@ lister (the event's object is never trusted).
 Judging a pod is synchronous and cheap: no matching toleration for some taint -> delete now; a
 used toleration with `tolerationSeconds <= 0` -> now; none of the used tolerations carry seconds
 -> never (cancel); otherwise schedule for the smallest. An existing schedule is kept as it is
-(Go returns early when work exists), so later updates never postpone it.
+(Go returns early when work exists and time has passed since it was made), so later updates
+never postpone it.
+
+One deviation, on purpose: a pod whose deletion is already due is not deleted again each time it
+is judged (Go cancels and re-adds immediate work, so every node or pod update re-sends DELETE).
 """
 
 from __future__ import annotations
@@ -65,8 +69,10 @@ class ScheduleSync:
             self.handle_pod_update(namespace, name, node)
 
     def handle_node_update(self, node_name: str) -> None:
+        """`handleNodeUpdate`: record the node's NoExecute taints, then judge every pod on it."""
         node = self.node_lister.get(node_name)
         if node is None:
+            # Deleted: forget its taints; deletions already scheduled stand, as in KCM.
             self.tainted.pop(node_name, None)
             return
         taints = taints_with_effect(node_taints(node), NO_EXECUTE)
@@ -79,47 +85,53 @@ class ScheduleSync:
             return
         if not taints:
             for pod in pods:
-                self.schedule.cancel(pod)
+                self.schedule.cancel_key(pod_key(pod))
             return
         now = anyio.current_time()
         for pod in pods:
             self.process_pod_on_node(pod, taints, now)
 
     def handle_pod_update(self, namespace: str, name: str, node_name: str) -> None:
+        """`handlePodUpdate`: a deleted pod's deletion is cancelled; a pod on a tainted node is judged."""
         key = f"{namespace}/{name}"
         pod = self.pod_lister.get(name, namespace)
         if pod is None:
-            self.schedule.cancel_key(key, None)
+            self.schedule.cancel_key(key)
             return
         current_node = pod_node(pod)
-        if current_node != node_name:
-            if not current_node:
-                self.schedule.cancel_key(key, pod)
+        if current_node != node_name or not current_node:
             return  # the item for the pod's current node (another shard) decides
         taints = self.tainted.get(node_name)
         if not taints:
-            self.schedule.cancel_key(key, pod)
-            return
+            return  # untainted (or deleted) node: cancelling, if needed, was the node item's job
         self.process_pod_on_node(pod, taints, anyio.current_time())
 
     def process_pod_on_node(self, pod: Mapping[str, Any], taints: Sequence[Taint], now: float) -> None:
-        """Schedule, keep or cancel one pod's deletion; see the module docstring."""
-        meta = object_meta(pod)
-        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        """`processPodOnNode`: schedule, keep or cancel one pod's deletion; see the module docstring."""
+        key = pod_key(pod)
+        uid = str(object_meta(pod).get("uid", ""))
+        if self.schedule.due_uid.get(key, uid) != uid:
+            self.schedule.cancel_key(key, event=False)  # the schedule belonged to an earlier pod of that name
         all_tolerated, used = get_matching_tolerations(taints, pod_tolerations(pod))
         if not all_tolerated:
             due = self.schedule.due_at.get(key)
-            if due is not None and due <= now and self.schedule.due_uid.get(key) == str(meta.get("uid", "")):
+            if due is not None and due <= now:
                 return  # already due (or deleted): deleting it again would only add load
-            self.schedule.cancel_key(key, pod, event=False)
-            self.schedule.add(key, now, now, str(meta.get("uid", "")))
+            self.schedule.cancel_key(key)  # a later deletion gives way to this one, with KCM's event
+            self.schedule.add(key, now, now, uid)
             return
         seconds = min_toleration_seconds(used)
         if seconds < 0:
-            self.schedule.cancel_key(key, pod)
+            self.schedule.cancel_key(key)  # tolerated forever
             return
         if key in self.schedule.due_at:
-            if self.schedule.due_uid.get(key) == str(meta.get("uid", "")):
-                return  # scheduled (or firing) already: the original start stands, never postponed
-            self.schedule.cancel_key(key, None)  # the schedule belonged to an earlier pod of that name
-        self.schedule.add(key, now, now + seconds, str(meta.get("uid", "")))
+            # Scheduled (or fired) already: the original start stands, so it is never postponed.
+            # Go keeps it when `createdAt + seconds` is before `now + seconds`, i.e. whenever any
+            # time passed since; it would reschedule only at the very instant it scheduled.
+            return
+        self.schedule.add(key, now, now + seconds, uid)
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    meta = object_meta(pod)
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

@@ -3,18 +3,25 @@
 A schedule is kept with the loop time it is due and the UID it was made for: the judging pass must
 never postpone a deletion already scheduled (its start is the first time the pod was found
 tainted), and the deleting pass must never delete a pod recreated under the same name.
+
+Events name the pod as KCM's do: an `ObjectReference` of kind `Pod` by namespace and name only,
+so a deletion can be announced (or its cancellation, once the pod is gone) without the object.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from controllers.context import EventRecorder
-from kubeutil.meta import object_meta
 from workqueue import TimedWorkerQueue
 
 EVENT_REASON = "TaintManagerEviction"
+
+
+def pod_reference(key: str) -> dict[str, Any]:
+    """The involved object of KCM's taint-manager events: `v1` `Pod` by namespace and name."""
+    namespace, _, name = key.rpartition("/")
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace, "name": name}}
 
 
 class EvictionSchedule:
@@ -35,16 +42,18 @@ class EvictionSchedule:
         self.due_uid[key] = uid
         self.evictions.add_work(key, created_at=created_at, fire_at=fire_at)
 
-    def cancel(self, pod: Mapping[str, Any]) -> None:
-        meta = object_meta(pod)
-        self.cancel_key(f"{meta.get('namespace', '')}/{meta.get('name', '')}", pod)
+    def cancel_key(self, key: str, *, event: bool = True) -> None:
+        """`cancelWorkWithEvent`: drop the schedule; the event only if a timer was still pending.
 
-    def cancel_key(self, key: str, pod: Mapping[str, Any] | None, *, event: bool = True) -> None:
-        scheduled = self.due_at.pop(key, None) is not None
+        A deletion that fired at once, or already ran, has no timer to cancel: no event, as KCM.
+        """
+        self.due_at.pop(key, None)
         self.due_uid.pop(key, None)
         removed = self.evictions.cancel_work(key)
-        if event and (removed or scheduled) and pod is not None:
-            self.recorder.event(pod, "Normal", EVENT_REASON, f"Cancelling deletion of Pod {key}")
+        if event and removed:
+            self.recorder.event(
+                pod_reference(key), "Normal", EVENT_REASON, f"Cancelling deletion of Pod {key}"
+            )
 
     def scheduled(self, key: str) -> float | None:
         """The loop time `key`'s deletion is due at, if one is scheduled (for tests and the bench)."""
