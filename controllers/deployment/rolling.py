@@ -46,12 +46,20 @@ async def rollout_rolling(
     if new_rs is not None and await reconcile_new_replica_set(s, all_rss, new_rs, d):
         await s.sync_rollout_status(all_rss, new_rs, d)
         return
-    if await reconcile_old_replica_sets(s, all_rss, filter_active(old_rss), new_rs, d, pod_map or {}):
+    failures: list[Exception] = []
+    if await reconcile_old_replica_sets(
+        s, all_rss, filter_active(old_rss), new_rs, d, pod_map or {}, failures=failures
+    ):
         await s.sync_rollout_status(all_rss, new_rs, d)
         return
     if progress.deployment_complete(d, d.get("status") or {}):
         await s.cleanup_deployment(old_rss, d)
     await s.sync_rollout_status(all_rss, new_rs, d)
+    if failures:
+        # KCM swallows a failed scale-down and waits for the ReplicaSet's next event; after a
+        # dropped write there may be none (the status above may not change), and the rollout
+        # would stall. Raised after the status, it brings the key back rate-limited instead.
+        raise failures[0]
 
 
 async def reconcile_new_replica_set(
@@ -75,8 +83,12 @@ async def reconcile_old_replica_sets(
     new_rs: RS | None,
     d: RS,
     pod_map: Mapping[str, Sequence[Obj]],
+    *,
+    failures: list[Exception] | None = None,
 ) -> bool:
-    """`reconcileOldReplicaSets`: scale old ReplicaSets down without breaking maxUnavailable."""
+    """`reconcileOldReplicaSets`: scale old ReplicaSets down without breaking maxUnavailable.
+
+    A failed write is "nothing scaled", as in KCM; it is appended to `failures` when given."""
     if replica_count(old_rss) == 0:
         return False
     all_pods = replica_count(all_rss)
@@ -91,11 +103,15 @@ async def reconcile_old_replica_sets(
         old_rss, cleaned = await cleanup_unhealthy_replicas(s, old_rss, d, max_scaled_down, pod_map)
     except Exception as exc:
         log.info("cleaning up unhealthy replicas failed", deployment=name_of(d), error=str(exc))
+        if failures is not None:
+            failures.append(exc)
         return False
     try:
         scaled_down = await scale_down_old_replica_sets_for_rolling_update(s, [*old_rss, new_rs], old_rss, d)
     except Exception as exc:
         log.info("scaling down old replica sets failed", deployment=name_of(d), error=str(exc))
+        if failures is not None:
+            failures.append(exc)
         return False
     return cleaned + scaled_down > 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from apiclient import ApiError
 from apiclient.resources import REPLICASETS
 from controllers.deployment import rolling
 from tests.controllers.deployment.fakeclient import FakeClient, harness
@@ -128,3 +129,31 @@ async def test_a_failed_scale_down_is_not_the_syncs_error() -> None:
     h = harness(client=client)
     assert not await rolling.reconcile_old_replica_sets(h.sync, [old_rs, new_rs], [old_rs], new_rs, d, {})
     assert [a.name for a in client.writes()] == ["foo-old"]
+
+
+async def test_a_rollout_whose_scale_down_failed_writes_its_status_then_comes_back() -> None:
+    """The status is written as under KCM, then the write's error is raised, so the key comes
+    back rate-limited: after a dropped write no ReplicaSet event may ever wake the rollout."""
+    old_rs = rs("foo-old", 10, {"foo": "old"})
+    old_rs["metadata"]["uid"] = "old-uid"
+    old_rs["status"]["availableReplicas"] = 10
+    d = new_deployment("foo", 10, None, 0, 2, {"foo": "new"})
+    new_rs = rs("foo-new", 10, {"foo": "new"})
+    new_rs["metadata"]["uid"] = "new-uid"
+    new_rs["spec"]["template"] = d["spec"]["template"]
+    new_rs["status"]["availableReplicas"] = 0
+    new_rs["metadata"]["annotations"] = {
+        "deployment.kubernetes.io/revision": "2",
+        "deployment.kubernetes.io/desired-replicas": "10",
+        "deployment.kubernetes.io/max-replicas": "10",
+    }
+    client = FakeClient(failing={(REPLICASETS.plural, "foo-old")})
+    h = harness(client=client)
+
+    with pytest.raises(ApiError) as raised:
+        await rolling.rollout_rolling(h.sync, d, [old_rs, new_rs])
+
+    assert raised.value.status == 500
+    written = [(a.resource, a.name, a.subresource) for a in client.writes()]
+    assert ("replicasets", "foo-old", None) in written, written
+    assert ("deployments", "foo", "status") in written, written
