@@ -206,39 +206,35 @@ class RateLimitedTimedQueue:
         else:
             self._push(TimedValue(now + wait + 1e-9, next(self._seq), item.value, item.uid, item.added_at))
 
+    def _next_due(self) -> tuple[TimedValue, float] | None:
+        """The head and the time now, when the limiter lets one through and the head is due."""
+        item = self._head()
+        if item is None or not self.limiter.try_accept():
+            return None
+        now = self._now()
+        return None if now < item.process_at else (item, now)
+
     def try_(self, fn: Callable[[TimedValue], tuple[bool, float]]) -> int:
         """Process due values while the limiter accepts; returns how many `fn` calls were made.
 
         `fn` returns `(done, wait)`: a value not done is processed again `wait` seconds later.
         """
         calls = 0
-        item = self._head()
-        while item is not None:
-            if not self.limiter.try_accept():
-                break
-            now = self._now()
-            if now < item.process_at:
-                break
+        while (due := self._next_due()) is not None:
+            item, now = due
             calls += 1
             done, wait = fn(item)
             self._settle(item, done, wait, now)
-            item = self._head()
         return calls
 
     async def try_async(self, fn: Callable[[TimedValue], Awaitable[tuple[bool, float]]]) -> int:
         """`try_` with a coroutine `fn` (one that writes the taint itself)."""
         calls = 0
-        item = self._head()
-        while item is not None:
-            if not self.limiter.try_accept():
-                break
-            now = self._now()
-            if now < item.process_at:
-                break
+        while (due := self._next_due()) is not None:
+            item, now = due
             calls += 1
             done, wait = await fn(item)
             self._settle(item, done, wait, now)
-            item = self._head()
         return calls
 
     def swap_limiter(self, qps: float) -> None:
