@@ -90,9 +90,14 @@ class Result:
 
 
 class Kubectl:
-    def __init__(self, kubeconfig: str, cache: Path, workdir: Path) -> None:
-        self.base = ["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", str(cache)]
+    def __init__(self, cluster: LocalCluster, cache: Path, workdir: Path) -> None:
+        self.base = ["kubectl", "--kubeconfig", cluster.kubeconfig_path, "--cache-dir", str(cache)]
         self.workdir = workdir
+        self.requests = cluster.requests
+
+    def reads(self) -> int:
+        """Reads kubectl has made, so a test can wait for a background command to reach the server."""
+        return sum(n for agent, n in self.requests.reads_by_agent.items() if agent.startswith("kubectl/"))
 
     async def run(self, *args: str, stdin: str | None = None, check: bool = True) -> Result:
         proc = await asyncio.create_subprocess_exec(
@@ -132,7 +137,7 @@ async def kubectl(tmp_path: Path) -> AsyncIterator[Kubectl]:
     task = asyncio.create_task(serve())
     try:
         cluster = await asyncio.wait_for(asyncio.shield(ready), 30)
-        yield Kubectl(cluster.kubeconfig_path, tmp_path / "cache", tmp_path)
+        yield Kubectl(cluster, tmp_path / "cache", tmp_path)
     finally:
         stop.set()
         await task
@@ -249,9 +254,15 @@ async def test_delete_and_wait(kubectl: Kubectl) -> None:
     await kubectl.run("create", "-f", kubectl.manifest("cm.yaml", cm))
     await kubectl.run("wait", "--for=condition=Ready", "node/node-1", "--timeout=10s")
     await kubectl.run("delete", "cm", "cfg", "--wait=false")
-    waiter = asyncio.create_task(kubectl.run("wait", "--for=delete", "cm/cfg", "--timeout=20s"))
     still = await kubectl.json("get", "cm", "cfg")
     assert still["metadata"]["deletionTimestamp"]  # held by the finalizer
+    before = kubectl.reads()
+    waiter = asyncio.create_task(kubectl.run("wait", "--for=delete", "cm/cfg", "--timeout=20s"))
+    # kubectl wait reads the object twice, lists it, then watches: four reads. Releasing the
+    # finalizer before the watch opens would test "already gone", which prints nothing.
+    async with asyncio.timeout(15):
+        while kubectl.reads() < before + 4:
+            await asyncio.sleep(0.02)
     await kubectl.run("patch", "cm", "cfg", "--type", "merge", "-p", '{"metadata":{"finalizers":null}}')
     result = await waiter
     assert "configmap/cfg condition met" in result.out
