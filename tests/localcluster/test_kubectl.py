@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from localcluster.cluster import LocalCluster
+from tests.support.waiting import eventually
 
 pytestmark = [
     pytest.mark.kubectl,
@@ -260,9 +261,7 @@ async def test_delete_and_wait(kubectl: Kubectl) -> None:
     waiter = asyncio.create_task(kubectl.run("wait", "--for=delete", "cm/cfg", "--timeout=20s"))
     # kubectl wait reads the object twice, lists it, then watches: four reads. Releasing the
     # finalizer before the watch opens would test "already gone", which prints nothing.
-    async with asyncio.timeout(15):
-        while kubectl.reads() < before + 4:
-            await asyncio.sleep(0.02)
+    await eventually(lambda: kubectl.reads() >= before + 4, "kubectl wait watching cm/cfg", interval=0.02)
     await kubectl.run("patch", "cm", "cfg", "--type", "merge", "-p", '{"metadata":{"finalizers":null}}')
     result = await waiter
     assert "configmap/cfg condition met" in result.out
