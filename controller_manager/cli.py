@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
-from controller_manager import app, logging
+from controller_manager import logging
 from controller_manager.embedded import PluginMissing, load_plugin
 from controller_manager.options import OneLineParser, UsageError, parse_run_args
 from controller_manager.registry import default_registry
@@ -89,6 +89,10 @@ def _run(args: list[str]) -> int:
         verbosity=opts.verbosity,
         min_level=stdlib_logging.WARNING if quiet else None,
     )
+    # The manager (and the API client under it) is imported only once the flags are valid, so a
+    # mistyped command line is answered at once rather than after a second of imports.
+    from controller_manager import app
+
     try:
         return anyio.run(app.run, opts)
     except UsageError as exc:

@@ -7,6 +7,21 @@ reconcile of one pod's request, `state.py` what the webhook remembers for it. Th
 serves `EvictionSurgeController.review` over HTTPS (controller_manager/webhookserver.py).
 """
 
-from controllers.evictionsurge.controller import EvictionSurgeController
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from controllers.evictionsurge.controller import EvictionSurgeController
+
+
+def __getattr__(name: str) -> Any:
+    """The controller is imported on first use, so reading this package's flag configuration
+    (the command line's parser does) does not load the API client."""
+    if name == "EvictionSurgeController":
+        return importlib.import_module("controllers.evictionsurge.controller").EvictionSurgeController
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["EvictionSurgeController"]
