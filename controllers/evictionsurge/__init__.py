@@ -9,19 +9,12 @@ serves `EvictionSurgeController.review` over HTTPS (controller_manager/webhookse
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from controllers.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from controllers.evictionsurge.controller import EvictionSurgeController
 
-
-def __getattr__(name: str) -> Any:
-    """The controller is imported on first use, so reading this package's flag configuration
-    (the command line's parser does) does not load the API client."""
-    if name == "EvictionSurgeController":
-        return importlib.import_module("controllers.evictionsurge.controller").EvictionSurgeController
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
+__getattr__ = lazy_exports(__name__, {"EvictionSurgeController": "controllers.evictionsurge.controller"})
 __all__ = ["EvictionSurgeController"]

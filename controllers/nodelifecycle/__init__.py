@@ -10,19 +10,12 @@ rate-limited tainting queue.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from controllers.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from controllers.nodelifecycle.controller import NodeLifecycleController
 
-
-def __getattr__(name: str) -> Any:
-    """The controller is imported on first use, so reading this package's flag configuration
-    (the command line's parser does) does not load the API client."""
-    if name == "NodeLifecycleController":
-        return importlib.import_module("controllers.nodelifecycle.controller").NodeLifecycleController
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
+__getattr__ = lazy_exports(__name__, {"NodeLifecycleController": "controllers.nodelifecycle.controller"})
 __all__ = ["NodeLifecycleController"]

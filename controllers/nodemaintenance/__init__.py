@@ -9,19 +9,12 @@ for which nodes start, `status.py` for progress. The lease seam it asks before d
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from controllers.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from controllers.nodemaintenance.controller import NodeMaintenanceController
 
-
-def __getattr__(name: str) -> Any:
-    """The controller is imported on first use, so reading this package's flag configuration
-    (the command line's parser does) does not load the API client."""
-    if name == "NodeMaintenanceController":
-        return importlib.import_module("controllers.nodemaintenance.controller").NodeMaintenanceController
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
+__getattr__ = lazy_exports(__name__, {"NodeMaintenanceController": "controllers.nodemaintenance.controller"})
 __all__ = ["NodeMaintenanceController"]

@@ -391,3 +391,20 @@ def test_delegated_subcommand_missing_is_exit_2(
     monkeypatch.setitem(cli._DELEGATES, "lease", "controller_manager.no_such_cli")
     assert main(["lease", "status"]) == 2
     assert "no controller_manager.no_such_cli module" in capsys.readouterr().err
+
+
+def test_a_bad_flag_is_answered_without_loading_the_api_client() -> None:
+    """The parser and the controllers' flag configuration load without the API client, so a
+    mistyped command line is answered at once, not after a second of imports."""
+    probe = (
+        "import sys\n"
+        "from controller_manager.cli import main\n"
+        "code = main(['run', '--no-such-flag'])\n"
+        "loaded = sorted(m for m in ('kubernetes_asyncio', 'apiclient', 'controller_manager.app') if m in sys.modules)\n"
+        "print(code, loaded)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.strip() == "2 []", done.stdout + done.stderr
+    assert "unrecognized arguments: --no-such-flag" in done.stderr
