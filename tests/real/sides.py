@@ -192,6 +192,9 @@ async def side_by_side(assets: Assets, *, nodes: int = 3, **options: Any) -> Asy
     async def start(plane: ControlPlane) -> None:
         await anyio.to_thread.run_sync(plane.start)
 
+    async def stop(plane: ControlPlane) -> None:
+        await anyio.to_thread.run_sync(plane.stop)
+
     try:
         async with anyio.create_task_group() as starting:
             for plane in planes.values():
@@ -200,8 +203,9 @@ async def side_by_side(assets: Assets, *, nodes: int = 3, **options: Any) -> Asy
             yield sides
     finally:
         with anyio.CancelScope(shield=True):
-            for plane in planes.values():
-                await anyio.to_thread.run_sync(plane.stop)
+            async with anyio.create_task_group() as stopping:  # each waits out its scheduler's grace
+                for plane in planes.values():
+                    stopping.start_soon(stop, plane)
 
 
 @asynccontextmanager

@@ -64,8 +64,8 @@ def planes() -> Iterator[dict[str, ControlPlane]]:
             list(starting.map(ControlPlane.start, pair.values()))
         yield pair
     finally:
-        for plane in pair.values():
-            plane.stop()
+        with ThreadPoolExecutor(len(pair)) as stopping:  # each waits out its scheduler's grace
+            list(stopping.map(ControlPlane.stop, pair.values()))
 
 
 # -- steps ------------------------------------------------------------------------------------
