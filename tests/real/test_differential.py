@@ -347,6 +347,16 @@ async def test_adoption_story_matches_kcm(planes: dict[str, ControlPlane]) -> No
             "delete orphaning", "delete", "replicaset", "pets", "--cascade=orphan", until=gone("replica_sets")
         ),
         kc("new ReplicaSet adopts", "create", "-f", "-", stdin=replicaset("pets2", 3, "pets")),
+        # Back, pet-a makes a fourth pod and one must go. Pods ready about as long rank in one
+        # log2 bucket, where KCM breaks the tie by UID (random) and spreads by where its scheduler
+        # placed them (random among equal nodes): the deletion cost names the pod on both sides.
+        kc(
+            "pet-a cheapest to delete",
+            "annotate",
+            "pod",
+            "pet-a",
+            "controller.kubernetes.io/pod-deletion-cost=-1",
+        ),
         kc("stray pod back", "label", "pod", "pet-a", "app=pets", "--overwrite"),
         kc("scale to 0", "scale", "replicaset/pets2", "--replicas", "0"),
         kc("a Deployment", "create", "-f", "-", stdin=deployment("herd", 2, "pause:1")),
