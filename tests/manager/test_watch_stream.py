@@ -28,7 +28,7 @@ def _event(name: str, rv: int, data: str = "") -> bytes:
 
 @asynccontextmanager
 async def _streaming_server(chunks: Sequence[bytes], gap: float = 0.01) -> AsyncIterator[KubeClient]:
-    """A server answering any WATCH with `chunks`, each flushed on its own `gap` seconds after
+    """A server answering any WATCH with `chunks`, each written on its own `gap` seconds after
     the one before (so each reaches the client as its own HTTP chunk), then ending the response."""
 
     async def watch(request: web.Request) -> web.StreamResponse:
@@ -37,7 +37,6 @@ async def _streaming_server(chunks: Sequence[bytes], gap: float = 0.01) -> Async
         await resp.prepare(request)
         for chunk in chunks:
             await resp.write(chunk)
-            await resp.drain()
             await anyio.sleep(gap)
         await resp.write_eof()
         return resp
