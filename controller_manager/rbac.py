@@ -1,25 +1,36 @@
-"""What each controller may do in the API, as data: the source of `deploy/rbac.yaml`.
+"""What each controller may do in the API, as data: the source of each install's RBAC manifests.
 
 KCM ships one ServiceAccount per controller with its own role (bootstrap policy
 `controller_policy.go`); aiokcm runs as one ServiceAccount, so its ClusterRole is the union of
 the enabled controllers' rules plus the manager's own (events; token and access reviews for the
 secure port; the leader-election Lease, granted by a Role in the lease's namespace only; the
 client CA ConfigMap through the API server's own `extension-apiserver-authentication-reader`
-Role). `aiokcm-metrics-reader` is for the scraper (bind it to Prometheus' ServiceAccount). `tests/manager/test_rbac.py` checks both ways: every
-API call in a controller's package is covered by that controller's rules here, and the manifest
-grants exactly the union, nothing more; `tests/e2e/test_deploy_rbac_local.py` runs every controller
-under the manifest on a cluster that enforces it and fails on any refusal and on any grant no
-request used. `python -m controller_manager.rbac` prints the manifest.
+Role). `aiokcm-metrics-reader` is for the scraper (bind it to Prometheus' ServiceAccount).
+
+Each install grants what its own `--controllers` selects, nothing more, so the default install
+(`deploy/`, beside a stock KCM) holds none of the writes of the controllers it leaves to KCM:
+`deploy/rbac.yaml` is made from the `--controllers` argument of `deploy/deployment.yaml`, and
+`overlays/replace-kcm/rbac-extra.yaml` from the overlay's own `--controllers` holds what its
+controllers need beyond that, as a second ClusterRole (and Roles) bound to the same ServiceAccount.
+`tests/manager/test_rbac.py` checks both ways: every API call in a controller's package is covered
+by that controller's rules here, and each install grants exactly the union for its controllers,
+nothing more; `tests/e2e/test_deploy_rbac_local.py` runs the controllers under the manifests on a
+cluster that enforces them and fails on any refusal and on any grant no request used.
+`python -m controller_manager.rbac` prints `deploy/rbac.yaml` (`--overlay`: the overlay's file;
+`--write`: writes both).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
 
+from controller_manager.registry import default_registry
 from controllers.nodelifecycle.healthsync import NODE_LEASE_NAMESPACE
 from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASE_NAMESPACE
 
@@ -102,6 +113,15 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("coordination.k8s.io", "leases", (*READ, "create", "update", "patch"), MAINTENANCE_LEASES),
         Rule("", "nodes", READ),
         Rule("", "namespaces", ("get", "create")),  # creates its lease namespace when missing
+    ),
+    # Beside a stock KCM: a copy of the pod asked to evacuate is made outside its ReplicaSet's
+    # selector, handed to it once ready (a label patch; KCM's controller adopts it), and the
+    # departing pod marked with the lowest deletion cost (a patch) so KCM removes that one.
+    "replacement-surge": (
+        Rule("", "pods", ("list", "watch", "create", "patch", "delete")),  # delete: a copy not needed
+        Rule("", "pods/status", ("patch",)),  # EvacuationInitiated, or the request given up
+        Rule("apps", "replicasets", ("list", "watch")),
+        Rule("apps", "deployments", ("list", "watch")),
     ),
     "eviction-surge": (
         Rule("", "pods", ("list", "watch")),
@@ -189,55 +209,184 @@ def _merged(rules: Iterable[Rule]) -> list[dict[str, object]]:
     ]
 
 
-def manifests(
-    controllers: Iterable[str] | None = None, *, lease_namespace: str = "kube-system"
-) -> list[dict[str, object]]:
-    names = list(CONTROLLER_RULES) if controllers is None else list(controllers)
+def rules_for(controllers: Iterable[str]) -> list[Rule]:
+    """What a manager running `controllers` needs, leader election aside (a Role of its own)."""
+    names = list(controllers)
     rules = [r for n in names for r in CONTROLLER_RULES[n]] + list(MANAGER_RULES) + list(SERVING_RULES)
     if "eviction-surge" in names:
         rules += WEBHOOK_RULES
-    cluster_rules = [r for r in rules if not r.namespace]
-    subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
-    namespaced: list[dict[str, object]] = []
-    for namespace in sorted({r.namespace for r in rules if r.namespace}):
-        namespaced += [
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-             "metadata": {"name": NAME, "namespace": namespace},
-             "rules": _merged(r for r in rules if r.namespace == namespace)},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-             "metadata": {"name": NAME, "namespace": namespace},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
-             "subjects": subject},
-        ]  # fmt: skip
+    return rules
+
+
+_SUBJECTS = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
+
+
+def _cluster_role(name: str, rules: Iterable[Rule]) -> list[dict[str, object]]:
+    """A ClusterRole of the cluster-wide `rules` and its binding to aiokcm's ServiceAccount."""
     return [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": NAME}, "rules": _merged(cluster_rules)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": NAME},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-         "subjects": subject},
+         "metadata": {"name": name}, "rules": _merged(r for r in rules if not r.namespace)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": _SUBJECTS},
+    ]  # fmt: skip
+
+
+def _namespaced_roles(name: str, rules: Iterable[Rule]) -> list[dict[str, object]]:
+    """A Role and its binding in each namespace some of `rules` are limited to."""
+    rules = list(rules)
+    out: list[dict[str, object]] = []
+    for namespace in sorted({r.namespace for r in rules if r.namespace}):
+        out += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": {"name": name, "namespace": namespace},
+             "rules": _merged(r for r in rules if r.namespace == namespace)},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": name, "namespace": namespace},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+             "subjects": _SUBJECTS},
+        ]  # fmt: skip
+    return out
+
+
+def manifests(
+    controllers: Iterable[str] | None = None, *, lease_namespace: str = "kube-system"
+) -> list[dict[str, object]]:
+    """A whole install's RBAC for `controllers` (every one when None): its roles, the manager's own
+    (leader election, the client CA reader, the metrics reader) and their bindings."""
+    names = list(CONTROLLER_RULES) if controllers is None else list(controllers)
+    rules = rules_for(names)
+    return [
+        *_cluster_role(NAME, rules),
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": {"name": f"{NAME}-leader-election", "namespace": lease_namespace},
          "rules": _merged(LEADER_ELECTION_RULES)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
          "metadata": {"name": f"{NAME}-leader-election", "namespace": lease_namespace},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{NAME}-leader-election"},
-         "subjects": subject},
+         "subjects": _SUBJECTS},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
          "metadata": {"name": f"{NAME}-authentication-reader", "namespace": "kube-system"},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AUTH_READER_ROLE},
-         "subjects": subject},
+         "subjects": _SUBJECTS},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": METRICS_READER},
          "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
-        *namespaced,
+        *_namespaced_roles(NAME, rules),
     ]  # fmt: skip
 
 
+# One grant as RBAC scopes it: (namespace or "" for cluster-wide, group, resource, resourceNames, verb).
+Scoped = tuple[str, str, str, tuple[str, ...], str]
+
+
+def scoped(rules: Iterable[Rule]) -> set[Scoped]:
+    """Each verb of `rules` with the scope it is granted in, so two installs compare as RBAC does."""
+    return {
+        (rule.namespace, rule.group, rule.resource, rule.names, verb) for rule in rules for verb in rule.verbs
+    }
+
+
+def extra_manifests(controllers: Iterable[str], *, base: Iterable[str], name: str) -> list[dict[str, object]]:
+    """What running `controllers` needs beyond an install of `base` (whose manifests stay applied):
+    a ClusterRole named `name`, and a Role of that name where a grant is namespaced, each bound to
+    the same ServiceAccount. A grant is left out only when the base grants it in the same scope
+    (namespace and resourceNames), so that the two together are exactly the install of `controllers`."""
+    missing = scoped(rules_for(controllers)) - scoped(rules_for(base))
+    rules = [
+        Rule(group, resource, (verb,), namespace, names)
+        for namespace, group, resource, names, verb in missing
+    ]
+    cluster = _cluster_role(name, rules) if any(not r.namespace for r in rules) else []
+    return [*cluster, *_namespaced_roles(name, rules)]
+
+
+# Where each install's controller list is written, and where its generated RBAC goes. These are
+# files of the source tree: the generator runs from a checkout, never in the image.
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOYMENT = ROOT / "deploy" / "deployment.yaml"
+MANIFEST = ROOT / "deploy" / "rbac.yaml"
+OVERLAY = ROOT / "overlays" / "replace-kcm"
+OVERLAY_MANIFEST = OVERLAY / "rbac-extra.yaml"
+OVERLAY_ROLE = f"{NAME}-replace-kcm"
+CONTROLLERS_FLAG = "--controllers="
+
+
+def deployment_controllers_flag(path: Path = DEPLOYMENT) -> list[str]:
+    """The entries of the `--controllers=` argument of the aiokcm container in `deploy/deployment.yaml`."""
+    deployment = yaml.safe_load(path.read_text())
+    (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == NAME]
+    (arg,) = [a for a in container["args"] if a.startswith(CONTROLLERS_FLAG)]
+    return str(arg).removeprefix(CONTROLLERS_FLAG).split(",")
+
+
+def overlay_controllers_flag(overlay: Path = OVERLAY) -> list[str]:
+    """The entries of the `--controllers=` value the overlay's JSON patch puts on the container."""
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    (value,) = [
+        op["value"]
+        for patch in kustomization.get("patches") or []
+        for op in yaml.safe_load(patch.get("patch") or "[]") or []
+        if op.get("op") in ("add", "replace") and str(op.get("value", "")).startswith(CONTROLLERS_FLAG)
+    ]
+    return str(value).removeprefix(CONTROLLERS_FLAG).split(",")
+
+
+def selected(entries: Iterable[str]) -> list[str]:
+    """The controllers `--controllers` entries select, by the manager's own rules (aliases, `*`,
+    `-name`). Feature gates are not applied: a role covers every controller the flag names, so
+    turning a gate on (EvictionSurge with deploy/webhook.yaml) needs no other RBAC."""
+    registry = default_registry()
+    return [d.name for d in registry.enabled(registry.resolve_controllers_flag(list(entries)))]
+
+
+def default_controllers() -> list[str]:
+    """The controllers deploy/ runs: what deploy/rbac.yaml is made for."""
+    return selected(deployment_controllers_flag())
+
+
+def overlay_controllers() -> list[str]:
+    """The controllers overlays/replace-kcm runs: what deploy/rbac.yaml and its extra are made for."""
+    return selected(overlay_controllers_flag())
+
+
+HEADER = (
+    "# Generated by `python -m controller_manager.rbac --write` from controller_manager/rbac.py and the\n"
+    "# --controllers of {source}; do not edit.\n"
+)
+
+
 def render() -> str:
-    header = (
-        "# Generated by `python -m controller_manager.rbac` from controller_manager/rbac.py; do not edit.\n"
+    """deploy/rbac.yaml: the default install's controllers and the manager's own grants."""
+    header = HEADER.format(source="deploy/deployment.yaml")
+    return header + yaml.safe_dump_all(manifests(default_controllers()), sort_keys=False)
+
+
+def render_overlay() -> str:
+    """overlays/replace-kcm/rbac-extra.yaml: what the overlay's controllers need beyond deploy/rbac.yaml."""
+    header = HEADER.format(source="overlays/replace-kcm/kustomization.yaml (beyond deploy/rbac.yaml)")
+    extra = extra_manifests(overlay_controllers(), base=default_controllers(), name=OVERLAY_ROLE)
+    return header + yaml.safe_dump_all(extra, sort_keys=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print deploy/rbac.yaml (as `> deploy/rbac.yaml` has always taken it), or the overlay's, or write both."""
+    parser = argparse.ArgumentParser(
+        prog="python -m controller_manager.rbac",
+        description="Print deploy/rbac.yaml as controller_manager/rbac.py makes it.",
     )
-    return header + yaml.safe_dump_all(manifests(), sort_keys=False)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--overlay", action="store_true", help=f"print {OVERLAY_MANIFEST.relative_to(ROOT)} instead"
+    )
+    which.add_argument("--write", action="store_true", help="write both files in place")
+    args = parser.parse_args(argv)
+    if args.write:
+        MANIFEST.write_text(render())
+        OVERLAY_MANIFEST.write_text(render_overlay())
+    else:
+        sys.stdout.write(render_overlay() if args.overlay else render())
+    return 0
 
 
 if __name__ == "__main__":
-    sys.stdout.write(render())
+    sys.exit(main())

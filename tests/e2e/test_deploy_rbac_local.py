@@ -1,5 +1,6 @@
-"""deploy/ on the local cluster with authorization enforced: every controller at work, with nothing but
-deploy/rbac.yaml, and every grant in it used.
+"""Each install's RBAC on the local cluster with authorization enforced: overlays/replace-kcm's
+(deploy/rbac.yaml and the overlay's rbac-extra.yaml) with every controller at work and every grant
+in it used; deploy/'s alone with the controllers deploy/deployment.yaml runs, none of them refused.
 
 The same check as tests/real/test_deploy_rbac.py, on the embedded cluster (`authz=True`), so it
 runs on every machine: the manifests are applied with kubectl, two managers run as processes with
@@ -18,7 +19,7 @@ answers for (a bare pod, `force`); a kubelet stops (node lifecycle taints the no
 pods not ready; taint eviction deletes the pod that does not tolerate it).
 
 The cluster records each authorization decision. Any refusal of the ServiceAccount fails the test
-(a grant the code needs and deploy/rbac.yaml lacks), and so does any grant of deploy/rbac.yaml the
+(a grant the code needs and the overlay's manifests lack), and so does any grant of theirs the
 managers never used (a grant nothing needs), but for the few this run cannot reach, each named with
 its reason in `UNREACHED`. A scrape without a token gets 401, with the scraper's
 token 200, `/healthz` answers without one: `curl -k`, as an operator would try it.
@@ -27,6 +28,7 @@ token 200, `/healthz` answers without one: `curl -k`, as an operator would try i
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import sys
@@ -56,7 +58,6 @@ from localcluster.cluster import LocalCluster
 from localcluster.demo import APPS, drained, node_maintenance, run_demo
 from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASES
 from tests.real.test_deploy_rbac import (
-    DEPLOY,
     MANIFESTS,
     ROOT,
     _free_port,
@@ -66,6 +67,9 @@ from tests.real.test_deploy_rbac import (
     manager_args,
 )
 from tests.support.waiting import eventually
+
+# What overlays/replace-kcm applies for RBAC: deploy/'s manifests and what every controller needs beyond.
+REPLACE_KCM_MANIFESTS = [*MANIFESTS, rbac.OVERLAY_MANIFEST]
 
 SERVICE_ACCOUNT = f"system:serviceaccount:{rbac.NAMESPACE}:{rbac.NAME}"
 FAST_NODE_LIFECYCLE = (
@@ -350,7 +354,7 @@ async def _curl(port: int, path: str, token: str = "") -> str:
 
 
 def _granted(docs: Iterable[Mapping[str, Any]]) -> set[Grant]:
-    """What deploy/rbac.yaml grants aiokcm's ServiceAccount through the roles it writes."""
+    """What the manifests grant aiokcm's ServiceAccount through the roles they write."""
     subject = {"kind": "ServiceAccount", "name": rbac.NAME, "namespace": rbac.NAMESPACE}
     roles = {
         (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d
@@ -421,7 +425,7 @@ async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cl
                 "--kubeconfig",
                 cluster.kubeconfig_path,
                 "apply",
-                *[arg for m in MANIFESTS for arg in ("-f", str(m))],
+                *[arg for m in REPLACE_KCM_MANIFESTS for arg in ("-f", str(m))],
             ],
             check=False,
         )
@@ -509,7 +513,8 @@ async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cl
         for user, verb, group, resource, namespace, allowed in decisions
         if user == SERVICE_ACCOUNT and allowed
     }
-    granted = _granted([d for d in yaml.safe_load_all((DEPLOY / "rbac.yaml").read_text()) if d])
+    overlay_rbac = (rbac.MANIFEST, rbac.OVERLAY_MANIFEST)
+    granted = _granted([d for m in overlay_rbac for d in yaml.safe_load_all(m.read_text()) if d])
     unused = sorted(g for g in granted if not _used(g, used))
     assert unused == sorted(UNREACHED), unused  # every other grant is needed by something done here
     assert scrapes == ("401", "200", "200")  # no token, the scraper's token, /healthz with none
@@ -534,3 +539,95 @@ UNREACHED = {
 async def _new_holder(admin: KubeClient, old: str) -> bool:
     holder = await _lock_holder(admin)
     return bool(holder) and holder != old
+
+
+def _default_install_args(port: int, kubeconfig: Path) -> list[str]:
+    """deploy/'s own arguments: the overlay's (which differ in `--controllers` only, as
+    tests/e2e/test_install.py checks) with deploy/deployment.yaml's `--controllers`."""
+    flag = rbac.CONTROLLERS_FLAG + ",".join(rbac.deployment_controllers_flag())
+    return [flag if a.startswith(rbac.CONTROLLERS_FLAG) else a for a in manager_args(port, kubeconfig)]
+
+
+@pytest.mark.timeout(120)
+async def test_the_default_install_runs_under_deploy_rbac_alone(tmp_path: Path) -> None:
+    """deploy/rbac.yaml holds only what deploy/'s controllers need: with nothing else applied, they
+    start and sync (every informer of each, replacement-surge's included), take the lock, a forced
+    maintenance cordons and drains a node through its maintenance Lease, and the maintenance-lease
+    controller repairs that Lease's owner, with no request refused. The cluster runs no ReplicaSet
+    or Deployment controller here, so replacement-surge has nothing to surge: its writes are checked
+    against its rules by tests/manager/test_rbac.py only."""
+    async with LocalCluster(
+        nodes=2, speed=10, pod_start_delay=2.0, termination_cap=5.0, authz=True
+    ) as cluster:
+        applied = await anyio.run_process(
+            [
+                "kubectl",
+                "--kubeconfig",
+                cluster.kubeconfig_path,
+                "apply",
+                *[arg for m in MANIFESTS for arg in ("-f", str(m))],
+            ],
+            check=False,
+        )
+        assert applied.returncode == 0, applied.stderr.decode()
+        admin = await cluster.client()
+        port = _free_port()
+        log_path = tmp_path / "aiokcm.log"
+        manager: Process | None = None
+        code: int | None = None
+        node = "node-1"
+        try:
+            token = await _service_account_token(admin)
+            kubeconfig = tmp_path / "aiokcm-sa.kubeconfig"
+            kubeconfig.write_text(yaml.safe_dump(cluster.kubeconfig_for_token(token)))
+            with log_path.open("wb") as log:
+                manager = await anyio.open_process(
+                    [str(Path(sys.executable).with_name("aiokcm")), *_default_install_args(port, kubeconfig)],
+                    stdout=log,
+                    stderr=log,
+                    cwd=ROOT,
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                )
+
+            async def ready() -> bool:
+                return await _curl(port, "/readyz") == "200"
+
+            await _until(ready, "the leader's caches synced")
+            await admin.create(
+                PODS,
+                {
+                    "metadata": {"name": "bare", "labels": {"app": "bare"}},
+                    "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
+                },
+                namespace=NS,
+            )
+            nm = node_maintenance("evict-bare", node, "the default install drains")
+            nm["spec"] |= {"force": True, "podSelector": "app=bare"}
+            await admin.create(NODEMAINTENANCES, nm)
+
+            async def evicted() -> bool:
+                return drained(await admin.get(NODEMAINTENANCES, "evict-bare")) and await _absent(
+                    admin, PODS, "bare", NS
+                )
+
+            await _until(evicted, "the bare pod evicted and the node Drained")
+            await _repair_a_lease_owner(admin, node)
+            code = await _stop(manager)
+        except AssertionError as exc:
+            refused = sorted(k for k in cluster.auth.decisions if k[0] == SERVICE_ACCOUNT and not k[5])
+            raise AssertionError(f"{exc}; refused to the ServiceAccount: {refused}") from None
+        finally:
+            await _stop(manager)
+            await admin.close()
+        decisions = dict(cluster.auth.decisions)
+    output = log_path.read_text(errors="replace")
+    refused = sorted(k for k in decisions if k[0] == SERVICE_ACCOUNT and not k[5])
+    assert not refused, refused
+    assert "Forbidden" not in output
+    started = {
+        str(line["controller"])
+        for line in map(json.loads, filter(None, output.splitlines()))
+        if line.get("event") == "starting workers"
+    }
+    assert started == set(rbac.default_controllers()), output[-2000:]  # each ran, its caches synced
+    assert code == 0, output[-2000:]
