@@ -34,7 +34,7 @@ from controller_manager.loopmonitor import LoopMonitor
 from controller_manager.options import ManagerOptions, UsageError
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry, default_registry
 from controller_manager.server import HealthState, serve
-from controllers.common.evacuation import SURGING_CONTROLLERS
+from controllers.common.evacuation import PUBLIC_SURGE_CONTROLLER, SURGING_CONTROLLERS
 from controllers.context import ControllerContext, FeatureGates
 from controllers.worker import is_expected_failure
 
@@ -72,6 +72,28 @@ def _surge_answers(enabled: list[ControllerDescriptor], gates: FeatureGates) -> 
     return SURGING_CONTROLLERS <= {d.name for d in enabled} and gates.enabled(
         features.NODE_MAINTENANCE_DEPLOYMENT
     )
+
+
+def _surge_layout(
+    enabled: list[ControllerDescriptor], gates: FeatureGates
+) -> tuple[list[ControllerDescriptor], bool, bool]:
+    """Who surges for evacuating pods: (the controllers to build, in-controller, public API).
+
+    Where this manager runs its own ReplicaSet and Deployment controllers with the gate, they
+    answer in-controller and the replacement surge stands aside (two responders for one pod would
+    surge twice). Otherwise, beside KCM's own controllers, the replacement surge answers through
+    the public API when it is enabled; `--controllers=-replacement-surge` turns that off.
+    """
+    own = _surge_answers(enabled, gates)
+    public = any(d.name == PUBLIC_SURGE_CONTROLLER for d in enabled)
+    if own and public:
+        log.info(
+            "controller stands aside: this manager's ReplicaSet and Deployment controllers surge in-controller",
+            controller=PUBLIC_SURGE_CONTROLLER,
+        )
+        enabled = [d for d in enabled if d.name != PUBLIC_SURGE_CONTROLLER]
+        public = False
+    return enabled, own, public
 
 
 class Manager:
@@ -244,10 +266,14 @@ class Manager:
             events=broadcaster,
             gates=opts.gates,
         )
+        enabled, own, public = _surge_layout(enabled, opts.gates)
         maintenance = dataclasses.replace(
-            opts.node_maintenance, surge_answers=_surge_answers(enabled, opts.gates)
+            opts.node_maintenance, surge_answers=own or public, bare_replicasets_answer=public
         )
-        self.controllers = self._build(enabled, ctx, dataclasses.replace(opts, node_maintenance=maintenance))
+        surge = dataclasses.replace(opts.eviction_surge, public_surge=public)
+        self.controllers = self._build(
+            enabled, ctx, dataclasses.replace(opts, node_maintenance=maintenance, eviction_surge=surge)
+        )
         for controller in self.controllers:
             self.health.add_check(controller.name, controller.healthy)
         async with anyio.create_task_group() as tg:

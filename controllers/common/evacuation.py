@@ -26,6 +26,9 @@ from kubeutil.conditions import new_condition, pod_condition_patch
 # The controllers that answer an EvacuationRequest by surging, when NodeMaintenanceDeployment is on;
 # whether the manager runs both is `NodeMaintenanceConfig.surge_answers`.
 SURGING_CONTROLLERS = frozenset({"replicaset", "deployment"})
+# The controller that answers through the public API instead, beside KCM's own ReplicaSet and
+# Deployment controllers (for a Deployment that can surge, and for a ReplicaSet with none).
+PUBLIC_SURGE_CONTROLLER = "replacement-surge"
 
 EVACUATION_REQUEST = "EvacuationRequest"
 EVACUATION_INITIATED = "EvacuationInitiated"

@@ -17,3 +17,7 @@ class EvictionSurgeConfig:
     surge_timeout: float = 300.0
     # An evacuation the webhook asked for is withdrawn when no eviction is retried this long.
     retry_window: float = 60.0
+    # Not a flag: set by the manager when the replacement surge answers through the public API
+    # (beside KCM's own controllers), so a surging Deployment's or a bare ReplicaSet's pods are
+    # held back even though no ReplicaSet carries the in-controller `evacuation-ready` mark.
+    public_surge: bool = False

@@ -67,6 +67,7 @@ class EvictionSurgeController(Controller):
         super().__init__(ctx, name=name, workers=workers)
         self.clock = clock
         self.surge_timeout = config.surge_timeout
+        self.public_surge = config.public_surge
         pod_inf = ctx.informers.informer(PODS)
         rs_inf = ctx.informers.informer(REPLICASETS)
         d_inf = ctx.informers.informer(DEPLOYMENTS)
@@ -111,8 +112,14 @@ class EvictionSurgeController(Controller):
             return Facts(pod, None, None, dry_run=dry_run)
         rs = self._owned_by(pod, "ReplicaSet", self.rs_lister.get)
         d = self._owned_by(rs, "Deployment", self.d_lister.get) if rs is not None else None
-        if rs is None or d is None:
+        if rs is None:
             return Facts(pod, rs, d)
+        if d is None:
+            if get_controller_of(rs) is not None:
+                return Facts(pod, rs, d)
+            return Facts(
+                pod, rs, None, self.pod_lister.by_index(CONTROLLER_UID_INDEX, str(rs["metadata"].get("uid")))
+            )
         pods: list[Obj] = []
         for owned in self.rs_lister.by_index(CONTROLLER_UID_INDEX, str(d["metadata"].get("uid"))):
             pods.extend(self.pod_lister.by_index(CONTROLLER_UID_INDEX, str(owned["metadata"].get("uid"))))
@@ -135,7 +142,7 @@ class EvictionSurgeController(Controller):
             return admission.allowed(request.uid)
         now = self.clock()
         facts = self.facts(request.namespace, request.name, dry_run=request.dry_run)
-        decision = decide(facts, now=now, surge_timeout=self.surge_timeout)
+        decision = decide(facts, now=now, surge_timeout=self.surge_timeout, public_surge=self.public_surge)
         self._record(request, facts, decision, now)
         return admission.response(request.uid, decision)
 

@@ -14,8 +14,11 @@ The rules, in order (the first that applies decides):
 2. A pod not in the cache, already going (terminating or terminal), or not available passes:
    evicting a pod that serves nothing costs no availability.
 3. A pod whose owner cannot answer passes: its ReplicaSet must carry
-   `deployment.kubernetes.io/evacuation-ready` (the Deployment controller marks ReplicaSets of
-   Deployments that can surge) and belong to a Deployment in the cache. Nobody else is delayed.
+   `deployment.kubernetes.io/evacuation-ready` (aiokcm's Deployment controller marks ReplicaSets
+   of Deployments that can surge) and belong to a Deployment in the cache; or, beside KCM's own
+   controllers where the replacement surge answers through the public API (`public_surge`), belong
+   to a RollingUpdate Deployment with `maxSurge` above 0, or to no Deployment at all (a ReplicaSet
+   surges one pod at a time). Nobody else is delayed.
 4. If, without this pod, the Deployment still has `spec.replicas` available pods, the eviction
    passes: the replacement is there (or the app was over-provisioned anyway).
 5. An evacuation already asked for (by us or by a NodeMaintenance) whose replacement has not
@@ -40,6 +43,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from controllers.common.controller_ref import get_controller_of
+from controllers.common.deploymentstrategy import is_rolling_update, max_surge
 from controllers.common.evacuation import EVACUATION_INITIATED, EVACUATION_REQUEST, is_evacuation_ready
 from controllers.common.pods import get_pod_condition, is_pod_active, is_pod_available, pod_key
 from kubeutil.meta import object_meta
@@ -70,7 +75,9 @@ class Facts:
     pod: Obj | None
     replica_set: Obj | None  # the pod's controller, if a ReplicaSet in the cache
     deployment: Obj | None  # the ReplicaSet's controller, if a Deployment in the cache
-    pods: Sequence[Obj] = ()  # every pod of the Deployment's ReplicaSets (the target included)
+    pods: Sequence[
+        Obj
+    ] = ()  # every pod of the Deployment's ReplicaSets, or of a bare ReplicaSet (the target included)
     dry_run: bool = False
 
 
@@ -128,7 +135,20 @@ def refused_by_owner(pod: Obj, requested_at: datetime | None) -> bool:
     return answered is not None and answered >= requested_at
 
 
-def decide(facts: Facts, *, now: datetime, surge_timeout: float) -> Decision:
+def _answers(rs: Obj | None, d: Obj | None, public_surge: bool) -> bool:
+    """Someone surges for this ReplicaSet's pods (rule 3)."""
+    if rs is None:
+        return False
+    if d is not None:
+        if object_meta(d).get("deletionTimestamp"):
+            return False
+        if is_evacuation_ready(rs):
+            return True
+        return public_surge and is_rolling_update(d) and max_surge(d) > 0
+    return public_surge and get_controller_of(rs) is None and not object_meta(rs).get("deletionTimestamp")
+
+
+def decide(facts: Facts, *, now: datetime, surge_timeout: float, public_surge: bool = False) -> Decision:
     """The verdict on one eviction (see the module docstring for the rules)."""
     if facts.dry_run:
         return _allow(Why.DRY_RUN)
@@ -138,9 +158,11 @@ def decide(facts: Facts, *, now: datetime, surge_timeout: float) -> Decision:
     if not is_pod_active(pod):
         return _allow(Why.NOT_RUNNING)
     rs, d = facts.replica_set, facts.deployment
-    if rs is None or d is None or not is_evacuation_ready(rs) or object_meta(d).get("deletionTimestamp"):
+    if not _answers(rs, d, public_surge):
         return _allow(Why.NO_ANSWER)
-    min_ready = min_ready_seconds(d)
+    owner = d if d is not None else rs
+    assert owner is not None  # _answers needs a ReplicaSet
+    min_ready = min_ready_seconds(owner)
     if not is_pod_available(pod, min_ready, now):
         return _allow(Why.UNAVAILABLE)
     requested_at = evacuation_requested_at(pod, now)
@@ -151,19 +173,20 @@ def decide(facts: Facts, *, now: datetime, surge_timeout: float) -> Decision:
         1 for p in facts.pods
         if object_meta(p).get("uid") != uid and is_pod_active(p) and is_pod_available(p, min_ready, now)
     )  # fmt: skip
-    desired = desired_replicas(d)
+    desired = desired_replicas(owner)
     if others >= desired:
         return _allow(Why.ENOUGH_AVAILABLE)
-    name = str(object_meta(d).get("name", ""))
+    name = str(object_meta(owner).get("name", ""))
+    kind = "Deployment" if d is not None else "ReplicaSet"
     if requested_at is not None and now - requested_at >= timedelta(seconds=surge_timeout):
         return _allow(
             Why.SURGE_TIMED_OUT,
             f"no replacement for pod {pod_key(pod)} became available within {surge_timeout:g}s "
-            f"(Deployment {name}: {others} of {desired} available without it); the eviction is no "
+            f"({kind} {name}: {others} of {desired} available without it); the eviction is no "
             f"longer held back and the PodDisruptionBudget decides",
         )
     message = (
         f"a replacement for pod {pod_key(pod)} is being started on another node "
-        f"(Deployment {name}: {others} of {desired} replicas available without it); retry the eviction"
+        f"({kind} {name}: {others} of {desired} replicas available without it); retry the eviction"
     )
     return Decision(False, Why.SURGING, message, request=requested_at is None)

@@ -21,3 +21,6 @@ class NodeMaintenanceConfig:
     # beside KCM's own controllers nobody answers for a Deployment's pods and the drain must not
     # wait for an answer that cannot come.
     surge_answers: bool = True
+    # Whether a ReplicaSet with no Deployment answers too: the replacement surge (beside KCM's
+    # controllers) surges for it one pod at a time; aiokcm's own controllers surge for Deployments only.
+    bare_replicasets_answer: bool = False

@@ -121,6 +121,7 @@ class NodeMaintenanceController(Controller):
             pod_inf.lister,
             owners,
             surge_answers=config.surge_answers,
+            bare_replicasets_answer=config.bare_replicasets_answer,
         )
         self.state = DrainState()
         self.node_sync = NodeSync(

@@ -98,6 +98,8 @@ class Listers:
     owners: Mapping[str, Lister] = field(default_factory=dict)
     # aiokcm's ReplicaSet and Deployment controllers run beside the drain (workload.py).
     surge_answers: bool = True
+    # The replacement surge answers for a ReplicaSet with no Deployment too (workload.py).
+    bare_replicasets_answer: bool = False
 
     def node_pods(self, node: str) -> list[dict[str, Any]]:
         return self.pods.by_index(NODE_NAME_INDEX, node)
@@ -123,7 +125,12 @@ class Listers:
         return lister.get(name, namespace) if lister is not None else None
 
     def workload(self, pod: Obj) -> Workload:
-        return workload_of(pod, self.owner, surge_answers=self.surge_answers)
+        return workload_of(
+            pod,
+            self.owner,
+            surge_answers=self.surge_answers,
+            bare_replicasets_answer=self.bare_replicasets_answer,
+        )
 
 
 def holds_cordon(m: api.Maintenance, node: Obj) -> bool:

@@ -9,7 +9,10 @@ controller, a few GETs in the CLI's dry run):
 - `WILL`: a marked ReplicaSet, or one whose Deployment is RollingUpdate with `maxSurge` above 0
   (the mark may simply not be written yet) when this manager runs the controllers that surge
   (`surge_answers`): the drain waits for the answer. Beside KCM's own ReplicaSet and Deployment
-  controllers nobody answers, so an unmarked ReplicaSet is `CANNOT` there;
+  controllers nobody answers in-controller, so an unmarked ReplicaSet is `CANNOT` there unless
+  the replacement surge answers through the public API (then `surge_answers` holds too, and
+  `bare_replicasets_answer` makes a ReplicaSet with no Deployment `WILL` as well: it surges one
+  pod at a time);
 - `CANNOT`: a kind that never answers (StatefulSet, Job, ReplicationController, a ReplicaSet with
   no surging Deployment: Recreate, `maxSurge: 0` or none at all): no point waiting, the pod is
   evicted (under its PodDisruptionBudget) as soon as its node drains;
@@ -113,7 +116,12 @@ def surging_deployment(deployment: Obj | None) -> bool:
 
 
 def _answer(
-    kind: str, owner: Obj | None, namespace: str, lookup: Lookup, surge_answers: bool = True
+    kind: str,
+    owner: Obj | None,
+    namespace: str,
+    lookup: Lookup,
+    surge_answers: bool = True,
+    bare_replicasets_answer: bool = False,
 ) -> tuple[Answer, Obj | None]:
     """The owner's answer, and the Deployment behind a ReplicaSet when there is one."""
     if owner is None:
@@ -128,6 +136,12 @@ def _answer(
         deployment = lookup("Deployment", namespace, str(dref.get("name", "")))
     if is_evacuation_ready(owner):
         return Answer.WILL, deployment
+    if (
+        dref is None
+        and bare_replicasets_answer
+        and not (owner.get("metadata") or {}).get("deletionTimestamp")
+    ):
+        return Answer.WILL, None
     if dref is None or dref.get("kind") != "Deployment" or not surge_answers:
         return Answer.CANNOT, deployment
     if deployment is None:
@@ -135,7 +149,9 @@ def _answer(
     return (Answer.WILL if surging_deployment(deployment) else Answer.CANNOT), deployment
 
 
-def workload_of(pod: Obj, lookup: Lookup, *, surge_answers: bool = True) -> Workload:
+def workload_of(
+    pod: Obj, lookup: Lookup, *, surge_answers: bool = True, bare_replicasets_answer: bool = False
+) -> Workload:
     """Classify `pod`'s owner; `lookup` finds owners (None when not known).
 
     `surge_answers`: aiokcm's ReplicaSet and Deployment controllers run beside the drain, so a
@@ -146,7 +162,7 @@ def workload_of(pod: Obj, lookup: Lookup, *, surge_answers: bool = True) -> Work
     kind, name = str(ref.get("kind", "")), str(ref.get("name", ""))
     namespace = str((pod.get("metadata") or {}).get("namespace", ""))
     owner = lookup(kind, namespace, name)
-    answer, deployment = _answer(kind, owner, namespace, lookup, surge_answers)
+    answer, deployment = _answer(kind, owner, namespace, lookup, surge_answers, bare_replicasets_answer)
     if owner is None and kind in CANNOT_ANSWER_KINDS and kind in LOOKED_UP_KINDS:
         # Its annotations are unknown (not in the cache yet): waiting is the safe guess.
         answer = Answer.MAY

@@ -103,12 +103,14 @@ def test_default_table_is_valid_and_builds_without_importing_controllers() -> No
         "taint-eviction-controller",
         "node-lifecycle-controller",
         "maintenance-lease",
+        "replacement-surge",
         "eviction-surge",
     }
     assert reg.canonical("replicaset-controller") == "replicaset"
     assert reg.get("nodemaintenance").required_gates == ("DeclarativeNodeMaintenance",)
     assert reg.get("maintenance-lease").required_gates == ("NodeMaintenanceLease",)
     assert reg.get("eviction-surge").required_gates == ("EvictionSurge",)
+    assert reg.get("replacement-surge").required_gates == ("NodeMaintenanceDeployment",)
 
 
 def test_every_required_gate_is_a_known_feature_gate() -> None:

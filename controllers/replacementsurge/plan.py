@@ -1,0 +1,251 @@
+"""What to do next for one surge account (a Deployment, or a ReplicaSet with none): a pure function.
+
+A pod asked to evacuate (`EvacuationRequest=True`, by a NodeMaintenance or the eviction webhook)
+whose ReplicaSet no in-controller responder answers for (no `evacuation-ready` mark) is taken
+through these steps, each one write, each one resumable after a restart from what the objects
+say (`copies.py`):
+1. *mark*: a deletion cost below every other pod's (one above the lowest int32), so any
+   scale-down KCM's ReplicaSet controller makes (an autoscaler's, a person's) removes departing
+   pods before any other ready one;
+2. *answer*: `EvacuationInitiated=True`, so the drain waits instead of evicting;
+3. *create*: a copy of the ReplicaSet's template outside its selector, when the account has room
+   under `maxSurge` (a Deployment's, resolved as KCM's rolling update does; 1 for a ReplicaSet
+   with no Deployment). One account per Deployment, whatever node or maintenance the pods come
+   from: every departing pod of it shares one budget, counted from the objects (surge a rollout
+   uses, copies not yet adopted, adopted copies whose departing pod is still there);
+4. *adopt*: once the copy is available (`minReadySeconds`) on another node, the departing pod
+   gets the lowest cost and then the copy its labels back; KCM's ReplicaSet controller adopts it
+   and deletes the departing pod, the one pod at the lowest cost (a tie between departing pods
+   would let it delete one whose copy is not ready yet, and that pod would then go unreplaced).
+
+What goes wrong is given back to the drain, never fought:
+- a copy not available within `surge_timeout` is deleted and the pod answered
+  `EvacuationInitiated=False`: the drain evicts it under its PodDisruptionBudget;
+- a departing pod still there `ADOPTION_GRACE` after its copy was adopted (the ReplicaSet deleted
+  another pod: one not ready ranks first) is answered False the same way;
+- a request withdrawn (the maintenance cancelled, the drainer gone) deletes the copy not yet
+  adopted and puts the pod's own deletion cost back; a copy whose pod is gone is deleted (the
+  ReplicaSet makes its own replacement).
+
+Why a copy adopted by the ReplicaSet, and not a raised `replicas` through `scale`: nothing that an
+autoscaler, a GitOps tool or a person owns is written. A HorizontalPodAutoscaler's next sync, a
+user scaling during the surge and a GitOps revert all find `replicas` as they left it, so there
+is no stale number to write back and no fight to lose; a paused Deployment's ReplicaSets still
+adopt; mid-rollout the copy is made from the departing pod's own ReplicaSet (old or new), so it
+replaces that pod where the rollout expects it, and the rollout's own surge counts against the
+same `maxSurge` budget.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from controllers.common.controller_ref import get_controller_of
+from controllers.common.deploymentstrategy import max_surge
+from controllers.common.evacuation import (
+    EVACUATION_INITIATED,
+    EVACUATION_REQUEST,
+    has_evacuation_request,
+    is_evacuation_ready,
+)
+from controllers.common.pods import (
+    get_pod_condition,
+    is_pod_active,
+    is_pod_available,
+    node_name,
+    seconds_until_available,
+)
+from controllers.replacementsurge.copies import (
+    DEPARTING_COST,
+    LOWEST_COST,
+    is_marked,
+    marked_cost,
+    replaced,
+    replaces,
+    uid,
+)
+from kubeutil.timestamps import parse_time
+
+Obj = Mapping[str, Any]
+
+# How long a departing pod may outlive the adoption of its copy before the drain is told to evict
+# it: KCM's ReplicaSet controller deletes in the sync that adopts, so seconds are plenty.
+ADOPTION_GRACE = 15.0
+
+
+class Step(enum.Enum):
+    MARK = "mark"
+    ANSWER = "answer"
+    CREATE = "create"
+    ADOPT = "adopt"
+    GIVE_UP = "give-up"  # answer EvacuationInitiated=False: the drain evicts under the PDB
+    DELETE_COPY = "delete-copy"
+    RESTORE = "restore"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    step: Step
+    pod: Obj  # the departing pod, or the copy for ADOPT / DELETE_COPY
+    replica_set: Obj | None = None
+    message: str = ""
+    cost: str = DEPARTING_COST  # MARK: the deletion cost to give
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """One surge budget: its owner, its ReplicaSets and their pods, as the caches hold them."""
+
+    owner: Obj  # the Deployment, or the ReplicaSet with no Deployment
+    replica_sets: Sequence[Obj]
+    pods: Sequence[Obj]  # pods controlled by the ReplicaSets (active or not)
+    copies: Sequence[Obj]  # pods labelled as copies, owned by one of the ReplicaSets
+    desired: int
+    surge_limit: int  # pods the account may run above `desired`
+    min_ready_seconds: int = 0
+
+
+@dataclass(slots=True)
+class Plan:
+    actions: list[Action] = field(default_factory=list)
+    requeue_after: float | None = None
+    waiting_for_room: int = 0  # departing pods with no copy yet because the budget is spent
+
+    def wake_in(self, seconds: float) -> None:
+        seconds = max(seconds, 0.05)
+        self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
+
+
+def _rs_replicas(rs: Obj) -> int:
+    value = (rs.get("spec") or {}).get("replicas")
+    try:
+        return 1 if value is None else max(0, int(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def answered_false(pod: Obj) -> bool:
+    """The pod was answered `EvacuationInitiated=False` after its current request: left to the drain."""
+    request = get_pod_condition(pod, EVACUATION_REQUEST)
+    answer = get_pod_condition(pod, EVACUATION_INITIATED)
+    if request is None or answer is None or answer.get("status") != "False":
+        return False
+    asked, said = parse_time(request.get("lastTransitionTime")), parse_time(answer.get("lastTransitionTime"))
+    return asked is not None and said is not None and said >= asked
+
+
+def _initiated(pod: Obj) -> bool:
+    cond = get_pod_condition(pod, EVACUATION_INITIATED)
+    return cond is not None and cond.get("status") == "True"
+
+
+def _created_at(pod: Obj) -> datetime | None:
+    return parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+
+
+def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
+    """The next writes for `account` (see the module docstring), in the order they must happen."""
+    out = Plan()
+    by_uid = {uid(rs): rs for rs in account.replica_sets}
+    answering = {u for u, rs in by_uid.items() if not is_evacuation_ready(rs)}
+
+    def rs_of(pod: Obj) -> Obj | None:
+        ref = get_controller_of(pod)
+        return by_uid.get(str(ref.get("uid", ""))) if ref is not None else None
+
+    active = [p for p in account.pods if is_pod_active(p)]
+    departing = sorted(
+        (
+            p for p in active
+            if has_evacuation_request(p) and (rs := rs_of(p)) is not None and uid(rs) in answering
+            and not answered_false(p)
+        ),
+        key=lambda p: str((p.get("metadata") or {}).get("name", "")),
+    )  # fmt: skip
+    departing_uids = {uid(p) for p in departing}
+    active_uids = {uid(p) for p in active}
+    copies = {replaces(c): c for c in account.copies if is_pod_active(c) and replaces(c)}
+    adopted: dict[str, tuple[Obj, datetime | None]] = {}
+    for p in active:
+        who, when = replaced(p)
+        if who and who in active_uids:
+            adopted[who] = (p, when)
+
+    in_use = max(0, sum(_rs_replicas(rs) for rs in account.replica_sets) - account.desired)
+    in_use += sum(1 for u in copies if u in departing_uids) + len(adopted)
+    room = account.surge_limit - in_use
+
+    for pod in departing:
+        rs = rs_of(pod)
+        if not is_marked(pod):
+            out.actions.append(Action(Step.MARK, pod))
+        if not _initiated(pod):
+            out.actions.append(Action(Step.ANSWER, pod))
+        pod_uid = uid(pod)
+        if pod_uid in adopted:
+            since = adopted[pod_uid][1] or now
+            left = ADOPTION_GRACE - (now - since).total_seconds()
+            if left <= 0:
+                out.actions.append(Action(
+                    Step.GIVE_UP, pod, rs,
+                    "the ReplicaSet adopted the replacement but kept this pod; it is evicted under its "
+                    "PodDisruptionBudget",
+                ))  # fmt: skip
+            else:
+                out.wake_in(left)
+            continue
+        copy = copies.get(pod_uid)
+        if copy is None:
+            if room > 0:
+                out.actions.append(Action(Step.CREATE, pod, rs))
+                room -= 1
+            else:
+                out.waiting_for_room += 1
+            continue
+        copy_node = node_name(copy)
+        if (
+            copy_node
+            and copy_node != node_name(pod)
+            and is_pod_available(copy, account.min_ready_seconds, now)
+        ):
+            if marked_cost(pod) != LOWEST_COST:
+                out.actions.append(Action(Step.MARK, pod, rs, cost=LOWEST_COST))
+            out.actions.append(Action(Step.ADOPT, copy, rs))
+            continue
+        age = (now - (_created_at(copy) or now)).total_seconds()
+        if age >= surge_timeout or (copy_node and copy_node == node_name(pod)):
+            why = (
+                f"no replacement became available on another node within {surge_timeout:g}s"
+                if age >= surge_timeout
+                else "the replacement was scheduled onto the departing pod's own node"
+            )
+            out.actions.append(Action(Step.DELETE_COPY, copy, rs, why))
+            out.actions.append(
+                Action(Step.GIVE_UP, pod, rs, f"{why}; the pod is evicted under its PodDisruptionBudget")
+            )
+            continue
+        out.wake_in(surge_timeout - age)
+        until = seconds_until_available(copy, account.min_ready_seconds, now)
+        if until is not None:
+            out.wake_in(until + 0.05)
+
+    for pod_uid, copy in copies.items():
+        if pod_uid not in departing_uids:
+            out.actions.append(Action(Step.DELETE_COPY, copy, None, "the pod it replaces no longer leaves"))
+    for pod in active:
+        if is_marked(pod) and not has_evacuation_request(pod):
+            out.actions.append(Action(Step.RESTORE, pod))
+    return out
+
+
+def surge_limit_of_deployment(deployment: Obj) -> int:
+    """Pods a Deployment may run above `replicas` (its resolved `maxSurge`; 0 unless RollingUpdate)."""
+    return max_surge(deployment)
+
+
+def is_deleting(obj: Obj) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
