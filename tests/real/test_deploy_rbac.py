@@ -1,9 +1,13 @@
 """deploy/ as an operator applies it, aiokcm under its own ServiceAccount on a real kube-apiserver.
 
 RBAC is enforced, and the manager holds nothing but its ServiceAccount's token (from the
-TokenRequest API), so a grant the code needs and deploy/rbac.yaml lacks shows up as a 403. The
-demo's drain (a single-replica app with a PDB and a three-replica app, the node of the single
-replica drained through a NodeMaintenance) must finish with zero downtime and no 403 at all.
+TokenRequest API), so a grant the code needs and the install's manifests lack shows up as a 403.
+The demo's drain (a single-replica app with a PDB and a three-replica app, the node of the single
+replica drained through a NodeMaintenance) must finish with zero downtime and no 403 at all, in
+both layouts people run:
+- `default`: deploy/ as applied beside the stock kube-controller-manager running all of its
+  controllers (every managed cluster): the surge goes through the public API (replacement-surge);
+- `replace-kcm`: overlays/replace-kcm, every aiokcm controller, KCM without the ones it replaces.
 """
 
 from __future__ import annotations
@@ -26,14 +30,20 @@ import pytest
 import yaml
 
 from apiclient import KubeClient
-from localcluster.demo import APPS, run_demo
+from apiclient.resources import DEPLOYMENTS
+from localcluster.demo import APPS, NS, run_demo
 from realcluster import ControlPlane, RealCluster
 from tests.backends import real_assets_or_skip
 from tests.podargs import expanded_args
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+OVERLAY = ROOT / "overlays" / "replace-kcm"
 MANIFESTS = [DEPLOY / "crds", DEPLOY / "namespace.yaml", DEPLOY / "serviceaccount.yaml", DEPLOY / "rbac.yaml"]
+LAYOUTS = {
+    "default": MANIFESTS,
+    "replace-kcm": [*MANIFESTS, OVERLAY / "rbac-extra.yaml"],
+}
 
 
 def _free_port() -> int:
@@ -42,15 +52,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def manager_args(port: int, kubeconfig: Path) -> list[str]:
-    """The container's arguments as overlays/replace-kcm renders deploy/deployment.yaml (every
-    controller, so every grant is exercised), served on loopback for the test.
+def manager_args(port: int, kubeconfig: Path, layout: str = "replace-kcm") -> list[str]:
+    """The container's arguments as the layout renders deploy/deployment.yaml (`replace-kcm`: every
+    controller, so every grant is exercised; `default`: deploy/ as it is), served on loopback.
 
     In a pod the secure port reviews callers through the in-cluster ServiceAccount; here the same
     ServiceAccount's kubeconfig is named explicitly, so deploy/rbac.yaml's delegation grants are
     what lets a scrape through."""
     rendered = subprocess.run(
-        ["kubectl", "kustomize", str(ROOT / "overlays" / "replace-kcm")],
+        ["kubectl", "kustomize", str(OVERLAY if layout == "replace-kcm" else DEPLOY)],
         capture_output=True,
         check=True,
         text=True,
@@ -72,10 +82,17 @@ def manager_args(port: int, kubeconfig: Path) -> list[str]:
     ]
 
 
+@pytest.fixture(params=sorted(LAYOUTS))
+async def layout(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-async def cluster() -> AsyncIterator[RealCluster]:
-    """A fresh real control plane of this module's own: KCM beside aiokcm, simulated kubelets."""
-    with ControlPlane(real_assets_or_skip()) as plane:
+async def cluster(layout: str) -> AsyncIterator[RealCluster]:
+    """A fresh real control plane of this test's own, simulated kubelets, and KCM: all of its
+    controllers beside the default install, the rest beside the replace-KCM overlay."""
+    kcm = {"kcm_controllers": "*"} if layout == "default" else {}
+    with ControlPlane(real_assets_or_skip(), **kcm) as plane:
         async with RealCluster(plane, nodes=3) as real:
             yield real
 
@@ -117,6 +134,15 @@ async def _scraper_token(admin: KubeClient) -> str:
     return await _service_account_token(admin, "prometheus")
 
 
+async def admin_replicas(cluster: RealCluster, name: str) -> int:
+    client = await cluster.client()
+    try:
+        d = await client.get(DEPLOYMENTS, name, namespace=NS)
+    finally:
+        await client.close()
+    return int(d["spec"]["replicas"])
+
+
 async def _metric_total(port: int, code: str, token: str) -> float:
     headers = {"Authorization": f"Bearer {token}"}
     async with (
@@ -130,14 +156,16 @@ async def _metric_total(port: int, code: str, token: str) -> float:
 
 
 @pytest.mark.timeout(240)
-async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(cluster: RealCluster) -> None:
+async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(
+    cluster: RealCluster, layout: str
+) -> None:
     applied = await anyio.run_process(
         [
             "kubectl",
             "--kubeconfig",
             cluster.kubeconfig_path,
             "apply",
-            *[arg for m in MANIFESTS for arg in ("-f", str(m))],
+            *[arg for m in LAYOUTS[layout] for arg in ("-f", str(m))],
         ],
         check=False,
     )
@@ -151,7 +179,7 @@ async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(clust
         kubeconfig = cluster.plane.kubeconfig_for_token("aiokcm-sa", token)
         with log_path.open("wb") as log:
             manager = await anyio.open_process(
-                [str(Path(sys.executable).with_name("aiokcm")), *manager_args(port, kubeconfig)],
+                [str(Path(sys.executable).with_name("aiokcm")), *manager_args(port, kubeconfig, layout)],
                 stdout=log,
                 stderr=log,
                 cwd=ROOT,
@@ -180,3 +208,10 @@ async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(clust
     assert code == 0, output[-2000:]
     assert stop_seconds < 25  # within --shutdown-grace-period (20 s) plus the event flush
     assert token not in output
+    if layout == "default":
+        # Beside KCM's own controllers the surge went through the public API, and nothing that an
+        # autoscaler or GitOps owns was written.
+        assert "replacement handed to its ReplicaSet" in output, output[-3000:]
+        assert "evacuation handed back to the drain" not in output
+        for app in APPS:
+            assert (await admin_replicas(cluster, app.name)) == app.replicas
