@@ -32,7 +32,7 @@ import yaml
 from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS
 from localcluster.demo import APPS, NS, run_demo
-from realcluster import ControlPlane, RealCluster
+from realcluster import KCM_BESIDE_AIOKCM, ControlPlane, RealCluster
 from tests.backends import real_assets_or_skip
 from tests.podargs import expanded_args
 
@@ -91,8 +91,8 @@ async def layout(request: pytest.FixtureRequest) -> str:
 async def cluster(layout: str) -> AsyncIterator[RealCluster]:
     """A fresh real control plane of this test's own, simulated kubelets, and KCM: all of its
     controllers beside the default install, the rest beside the replace-KCM overlay."""
-    kcm = {"kcm_controllers": "*"} if layout == "default" else {}
-    with ControlPlane(real_assets_or_skip(), **kcm) as plane:
+    kcm = "*" if layout == "default" else KCM_BESIDE_AIOKCM
+    with ControlPlane(real_assets_or_skip(), kcm_controllers=kcm) as plane:
         async with RealCluster(plane, nodes=3) as real:
             yield real
 
