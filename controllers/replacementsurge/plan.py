@@ -20,7 +20,9 @@ say (`copies.py`):
 
 What goes wrong is given back to the drain, never fought:
 - a copy not available within `surge_timeout` is deleted and the pod answered
-  `EvacuationInitiated=False`: the drain evicts it under its PodDisruptionBudget;
+  `EvacuationInitiated=False`: the drain evicts it under its PodDisruptionBudget; so is a pod
+  that found no room under `maxSurge` within `surge_timeout` of its request (a rollout stuck with
+  its surge in use would otherwise hold the drain forever);
 - a departing pod still there `ADOPTION_GRACE` after its copy was adopted (the ReplicaSet deleted
   another pod: one not ready ranks first) is answered False the same way;
 - a request withdrawn (the maintenance cancelled, the drainer gone) deletes the copy not yet
@@ -143,6 +145,11 @@ def _initiated(pod: Obj) -> bool:
     return cond is not None and cond.get("status") == "True"
 
 
+def _requested_at(pod: Obj) -> datetime | None:
+    request = get_pod_condition(pod, EVACUATION_REQUEST)
+    return parse_time((request or {}).get("lastTransitionTime"))
+
+
 def _created_at(pod: Obj) -> datetime | None:
     return parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
 
@@ -203,8 +210,18 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
             if room > 0:
                 out.actions.append(Action(Step.CREATE, pod, rs))
                 room -= 1
+                continue
+            asked = _requested_at(pod) or now
+            waited = (now - asked).total_seconds()
+            if waited >= surge_timeout:
+                out.actions.append(Action(
+                    Step.GIVE_UP, pod, rs,
+                    f"no room under maxSurge to start a replacement within {surge_timeout:g}s (a rollout or "
+                    "other departing pods use it); the pod is evicted under its PodDisruptionBudget",
+                ))  # fmt: skip
             else:
                 out.waiting_for_room += 1
+                out.wake_in(surge_timeout - waited)
             continue
         copy_node = node_name(copy)
         if (
