@@ -74,6 +74,14 @@ def real_plane() -> Iterator[ControlPlane]:
 
 
 @pytest.fixture(scope="session")
+def real_stock_plane() -> Iterator[ControlPlane]:
+    """etcd, kube-apiserver, kube-scheduler and the stock KCM with all of its controllers: the
+    managed-cluster layout, where aiokcm runs beside KCM's own ReplicaSet and Deployment controllers."""
+    with ControlPlane(real_assets_or_skip(), kcm_controllers="*") as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
 def real_bare_plane() -> Iterator[ControlPlane]:
     """kube-apiserver for tests of the API's own semantics: no scheduler, and of KCM only the
     namespace controller (the embedded cluster always runs one too).

@@ -1,0 +1,396 @@
+"""The replacement surge beside the stock kube-controller-manager, case by case, on the real server.
+
+KCM runs all of its controllers (`real_stock_plane`), as on every managed cluster: its ReplicaSet
+controller adopts the copies and chooses which pod to delete, its Deployment controller rolls out
+and scales, its disruption controller keeps the budgets. aiokcm runs the default install's
+NodeMaintenance drain and the replacement surge, in this process.
+
+Each case watches the pods event by event (`PodLog`) and asserts what a user cares about:
+availability never below what the workload's own `maxUnavailable` (and budget) allows, and
+`replicas` and deletion costs ending where the user left them, with no copy left behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import TaskStatus
+
+from apiclient import KubeClient
+from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
+from controllers.context import ControllerContext
+from controllers.nodemaintenance import NodeMaintenanceController
+from controllers.nodemaintenance.config import NodeMaintenanceConfig
+from controllers.replacementsurge import ReplacementSurgeController
+from controllers.replacementsurge.copies import POD_DELETION_COST, PREVIOUS_COST_ANNOTATION, REPLACES_LABEL
+from localcluster.demo import NS, App, deployment, drained, ensure_crd, pdb, pod_available
+from realcluster import ControlPlane, RealCluster
+from tests.controllers.harness import Harness, running_controllers
+from tests.support.objects import node_maintenance
+from tests.support.waiting import eventually
+
+GATES = {"DeclarativeNodeMaintenance": True}
+BESIDE_KCM = NodeMaintenanceConfig(surge_answers=True, bare_replicasets_answer=True)
+TARGET = "node-1"
+
+
+@pytest.fixture
+async def cluster(real_stock_plane: ControlPlane) -> AsyncIterator[RealCluster]:
+    async with RealCluster(real_stock_plane, nodes=4, pod_start_delay=0.2, termination_cap=0.5) as real:
+        yield real
+
+
+@pytest.fixture
+async def kube(cluster: RealCluster) -> AsyncIterator[KubeClient]:
+    client = await cluster.client()
+    try:
+        await ensure_crd(client)
+        yield client
+    finally:
+        await client.close()
+
+
+def surge(timeout: float = 600.0) -> Callable[[ControllerContext], ReplacementSurgeController]:
+    return lambda ctx: ReplacementSurgeController(
+        ctx, name="replacement-surge", workers=2, surge_timeout=timeout
+    )
+
+
+def aiokcm(kube: KubeClient, *, timeout: float = 600.0) -> Any:
+    """The default install's drain and surge, beside the stock KCM."""
+    return running_controllers(
+        kube, NodeMaintenanceController, surge(timeout), gates=GATES, configs=[BESIDE_KCM]
+    )
+
+
+def _app(pod: dict[str, Any]) -> str:
+    return str((pod["metadata"].get("labels") or {}).get("app", ""))
+
+
+class PodLog:
+    """Per app, after every pod event: the fewest available pods and the most pods not terminating.
+
+    Copies (not yet adopted) count as neither, as KCM does not count them either; every copy ever
+    seen is remembered by name."""
+
+    def __init__(self, apps: tuple[App, ...]) -> None:
+        self.apps = {a.name for a in apps}
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.least: dict[str, int] = {}
+        self.most: dict[str, int] = {}
+        self.copies: set[str] = set()
+
+    def _record(self) -> None:
+        for app in self.apps:
+            mine = [
+                p
+                for p in self.pods.values()
+                if _app(p) == app and REPLACES_LABEL not in (p["metadata"].get("labels") or {})
+            ]
+            available = sum(1 for p in mine if pod_available(p))
+            live = sum(1 for p in mine if not p["metadata"].get("deletionTimestamp"))
+            self.least[app] = min(self.least.get(app, available), available)
+            self.most[app] = max(self.most.get(app, live), live)
+
+    async def run(self, client: KubeClient, *, task_status: TaskStatus[None]) -> None:
+        page = await client.list(PODS, namespace=NS)
+        self.pods = {p["metadata"]["name"]: p for p in page["items"]}
+        self._record()
+        rv = page["metadata"]["resourceVersion"]
+        task_status.started()
+        while True:
+            async with client.watch(PODS, namespace=NS, resource_version=rv) as events:
+                async for ev in events:
+                    if ev.type == "ERROR":
+                        raise AssertionError(f"pod watch failed: {ev.object}")
+                    rv = ev.object["metadata"].get("resourceVersion") or rv
+                    if ev.type == "BOOKMARK":
+                        continue
+                    name = ev.object["metadata"]["name"]
+                    if REPLACES_LABEL in (ev.object["metadata"].get("labels") or {}):
+                        self.copies.add(name)
+                    if ev.type == "DELETED":
+                        self.pods.pop(name, None)
+                    else:
+                        self.pods[name] = ev.object
+                    self._record()
+
+
+async def place_on(kube: KubeClient, nodes: set[str], apps: tuple[App, ...], **spec: Any) -> None:
+    """Create `apps` with every pod on `nodes` (the other nodes cordoned meanwhile, then released)."""
+    all_nodes = [n["metadata"]["name"] for n in await kube.list_all(NODES)]
+    others = [n for n in all_nodes if n not in nodes]
+    for n in others:
+        await kube.patch(NODES, n, {"spec": {"unschedulable": True}})
+    for app in apps:
+        body = deployment(app)
+        body["spec"].update(spec)
+        await kube.create(DEPLOYMENTS, body, namespace=NS)
+        if app.pdb_min_available is not None:
+            await kube.create(PODDISRUPTIONBUDGETS, pdb(app), namespace=NS)
+
+    async def settled() -> bool:
+        pods = await kube.list_all(PODS, namespace=NS)
+        return all(
+            sum(
+                1
+                for p in pods
+                if _app(p) == a.name and pod_available(p) and p["spec"].get("nodeName") in nodes
+            )
+            == a.replicas
+            for a in apps
+        )
+
+    await eventually(settled, f"every app available on {sorted(nodes)}", timeout=60)
+
+
+async def uncordon_all_but(kube: KubeClient, keep: set[str]) -> None:
+    for n in await kube.list_all(NODES):
+        if n["metadata"]["name"] not in keep and n["spec"].get("unschedulable"):
+            await kube.patch(NODES, n["metadata"]["name"], {"spec": {"unschedulable": None}})
+
+
+async def no_leftovers(kube: KubeClient) -> None:
+    """No copy and no deletion-cost mark left (a deleted copy may take its grace period to go)."""
+
+    async def clean() -> bool:
+        return await leftovers(kube) == []
+
+    await eventually(clean, "no copy or deletion-cost mark left", timeout=15)
+
+
+async def leftovers(kube: KubeClient) -> list[str]:
+    found = []
+    for pod in await kube.list_all(PODS, namespace=NS):
+        meta = pod["metadata"]
+        if REPLACES_LABEL in (meta.get("labels") or {}):
+            found.append(f"copy {meta['name']}")
+        annotations = meta.get("annotations") or {}
+        if POD_DELETION_COST in annotations or PREVIOUS_COST_ANNOTATION in annotations:
+            found.append(f"deletion cost on {meta['name']}")
+    return found
+
+
+async def wait_drained(kube: KubeClient, name: str, timeout: float = 90) -> None:
+    async def done() -> bool:
+        return drained(await kube.get(NODEMAINTENANCES, name))
+
+    await eventually(done, f"maintenance {name} Drained", timeout=timeout)
+
+
+async def nothing_left_on(kube: KubeClient, node: str, apps: tuple[App, ...]) -> bool:
+    pods = await kube.list_all(PODS, namespace=NS)
+    on_node = [p for p in pods if _app(p) in {a.name for a in apps} and p["spec"].get("nodeName") == node]
+    return not on_node and all(
+        sum(1 for p in pods if _app(p) == a.name and pod_available(p)) >= a.replicas for a in apps
+    )
+
+
+async def spec_of(kube: KubeClient, name: str) -> dict[str, Any]:
+    return dict((await kube.get(DEPLOYMENTS, name, namespace=NS))["spec"])
+
+
+async def test_a_drain_mid_rollout_lets_the_rollout_take_the_departing_pods(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    """KCM's rollout scales the old ReplicaSet down while the node drains: the departing pods carry
+    the lowest deletion cost, so the rollout removes them first and the surge shares its maxSurge."""
+    web = App("web", 4)
+    await place_on(kube, {TARGET}, (web,))
+    await uncordon_all_but(kube, set())
+    log = PodLog((web,))
+    async with aiokcm(kube), anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: log.run(kube, task_status=task_status))
+        patch = {"spec": {"template": {"metadata": {"annotations": {"rollout": "2"}}}}}
+        await kube.patch(DEPLOYMENTS, "web", patch, namespace=NS)
+        await kube.create(NODEMAINTENANCES, node_maintenance("mid-rollout", [TARGET], drain=True, timeout=0))
+        await wait_drained(kube, "mid-rollout")
+
+        async def rolled_out() -> bool:
+            status = (await kube.get(DEPLOYMENTS, "web", namespace=NS)).get("status") or {}
+            return (
+                status.get("updatedReplicas") == 4
+                and status.get("availableReplicas") == 4
+                and status.get("replicas") == 4
+            )
+
+        await eventually(rolled_out, "the rollout complete", timeout=60)
+        await eventually(lambda: nothing_left_on(kube, TARGET, (web,)), "web off the node", timeout=30)
+        tg.cancel_scope.cancel()
+    assert log.least["web"] >= web.floor, log.least
+    assert log.most["web"] <= web.replicas + web.max_surge + 1, log.most  # + the adopted copy's moment
+    assert (await spec_of(kube, "web"))["replicas"] == 4
+    await no_leftovers(kube)
+
+
+async def test_a_user_scaling_during_the_surge_wins_and_an_autoscaler_scale_down_takes_the_departing_pod(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    """Copies wait (nowhere to run), a scaler takes replicas down by one through `scale`: KCM removes
+    a departing pod (lowest cost), not a healthy one elsewhere; then the user scales up, the surge
+    finishes, and `replicas` ends at the user's number, never written back."""
+    web = App("web", 3)
+    await place_on(kube, {TARGET, "node-2"}, (web,))
+    before = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in await kube.list_all(PODS, namespace=NS)}
+    log = PodLog((web,))
+    nm = node_maintenance("scaled", [TARGET], drain=True, timeout=0, overrideMaxUnschedulable=True)
+    async with aiokcm(kube) as harness, anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: log.run(kube, task_status=task_status))
+        await kube.create(NODEMAINTENANCES, nm)
+        await eventually(lambda: bool(log.copies), "a copy waiting for room", timeout=30)
+        scale = await kube.get(DEPLOYMENTS, "web", namespace=NS, subresource="scale")
+        scale["spec"]["replicas"] = 2
+        await kube.replace(DEPLOYMENTS, scale, namespace=NS, subresource="scale")
+
+        async def scaled_down() -> bool:
+            pods = [p for p in await kube.list_all(PODS, namespace=NS) if _app(p) == "web"]
+            return (
+                len(
+                    [
+                        p
+                        for p in pods
+                        if not p["metadata"].get("deletionTimestamp")
+                        and REPLACES_LABEL not in p["metadata"].get("labels", {})
+                    ]
+                )
+                == 2
+            )
+
+        await eventually(scaled_down, "KCM scaled web down to 2", timeout=30)
+        kept = {
+            p["metadata"]["name"]
+            for p in await kube.list_all(PODS, namespace=NS)
+            if _app(p) == "web" and not p["metadata"].get("deletionTimestamp")
+        }
+        on_other = {name for name, node in before.items() if node != TARGET}
+        assert on_other <= kept, "the scale-down removed a pod that was not leaving"
+        scale = await kube.get(DEPLOYMENTS, "web", namespace=NS, subresource="scale")
+        scale["spec"]["replicas"] = 4
+        await kube.replace(DEPLOYMENTS, scale, namespace=NS, subresource="scale")
+        await uncordon_all_but(kube, {TARGET})
+        await wait_drained(kube, "scaled")
+        await eventually(
+            lambda: nothing_left_on(kube, TARGET, (App("web", 4),)), "web at 4 off the node", timeout=60
+        )
+        tg.cancel_scope.cancel()
+    assert (await spec_of(kube, "web"))["replicas"] == 4
+    await no_leftovers(kube)
+    assert "ReplacementSurgeGaveUp" not in harness.events.reasons()
+
+
+async def test_a_paused_deployment_drains_without_downtime_and_stays_paused(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    solo = App("solo", 1, pdb_min_available=1)
+    await place_on(kube, {TARGET}, (solo,))
+    await kube.patch(DEPLOYMENTS, "solo", {"spec": {"paused": True}}, namespace=NS)
+    await uncordon_all_but(kube, set())
+    log = PodLog((solo,))
+    async with aiokcm(kube), anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: log.run(kube, task_status=task_status))
+        await kube.create(NODEMAINTENANCES, node_maintenance("paused", [TARGET], drain=True, timeout=0))
+        await wait_drained(kube, "paused")
+        await eventually(lambda: nothing_left_on(kube, TARGET, (solo,)), "solo off the node", timeout=30)
+        tg.cancel_scope.cancel()
+    assert log.least["solo"] == 1, log.least
+    spec = await spec_of(kube, "solo")
+    assert spec["paused"] is True and spec["replicas"] == 1
+    await no_leftovers(kube)
+
+
+async def test_a_budget_that_still_refuses_blocks_the_drain_and_cancelling_restores_the_pod(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    """A pod pinned to its node cannot be replaced elsewhere: after the surge timeout it is handed
+    back to the eviction, which its budget refuses (reported as blocking). Deleting the maintenance
+    puts back the pod's own deletion cost; nothing else changed."""
+    pinned = App("pinned", 1, pdb_min_available=1)
+    body = deployment(pinned)
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": TARGET}
+    await kube.create(DEPLOYMENTS, body, namespace=NS)
+    await kube.create(PODDISRUPTIONBUDGETS, pdb(pinned), namespace=NS)
+
+    async def running() -> list[dict[str, Any]]:
+        return [
+            p for p in await kube.list_all(PODS, namespace=NS) if _app(p) == "pinned" and pod_available(p)
+        ]
+
+    (pod,) = await eventually(running, "pinned running", timeout=60)
+    await kube.patch(
+        PODS, pod["metadata"]["name"], {"metadata": {"annotations": {POD_DELETION_COST: "5"}}}, namespace=NS
+    )
+    async with aiokcm(kube, timeout=3.0) as harness:
+        await kube.create(NODEMAINTENANCES, node_maintenance("pinned", [TARGET], drain=True, timeout=0))
+
+        async def refused() -> bool:
+            status = (await kube.get(NODEMAINTENANCES, "pinned")).get("status") or {}
+            blocks = ((status.get("nodes") or {}).get(TARGET) or {}).get("blockingPods") or []
+            return any(
+                b.get("reason") == "EvictionRefused" and "pinned" in b.get("message", "") for b in blocks
+            )
+
+        await eventually(refused, "the eviction refused by pinned's budget, reported", timeout=40)
+        assert "ReplacementSurgeGaveUp" in harness.events.reasons()
+        await kube.delete(NODEMAINTENANCES, "pinned")
+
+        async def restored() -> bool:
+            now = await kube.get(PODS, pod["metadata"]["name"], namespace=NS)
+            annotations = now["metadata"].get("annotations") or {}
+            return annotations.get(POD_DELETION_COST) == "5" and PREVIOUS_COST_ANNOTATION not in annotations
+
+        await eventually(restored, "the pod's own deletion cost back", timeout=30)
+    pods = [p for p in await kube.list_all(PODS, namespace=NS) if _app(p) == "pinned"]
+    assert [p["metadata"]["name"] for p in pods] == [pod["metadata"]["name"]]
+    assert (await spec_of(kube, "pinned"))["replicas"] == 1
+
+
+async def test_a_manager_killed_mid_surge_is_resumed_by_the_next_one_without_a_second_copy(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    solo = App("solo", 1, pdb_min_available=1)
+    await place_on(kube, {TARGET}, (solo,))
+    log = PodLog((solo,))
+    nm = node_maintenance("resumed", [TARGET], drain=True, timeout=0, overrideMaxUnschedulable=True)
+    async with anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: log.run(kube, task_status=task_status))
+        first: Harness
+        async with aiokcm(kube) as first:
+            await kube.create(NODEMAINTENANCES, nm)
+            await eventually(lambda: bool(log.copies), "a copy waiting for room", timeout=30)
+        assert "SurgingReplacement" in first.events.reasons()
+        await uncordon_all_but(kube, {TARGET})
+        async with aiokcm(kube) as second:
+            await wait_drained(kube, "resumed")
+            await eventually(lambda: nothing_left_on(kube, TARGET, (solo,)), "solo off the node", timeout=30)
+        tg.cancel_scope.cancel()
+    assert "SurgingReplacement" not in second.events.reasons()
+    assert "ReplacementHandedOver" in second.events.reasons()
+    assert len(log.copies) == 1, log.copies
+    assert log.least["solo"] == 1
+    await no_leftovers(kube)
+
+
+async def test_two_maintenances_draining_one_deployment_share_its_surge_budget(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    web = App("web", 4)
+    await place_on(kube, {TARGET, "node-2"}, (web,))
+    await uncordon_all_but(kube, set())
+    log = PodLog((web,))
+    async with aiokcm(kube), anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: log.run(kube, task_status=task_status))
+        await kube.create(NODEMAINTENANCES, node_maintenance("a", [TARGET], drain=True, timeout=0))
+        await kube.create(NODEMAINTENANCES, node_maintenance("b", ["node-2"], drain=True, timeout=0))
+        await wait_drained(kube, "a")
+        await wait_drained(kube, "b")
+        await eventually(lambda: nothing_left_on(kube, "node-2", (web,)), "web off both nodes", timeout=30)
+        tg.cancel_scope.cancel()
+    assert log.least["web"] >= 4, log.least
+    # One budget: never more than one copy in flight, so never more than maxSurge above replicas
+    # (plus, for one moment, the adopted copy before KCM deletes its departing pod).
+    assert log.most["web"] <= 4 + 1, log.most
+    assert (await spec_of(kube, "web"))["replicas"] == 4
+    await no_leftovers(kube)
