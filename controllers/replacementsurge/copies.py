@@ -198,6 +198,11 @@ def adopt_patch(copy: Obj, now: datetime) -> dict[str, Any]:
     }
 
 
+def release_patch(copy: Obj) -> dict[str, Any]:
+    """A merge patch dropping the record of whom an adopted copy replaced (it stays an ordinary pod)."""
+    return {"metadata": {"uid": uid(copy), "annotations": {REPLACED_ANNOTATION: None}}}
+
+
 def matched_by_any(labels: Mapping[str, str], replica_sets: Sequence[Obj]) -> bool:
     """Some ReplicaSet's selector matches `labels` (a copy with these labels would be claimed)."""
     for rs in replica_sets:

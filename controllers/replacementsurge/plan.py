@@ -23,8 +23,9 @@ What goes wrong is given back to the drain, never fought:
   `EvacuationInitiated=False`: the drain evicts it under its PodDisruptionBudget; so is a pod
   that found no room under `maxSurge` within `surge_timeout` of its request (a rollout stuck with
   its surge in use would otherwise hold the drain forever);
-- a departing pod still there `ADOPTION_GRACE` after its copy was adopted (the ReplicaSet deleted
-  another pod: one not ready ranks first) is answered False the same way;
+- a departing pod still there `ADOPTION_GRACE` after its copy was adopted is surged for again when
+  the ReplicaSet is not above its `replicas` (someone scaled up meanwhile: it needed both pods),
+  and otherwise (it deleted another pod: one not ready ranks first) answered False the same way;
 - a request withdrawn (the maintenance cancelled, the drainer gone) deletes the copy not yet
   adopted and puts the pod's own deletion cost back; a copy whose pod is gone is deleted (the
   ReplicaSet makes its own replacement).
@@ -85,6 +86,7 @@ class Step(enum.Enum):
     CREATE = "create"
     ADOPT = "adopt"
     GIVE_UP = "give-up"  # answer EvacuationInitiated=False: the drain evicts under the PDB
+    RELEASE = "release"  # an adopted copy no longer stands for its pod (the ReplicaSet kept both)
     DELETE_COPY = "delete-copy"
     RESTORE = "restore"
 
@@ -105,7 +107,7 @@ class Account:
     owner: Obj  # the Deployment, or the ReplicaSet with no Deployment
     replica_sets: Sequence[Obj]
     pods: Sequence[Obj]  # pods controlled by the ReplicaSets (active or not)
-    copies: Sequence[Obj]  # pods labelled as copies, owned by one of the ReplicaSets
+    copies: Sequence[Obj]  # copies owned by the ReplicaSets: labelled, or handed over and not adopted yet
     desired: int
     surge_limit: int  # pods the account may run above `desired`
     min_ready_seconds: int = 0
@@ -128,6 +130,12 @@ def _rs_replicas(rs: Obj) -> int:
         return 1 if value is None else max(0, int(value))
     except (TypeError, ValueError):
         return 0
+
+
+def _owned_count(rs: Obj, active: Sequence[Obj]) -> int:
+    """Active pods `rs` controls, as its controller counts them against `replicas`."""
+    rs_uid = uid(rs)
+    return sum(1 for p in active if (get_controller_of(p) or {}).get("uid") == rs_uid)
 
 
 def answered_false(pod: Obj) -> bool:
@@ -176,8 +184,12 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
     departing_uids = {uid(p) for p in departing}
     active_uids = {uid(p) for p in active}
     copies = {replaces(c): c for c in account.copies if is_pod_active(c) and replaces(c)}
+    # Handed over: its ReplicaSet's own pods once adopted, and until then a copy without the
+    # `replacement-for` label (the adoption is KCM's next sync: in between it is no copy any more
+    # and not yet one of the ReplicaSet's pods, and the departing pod would get a second copy).
+    handed_over = [c for c in account.copies if is_pod_active(c) and not replaces(c)]
     adopted: dict[str, tuple[Obj, datetime | None]] = {}
-    for p in active:
+    for p in (*active, *handed_over):
         who, when = replaced(p)
         if who and who in active_uids:
             adopted[who] = (p, when)
@@ -196,7 +208,11 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
         if pod_uid in adopted:
             since = adopted[pod_uid][1] or now
             left = ADOPTION_GRACE - (now - since).total_seconds()
-            if left <= 0:
+            if left <= 0 and rs is not None and _owned_count(rs, active) <= _rs_replicas(rs):
+                # Scaled up meanwhile: the ReplicaSet needed the copy as well as this pod. The copy
+                # no longer stands for it, and the next sync surges a new one.
+                out.actions.append(Action(Step.RELEASE, adopted[pod_uid][0], rs))
+            elif left <= 0:
                 out.actions.append(Action(
                     Step.GIVE_UP, pod, rs,
                     "the ReplicaSet adopted the replacement but kept this pod; it is evicted under its "

@@ -55,8 +55,11 @@ EVENT_GAVE_UP = "ReplacementSurgeGaveUp"
 
 
 def copy_owner_index(pod: Obj) -> list[str]:
-    """The owner UIDs of a copy; nothing for any other pod."""
-    if not copies.replaces(pod):
+    """The owner UIDs of a copy, or of one handed over that its ReplicaSet has not adopted yet (no
+    controller reference: it is in no ReplicaSet's pods, so only this index finds it); nothing for
+    any other pod."""
+    handed_over = bool(copies.replaced(pod)[0]) and get_controller_of(pod) is None
+    if not copies.replaces(pod) and not handed_over:
         return []
     return [
         str(r.get("uid")) for r in (pod.get("metadata") or {}).get("ownerReferences") or () if r.get("uid")
@@ -191,6 +194,10 @@ class ReplacementSurgeSync:
             return True
         if step is Step.CREATE:
             return await self._create(account_key, action)
+        if step is Step.RELEASE:
+            await self._patch(pod, copies.release_patch(pod))
+            self.log.info("replacement kept by a scaled-up ReplicaSet; surging again", **fields)
+            return True
         if step is Step.ADOPT:
             await self._patch(pod, copies.adopt_patch(pod, self.clock()))
             self.log.info("replacement handed to its ReplicaSet", **fields, replaces=copies.replaces(pod))

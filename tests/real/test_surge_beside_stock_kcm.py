@@ -234,6 +234,7 @@ async def test_a_user_scaling_during_the_surge_wins_and_an_autoscaler_scale_down
     finishes, and `replicas` ends at the user's number, never written back."""
     web = App("web", 3)
     await place_on(kube, {TARGET, "node-2"}, (web,))
+    await kube.patch(NODES, "node-2", {"spec": {"unschedulable": True}})  # the copies wait
     before = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in await kube.list_all(PODS, namespace=NS)}
     log = PodLog((web,))
     nm = node_maintenance("scaled", [TARGET], drain=True, timeout=0, overrideMaxUnschedulable=True)
@@ -272,6 +273,7 @@ async def test_a_user_scaling_during_the_surge_wins_and_an_autoscaler_scale_down
         await kube.replace(DEPLOYMENTS, scale, namespace=NS, subresource="scale")
         await uncordon_all_but(kube, {TARGET})
         await wait_drained(kube, "scaled")
+        assert log.least["web"] >= 2, log.least  # never below what the user asked for at the time
         await eventually(
             lambda: nothing_left_on(kube, TARGET, (App("web", 4),)), "web at 4 off the node", timeout=60
         )
