@@ -1,9 +1,10 @@
 """What to do next for one surge account (a Deployment, or a ReplicaSet with none): a pure function.
 
 A pod asked to evacuate (`EvacuationRequest=True`, by a NodeMaintenance or the eviction webhook)
-whose ReplicaSet no in-controller responder answers for (no `evacuation-ready` mark) is taken
-through these steps, each one write, each one resumable after a restart from what the objects
-say (`copies.py`):
+whose ReplicaSet no in-controller responder answers for (no `evacuation-ready` mark), in an
+account that may surge at all (`maxSurge` above 0, not being deleted: otherwise the drain evicts
+at once, as it does for any owner that cannot surge), is taken through these steps, each one
+write, each one resumable after a restart from what the objects say (`copies.py`):
 1. *mark*: a deletion cost below every other pod's (one above the lowest int32), so any
    scale-down KCM's ReplicaSet controller makes (an autoscaler's, a person's) removes departing
    pods before any other ready one;
@@ -200,6 +201,17 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
 
     for pod in departing:
         rs = rs_of(pod)
+        if account.surge_limit <= 0 and uid(pod) not in copies and uid(pod) not in adopted:
+            # No surge possible: an answer would only hold the drain (`EvacuationInitiated=True`
+            # has no deadline there) until `surge_timeout`. One answered before the budget went
+            # to 0 is handed back now; a copy already made is still handed over.
+            if _initiated(pod):
+                out.actions.append(Action(
+                    Step.GIVE_UP, pod, rs,
+                    "the workload cannot surge (maxSurge 0, Recreate, or being deleted); the pod is "
+                    "evicted under its PodDisruptionBudget",
+                ))  # fmt: skip
+            continue
         if not is_marked(pod):
             out.actions.append(Action(Step.MARK, pod))
         if not _initiated(pod):
