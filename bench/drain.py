@@ -6,6 +6,13 @@ with `maxSurge: 1, maxUnavailable: 0`; `guarded`, a single-replica Deployment wi
 apps roll out, then uncordoned). aiokcm's ReplicaSet, Deployment and disruption controllers run in
 both modes (KCM's job); the NodeMaintenance controller and its CRD only in the aiokcm mode.
 
+A mode `aiokcm_stock` is aiokcm's default install beside the stock KCM (every managed cluster):
+only the NodeMaintenance drain and the replacement surge are aiokcm's, KCM's own ReplicaSet,
+Deployment and disruption controllers answer nothing in-controller (on the embedded cluster aiokcm's
+three with `NodeMaintenanceDeployment` off stand for them; with `--real`, the whole real KCM). It is
+compared with the `kubectl` mode, the same layout drained by the real `kubectl drain`.
+`--skip-stock` leaves it out.
+
 A third mode, `kubectl_surge`, runs the same real `kubectl drain` with aiokcm's eviction webhook
 on (bench/surge_webhook.py; the eviction-surge controller beside the three): a held-back eviction
 surges a replacement first. `--skip-surge` leaves it out.
@@ -113,6 +120,11 @@ NM_CONTROLLER = "controllers.nodemaintenance:NodeMaintenanceController"
 # The third mode, `kubectl_surge`: the real `kubectl drain` with aiokcm's eviction webhook on.
 SURGE_CONTROLLER = "controllers.evictionsurge:EvictionSurgeController"
 SURGE_GATES = {**GATES, features.EVICTION_SURGE: True}
+# The default install beside the stock KCM: the drain and the replacement surge. Without the
+# NodeMaintenanceDeployment gate the embedded cluster's stand-ins for KCM answer nothing.
+REPLACEMENT_CONTROLLER = "controllers.replacementsurge:ReplacementSurgeController"
+STOCK_GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}
+DRAINED_BY_AIOKCM = frozenset({"aiokcm", "aiokcm_stock"})
 
 
 @dataclass
@@ -245,7 +257,7 @@ async def _drain(
     mode: str, targets: list[str], kubeconfig: str, client: KubeClient, run: Run, args: argparse.Namespace
 ) -> int:
     """Drain `targets` the mode's way: `aiokcm drain` (a NodeMaintenance each) or the real `kubectl drain`."""
-    if mode == "aiokcm":
+    if mode in DRAINED_BY_AIOKCM:
         cli_args = build_parser().parse_args(
             [
                 "drain",
@@ -344,20 +356,24 @@ async def _run_drain(
     runs (unthrottled while the apps roll out, which only shortens the set-up)."""
     nodes = sorted((n["metadata"]["name"] for n in await setup.list_all(NODES)), key=_node_order)
     targets = nodes[: run.drained_nodes]
-    if mode == "aiokcm":
+    if mode in DRAINED_BY_AIOKCM:
         await ensure_crd(setup)
     clients = [base.derive("shared-informers", qps=0), base.derive("events", qps=0)]
     factory = SharedInformerFactory(clients[0], gc_freeze=True)  # as the manager runs (--gc-freeze)
     broadcaster = EventBroadcaster(clients[1])
-    gates = SURGE_GATES if mode == "kubectl_surge" else GATES
+    gates = {"kubectl_surge": SURGE_GATES, "aiokcm_stock": STOCK_GATES}.get(mode, GATES)
     ctx = ControllerContext(client=base, informers=factory, events=broadcaster, gates=StaticGates(gates))
+    opts = ManagerOptions()
+    if mode == "aiokcm_stock":  # as the manager sets it when the replacement surge answers
+        beside = dataclasses.replace(opts.node_maintenance, surge_answers=True, bare_replicasets_answer=True)
+        opts = dataclasses.replace(opts, node_maintenance=beside)
     controllers: list[Controller] = []
     rows = {d.import_path: d for d in default_descriptors()}
     for path in controller_paths:
         row = rows[path]
         client = base.derive(row.name, qps=0)
         clients.append(client)
-        controllers.append(row.build(dataclasses.replace(ctx, client=client), ManagerOptions()))
+        controllers.append(row.build(dataclasses.replace(ctx, client=client), opts))
     watcher = SharedInformerFactory(setup)
     pods = watcher.informer(PODS).lister
     async with anyio.create_task_group() as tg:
@@ -417,9 +433,16 @@ async def _run_drain(
     return wall_start, wall_end
 
 
-def _controller_paths(mode: str) -> list[str]:
-    """aiokcm's controllers in a mode: KCM's three always, plus the one that mode's drain talks to."""
-    extra = {"aiokcm": [NM_CONTROLLER], "kubectl_surge": [SURGE_CONTROLLER]}.get(mode, [])
+def _controller_paths(mode: str, *, real: bool = False) -> list[str]:
+    """aiokcm's controllers in a mode: KCM's three (where aiokcm stands for them), plus the ones the
+    mode's drain talks to. On a real plane the stock KCM runs its own beside `aiokcm_stock`."""
+    extra = {
+        "aiokcm": [NM_CONTROLLER],
+        "kubectl_surge": [SURGE_CONTROLLER],
+        "aiokcm_stock": [NM_CONTROLLER, REPLACEMENT_CONTROLLER],
+    }.get(mode, [])
+    if real and mode in ("kubectl", "aiokcm_stock"):
+        return extra  # the whole real KCM runs
     return [*KCM_CONTROLLERS, *extra]
 
 
@@ -471,7 +494,7 @@ async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -
     run = Run(mode, drained_nodes=drained)
     plane = ControlPlane(
         assets,
-        kcm_controllers=KCM_BESIDE_AIOKCM if mode in ("aiokcm", "kubectl_surge") else "*",
+        kcm_controllers=KCM_BESIDE_AIOKCM if mode in ("aiokcm", "kubectl_surge") else "*",  # stock: all
         extra_users={"aiokcm": "system:masters", "drainer": "system:masters", "bench": "system:masters"},
         audit=True,
     )
@@ -494,7 +517,7 @@ async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -
                 tg.start_soon(kubelets.run)
                 await kubelets.registered.wait()
                 await _wait_service_account(setup)
-                paths = _controller_paths(mode) if mode in ("aiokcm", "kubectl_surge") else []
+                paths = _controller_paths(mode, real=True)
                 start, end = await _run_drain(
                     mode,
                     args,
@@ -623,22 +646,29 @@ def report_scale(
         f"qps {args.qps:g} / burst {args.burst}"
     )
     print(
-        f"{'drain':>6} {'mode':8} {'drained in':>11} {'pods moved':>10} {'req/pod':>8} {'409s':>5} "
+        f"{'drain':>6} {'mode':12} {'drained in':>11} {'pods moved':>10} {'req/pod':>8} {'409s':>5} "
         f"{'apps moved':>10} {'apps at 0':>9} {'ratio':>6}"
     )
     drains: list[dict[str, Any]] = []
     for count, runs in pairs:
         row: dict[str, Any] = {"nodes_drained": count}
-        mine, theirs = runs.get("aiokcm"), runs.get("kubectl")
-        ratio = mine.seconds / theirs.seconds if mine and theirs and mine.seconds and theirs.seconds else None
-        row["ratio"] = None if ratio is None else round(ratio, 2)
+        theirs = runs.get("kubectl")
+        ratios: dict[str, float | None] = {}
+        for mode in DRAINED_BY_AIOKCM:
+            mine = runs.get(mode)
+            ratios[mode] = (
+                mine.seconds / theirs.seconds if mine and theirs and mine.seconds and theirs.seconds else None
+            )
+        row["ratio"] = None if ratios["aiokcm"] is None else round(ratios["aiokcm"], 2)
+        row["ratio_stock"] = None if ratios["aiokcm_stock"] is None else round(ratios["aiokcm_stock"], 2)
         for mode, run in runs.items():
             f = row[mode] = _figures(run)
             done = f"{run.seconds:.1f}s" if run.seconds is not None else "timeout"
             per_pod = f"{run.requests_per_pod:.1f}" if run.requests_per_pod is not None else "-"
-            shown = f"{ratio:.2f}x" if ratio is not None and mode == "aiokcm" else ""
+            ratio = ratios.get(mode)
+            shown = f"{ratio:.2f}x" if ratio is not None else ""
             print(
-                f"{count:>6} {mode:8} {done:>11} {run.pods_moved:>10} {per_pod:>8} {f['conflicts'] or 0:>5} "
+                f"{count:>6} {mode:12} {done:>11} {run.pods_moved:>10} {per_pod:>8} {f['conflicts'] or 0:>5} "
                 f"{len(run.moved_apps):>10} {f['apps_at_zero']:>9} {shown:>6}"
                 + (f"   ({run.note})" if run.note else "")
             )
@@ -686,6 +716,9 @@ async def main(argv: list[str]) -> int:
         "--skip-surge", action="store_true", help="leave out kubectl drain with the eviction webhook"
     )
     parser.add_argument(
+        "--skip-stock", action="store_true", help="leave out aiokcm's default install beside the stock KCM"
+    )
+    parser.add_argument(
         "--skip-statefulset",
         action="store_true",
         help="leave out the StatefulSet pod's time to evicted (bench.drain_statefulset, once each way)",
@@ -720,7 +753,8 @@ async def main(argv: list[str]) -> int:
     apps = layout(args.apps)
     APPS.clear()
     APPS.update(apps)
-    modes = ["aiokcm"] + ([] if args.skip_kubectl or not shutil.which("kubectl") else ["kubectl"])
+    modes = ["aiokcm"] + ([] if args.skip_stock else ["aiokcm_stock"])
+    modes += [] if args.skip_kubectl or not shutil.which("kubectl") else ["kubectl"]
     if shutil.which("kubectl") and not args.skip_surge and not args.scale:
         modes.append("kubectl_surge")
     one = one_mode_real if args.real else one_mode

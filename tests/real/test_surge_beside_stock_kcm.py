@@ -20,7 +20,7 @@ import pytest
 from anyio.abc import TaskStatus
 
 from apiclient import KubeClient
-from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS
+from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS, Resource
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
@@ -32,6 +32,9 @@ from tests.controllers.harness import Harness, running_controllers
 from tests.support.objects import node_maintenance
 from tests.support.waiting import eventually
 
+HORIZONTALPODAUTOSCALERS = Resource(
+    "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True
+)
 GATES = {"DeclarativeNodeMaintenance": True}
 BESIDE_KCM = NodeMaintenanceConfig(surge_answers=True, bare_replicasets_answer=True)
 TARGET = "node-1"
@@ -396,3 +399,102 @@ async def test_two_maintenances_draining_one_deployment_share_its_surge_budget(
     assert log.most["web"] <= 4 + 1, log.most
     assert (await spec_of(kube, "web"))["replicas"] == 4
     await no_leftovers(kube)
+
+
+async def test_a_gitops_tool_and_an_autoscaler_pinning_replicas_find_nothing_to_revert(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    """A GitOps tool that reverts `replicas` to what it declared, and a real HorizontalPodAutoscaler
+    pinned at that number (min = max), beside the drain: the surge never writes `replicas`, so the
+    tool reverts nothing and the autoscaler has nothing to undo, and the drain has zero downtime."""
+    web = App("web", 3, pdb_min_available=2)
+    await place_on(kube, {TARGET}, (web,))
+    await uncordon_all_but(kube, set())
+    hpa = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": NS},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 3,
+            "maxReplicas": 3,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+                }
+            ],
+        },
+    }
+    await kube.create(HORIZONTALPODAUTOSCALERS, hpa, namespace=NS)
+    reverts: list[int] = []
+
+    async def gitops(*, task_status: TaskStatus[None]) -> None:
+        d = await kube.get(DEPLOYMENTS, "web", namespace=NS)
+        rv = d["metadata"]["resourceVersion"]
+        task_status.started()
+        while True:
+            async with kube.watch(DEPLOYMENTS, namespace=NS, resource_version=rv) as events:
+                async for ev in events:
+                    rv = ev.object["metadata"].get("resourceVersion") or rv
+                    if ev.type == "MODIFIED" and ev.object["spec"].get("replicas") != 3:
+                        reverts.append(int(ev.object["spec"]["replicas"]))
+                        await kube.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 3}}, namespace=NS)
+
+    log = PodLog((web,))
+    generation = (await kube.get(DEPLOYMENTS, "web", namespace=NS))["metadata"]["generation"]
+    async with aiokcm(kube), anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: log.run(kube, task_status=task_status))
+        await tg.start(lambda task_status: gitops(task_status=task_status))
+        await kube.create(NODEMAINTENANCES, node_maintenance("gitops", [TARGET], drain=True, timeout=0))
+        await wait_drained(kube, "gitops")
+        await eventually(lambda: nothing_left_on(kube, TARGET, (web,)), "web off the node", timeout=30)
+        tg.cancel_scope.cancel()
+    assert reverts == []
+    assert (await kube.get(DEPLOYMENTS, "web", namespace=NS))["metadata"]["generation"] == generation
+    assert log.least["web"] >= 3, log.least
+    await no_leftovers(kube)
+
+
+async def test_a_maintenance_cancelled_mid_surge_deletes_its_copies_and_restores_costs(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    """The copies wait (nowhere else to run) when the maintenance is deleted: they go, each pod gets
+    its own deletion cost back (a user's `7` included), and no pod of the workload moved."""
+    apps = (App("solo", 1, pdb_min_available=1), App("web", 3))
+    await place_on(kube, {TARGET}, apps)
+    solo = next(p for p in await kube.list_all(PODS, namespace=NS) if _app(p) == "solo")
+    await kube.patch(
+        PODS, solo["metadata"]["name"], {"metadata": {"annotations": {POD_DELETION_COST: "7"}}}, namespace=NS
+    )
+    original = {p["metadata"]["name"] for p in await kube.list_all(PODS, namespace=NS)}
+    nm = node_maintenance("cancelled", [TARGET], drain=True, timeout=0, overrideMaxUnschedulable=True)
+    async with aiokcm(kube):
+        await kube.create(NODEMAINTENANCES, nm)
+
+        async def copies_waiting() -> bool:
+            return len(await kube.list_all(PODS, namespace=NS, label_selector=REPLACES_LABEL)) == 2
+
+        await eventually(copies_waiting, "a copy per Deployment, waiting", timeout=30)
+        await kube.delete(NODEMAINTENANCES, "cancelled")
+
+        async def restored() -> bool:
+            pods = await kube.list_all(PODS, namespace=NS)
+            costs = {
+                p["metadata"]["name"]: (p["metadata"].get("annotations") or {}).get(POD_DELETION_COST)
+                for p in pods
+            }
+            remembered = [
+                p for p in pods if PREVIOUS_COST_ANNOTATION in (p["metadata"].get("annotations") or {})
+            ]
+            live = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+            others = {n: c for n, c in costs.items() if n != solo["metadata"]["name"]}
+            return (
+                live == original
+                and not remembered
+                and costs.get(solo["metadata"]["name"]) == "7"
+                and not any(others.values())
+            )
+
+        await eventually(restored, "copies gone, costs back", timeout=30)
+    assert {a.name: (await spec_of(kube, a.name))["replicas"] for a in apps} == {"solo": 1, "web": 3}
