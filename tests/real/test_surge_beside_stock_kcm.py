@@ -38,6 +38,8 @@ HORIZONTALPODAUTOSCALERS = Resource(
 GATES = {"DeclarativeNodeMaintenance": True}
 BESIDE_KCM = NodeMaintenanceConfig(surge_answers=True, bare_replicasets_answer=True)
 TARGET = "node-1"
+# One stock-KCM control plane for the module: its tests stay on one xdist worker.
+pytestmark = pytest.mark.xdist_group("stock-kcm")
 
 
 @pytest.fixture
