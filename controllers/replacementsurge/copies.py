@@ -94,34 +94,49 @@ def is_marked(pod: Obj) -> bool:
     return marked_cost(pod) is not None
 
 
+def _guard(pod: Obj) -> dict[str, Any]:
+    """The patch's preconditions: the same pod (uid) at the version we read (resourceVersion), so a
+    cost someone wrote since our cache saw the pod is never overwritten or remembered wrongly (a
+    409, and the sync is retried from the newer copy)."""
+    guard: dict[str, Any] = {"uid": uid(pod)}
+    version = _meta(pod).get("resourceVersion")
+    if version:
+        guard["resourceVersion"] = str(version)
+    return guard
+
+
 def mark_patch(pod: Obj, cost: str = DEPARTING_COST) -> dict[str, Any] | None:
-    """A merge patch giving the pod `cost`, remembering its own; None when it has it already."""
+    """A merge patch giving the pod `cost`, remembering its own; None when it has it already.
+
+    The cost remembered is the pod's own: the one it has now unless that is ours (then the one
+    remembered before), so a cost someone set while the pod was marked is the one put back."""
     if marked_cost(pod) == cost:
         return None
     ann = _annotations(pod)
-    previous = ann.get(PREVIOUS_COST_ANNOTATION)
-    if previous is None:
-        previous = str(ann.get(POD_DELETION_COST, ""))
+    current = ann.get(POD_DELETION_COST)
+    if current in (LOWEST_COST, DEPARTING_COST) and PREVIOUS_COST_ANNOTATION in ann:
+        previous = str(ann.get(PREVIOUS_COST_ANNOTATION) or "")
+    else:
+        previous = "" if current is None else str(current)
     return {
         "metadata": {
-            "uid": uid(pod),
+            **_guard(pod),
             "annotations": {POD_DELETION_COST: cost, PREVIOUS_COST_ANNOTATION: previous},
         }
     }
 
 
 def restore_patch(pod: Obj) -> dict[str, Any] | None:
-    """A merge patch putting back the deletion cost the pod had before; None when we never marked it."""
+    """A merge patch putting back the deletion cost the pod had before; None when we never marked it.
+
+    A cost that is no longer ours (someone set another since) is left as it is; only our record goes."""
     ann = _annotations(pod)
     if PREVIOUS_COST_ANNOTATION not in ann:
         return None
-    previous = str(ann.get(PREVIOUS_COST_ANNOTATION) or "")
-    return {
-        "metadata": {
-            "uid": uid(pod),
-            "annotations": {POD_DELETION_COST: previous or None, PREVIOUS_COST_ANNOTATION: None},
-        }
-    }
+    annotations: dict[str, Any] = {PREVIOUS_COST_ANNOTATION: None}
+    if ann.get(POD_DELETION_COST) in (LOWEST_COST, DEPARTING_COST):
+        annotations[POD_DELETION_COST] = str(ann.get(PREVIOUS_COST_ANNOTATION) or "") or None
+    return {"metadata": {**_guard(pod), "annotations": annotations}}
 
 
 def held_labels(replica_set: Obj) -> dict[str, str] | None:

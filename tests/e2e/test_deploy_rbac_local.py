@@ -66,6 +66,7 @@ from tests.real.test_deploy_rbac import (
     _service_account_token,
     manager_args,
 )
+from tests.support.manifests import kubectl_apply
 from tests.support.waiting import eventually
 
 # What overlays/replace-kcm applies for RBAC: deploy/'s manifests and what every controller needs beyond.
@@ -271,6 +272,28 @@ async def _lock_holder(admin: KubeClient) -> str:
     return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
 
+async def _force_drain_a_bare_pod(admin: KubeClient, node: str, reason: str) -> None:
+    """A bare pod on `node`, drained by a forced NodeMaintenance of that pod alone: evicted, Drained."""
+    await admin.create(
+        PODS,
+        {
+            "metadata": {"name": "bare", "labels": {"app": "bare"}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
+        },
+        namespace=NS,
+    )
+    nm = node_maintenance("evict-bare", node, reason)
+    nm["spec"] |= {"force": True, "podSelector": "app=bare"}
+    await admin.create(NODEMAINTENANCES, nm)
+
+    async def evicted() -> bool:
+        return drained(await admin.get(NODEMAINTENANCES, "evict-bare")) and await _absent(
+            admin, PODS, "bare", NS
+        )
+
+    await _until(evicted, "the bare pod evicted and the node Drained")
+
+
 async def _evict_a_pod_no_one_answers_for(admin: KubeClient, node: str) -> None:
     """nodemaintenance: with no controller keeping leases, the gate makes the node's Lease itself; a
     bare pod (nobody answers an EvacuationRequest for it) is evicted since the maintenance says `force`."""
@@ -283,24 +306,7 @@ async def _evict_a_pod_no_one_answers_for(admin: KubeClient, node: str) -> None:
 
     await _until(released, "the node's lease released with its maintenance")
     await admin.delete(LEASES, node, namespace=MAINTENANCE_LEASES)
-    await admin.create(
-        PODS,
-        {
-            "metadata": {"name": "bare", "labels": {"app": "bare"}},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
-        },
-        namespace=NS,
-    )
-    nm = node_maintenance("evict-bare", node, "no owner answers")
-    nm["spec"] |= {"force": True, "podSelector": "app=bare"}
-    await admin.create(NODEMAINTENANCES, nm)
-
-    async def evicted() -> bool:
-        return drained(await admin.get(NODEMAINTENANCES, "evict-bare")) and await _absent(
-            admin, PODS, "bare", NS
-        )
-
-    await _until(evicted, "the bare pod evicted and the node Drained")
+    await _force_drain_a_bare_pod(admin, node, "no owner answers")
     lease = await admin.get(LEASES, node, namespace=MAINTENANCE_LEASES)
     assert lease["spec"].get("holderIdentity"), lease  # made and taken by the gate
 
@@ -419,17 +425,7 @@ async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cl
     async with LocalCluster(
         nodes=3, speed=10, pod_start_delay=2.0, termination_cap=5.0, authz=True
     ) as cluster:
-        applied = await anyio.run_process(
-            [
-                "kubectl",
-                "--kubeconfig",
-                cluster.kubeconfig_path,
-                "apply",
-                *[arg for m in REPLACE_KCM_MANIFESTS for arg in ("-f", str(m))],
-            ],
-            check=False,
-        )
-        assert applied.returncode == 0, applied.stderr.decode()
+        await kubectl_apply(cluster.kubeconfig_path, REPLACE_KCM_MANIFESTS)
         admin = await cluster.client()
         ports = (_free_port(), _free_port())
         logs = (tmp_path / "leader.log", tmp_path / "standby.log")
@@ -559,17 +555,7 @@ async def test_the_default_install_runs_under_deploy_rbac_alone(tmp_path: Path) 
     async with LocalCluster(
         nodes=2, speed=10, pod_start_delay=2.0, termination_cap=5.0, authz=True
     ) as cluster:
-        applied = await anyio.run_process(
-            [
-                "kubectl",
-                "--kubeconfig",
-                cluster.kubeconfig_path,
-                "apply",
-                *[arg for m in MANIFESTS for arg in ("-f", str(m))],
-            ],
-            check=False,
-        )
-        assert applied.returncode == 0, applied.stderr.decode()
+        await kubectl_apply(cluster.kubeconfig_path, MANIFESTS)
         admin = await cluster.client()
         port = _free_port()
         log_path = tmp_path / "aiokcm.log"
@@ -593,24 +579,7 @@ async def test_the_default_install_runs_under_deploy_rbac_alone(tmp_path: Path) 
                 return await _curl(port, "/readyz") == "200"
 
             await _until(ready, "the leader's caches synced")
-            await admin.create(
-                PODS,
-                {
-                    "metadata": {"name": "bare", "labels": {"app": "bare"}},
-                    "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
-                },
-                namespace=NS,
-            )
-            nm = node_maintenance("evict-bare", node, "the default install drains")
-            nm["spec"] |= {"force": True, "podSelector": "app=bare"}
-            await admin.create(NODEMAINTENANCES, nm)
-
-            async def evicted() -> bool:
-                return drained(await admin.get(NODEMAINTENANCES, "evict-bare")) and await _absent(
-                    admin, PODS, "bare", NS
-                )
-
-            await _until(evicted, "the bare pod evicted and the node Drained")
+            await _force_drain_a_bare_pod(admin, node, "the default install drains")
             await _repair_a_lease_owner(admin, node)
             code = await _stop(manager)
         except AssertionError as exc:

@@ -30,6 +30,7 @@ from localcluster.demo import NS, App, deployment, drained, ensure_crd, pdb, pod
 from tests.controllers.harness import running_controllers
 from tests.e2e.test_drain_zero_downtime import AvailabilityWatch
 from tests.support.objects import node_maintenance
+from tests.support.surge import leftovers
 from tests.support.waiting import eventually
 
 # Only the drain's gate: with NodeMaintenanceDeployment off, the ReplicaSet and Deployment
@@ -42,6 +43,21 @@ POD_SPEC = {
     "terminationGracePeriodSeconds": 1,
     "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
 }
+
+
+def beside_kcm(kube: KubeClient) -> Any:
+    """KCM's ReplicaSet, Deployment and disruption controllers (aiokcm's, answering nothing), and the
+    default install's drain and replacement surge."""
+    return running_controllers(
+        kube,
+        ReplicaSetController,
+        DeploymentController,
+        DisruptionController,
+        NodeMaintenanceController,
+        ReplacementSurgeController,
+        gates=GATES,
+        configs=[BESIDE_KCM],
+    )
 
 
 def bare_replicaset(app: App) -> dict[str, Any]:
@@ -96,16 +112,7 @@ async def _start_apps_on_target(kube: KubeClient, others: list[str]) -> None:
 
 
 async def _leftovers(kube: KubeClient) -> list[str]:
-    """Copies, deletion-cost marks and remembered costs still on any pod."""
-    found = []
-    for pod in await kube.list_all(PODS, namespace=NS):
-        meta = pod["metadata"]
-        if REPLACES_LABEL in (meta.get("labels") or {}):
-            found.append(f"copy {meta['name']}")
-        annotations = meta.get("annotations") or {}
-        if POD_DELETION_COST in annotations or PREVIOUS_COST_ANNOTATION in annotations:
-            found.append(f"mark on {meta['name']}")
-    return found
+    return await leftovers(kube, NS)
 
 
 async def _replicas(kube: KubeClient) -> dict[str, int]:
@@ -120,16 +127,7 @@ async def test_a_drain_beside_kcm_surges_every_app_without_downtime(cluster: Any
     await ensure_crd(kube)
     nodes = sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
     others = [n for n in nodes if n != TARGET]
-    async with running_controllers(
-        kube,
-        ReplicaSetController,
-        DeploymentController,
-        DisruptionController,
-        NodeMaintenanceController,
-        ReplacementSurgeController,
-        gates=GATES,
-        configs=[BESIDE_KCM],
-    ) as harness:
+    async with beside_kcm(kube) as harness:
         await _start_apps_on_target(kube, others)
         for n in others:
             await kube.patch(NODES, n, {"spec": {"unschedulable": None}})
@@ -164,16 +162,7 @@ async def test_a_maintenance_cancelled_mid_surge_leaves_the_workload_as_it_was(
     await ensure_crd(kube)
     nodes = sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
     others = [n for n in nodes if n != TARGET]
-    async with running_controllers(
-        kube,
-        ReplicaSetController,
-        DeploymentController,
-        DisruptionController,
-        NodeMaintenanceController,
-        ReplacementSurgeController,
-        gates=GATES,
-        configs=[BESIDE_KCM],
-    ):
+    async with beside_kcm(kube):
         await _start_apps_on_target(kube, others)
         solo = (await _pods_of(kube, "solo"))[0]
         await kube.patch(
@@ -205,7 +194,7 @@ async def _only_solo_cost_left(kube: KubeClient) -> bool:
     left = await _leftovers(kube)
     return (
         len(left) == 1
-        and left[0].startswith("mark on solo-")
+        and left[0].startswith("deletion cost on solo-")
         and not any(
             PREVIOUS_COST_ANNOTATION in (p["metadata"].get("annotations") or {})
             for p in await kube.list_all(PODS, namespace=NS)

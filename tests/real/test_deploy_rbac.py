@@ -35,6 +35,7 @@ from localcluster.demo import APPS, NS, run_demo
 from realcluster import KCM_BESIDE_AIOKCM, ControlPlane, RealCluster
 from tests.backends import real_assets_or_skip
 from tests.podargs import expanded_args
+from tests.support.manifests import kubectl_apply
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -159,17 +160,7 @@ async def _metric_total(port: int, code: str, token: str) -> float:
 async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(
     cluster: RealCluster, layout: str
 ) -> None:
-    applied = await anyio.run_process(
-        [
-            "kubectl",
-            "--kubeconfig",
-            cluster.kubeconfig_path,
-            "apply",
-            *[arg for m in LAYOUTS[layout] for arg in ("-f", str(m))],
-        ],
-        check=False,
-    )
-    assert applied.returncode == 0, applied.stderr.decode()
+    await kubectl_apply(cluster.kubeconfig_path, LAYOUTS[layout])
     admin = await cluster.client()
     port = _free_port()
     log_path = cluster.plane.workdir / "aiokcm-sa.log"

@@ -29,7 +29,9 @@ from controllers.replacementsurge.copies import POD_DELETION_COST, PREVIOUS_COST
 from localcluster.demo import NS, App, deployment, drained, ensure_crd, pdb, pod_available
 from realcluster import ControlPlane, RealCluster
 from tests.controllers.harness import Harness, running_controllers
+from tests.e2e.test_drain_zero_downtime import AvailabilityWatch
 from tests.support.objects import node_maintenance
+from tests.support.surge import leftovers
 from tests.support.waiting import eventually
 
 HORIZONTALPODAUTOSCALERS = Resource(
@@ -75,53 +77,30 @@ def _app(pod: dict[str, Any]) -> str:
     return str((pod["metadata"].get("labels") or {}).get("app", ""))
 
 
-class PodLog:
+class PodLog(AvailabilityWatch):
     """Per app, after every pod event: the fewest available pods and the most pods not terminating.
 
     Copies (not yet adopted) count as neither, as KCM does not count them either; every copy ever
     seen is remembered by name."""
 
     def __init__(self, apps: tuple[App, ...]) -> None:
-        self.apps = {a.name for a in apps}
-        self.pods: dict[str, dict[str, Any]] = {}
-        self.least: dict[str, int] = {}
+        super().__init__(apps)
+        self.least = {}
         self.most: dict[str, int] = {}
         self.copies: set[str] = set()
 
     def _record(self) -> None:
-        for app in self.apps:
-            mine = [
-                p
-                for p in self.pods.values()
-                if _app(p) == app and REPLACES_LABEL not in (p["metadata"].get("labels") or {})
-            ]
-            available = sum(1 for p in mine if pod_available(p))
-            live = sum(1 for p in mine if not p["metadata"].get("deletionTimestamp"))
+        mine: dict[str, list[dict[str, Any]]] = {app: [] for app in self.apps}
+        for name, pod in self.pods.items():
+            if REPLACES_LABEL in (pod["metadata"].get("labels") or {}):
+                self.copies.add(name)
+            elif _app(pod) in mine:
+                mine[_app(pod)].append(pod)
+        for app, pods in mine.items():
+            available = sum(1 for p in pods if pod_available(p))
+            live = sum(1 for p in pods if not p["metadata"].get("deletionTimestamp"))
             self.least[app] = min(self.least.get(app, available), available)
             self.most[app] = max(self.most.get(app, live), live)
-
-    async def run(self, client: KubeClient, *, task_status: TaskStatus[None]) -> None:
-        page = await client.list(PODS, namespace=NS)
-        self.pods = {p["metadata"]["name"]: p for p in page["items"]}
-        self._record()
-        rv = page["metadata"]["resourceVersion"]
-        task_status.started()
-        while True:
-            async with client.watch(PODS, namespace=NS, resource_version=rv) as events:
-                async for ev in events:
-                    if ev.type == "ERROR":
-                        raise AssertionError(f"pod watch failed: {ev.object}")
-                    rv = ev.object["metadata"].get("resourceVersion") or rv
-                    if ev.type == "BOOKMARK":
-                        continue
-                    name = ev.object["metadata"]["name"]
-                    if REPLACES_LABEL in (ev.object["metadata"].get("labels") or {}):
-                        self.copies.add(name)
-                    if ev.type == "DELETED":
-                        self.pods.pop(name, None)
-                    else:
-                        self.pods[name] = ev.object
-                    self._record()
 
 
 async def place_on(kube: KubeClient, nodes: set[str], apps: tuple[App, ...], **spec: Any) -> None:
@@ -162,21 +141,9 @@ async def no_leftovers(kube: KubeClient) -> None:
     """No copy and no deletion-cost mark left (a deleted copy may take its grace period to go)."""
 
     async def clean() -> bool:
-        return await leftovers(kube) == []
+        return await leftovers(kube, NS) == []
 
     await eventually(clean, "no copy or deletion-cost mark left", timeout=15)
-
-
-async def leftovers(kube: KubeClient) -> list[str]:
-    found = []
-    for pod in await kube.list_all(PODS, namespace=NS):
-        meta = pod["metadata"]
-        if REPLACES_LABEL in (meta.get("labels") or {}):
-            found.append(f"copy {meta['name']}")
-        annotations = meta.get("annotations") or {}
-        if POD_DELETION_COST in annotations or PREVIOUS_COST_ANNOTATION in annotations:
-            found.append(f"deletion cost on {meta['name']}")
-    return found
 
 
 async def wait_drained(kube: KubeClient, name: str, timeout: float = 90) -> None:

@@ -230,6 +230,29 @@ def test_a_cost_someone_else_set_to_our_value_is_not_our_mark() -> None:
     assert marked_cost(pod("a", cost="7", previous_cost="")) is None
 
 
+def test_a_cost_someone_set_while_the_pod_was_marked_is_the_one_kept() -> None:
+    """Someone (a person, an operator) set their own cost on a pod we had marked: marking it again
+    remembers theirs, and a withdrawal leaves theirs in place instead of restoring the older one."""
+    changed = pod("a", cost="7", previous_cost="3")
+    remark = mark_patch(changed)
+    assert remark is not None
+    assert remark["metadata"]["annotations"][PREVIOUS_COST_ANNOTATION] == "7"
+    restore = restore_patch(changed)
+    assert restore is not None
+    assert annotations_of(applied(changed, restore)) == {POD_DELETION_COST: "7"}
+
+
+def test_the_cost_writes_are_guarded_by_the_version_they_were_read_at() -> None:
+    """A mark planned from a stale cache must fail (409) rather than remember a cost that was
+    already replaced: the patch carries the pod's resourceVersion as a precondition."""
+    read = pod("a", cost="5")
+    read["metadata"]["resourceVersion"] = "41"
+    for patch in (mark_patch(read), restore_patch(applied(read, mark_patch(read)))):
+        assert patch is not None
+        assert patch["metadata"]["resourceVersion"] == "41"
+        assert patch["metadata"]["uid"] == "uid-a"
+
+
 # -- matched_by_any -----------------------------------------------------------------------------
 
 
