@@ -344,6 +344,7 @@ async def test_a_manager_killed_mid_surge_is_resumed_by_the_next_one_without_a_s
     assert "ReplacementHandedOver" in second.events.reasons()
     assert len(log.copies) == 1, log.copies
     assert log.least["solo"] == 1
+    assert (await spec_of(kube, "solo"))["replicas"] == 1
     await no_leftovers(kube)
 
 
