@@ -1,0 +1,44 @@
+"""Who answers evacuation requests by surging, as the manager decides it when it starts leading.
+
+Two responders for one pod would surge twice; none where the drain waits would hold it for
+nothing. So: aiokcm's own ReplicaSet and Deployment controllers with the gate answer in-controller
+and the replacement surge stands aside; without them (beside KCM's own) the replacement surge
+answers when enabled; `--controllers=-replacement-surge` leaves nobody, and the drain evicts.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from controller_manager.app import _surge_layout
+from controller_manager.registry import default_registry
+from controllers.context import StaticGates
+
+ON = StaticGates({"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True})
+OFF = StaticGates({"DeclarativeNodeMaintenance": True})
+
+
+@pytest.mark.parametrize(
+    ("controllers", "gates", "own", "public", "built"),
+    [
+        # overlays/replace-kcm: every controller; aiokcm's own surge, replacement-surge stands aside
+        (["*"], ON, True, False, False),
+        # deploy/ as applied beside the stock KCM
+        (["nodemaintenance", "maintenance-lease", "replacement-surge"], ON, False, True, True),
+        # the override: nobody surges, the drain evicts as kubectl drain does
+        (["*", "-replacement-surge"], ON, True, False, False),
+        (["nodemaintenance", "maintenance-lease"], ON, False, False, False),
+        # aiokcm's controllers without the gate behave as KCM's: the replacement surge answers
+        # (its own row needs the gate, so with it off nothing is enabled to answer at all)
+        (["*"], OFF, False, False, False),
+    ],
+)
+def test_one_responder_at_most(
+    controllers: list[str], gates: StaticGates, own: bool, public: bool, built: bool
+) -> None:
+    registry = default_registry()
+    enabled = registry.enabled(registry.resolve_controllers_flag(controllers), gates)
+    kept, got_own, got_public = _surge_layout(enabled, gates)
+    assert (got_own, got_public) == (own, public)
+    assert ("replacement-surge" in {d.name for d in kept}) is built
+    assert not (got_own and got_public)
