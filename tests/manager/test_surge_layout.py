@@ -12,10 +12,17 @@ import pytest
 
 from controller_manager.app import _surge_layout
 from controller_manager.registry import default_registry
-from controllers.context import StaticGates
+from controller_manager.features import FeatureGate
 
-ON = StaticGates({"DeclarativeNodeMaintenance": True, "NodeMaintenanceDeployment": True})
-OFF = StaticGates({"DeclarativeNodeMaintenance": True})
+
+def _gates(spec: str) -> FeatureGate:
+    gates = FeatureGate()
+    gates.set_from_string(spec)
+    return gates
+
+
+ON = _gates("DeclarativeNodeMaintenance=true,NodeMaintenanceDeployment=true")
+OFF = _gates("DeclarativeNodeMaintenance=true")
 
 
 @pytest.mark.parametrize(
@@ -34,7 +41,7 @@ OFF = StaticGates({"DeclarativeNodeMaintenance": True})
     ],
 )
 def test_one_responder_at_most(
-    controllers: list[str], gates: StaticGates, own: bool, public: bool, built: bool
+    controllers: list[str], gates: FeatureGate, own: bool, public: bool, built: bool
 ) -> None:
     registry = default_registry()
     enabled = registry.enabled(registry.resolve_controllers_flag(controllers), gates)
