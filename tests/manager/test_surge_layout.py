@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from controller_manager.app import _surge_layout
-from controller_manager.registry import default_registry
 from controller_manager.features import FeatureGate
+from controller_manager.registry import default_registry
 
 
 def _gates(spec: str) -> FeatureGate:
