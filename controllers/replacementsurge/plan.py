@@ -220,15 +220,19 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
         if pod_uid in adopted:
             since = adopted[pod_uid][1] or now
             left = ADOPTION_GRACE - (now - since).total_seconds()
-            if left <= 0 and rs is not None and _owned_count(rs, active) <= _rs_replicas(rs):
+            # Only a copy the ReplicaSet controls is released: one it has not adopted yet (KCM down
+            # or behind) would be joined by a new copy every grace period while nobody adopts them.
+            taken = get_controller_of(adopted[pod_uid][0]) is not None
+            if left <= 0 and taken and rs is not None and _owned_count(rs, active) <= _rs_replicas(rs):
                 # Scaled up meanwhile: the ReplicaSet needed the copy as well as this pod. The copy
                 # no longer stands for it, and the next sync surges a new one.
                 out.actions.append(Action(Step.RELEASE, adopted[pod_uid][0], rs))
             elif left <= 0:
                 out.actions.append(Action(
                     Step.GIVE_UP, pod, rs,
-                    "the ReplicaSet adopted the replacement but kept this pod; it is evicted under its "
-                    "PodDisruptionBudget",
+                    ("the ReplicaSet adopted the replacement but kept this pod" if taken else
+                     "the ReplicaSet has not adopted the replacement handed to it")
+                    + "; it is evicted under its PodDisruptionBudget",
                 ))  # fmt: skip
             else:
                 out.wake_in(left)
