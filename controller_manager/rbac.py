@@ -11,13 +11,16 @@ Each install grants what its own `--controllers` selects, nothing more, so the d
 (`deploy/`, beside a stock KCM) holds none of the writes of the controllers it leaves to KCM:
 `deploy/rbac.yaml` is made from the `--controllers` argument of `deploy/deployment.yaml`, and
 `overlays/replace-kcm/rbac-extra.yaml` from the overlay's own `--controllers` holds what its
-controllers need beyond that, as a second ClusterRole (and Roles) bound to the same ServiceAccount.
+controllers need beyond that, as a second ClusterRole (and Roles) bound to the same ServiceAccount;
+`deploy/webhook-rbac.yaml`, applied with `deploy/webhook.yaml`, holds in the same way what the
+eviction webhook (`eviction-surge`, added to the default install's `--controllers`) needs beyond
+`deploy/rbac.yaml`.
 `tests/manager/test_rbac.py` checks both ways: every API call in a controller's package is covered
 by that controller's rules here, and each install grants exactly the union for its controllers,
 nothing more; `tests/e2e/test_deploy_rbac_local.py` runs the controllers under the manifests on a
 cluster that enforces them and fails on any refusal and on any grant no request used.
 `python -m controller_manager.rbac` prints `deploy/rbac.yaml` (`--overlay`: the overlay's file;
-`--write`: writes both).
+`--webhook`: the webhook's; `--write`: writes all three).
 """
 
 from __future__ import annotations
@@ -308,6 +311,11 @@ MANIFEST = ROOT / "deploy" / "rbac.yaml"
 OVERLAY = ROOT / "overlays" / "replace-kcm"
 OVERLAY_MANIFEST = OVERLAY / "rbac-extra.yaml"
 OVERLAY_ROLE = f"{NAME}-replace-kcm"
+# The eviction webhook on the default install: deploy/webhook.yaml, this file beside it, and
+# `eviction-surge` added to deploy/deployment.yaml's `--controllers` (with the EvictionSurge gate).
+WEBHOOK_CONTROLLER = "eviction-surge"
+WEBHOOK_MANIFEST = ROOT / "deploy" / "webhook-rbac.yaml"
+WEBHOOK_ROLE = f"{NAME}-eviction-surge"
 CONTROLLERS_FLAG = "--controllers="
 
 
@@ -334,7 +342,8 @@ def overlay_controllers_flag(overlay: Path = OVERLAY) -> list[str]:
 def selected(entries: Iterable[str]) -> list[str]:
     """The controllers `--controllers` entries select, by the manager's own rules (aliases, `*`,
     `-name`). Feature gates are not applied: a role covers every controller the flag names, so
-    turning a gate on (EvictionSurge with deploy/webhook.yaml) needs no other RBAC."""
+    turning a gate on for a controller the flag already names needs no other RBAC (the default
+    install does not name `eviction-surge`: deploy/webhook-rbac.yaml adds it)."""
     registry = default_registry()
     return [d.name for d in registry.enabled(registry.resolve_controllers_flag(list(entries)))]
 
@@ -342,6 +351,11 @@ def selected(entries: Iterable[str]) -> list[str]:
 def default_controllers() -> list[str]:
     """The controllers deploy/ runs: what deploy/rbac.yaml is made for."""
     return selected(deployment_controllers_flag())
+
+
+def webhook_controllers() -> list[str]:
+    """The controllers of the default install with the eviction webhook added."""
+    return selected([*deployment_controllers_flag(), WEBHOOK_CONTROLLER])
 
 
 def overlay_controllers() -> list[str]:
@@ -368,6 +382,13 @@ def render_overlay() -> str:
     return header + yaml.safe_dump_all(extra, sort_keys=False)
 
 
+def render_webhook() -> str:
+    """deploy/webhook-rbac.yaml: what the eviction webhook needs beyond deploy/rbac.yaml."""
+    header = HEADER.format(source="deploy/deployment.yaml plus eviction-surge (beyond deploy/rbac.yaml)")
+    extra = extra_manifests(webhook_controllers(), base=default_controllers(), name=WEBHOOK_ROLE)
+    return header + yaml.safe_dump_all(extra, sort_keys=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print deploy/rbac.yaml (as `> deploy/rbac.yaml` has always taken it), or the overlay's, or write both."""
     parser = argparse.ArgumentParser(
@@ -378,13 +399,19 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument(
         "--overlay", action="store_true", help=f"print {OVERLAY_MANIFEST.relative_to(ROOT)} instead"
     )
-    which.add_argument("--write", action="store_true", help="write both files in place")
+    which.add_argument(
+        "--webhook", action="store_true", help=f"print {WEBHOOK_MANIFEST.relative_to(ROOT)} instead"
+    )
+    which.add_argument("--write", action="store_true", help="write the three files in place")
     args = parser.parse_args(argv)
     if args.write:
         MANIFEST.write_text(render())
         OVERLAY_MANIFEST.write_text(render_overlay())
+        WEBHOOK_MANIFEST.write_text(render_webhook())
+    elif args.overlay:
+        sys.stdout.write(render_overlay())
     else:
-        sys.stdout.write(render_overlay() if args.overlay else render())
+        sys.stdout.write(render_webhook() if args.webhook else render())
     return 0
 
 

@@ -79,6 +79,7 @@ def calls_in(path: Path) -> list[tuple[int, Grant]]:
 INSTALLS: dict[str, tuple[tuple[Path, ...], Callable[[], list[str]]]] = {
     "deploy": ((rbac.MANIFEST,), rbac.default_controllers),
     "replace-kcm": ((rbac.MANIFEST, rbac.OVERLAY_MANIFEST), rbac.overlay_controllers),
+    "deploy+webhook": ((rbac.MANIFEST, rbac.WEBHOOK_MANIFEST), rbac.webhook_controllers),
 }
 SERVICE_ACCOUNT = {"kind": "ServiceAccount", "name": rbac.NAME, "namespace": rbac.NAMESPACE}
 REGENERATE = "regenerate: python -m controller_manager.rbac --write"
@@ -155,9 +156,20 @@ def test_the_overlay_runs_every_controller_and_adds_only_what_deploy_lacks() -> 
     assert rbac.OVERLAY_MANIFEST.name in kustomization["resources"]
 
 
+def test_the_webhook_adds_only_the_eviction_webhooks_grants() -> None:
+    """deploy/webhook-rbac.yaml, applied with deploy/webhook.yaml, grants what eviction-surge needs
+    and the default install lacks: its certificate Secret, the leader's Endpoints, the configuration."""
+    extra = _docs(rbac.WEBHOOK_MANIFEST)
+    assert set(rbac.webhook_controllers()) == {*rbac.default_controllers(), "eviction-surge"}
+    assert _grants(extra).isdisjoint(_grants(_docs(rbac.MANIFEST)))
+    assert {(g[2], g[4]) for g in _grants(extra)} >= {("validatingwebhookconfigurations", "patch")}
+    assert {d["metadata"]["name"] for d in extra} == {rbac.WEBHOOK_ROLE}
+
+
 def test_the_checked_in_manifests_are_what_the_code_generates() -> None:
     assert rbac.MANIFEST.read_text() == rbac.render(), REGENERATE
     assert rbac.OVERLAY_MANIFEST.read_text() == rbac.render_overlay(), REGENERATE
+    assert rbac.WEBHOOK_MANIFEST.read_text() == rbac.render_webhook(), REGENERATE
 
 
 def test_the_command_prints_each_install(capsys: pytest.CaptureFixture[str]) -> None:
@@ -165,6 +177,8 @@ def test_the_command_prints_each_install(capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().out == rbac.render()
     assert rbac.main(["--overlay"]) == 0
     assert capsys.readouterr().out == rbac.render_overlay()
+    assert rbac.main(["--webhook"]) == 0
+    assert capsys.readouterr().out == rbac.render_webhook()
 
 
 def test_the_secure_port_can_review_callers_and_read_the_client_ca() -> None:

@@ -4,8 +4,8 @@ The managed-cluster layout: kube-controller-manager runs every controller it has
 and Deployment controllers own the apps and answer no EvacuationRequest. aiokcm runs what
 deploy/deployment.yaml gives it (the default install's controllers, its leader election, its API
 rate limits) plus the eviction webhook as deploy/webhook.yaml asks: the `EvictionSurge` gate and the
-`eviction-surge` controller, under the RBAC `controller_manager.rbac` makes for exactly those
-controllers, as its own ServiceAccount (a missing grant is a 403). deploy/webhook.yaml is applied as
+`eviction-surge` controller, under deploy/rbac.yaml plus deploy/webhook-rbac.yaml as checked in,
+as its own ServiceAccount (a missing grant is a 403). deploy/webhook.yaml is applied as
 it is, but for its `clientConfig`, which reaches this process's port by URL.
 
 The layout of the zero-downtime drain test (`single`, `triple`, `guarded` with a PDB
@@ -107,16 +107,17 @@ def manager_args(kubeconfig: Path, webhook_port: int) -> list[str]:
 
 
 def install_manifests(webhook_port: int) -> list[dict[str, Any]]:
-    """What an operator applies: deploy/'s namespaces, CRD and ServiceAccount, the RBAC for these
-    controllers, and deploy/webhook.yaml with its clientConfig pointed at `webhook_port`."""
+    """What an operator applies: deploy/'s namespaces, CRD, ServiceAccount and RBAC, and
+    deploy/webhook.yaml with its RBAC, its clientConfig pointed at `webhook_port`."""
     docs: list[dict[str, Any]] = []
     for path in (
         DEPLOY / "namespace.yaml",
         *sorted((DEPLOY / "crds").glob("*.yaml")),
         DEPLOY / "serviceaccount.yaml",
+        rbac.MANIFEST,
+        rbac.WEBHOOK_MANIFEST,
     ):
         docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
-    docs += [dict(d) for d in rbac.manifests(rbac.selected(CONTROLLERS.split(",")))]
     for doc in yaml.safe_load_all(WEBHOOK.read_text()):
         if not doc:
             continue
