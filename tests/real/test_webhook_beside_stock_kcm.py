@@ -48,7 +48,6 @@ from controllers.replacementsurge.copies import PREVIOUS_COST_ANNOTATION, REPLAC
 from localcluster.demo import NS, App, ensure_crd
 from realcluster import ControlPlane, RealCluster
 from realcluster.controlplane import free_port
-from tests.backends import real_assets_or_skip
 from tests.e2e.test_drain_zero_downtime import APPS, AvailabilityWatch, _all_available_on, _app_pods
 from tests.e2e.test_eviction_surge import TARGET, WEBHOOK, kubectl, place_apps_on_target
 from tests.podargs import expanded_args
@@ -65,12 +64,15 @@ POD_IP = "10.255.0.1"
 MANIFEST_ORDER = ("Namespace", "CustomResourceDefinition", "ServiceAccount")
 
 
+# The session's stock-KCM plane (all of KCM's controllers, as on managed clusters), shared with the
+# other stock-KCM modules on one worker.
+pytestmark = pytest.mark.xdist_group("stock-kcm")
+
+
 @pytest.fixture
-async def cluster() -> AsyncIterator[RealCluster]:
-    """A control plane of this test's own, KCM running all of its controllers (as on managed clusters)."""
-    with ControlPlane(real_assets_or_skip(), kcm_controllers="*") as plane:
-        async with RealCluster(plane, nodes=3, pod_start_delay=0.2, termination_cap=0.5) as real:
-            yield real
+async def cluster(real_stock_plane: ControlPlane) -> AsyncIterator[RealCluster]:
+    async with RealCluster(real_stock_plane, nodes=3, pod_start_delay=0.2, termination_cap=0.5) as real:
+        yield real
 
 
 def deployed_container() -> dict[str, Any]:
