@@ -19,7 +19,7 @@ import pytest
 import yaml
 from prometheus_client import REGISTRY
 
-from controller_manager.registry import _TABLE
+from controller_manager.registry import _TABLE, import_controller_class
 from controllers.nodemaintenance import api, drain
 
 MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
@@ -49,7 +49,9 @@ def _exported() -> dict[str, tuple[str, ...]]:
     ):
         importlib.import_module(module)
     for row in _TABLE:
-        importlib.import_module(row.import_path.split(":")[0])
+        # The class itself: the packages export their controllers lazily, and a controller's
+        # metrics module is loaded with its controller, not with its package.
+        import_controller_class(row.import_path)
     out: dict[str, tuple[str, ...]] = {}
     collectors = getattr(REGISTRY, "_collector_to_names", {})
     for collector, names in collectors.items():
