@@ -23,7 +23,8 @@ What goes wrong is given back to the drain, never fought:
 - a copy not available within `surge_timeout` is deleted and the pod answered
   `EvacuationInitiated=False`: the drain evicts it under its PodDisruptionBudget; so is a pod
   that found no room under `maxSurge` within `surge_timeout` of its request (a rollout stuck with
-  its surge in use would otherwise hold the drain forever);
+  its surge in use would otherwise hold the drain forever), or whose copy the API kept refusing
+  (a ResourceQuota, an admission policy: each refusal is a `FailedCreateReplacement` event);
 - a departing pod still there `ADOPTION_GRACE` after its copy was adopted is surged for again when
   the ReplicaSet is not above its `replicas` (someone scaled up meanwhile: it needed both pods),
   and otherwise (it deleted another pod: one not ready ranks first) answered False the same way;
@@ -239,18 +240,21 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
             continue
         copy = copies.get(pod_uid)
         if copy is None:
-            if room > 0:
-                out.actions.append(Action(Step.CREATE, pod, rs))
-                room -= 1
-                continue
             asked = _requested_at(pod) or now
             waited = (now - asked).total_seconds()
             if waited >= surge_timeout:
+                why = (
+                    "no replacement could be created"  # the API refused it: a quota, a policy
+                    if room > 0
+                    else "no room under maxSurge to start a replacement (a rollout or other departing pods use it)"
+                )
                 out.actions.append(Action(
                     Step.GIVE_UP, pod, rs,
-                    f"no room under maxSurge to start a replacement within {surge_timeout:g}s (a rollout or "
-                    "other departing pods use it); the pod is evicted under its PodDisruptionBudget",
+                    f"{why} within {surge_timeout:g}s; the pod is evicted under its PodDisruptionBudget",
                 ))  # fmt: skip
+            elif room > 0:
+                out.actions.append(Action(Step.CREATE, pod, rs))
+                room -= 1
             else:
                 out.waiting_for_room += 1
                 out.wake_in(surge_timeout - waited)

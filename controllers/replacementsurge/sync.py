@@ -52,6 +52,7 @@ BARE_REPLICASET_SURGE = 1
 EVENT_SURGING = "SurgingReplacement"
 EVENT_HANDED_OVER = "ReplacementHandedOver"
 EVENT_GAVE_UP = "ReplacementSurgeGaveUp"
+EVENT_FAILED_CREATE = "FailedCreateReplacement"
 
 
 def copy_owner_index(pod: Obj) -> list[str]:
@@ -234,8 +235,16 @@ class ReplacementSurgeSync:
         self.state.expectations.expect_creations(account_key, 1)
         try:
             created = await self.client.create(PODS, body, namespace=namespace)
-        except BaseException:
+        except BaseException as exc:
             self.state.expectations.lower_expectations(account_key, 1, 0)
+            if isinstance(exc, ApiError) and exc.status in (403, 422):
+                # As KCM's FailedCreate on a ReplicaSet: said on the pod that waits for it, then
+                # retried with backoff until the surge timeout hands the pod back to the drain.
+                message = f"Error creating a replacement: {exc.message}"
+                self.recorder.event(pod, "Warning", EVENT_FAILED_CREATE, message)
+                self.log.info(
+                    "replacement copy refused", key=pod_key(pod), account=account_key, why=exc.message
+                )
             raise
         self.log.info(
             "replacement copy created",

@@ -18,7 +18,15 @@ import anyio
 import pytest
 
 from apiclient import KubeClient
-from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODDISRUPTIONBUDGETS, PODS, REPLICASETS
+from apiclient.resources import (
+    DEPLOYMENTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODDISRUPTIONBUDGETS,
+    PODS,
+    REPLICASETS,
+    Resource,
+)
 from controllers.deployment import DeploymentController
 from controllers.disruption import DisruptionController
 from controllers.nodemaintenance import NodeMaintenanceController
@@ -35,6 +43,7 @@ from tests.support.waiting import eventually
 
 # Only the drain's gate: with NodeMaintenanceDeployment off, the ReplicaSet and Deployment
 # controllers are KCM's, answering nothing.
+RESOURCEQUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True)
 GATES = {"DeclarativeNodeMaintenance": True}
 BESIDE_KCM = NodeMaintenanceConfig(surge_answers=True, bare_replicasets_answer=True)
 TARGET = "node-1"
@@ -45,7 +54,7 @@ POD_SPEC = {
 }
 
 
-def beside_kcm(kube: KubeClient) -> Any:
+def beside_kcm(kube: KubeClient, *, surge_timeout: float = 600.0) -> Any:
     """KCM's ReplicaSet, Deployment and disruption controllers (aiokcm's, answering nothing), and the
     default install's drain and replacement surge."""
     return running_controllers(
@@ -54,7 +63,9 @@ def beside_kcm(kube: KubeClient) -> Any:
         DeploymentController,
         DisruptionController,
         NodeMaintenanceController,
-        ReplacementSurgeController,
+        lambda ctx: ReplacementSurgeController(
+            ctx, name="replacement-surge", workers=2, surge_timeout=surge_timeout
+        ),
         gates=GATES,
         configs=[BESIDE_KCM],
     )
@@ -200,3 +211,54 @@ async def _only_solo_cost_left(kube: KubeClient) -> bool:
             for p in await kube.list_all(PODS, namespace=NS)
         )
     )
+
+
+async def test_a_quota_that_refuses_the_copies_hands_the_pods_back_to_the_eviction(
+    cluster: Any, kube: KubeClient
+) -> None:
+    """A ResourceQuota with no room for one more pod: every copy is refused (a Warning event on the
+    pod saying why, as KCM's FailedCreate), and after the surge timeout the pods go back to the drain:
+    `web` (no budget) is evicted, `solo`'s budget refuses and blocks the node, and `solo` keeps serving."""
+    await ensure_crd(kube)
+    nodes = sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
+    others = [n for n in nodes if n != TARGET]
+    apps = (APPS[0], APPS[1])  # solo (PDB minAvailable 1) and web
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "pods", "namespace": NS},
+        "spec": {"hard": {"pods": "4"}},
+    }
+    async with beside_kcm(kube, surge_timeout=2.0) as harness:
+        for n in others:
+            await kube.patch(NODES, n, {"spec": {"unschedulable": True}})
+        for app in apps:
+            await kube.create(DEPLOYMENTS, deployment(app), namespace=NS)
+            if app.pdb_min_available is not None:
+                await kube.create(PODDISRUPTIONBUDGETS, pdb(app), namespace=NS)
+
+        async def up() -> bool:
+            pods = await kube.list_all(PODS, namespace=NS)
+            return sum(1 for p in pods if pod_available(p)) == 4
+
+        await eventually(up, "solo and web up on the node", timeout=60)
+        await kube.create(RESOURCEQUOTAS, quota, namespace=NS)
+        for n in others:
+            await kube.patch(NODES, n, {"spec": {"unschedulable": None}})
+        solo = (await _pods_of(kube, "solo"))[0]["metadata"]["name"]
+        await kube.create(NODEMAINTENANCES, node_maintenance("quota", [TARGET], drain=True, timeout=0))
+
+        async def handed_back() -> bool:
+            status = (await kube.get(NODEMAINTENANCES, "quota")).get("status") or {}
+            blocks = ((status.get("nodes") or {}).get(TARGET) or {}).get("blockingPods") or []
+            web_left = [p for p in await _pods_of(kube, "web") if p["spec"].get("nodeName") == TARGET]
+            return not web_left and any(b.get("reason") == "EvictionRefused" for b in blocks)
+
+        await eventually(handed_back, "web evicted and solo blocked by its budget", timeout=60)
+        reasons = set(harness.events.reasons())
+        assert {"FailedCreateReplacement", "ReplacementSurgeGaveUp"} <= reasons, reasons
+        refused = [e.message for e in harness.events.events if e.reason == "FailedCreateReplacement"]
+        assert all("exceeded quota" in m for m in refused), refused
+        assert "SurgingReplacement" not in reasons
+        assert (await kube.get(PODS, solo, namespace=NS))["metadata"].get("deletionTimestamp") is None
+        assert [p for p in await kube.list_all(PODS, namespace=NS, label_selector=REPLACES_LABEL)] == []
