@@ -97,6 +97,8 @@ CASES: dict[str, tuple[Account, Want]] = {
         (account([answered("a")], [copy_of(A)], surge=0), Want(["mark-lowest a", "adopt copy-a"])),
     "a pod waiting for room past the surge timeout is given back to the drain":
         (account([answered("a"), answered("b", requested=TIMEOUT)]), Want(["create a", "give-up b"])),
+    "room, but no copy created within the surge timeout (the API refused them): given back":
+        (account([answered("a", requested=TIMEOUT)]), Want(["give-up a"])),
     # -- the hand-over
     "copy available on another node: lowest cost first, then adopt":
         (account([answered("a")], [copy_of(A)]), Want(["mark-lowest a", "adopt copy-a"])),
