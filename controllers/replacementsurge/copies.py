@@ -19,8 +19,9 @@ with the ReplicaSet, and the adoption turns it into the controller reference (st
 - `maintenance.aiokcm.io/replaced-pod` (annotation, on an adopted copy): `<uid>@<time adopted>`;
 - `maintenance.aiokcm.io/previous-deletion-cost` (annotation, on a departing pod): the deletion
   cost it had before we lowered it ("" for none), restored when the request is withdrawn. A
-  departing pod's cost is one above the lowest int32; it drops to the lowest just before its copy
-  is handed over, so when the ReplicaSet adopts one copy it deletes that copy's pod and no other.
+  departing pod's cost is one above the lowest int32 while other pods of its ReplicaSet leave too,
+  and drops to the lowest just before its copy is handed over (at once when it leaves alone), so
+  when the ReplicaSet adopts a copy it deletes that copy's pod and no other.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ REPLACED_ANNOTATION = "maintenance.aiokcm.io/replaced-pod"
 PREVIOUS_COST_ANNOTATION = "maintenance.aiokcm.io/previous-deletion-cost"
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 # The lowest int32: KCM's ReplicaSet controller removes this pod before any other ready one. Only
-# a pod whose copy is being handed over has it, so the adoption removes exactly that pod; the
-# other departing pods have one more, below every other pod (a scale-down still takes them first).
+# a pod whose copy is being handed over, or the one pod leaving its ReplicaSet, has it, so the
+# adoption removes exactly that pod; other departing pods have one more, below every other pod (a
+# scale-down still takes them first).
 LOWEST_COST = str(-(2**31))
 DEPARTING_COST = str(-(2**31) + 1)
 # What a Deployment's ReplicaSets add to its selector: holding it back keeps the copy matched by

@@ -5,9 +5,9 @@ whose ReplicaSet no in-controller responder answers for (no `evacuation-ready` m
 account that may surge at all (`maxSurge` above 0, not being deleted: otherwise the drain evicts
 at once, as it does for any owner that cannot surge), is taken through these steps, each one
 write, each one resumable after a restart from what the objects say (`copies.py`):
-1. *mark*: a deletion cost below every other pod's (one above the lowest int32), so any
-   scale-down KCM's ReplicaSet controller makes (an autoscaler's, a person's) removes departing
-   pods before any other ready one;
+1. *mark*: a deletion cost below every other pod's, so any scale-down KCM's ReplicaSet
+   controller makes (an autoscaler's, a person's) removes departing pods before any other ready
+   one: the lowest int32 for a pod alone in leaving its ReplicaSet, else one above it;
 2. *answer*: `EvacuationInitiated=True`, so the drain waits instead of evicting;
 3. *create*: a copy of the ReplicaSet's template outside its selector, when the account has room
    under `maxSurge` (a Deployment's, resolved as KCM's rolling update does; 1 for a ReplicaSet
@@ -15,9 +15,10 @@ write, each one resumable after a restart from what the objects say (`copies.py`
    from: every departing pod of it shares one budget, counted from the objects (surge a rollout
    uses, copies not yet adopted, adopted copies whose departing pod is still there);
 4. *adopt*: once the copy is available (`minReadySeconds`) on another node, the departing pod
-   gets the lowest cost and then the copy its labels back; KCM's ReplicaSet controller adopts it
-   and deletes the departing pod, the one pod at the lowest cost (a tie between departing pods
-   would let it delete one whose copy is not ready yet, and that pod would then go unreplaced).
+   gets the lowest cost (and any other pod of the ReplicaSet still at it without a copy ready is
+   raised one) and then the copy its labels back; KCM's ReplicaSet controller adopts it and
+   deletes the departing pod, the one pod at the lowest cost (a tie between departing pods would
+   let it delete one whose copy is not ready yet, and that pod would then go unreplaced).
 
 What goes wrong is given back to the drain, never fought:
 - a copy not available within `surge_timeout` is deleted and the pod answered
@@ -196,6 +197,30 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
         if who and who in active_uids:
             adopted[who] = (p, when)
 
+    def rs_uid_of(pod: Obj) -> str:
+        return str((get_controller_of(pod) or {}).get("uid", ""))
+
+    def available_elsewhere(copy: Obj | None, pod: Obj) -> bool:
+        where = node_name(copy) if copy is not None else ""
+        return (
+            copy is not None
+            and bool(where)
+            and where != node_name(pod)
+            and is_pod_available(copy, account.min_ready_seconds, now)
+        )
+
+    # Per ReplicaSet, the pods leaving it (asked to, or still carrying our cost); the departing pods
+    # whose copy is handed over now. A pod alone in leaving its ReplicaSet gets the lowest cost at
+    # once (one write fewer); with others, the lowest only at its hand-over, when any other pod of
+    # that ReplicaSet still at the lowest without a copy of its own is raised first: the adoption
+    # must find exactly the pods whose copies it adopts at the lowest cost.
+    leaving: dict[str, set[str]] = {}
+    for p in active:
+        if uid(p) in departing_uids or is_marked(p):
+            leaving.setdefault(rs_uid_of(p), set()).add(uid(p))
+    handing_over = {uid(p) for p in departing if available_elsewhere(copies.get(uid(p)), p)}
+    raised: set[str] = set()
+
     in_use = max(0, sum(_rs_replicas(rs) for rs in account.replica_sets) - account.desired)
     in_use += sum(1 for u in copies if u in departing_uids) + len(adopted)
     room = account.surge_limit - in_use
@@ -213,11 +238,31 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
                     "evicted under its PodDisruptionBudget",
                 ))  # fmt: skip
             continue
-        if not is_marked(pod):
-            out.actions.append(Action(Step.MARK, pod))
+        pod_uid = uid(pod)
+        if pod_uid in handing_over:
+            wanted: str | None = LOWEST_COST
+        elif not is_marked(pod):
+            alone = leaving.get(rs_uid_of(pod), set()) <= {pod_uid}
+            wanted = LOWEST_COST if alone else DEPARTING_COST
+        else:
+            wanted = None  # marked already: kept until its hand-over
+        if wanted is not None and marked_cost(pod) != wanted:
+            if wanted == LOWEST_COST and pod_uid in handing_over:
+                for other in active:
+                    other_uid = uid(other)
+                    if (
+                        other_uid != pod_uid
+                        and rs_uid_of(other) == rs_uid_of(pod)
+                        and marked_cost(other) == LOWEST_COST
+                        and other_uid not in handing_over
+                        and other_uid not in adopted
+                        and other_uid not in raised
+                    ):
+                        raised.add(other_uid)
+                        out.actions.append(Action(Step.MARK, other, rs, cost=DEPARTING_COST))
+            out.actions.append(Action(Step.MARK, pod, rs, cost=wanted))
         if not _initiated(pod):
             out.actions.append(Action(Step.ANSWER, pod))
-        pod_uid = uid(pod)
         if pod_uid in adopted:
             since = adopted[pod_uid][1] or now
             left = ADOPTION_GRACE - (now - since).total_seconds()
@@ -260,14 +305,8 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
                 out.wake_in(surge_timeout - waited)
             continue
         copy_node = node_name(copy)
-        if (
-            copy_node
-            and copy_node != node_name(pod)
-            and is_pod_available(copy, account.min_ready_seconds, now)
-        ):
-            if marked_cost(pod) != LOWEST_COST:
-                out.actions.append(Action(Step.MARK, pod, rs, cost=LOWEST_COST))
-            out.actions.append(Action(Step.ADOPT, copy, rs))
+        if pod_uid in handing_over:
+            out.actions.append(Action(Step.ADOPT, copy, rs))  # its lowest cost is set above
             continue
         age = (now - (_created_at(copy) or now)).total_seconds()
         if age >= surge_timeout or (copy_node and copy_node == node_name(pod)):

@@ -58,9 +58,22 @@ class Want:
 A, B = pod("a"), pod("b")
 CASES: dict[str, tuple[Account, Want]] = {
     # -- the first steps, and the shared budget
-    "asked, nothing done yet: mark, answer, create":
+    "asked, nothing done yet, alone in leaving its ReplicaSet: the lowest cost at once, answer, create":
         (account([A, pod("b", requested=None), pod("c", requested=None)]),
-         Want(["mark a", "answer a", "create a"])),
+         Want(["mark-lowest a", "answer a", "create a"])),
+    "two asked from one ReplicaSet: neither gets the lowest cost before its hand-over":
+        (account([A, B]), Want(["mark a", "answer a", "create a", "mark b", "answer b"],
+                               waiting=1, requeue=TIMEOUT - 10)),
+    "one leaving already (marked), a second asked: the second waits one above the lowest":
+        (account([answered("a", cost=LOWEST_COST), B], [copy_of(A, ready=False)]),
+         Want(["mark b", "answer b"], waiting=1, requeue=TIMEOUT - 30)),
+    "a hand-over raises another pod of its ReplicaSet at the lowest without a copy ready":
+        (account([answered("a", cost=LOWEST_COST), answered("b")], [copy_of(A, ready=False), copy_of(B)],
+                 surge=2),
+         Want(["mark a", "mark-lowest b", "adopt copy-b"], requeue=TIMEOUT - 30)),
+    "two handed over together: both at the lowest, nothing raised":
+        (account([answered("a"), answered("b")], [copy_of(A), copy_of(B)], surge=2),
+         Want(["mark-lowest a", "adopt copy-a", "mark-lowest b", "adopt copy-b"])),
     "marked and answered already: only the create": (account([answered("a")]), Want(["create a"])),
     "maxSurge 1 is one budget for every departing pod of the account (any node)":
         (account([answered("c"), answered("a", node="node-3"), answered("b")]),
@@ -178,7 +191,9 @@ def test_actions_carry_the_replicaset_and_the_cost() -> None:
     rs = deployment_rs()
     out = plan(account([A], replica_sets=[rs]), now=NOW, surge_timeout=TIMEOUT)
     mark, answer, create = out.actions
-    assert (mark.step, mark.pod, mark.cost) == (Step.MARK, A, DEPARTING_COST)
+    assert (mark.step, mark.pod, mark.cost) == (Step.MARK, A, LOWEST_COST)  # alone in leaving
+    two = plan(account([A, B], replica_sets=[rs], surge=2), now=NOW, surge_timeout=TIMEOUT)
+    assert [a.cost for a in two.actions if a.step is Step.MARK] == [DEPARTING_COST, DEPARTING_COST]
     assert (answer.step, answer.pod) == (Step.ANSWER, A)
     assert (create.step, create.pod, create.replica_set) == (Step.CREATE, A, rs)
 
