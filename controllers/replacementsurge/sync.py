@@ -26,6 +26,7 @@ from controllers.common.evacuation import (
     REASON_NODE_MAINTENANCE,
     evacuation_initiated_patch,
 )
+from controllers.common.expectations import EXPECTATIONS_TIMEOUT
 from controllers.common.pods import node_name, pod_key
 from controllers.context import EventRecorder
 from controllers.replacementsurge import copies, metrics
@@ -131,7 +132,9 @@ class ReplacementSurgeSync:
             self.state.expectations.delete_expectations(key)
             return None
         if not self.state.expectations.satisfied_expectations(key):
-            return None  # a copy created or deleted is not in the cache yet: its event wakes us
+            # A copy created or deleted is not in the cache yet: its event wakes us, or, should the
+            # watch never show it (a relist past it), the expectations' own expiry does.
+            return Result(requeue_after=EXPECTATIONS_TIMEOUT + 1.0)
         written = self.state.written
         if any(written.superseded(pod_key(p), p) for p in (*account.pods, *account.copies)):
             return None  # a pod we patched is not in the cache yet: its event wakes us
