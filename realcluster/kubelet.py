@@ -43,6 +43,11 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 _TRANSIENT = (aiohttp.ClientError, OSError, TimeoutError)
 
 
+# What is scheduled for a pod (`ApiKubelets._pending`): its start, or its finish, which wins.
+_START = "start"
+_FINISH = "finish"
+
+
 def _now() -> str:
     return format_time(utcnow())
 
@@ -136,8 +141,10 @@ class ApiKubelets:
         self._kubelets: dict[str, ApiKubelet] = {}
         self._tg: TaskGroup | None = None
         # pods being started or finished, by uid: a StatefulSet pod made again under the same
-        # name while its predecessor's finish is still winding down must not be skipped
-        self._pending: set[str] = set()
+        # name while its predecessor's finish is still winding down must not be skipped, and a
+        # pod deleted while its start is pending is finished all the same (a real kubelet kills
+        # it), not left Terminating because its start was in flight
+        self._pending: dict[str, str] = {}
         self._watch_scope: anyio.CancelScope | None = None
         self.registered = anyio.Event()
 
@@ -343,13 +350,15 @@ class ApiKubelets:
         if kubelet is None or not kubelet.running or self._tg is None:
             return
         key = (meta["namespace"], meta["name"])
-        if meta["uid"] in self._pending:
-            return
         if meta.get("deletionTimestamp"):
+            if self._pending.get(meta["uid"]) == _FINISH:
+                return
             self.held.pop(key, None)
             grace = meta.get("deletionGracePeriodSeconds") or 0
-            self._pending.add(meta["uid"])
+            self._pending[meta["uid"]] = _FINISH
             self._tg.start_soon(self._finish, pod, min(float(grace), self.termination_cap))
+            return
+        if meta["uid"] in self._pending:
             return
         ready = any(
             c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
@@ -360,7 +369,7 @@ class ApiKubelets:
         recovering = key in kubelet.recovering and not ready
         if status.get("phase") != "Running" or (ready and failing) or recovering:
             kubelet.recovering.discard(key)
-            self._pending.add(meta["uid"])
+            self._pending[meta["uid"]] = _START
             delay = self.pod_start_delay if status.get("phase") != "Running" else 0.0
             self._tg.start_soon(self._run_pod, pod, kubelet, delay)
 
@@ -371,7 +380,7 @@ class ApiKubelets:
         if entry is None or self._tg is None:
             return
         self._released.add(key)
-        self._pending.add(entry[0]["metadata"]["uid"])
+        self._pending[entry[0]["metadata"]["uid"]] = _START
         self._tg.start_soon(self._run_pod, entry[0], entry[1], 0.0)
 
     def _never_ready(self, pod: Obj) -> bool:
@@ -430,7 +439,8 @@ class ApiKubelets:
                 give_up=(404, 409, 422),
             )
         finally:
-            self._pending.discard(meta["uid"])
+            if self._pending.get(meta["uid"]) == _START:  # a finish that came meanwhile stays
+                del self._pending[meta["uid"]]
 
     async def _finish(self, pod: Obj, delay: float) -> None:
         meta = pod["metadata"]
@@ -447,4 +457,4 @@ class ApiKubelets:
                 give_up=(404, 409),
             )
         finally:
-            self._pending.discard(meta["uid"])
+            self._pending.pop(meta["uid"], None)

@@ -139,11 +139,17 @@ async def uncordon_all_but(kube: KubeClient, keep: set[str]) -> None:
 
 async def no_leftovers(kube: KubeClient) -> None:
     """No copy and no deletion-cost mark left (a deleted copy may take its grace period to go)."""
+    left: list[str] = []
 
     async def clean() -> bool:
-        return await leftovers(kube, NS) == []
+        left[:] = await leftovers(kube, NS)
+        return not left
 
-    await eventually(clean, "no copy or deletion-cost mark left", timeout=15)
+    try:
+        await eventually(clean, "no copy or deletion-cost mark left", timeout=15)
+    except AssertionError:
+        pods = {p["metadata"]["name"]: p["metadata"] for p in await kube.list_all(PODS, namespace=NS)}
+        raise AssertionError(f"left behind: {left}; pods: {pods}") from None
 
 
 async def wait_drained(kube: KubeClient, name: str, timeout: float = 90) -> None:
