@@ -220,9 +220,8 @@ async def test_a_user_scaling_during_the_surge_wins_and_an_autoscaler_scale_down
         await tg.start(lambda task_status: log.run(kube, task_status=task_status))
         await kube.create(NODEMAINTENANCES, nm)
         await eventually(lambda: bool(log.copies), "a copy waiting for room", timeout=30)
-        scale = await kube.get(DEPLOYMENTS, "web", namespace=NS, subresource="scale")
-        scale["spec"]["replicas"] = 2
-        await kube.replace(DEPLOYMENTS, scale, namespace=NS, subresource="scale")
+        # As `kubectl scale`: a patch of the scale subresource (a PUT races KCM's status writes).
+        await kube.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 2}}, namespace=NS, subresource="scale")
 
         async def scaled_down() -> bool:
             pods = [p for p in await kube.list_all(PODS, namespace=NS) if _app(p) == "web"]
@@ -246,9 +245,8 @@ async def test_a_user_scaling_during_the_surge_wins_and_an_autoscaler_scale_down
         }
         on_other = {name for name, node in before.items() if node != TARGET}
         assert on_other <= kept, "the scale-down removed a pod that was not leaving"
-        scale = await kube.get(DEPLOYMENTS, "web", namespace=NS, subresource="scale")
-        scale["spec"]["replicas"] = 4
-        await kube.replace(DEPLOYMENTS, scale, namespace=NS, subresource="scale")
+        # As `kubectl scale`: a patch of the scale subresource (a PUT races KCM's status writes).
+        await kube.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 4}}, namespace=NS, subresource="scale")
         await uncordon_all_but(kube, {TARGET})
         await wait_drained(kube, "scaled")
         assert log.least["web"] >= 2, log.least  # never below what the user asked for at the time
