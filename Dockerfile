@@ -22,6 +22,7 @@ COPY kubeutil ./kubeutil
 COPY workqueue ./workqueue
 COPY informers ./informers
 COPY nodemaintenancelease ./nodemaintenancelease
+COPY evictionapi ./evictionapi
 COPY controllers ./controllers
 COPY controller_manager ./controller_manager
 

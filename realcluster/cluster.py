@@ -56,6 +56,9 @@ _NAMESPACED = (
     Resource("", "v1", "limitranges", "LimitRange", True),
     Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
     Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True),
+    # The EvictionRequest API's kinds outlive no test, though their CRDs do (KEPT_CRDS).
+    Resource("lifecycle.aiokcm.io", "v1alpha1", "evictionrequests", "EvictionRequest", True),
+    Resource("lifecycle.aiokcm.io", "v1alpha1", "evictions", "Eviction", True),
 )
 #: Cluster-scoped kinds tests create; PriorityClasses named `system-` are the server's own.
 _CLUSTER_SCOPED = (
@@ -65,7 +68,13 @@ _CLUSTER_SCOPED = (
 _KEPT_CONFIGMAPS = frozenset({"kube-root-ca.crt", "extension-apiserver-authentication"})
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 # CRDs that outlive a test: installing one takes a while and every test that needs it installs it.
-KEPT_CRDS = frozenset({"nodemaintenances.maintenance.aiokcm.io"})
+KEPT_CRDS = frozenset(
+    {
+        "nodemaintenances.maintenance.aiokcm.io",
+        "evictionrequests.lifecycle.aiokcm.io",
+        "evictions.lifecycle.aiokcm.io",
+    }
+)
 
 
 class RealCluster:

@@ -6,6 +6,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from controller_manager import crds
@@ -120,18 +121,29 @@ def test_eviction_webhook_reaches_the_served_path_and_can_never_block() -> None:
     assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == ["webhook"]
 
 
-def test_packaged_crd_is_the_one_users_apply() -> None:
-    """The image and wheels install the CRD from package data; `kubectl apply -k deploy/` from deploy/crds.
+@pytest.mark.parametrize("name", [crds.NODEMAINTENANCE, crds.EVICTIONREQUEST, crds.EVICTION])
+def test_packaged_crd_is_the_one_users_apply(name: str) -> None:
+    """The image and wheels install the CRDs from package data; `kubectl apply -k deploy/` from deploy/crds.
 
     Two copies so each works without the other's tree; byte equality so they never drift (copy
-    deploy/crds/nodemaintenance.yaml over controller_manager/crds/ after editing it).
+    deploy/crds/<name>.yaml over controller_manager/crds/ after editing it).
     """
-    applied = (DEPLOY / "crds" / crds.NODEMAINTENANCE).read_bytes()
-    packaged = resources.files(crds).joinpath(crds.NODEMAINTENANCE).read_bytes()
+    applied = (DEPLOY / "crds" / name).read_bytes()
+    packaged = resources.files(crds).joinpath(name).read_bytes()
     assert packaged == applied, (
-        "controller_manager/crds/nodemaintenance.yaml differs from deploy/crds/nodemaintenance.yaml: "
-        "cp deploy/crds/nodemaintenance.yaml controller_manager/crds/"
+        f"controller_manager/crds/{name} differs from deploy/crds/{name}: cp deploy/crds/{name} controller_manager/crds/"
     )
+    assert f"crds/{name}" in yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+
+
+def test_packaged_crds_load() -> None:
     crd = crds.nodemaintenance_crd()
     assert crd["metadata"]["name"] == "nodemaintenances.maintenance.aiokcm.io"
     assert crd["spec"]["names"]["kind"] == "NodeMaintenance"
+    request, eviction = crds.eviction_api_crds()
+    assert request == crds.evictionrequest_crd()
+    assert request["metadata"]["name"] == "evictionrequests.lifecycle.aiokcm.io"
+    assert eviction == crds.eviction_crd()
+    assert eviction["metadata"]["name"] == "evictions.lifecycle.aiokcm.io"
+    stripped = crds.eviction_api_crds(transition_rules=False)
+    assert "oldSelf" in str(request) and "oldSelf" not in str(stripped)

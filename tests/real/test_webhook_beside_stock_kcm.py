@@ -52,6 +52,7 @@ from tests.e2e.test_drain_zero_downtime import APPS, AvailabilityWatch, _all_ava
 from tests.e2e.test_eviction_surge import TARGET, WEBHOOK, kubectl, place_apps_on_target
 from tests.podargs import expanded_args
 from tests.real.test_deploy_rbac import _service_account_token
+from tests.support.manifests import kubectl_apply
 from tests.support.waiting import eventually
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -208,8 +209,7 @@ async def test_kubectl_drain_beside_stock_kcm_keeps_every_app_at_its_replicas(
     port = free_port()
     manifest = tmp_path / "install.yaml"
     manifest.write_text(yaml.safe_dump_all(install_manifests(port), sort_keys=False))
-    code, out = await kubectl(cluster, "apply", "-f", str(manifest))
-    assert code == 0, out
+    await kubectl_apply(cluster.kubeconfig_path, [manifest])
     await ensure_crd(kube)
     token = await _service_account_token(kube)
     opts = parse_run_args(
