@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,7 +36,10 @@ from controller_manager.registry import ControllerDescriptor, ControllerRegistry
 from controller_manager.server import HealthState, serve
 from controllers.common.evacuation import PUBLIC_SURGE_CONTROLLER, SURGING_CONTROLLERS
 from controllers.context import ControllerContext, FeatureGates
+from controllers.evictionresponder import registration as surge_registration
+from controllers.features import EVICTION_REQUEST_API
 from controllers.worker import is_expected_failure
+from evictionapi import served
 
 if TYPE_CHECKING:
     from controllers.base import Controller
@@ -72,6 +75,37 @@ def _surge_answers(enabled: list[ControllerDescriptor], gates: FeatureGates) -> 
     return SURGING_CONTROLLERS <= {d.name for d in enabled} and gates.enabled(
         features.NODE_MAINTENANCE_DEPLOYMENT
     )
+
+
+# KCM runs these two where the API server serves the built-in EvictionRequest API.
+KCM_EVICTION_CONTROLLERS = frozenset(
+    {"evictionrequest-controller", "imperative-eviction-responder-controller"}
+)
+
+
+def _leave_builtin_eviction_controllers(
+    enabled: list[ControllerDescriptor], api: served.EvictionAPI
+) -> list[ControllerDescriptor]:
+    """`enabled` without KCM's two EvictionRequest controllers when the server serves the built-in
+    API (its KCM runs them: two would race over the same Evictions); as given otherwise."""
+    if not api.builtin:
+        return enabled
+    for d in enabled:
+        if d.name in KCM_EVICTION_CONTROLLERS:
+            log.info("left to kube-controller-manager: the server serves the built-in API", controller=d.name,
+                     group=api.group)  # fmt: skip
+    return [d for d in enabled if d.name not in KCM_EVICTION_CONTROLLERS]
+
+
+def _implicit_responders(enabled: Iterable[ControllerDescriptor]) -> tuple[tuple[str, int], ...]:
+    """The responders aiokcm runs itself, listed on every new Eviction after the pod's own.
+
+    Nobody has to edit a workload to get the surge: with its responder enabled, the evictionrequest
+    controller registers it for every pod (it hands a pod it cannot serve on at once).
+    """
+    if any(d.name == "eviction-responder" for d in enabled):
+        return ((surge_registration.RESPONDER_NAME, surge_registration.RESPONDER_PRIORITY),)
+    return ()
 
 
 def _surge_layout(
@@ -258,6 +292,12 @@ class Manager:
                     controller=d.name,
                     required=list(d.required_gates),
                 )
+        eviction_api = served.AIOKCM
+        if any(EVICTION_REQUEST_API in d.required_gates for d in enabled) or (
+            opts.eviction_surge.eviction_requests and any(d.name == "eviction-surge" for d in enabled)
+        ):
+            eviction_api = await served.discover(self.client)
+            enabled = _leave_builtin_eviction_controllers(enabled, eviction_api)
         broadcaster = EventBroadcaster(self.client.derive("events"))
         informers = self.factory(self.client.derive("shared-informers"))
         ctx = ControllerContext(
@@ -265,14 +305,22 @@ class Manager:
             informers=informers,
             events=broadcaster,
             gates=opts.gates,
+            eviction_api=eviction_api,
         )
         enabled, own, public = _surge_layout(enabled, opts.gates)
         maintenance = dataclasses.replace(
             opts.node_maintenance, surge_answers=own or public, bare_replicasets_answer=public
         )
         surge = dataclasses.replace(opts.eviction_surge, public_surge=public)
+        requests = dataclasses.replace(
+            opts.eviction_request, implicit_responders=_implicit_responders(enabled)
+        )
         self.controllers = self._build(
-            enabled, ctx, dataclasses.replace(opts, node_maintenance=maintenance, eviction_surge=surge)
+            enabled,
+            ctx,
+            dataclasses.replace(
+                opts, node_maintenance=maintenance, eviction_surge=surge, eviction_request=requests
+            ),
         )
         for controller in self.controllers:
             self.health.add_check(controller.name, controller.healthy)

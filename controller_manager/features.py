@@ -18,6 +18,9 @@ from controllers.features import (
     DECLARATIVE_NODE_MAINTENANCE as DECLARATIVE_NODE_MAINTENANCE,
 )
 from controllers.features import (
+    EVICTION_REQUEST_API as EVICTION_REQUEST_API,
+)
+from controllers.features import (
     EVICTION_SURGE as EVICTION_SURGE,
 )
 from controllers.features import (
@@ -65,6 +68,8 @@ DEFAULT_FEATURES: Mapping[str, FeatureSpec] = {
     SEPARATE_TAINT_EVICTION_CONTROLLER: FeatureSpec(default=True, stage=Stage.BETA),
     # Surge at eviction time (the admission webhook on pods/eviction): aiokcm's own, alpha.
     EVICTION_SURGE: FeatureSpec(default=False, stage=Stage.ALPHA),
+    # KEP-4563's EvictionRequest API: alpha and off by default, as upstream's gate.
+    EVICTION_REQUEST_API: FeatureSpec(default=False, stage=Stage.ALPHA),
     # The ReplicaSet controller's scale-down order, as in Kubernetes (beta since 1.22).
     POD_DELETION_COST: FeatureSpec(default=True, stage=Stage.BETA),
     LOGARITHMIC_SCALE_DOWN: FeatureSpec(default=True, stage=Stage.BETA),

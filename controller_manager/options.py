@@ -21,7 +21,8 @@ from typing import Literal, NoReturn
 
 from controller_manager import features
 from controller_manager.registry import ControllerRegistry
-from controllers.evictionsurge.config import EvictionSurgeConfig
+from controllers.evictionrequest.config import EvictionRequestConfig
+from controllers.evictionsurge.config import REQUEST_MODES, REQUESTS_EVICTION_REQUEST, EvictionSurgeConfig
 from controllers.nodelifecycle.config import NodeLifecycleConfig
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.rollout import LimitError, scaled
@@ -202,6 +203,8 @@ class ManagerOptions:
     node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
     node_maintenance: NodeMaintenanceConfig = field(default_factory=NodeMaintenanceConfig)
     eviction_surge: EvictionSurgeConfig = field(default_factory=EvictionSurgeConfig)
+    # No flag: the manager fills its implicit responders from the controllers it runs.
+    eviction_request: EvictionRequestConfig = field(default_factory=EvictionRequestConfig)
 
 
 FlagKind = Literal["duration", "int", "float"]
@@ -500,6 +503,16 @@ def build_run_parser(registry: ControllerRegistry, *, prog: str = "aiokcm run") 
         help="An evacuation asked for by the webhook is withdrawn when no eviction of the "
         "pod is retried within this window.",
     )
+    hook.add_argument(
+        "--eviction-surge-requests",
+        choices=REQUEST_MODES,
+        default=surge.requests,
+        dest="eviction_surge_requests",
+        help="How the webhook asks for a replacement of a pod whose eviction it holds back: the "
+        "pod's EvacuationRequest condition, or an EvictionRequest (requester "
+        "eviction-surge.aiokcm.io/webhook) for the pod's eviction responders, named in the "
+        "denial; EvictionRequest needs the EvictionRequestAPI feature gate.",
+    )
 
     authn = parser.add_argument_group("authentication")
     authn.add_argument(
@@ -610,6 +623,13 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         gates.set_from_string(ns.feature_gates)
     except ValueError as exc:
         raise UsageError(f"{parser.prog}: --feature-gates: {exc}") from None
+    if ns.eviction_surge_requests == REQUESTS_EVICTION_REQUEST and not gates.enabled(
+        features.EVICTION_REQUEST_API
+    ):
+        raise UsageError(
+            f"{parser.prog}: --eviction-surge-requests={REQUESTS_EVICTION_REQUEST} needs the "
+            f"{features.EVICTION_REQUEST_API} feature gate (--feature-gates={features.EVICTION_REQUEST_API}=true)"
+        )
     entries = [e for e in ns.controllers.split(",") if e.strip()]
     try:
         controllers = tuple(registry.resolve_controllers_flag(entries))
@@ -656,7 +676,9 @@ def parse_run_args(argv: Sequence[str], registry: ControllerRegistry) -> Manager
         node_lifecycle=lifecycle,
         node_maintenance=NodeMaintenanceConfig(max_unschedulable=ns.node_maintenance_max_unschedulable),
         eviction_surge=EvictionSurgeConfig(
-            surge_timeout=ns.eviction_surge_timeout, retry_window=ns.eviction_surge_retry_window
+            surge_timeout=ns.eviction_surge_timeout,
+            retry_window=ns.eviction_surge_retry_window,
+            requests=ns.eviction_surge_requests,
         ),
     )
 

@@ -35,6 +35,8 @@ import yaml
 
 from controller_manager.registry import default_registry
 from controllers.nodelifecycle.healthsync import NODE_LEASE_NAMESPACE
+from evictionapi.names import AIOKCM_GROUP as EVICTION_API_GROUP
+from evictionapi.names import BUILTIN_GROUP as BUILTIN_EVICTION_API_GROUP
 from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASE_NAMESPACE
 
 READ = ("get", "list", "watch")
@@ -99,6 +101,11 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         # cordon or drain (nodemaintenancelease/gate.py), and its namespace made if missing.
         Rule("coordination.k8s.io", "leases", ("get", "create", "update"), MAINTENANCE_LEASES),
         Rule("", "namespaces", ("create",)),
+        # With spec.evictionAPI: EvictionRequest (and the EvictionRequestAPI gate): one request per
+        # pod, asked, joined, and withdrawn by patch, in whichever group the cluster serves
+        # (controllers/nodemaintenance/evictionrequests.py; the resource is a variable there).
+        Rule(EVICTION_API_GROUP, "evictionrequests", ("list", "watch", "create", "patch")),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictionrequests", ("list", "watch", "create", "patch")),
     ),
     "taint-eviction-controller": (
         Rule("", "nodes", ("list", "watch")),
@@ -126,6 +133,44 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("apps", "replicasets", ("list", "watch")),
         Rule("apps", "deployments", ("list", "watch")),
     ),
+    # KEP-4563's evictionrequest controller (left to KCM where the server serves the built-in API,
+    # so its rules cover both groups): creates one Eviction per pod, keeps its labels and owners
+    # (patch), writes its status and the requests' conditions.
+    "evictionrequest-controller": (
+        Rule(EVICTION_API_GROUP, "evictions", ("list", "watch", "create", "patch")),
+        Rule(EVICTION_API_GROUP, "evictions/status", ("patch",)),
+        Rule(EVICTION_API_GROUP, "evictionrequests", ("list", "watch")),
+        Rule(EVICTION_API_GROUP, "evictionrequests/status", ("patch",)),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictions", ("list", "watch", "create", "patch")),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictions/status", ("patch",)),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictionrequests", ("list", "watch")),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictionrequests/status", ("patch",)),
+        Rule("", "pods", ("list", "watch")),
+    ),
+    # The surge-first eviction responder: reads Evictions in the group this cluster serves them
+    # from (aiokcm's CRDs, or Kubernetes' own: evictionapi.served), reports on its own entry of
+    # their status, and sets and withdraws its EvacuationRequest (reason EvictionRequest) on pods.
+    "eviction-responder": (
+        Rule(EVICTION_API_GROUP, "evictions", ("list", "watch")),
+        Rule(EVICTION_API_GROUP, "evictions/status", ("patch",)),  # its own responder status
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictions", ("list", "watch")),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictions/status", ("patch",)),
+        Rule("", "pods", ("list", "watch")),
+        Rule("", "pods/status", ("patch",)),  # its EvacuationRequest, set and withdrawn
+        Rule("apps", "replicasets", ("list", "watch")),
+        Rule("apps", "deployments", ("list", "watch")),
+    ),
+    # The default last responder of every pod's Eviction (left to KCM where the server serves the
+    # built-in API, so its rules cover both groups): reads Evictions and pods, calls the pod's
+    # /eviction subresource, and writes its own entry of the Eviction's status (a JSON patch).
+    "imperative-eviction-responder-controller": (
+        Rule(EVICTION_API_GROUP, "evictions", ("list", "watch")),
+        Rule(EVICTION_API_GROUP, "evictions/status", ("patch",)),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictions", ("list", "watch")),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictions/status", ("patch",)),
+        Rule("", "pods", ("list", "watch")),
+        Rule("", "pods/eviction", ("create",)),
+    ),
     "eviction-surge": (
         Rule("", "pods", ("list", "watch")),
         Rule(
@@ -133,6 +178,13 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         ),  # its EvacuationRequest (reason EvictionSurge), set and withdrawn
         Rule("apps", "replicasets", ("list", "watch")),
         Rule("apps", "deployments", ("list", "watch")),
+        # With --eviction-surge-requests=EvictionRequest (and the EvictionRequestAPI gate): its
+        # EvictionRequest per held-back pod, created and withdrawn by patch, and the pods'
+        # Evictions read, in whichever group the cluster serves (controllers/evictionsurge/evictionrequests.py).
+        Rule(EVICTION_API_GROUP, "evictionrequests", ("list", "watch", "create", "patch")),
+        Rule(EVICTION_API_GROUP, "evictions", ("list", "watch")),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictionrequests", ("list", "watch", "create", "patch")),
+        Rule(BUILTIN_EVICTION_API_GROUP, "evictions", ("list", "watch")),
     ),
 }
 

@@ -134,6 +134,20 @@ _TABLE: tuple[_Row, ...] = (
     _Row("eviction-surge", "controllers.evictionsurge:EvictionSurgeController",
          gates=(features.EVICTION_SURGE,), workers=2, syncs_flag="--concurrent-eviction-surge-syncs",
          config=lambda o: o.eviction_surge),
+    # KEP-4563, left to KCM where the API server serves the built-in API (see evictionapi.served).
+    _Row("evictionrequest-controller", "controllers.evictionrequest:EvictionRequestController",
+         gates=(features.EVICTION_REQUEST_API,), workers=5,
+         syncs_flag="--concurrent-evictionrequest-syncs", config=lambda o: o.eviction_request),
+    _Row("imperative-eviction-responder-controller",
+         "controllers.imperativeeviction:ImperativeEvictionResponderController",
+         gates=(features.EVICTION_REQUEST_API,), workers=5,
+         syncs_flag="--concurrent-imperative-eviction-responder-syncs"),
+    # aiokcm's surge-first responder for pods of Deployments and ReplicaSets: it asks the
+    # NodeMaintenance surge (KEP-4212's evacuation request) to do the work, hence its gates.
+    _Row("eviction-responder", "controllers.evictionresponder:EvictionResponderController",
+         gates=(features.EVICTION_REQUEST_API, features.DECLARATIVE_NODE_MAINTENANCE,
+                features.NODE_MAINTENANCE_DEPLOYMENT), workers=2,
+         syncs_flag="--concurrent-eviction-responder-syncs"),
 )  # fmt: skip
 
 

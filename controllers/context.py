@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from apiclient import KubeClient
 from controllers import features
+from evictionapi.served import AIOKCM, EvictionAPI
 from informers import SharedInformerFactory
 
 
@@ -56,3 +57,5 @@ class ControllerContext:
     informers: SharedInformerFactory
     events: EventRecorderFactory = field(default_factory=DiscardEvents)
     gates: FeatureGates = field(default_factory=StaticGates)
+    # Where the EvictionRequest API is served on this cluster (the manager discovers it at start).
+    eviction_api: EvictionAPI = AIOKCM

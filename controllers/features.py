@@ -14,6 +14,8 @@ NODE_MAINTENANCE_DEPLOYMENT: Final = "NodeMaintenanceDeployment"
 NODE_MAINTENANCE_LEASE: Final = "NodeMaintenanceLease"
 SEPARATE_TAINT_EVICTION_CONTROLLER: Final = "SeparateTaintEvictionController"
 EVICTION_SURGE: Final = "EvictionSurge"
+# KEP-4563's EvictionRequest API and its controllers (upstream's gate name, alpha).
+EVICTION_REQUEST_API: Final = "EvictionRequestAPI"
 # Kubernetes' own ReplicaSet scale-down gates (beta, on by default since 1.22).
 POD_DELETION_COST: Final = "PodDeletionCost"
 LOGARITHMIC_SCALE_DOWN: Final = "LogarithmicScaleDown"
@@ -24,6 +26,7 @@ ALL: Final = (
     NODE_MAINTENANCE_LEASE,
     SEPARATE_TAINT_EVICTION_CONTROLLER,
     EVICTION_SURGE,
+    EVICTION_REQUEST_API,
     POD_DELETION_COST,
     LOGARITHMIC_SCALE_DOWN,
 )

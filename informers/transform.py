@@ -130,6 +130,9 @@ _SPEC_KEEP = (
     "schedulerName",
     "terminationGracePeriodSeconds",
     "restartPolicy",
+    # KEP-4563: the pod's eviction responders, and the PodGroup that rules eviction out.
+    "evictionResponders",
+    "schedulingGroup",
 )
 _STATUS_KEEP = ("phase", "reason", "message", "startTime", "nominatedNodeName")
 

@@ -105,6 +105,9 @@ def test_default_table_is_valid_and_builds_without_importing_controllers() -> No
         "maintenance-lease",
         "replacement-surge",
         "eviction-surge",
+        "evictionrequest-controller",
+        "imperative-eviction-responder-controller",
+        "eviction-responder",
     }
     assert reg.canonical("replicaset-controller") == "replicaset"
     assert reg.get("nodemaintenance").required_gates == ("DeclarativeNodeMaintenance",)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from controller_manager.app import _surge_layout
+from controller_manager.app import _implicit_responders, _surge_layout
 from controller_manager.features import FeatureGate
 from controller_manager.registry import default_registry
+from controllers.evictionresponder.registration import RESPONDER_NAME, RESPONDER_PRIORITY
 
 
 def _gates(spec: str) -> FeatureGate:
@@ -49,3 +50,26 @@ def test_one_responder_at_most(
     assert (got_own, got_public) == (own, public)
     assert ("replacement-surge" in {d.name for d in kept}) is built
     assert not (got_own and got_public)
+
+
+EVICTION_ON = _gates("DeclarativeNodeMaintenance=true,NodeMaintenanceDeployment=true,EvictionRequestAPI=true")
+
+
+@pytest.mark.parametrize(
+    ("controllers", "gates", "registered"),
+    [
+        # the surge responder enabled: every new Eviction lists it, nobody edits a workload
+        (["*", "eviction-responder"], EVICTION_ON, True),
+        # disabled (by flag, or its gates): Evictions list only the pod's own and the evictor
+        (["*", "-eviction-responder"], EVICTION_ON, False),
+        (["*", "eviction-responder"], ON, False),
+    ],
+)
+def test_the_surge_responder_is_registered_only_when_it_runs(
+    controllers: list[str], gates: FeatureGate, registered: bool
+) -> None:
+    registry = default_registry()
+    enabled = registry.enabled(registry.resolve_controllers_flag(controllers), gates)
+    implicit = _implicit_responders(enabled)
+    assert (implicit == ((RESPONDER_NAME, RESPONDER_PRIORITY),)) is registered
+    assert registered or implicit == ()
