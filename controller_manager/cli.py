@@ -6,8 +6,8 @@ Exit codes: 0 clean stop; 1 runtime failure (lost leadership, a controller crash
 Subcommands: `run` (the default when the first argument is a flag, so KCM-style command lines
 work), `cluster up` (the embedded local cluster, through the `aiokcm.embedded` plugin),
 `drain` / `cordon` / `uncordon` (dispatched to `controller_manager.maintenance_cli`), and
-`lease acquire|renew|release|status` (dispatched to `controller_manager.lease_cli`). Those two
-modules expose `async def main(argv: list[str]) -> int`; they are looked up when invoked so
+`lease acquire|renew|release|status` (dispatched to `controller_manager.lease_cli`) and `evict`
+(EvictionRequests, dispatched to `controller_manager.evict_cli`). Those modules expose `async def main(argv: list[str]) -> int`; they are looked up when invoked so
 this file does not depend on them being present.
 """
 
@@ -34,6 +34,7 @@ commands:
   drain|cordon|uncordon     node maintenance (also as `kubectl maintenance ...`)
   lease acquire|renew|release|status
                             inspect and drive maintenance leases
+  evict POD...              request pods' eviction (EvictionRequests) and follow it
 """
 
 EXIT_USAGE = 2
@@ -43,6 +44,7 @@ _DELEGATES = {
     "cordon": "controller_manager.maintenance_cli",
     "uncordon": "controller_manager.maintenance_cli",
     "lease": "controller_manager.lease_cli",
+    "evict": "controller_manager.evict_cli",
 }
 
 
@@ -73,7 +75,7 @@ def dispatch(args: list[str]) -> int:
     if command in _DELEGATES:
         return _delegate(_DELEGATES[command], args)
     return _fail(
-        f"aiokcm: unknown command {command!r} (commands: run, cluster up, drain, cordon, uncordon, lease)"
+        f"aiokcm: unknown command {command!r} (commands: run, cluster up, drain, cordon, uncordon, lease, evict)"
     )
 
 
@@ -174,13 +176,14 @@ def _delegate(module_name: str, args: list[str]) -> int:
 
 
 def kubectl_plugin_main(argv: Sequence[str] | None = None) -> int:
-    """`kubectl maintenance drain|cordon|uncordon ...`: kubectl runs `kubectl-maintenance <args>`."""
+    """`kubectl maintenance drain|cordon|uncordon|evict ...`: kubectl runs `kubectl-maintenance <args>`."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help"}:
         print("usage: kubectl maintenance drain|cordon|uncordon NODE [flags]")
+        print("       kubectl maintenance evict POD... [-n NAMESPACE] [flags]")
         code = 0 if args else EXIT_USAGE
-    elif args[0] not in {"drain", "cordon", "uncordon"}:
-        code = _fail(f"kubectl maintenance: unknown command {args[0]!r} (drain, cordon, uncordon)")
+    elif args[0] not in {"drain", "cordon", "uncordon", "evict"}:
+        code = _fail(f"kubectl maintenance: unknown command {args[0]!r} (drain, cordon, uncordon, evict)")
     else:
         code = _delegate(_DELEGATES[args[0]], args)
     if argv is None:

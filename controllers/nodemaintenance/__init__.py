@@ -3,7 +3,8 @@
 See `controller.py` for the wiring and queues, `nodesync.py` and `maintenancesync.py` for the two
 reconciles and `state.py` for what they share, `cordon.py` and `drain.py` for the two actions
 (with `kubectl drain`'s safety), `workload.py` for who answers an EvacuationRequest, `rollout.py`
-for which nodes start, `status.py` for progress. The lease seam it asks before disrupting a node
+for which nodes start, `status.py` for progress, `evictionrequests.py` for draining through
+EvictionRequests instead of the pod condition (`spec.evictionAPI: EvictionRequest`). The lease seam it asks before disrupting a node
 (`LeaseGate`) is in `nodemaintenancelease`, shared with the lease CLI and the lease controller.
 """
 

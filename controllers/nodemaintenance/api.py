@@ -39,6 +39,11 @@ __all__ = [
 
 DEFAULT_EVACUATION_TIMEOUT_SECONDS = 180.0
 
+# spec.evictionAPI: how pods are asked to leave (see evictionrequests.py for the second way).
+EVICTION_API_POD_CONDITION = "PodCondition"
+EVICTION_API_EVICTION_REQUEST = "EvictionRequest"
+EVICTION_APIS = (EVICTION_API_POD_CONDITION, EVICTION_API_EVICTION_REQUEST)
+
 # Node phases, in the order a maintenance advances through them.
 PHASE_PLANNING = "Planning"
 PHASE_WAITING_FOR_LEASE = "WaitingForLease"
@@ -71,6 +76,12 @@ class Maintenance:
     invalid: str = ""  # why the spec cannot be acted on (the drain then touches no pod)
     max_concurrent_nodes: int | str = DEFAULT_MAX_CONCURRENT_NODES  # an integer or "N%" of the selected nodes
     override_max_unschedulable: bool = False
+    eviction_api: str = EVICTION_API_POD_CONDITION
+
+    @property
+    def by_eviction_request(self) -> bool:
+        """Pods are asked to leave through EvictionRequests rather than the pod condition."""
+        return self.eviction_api == EVICTION_API_EVICTION_REQUEST
 
     @classmethod
     def from_obj(cls, obj: Mapping[str, Any]) -> Maintenance:
@@ -80,6 +91,12 @@ class Maintenance:
         drain = bool(spec.get("drain", False))
         options, invalid = _drain_options(spec)
         limit, limit_invalid = _max_concurrent(spec)
+        eviction_api = spec.get("evictionAPI") or EVICTION_API_POD_CONDITION
+        api_invalid = (
+            ""
+            if eviction_api in EVICTION_APIS
+            else f"spec.evictionAPI: {eviction_api!r} is not one of {', '.join(EVICTION_APIS)}"
+        )
         return cls(
             name=str(meta.get("name", "")),
             uid=str(meta.get("uid", "")),
@@ -97,9 +114,10 @@ class Maintenance:
             deleting=bool(meta.get("deletionTimestamp")),
             has_finalizer=FINALIZER in (meta.get("finalizers") or []),
             options=options,
-            invalid="; ".join(filter(None, (invalid, limit_invalid))),
+            invalid="; ".join(filter(None, (invalid, limit_invalid, api_invalid))),
             max_concurrent_nodes=limit,
             override_max_unschedulable=spec.get("overrideMaxUnschedulable") is True,
+            eviction_api=str(eviction_api) if eviction_api in EVICTION_APIS else EVICTION_API_POD_CONDITION,
         )
 
     @property

@@ -17,6 +17,10 @@ Two kinds of work, two queues, chosen for what each write touches:
   and so does the echo of a status write; the node sync that finds the node empty wakes them at
   once, so `Drained` is never late.
 
+With the EvictionRequestAPI gate on, an informer on EvictionRequests (in the group the cluster
+serves) lets the node syncs read the requests this controller made, and a change to one of them
+enqueues its pod's node (`evictionrequests.py`).
+
 Handlers enqueue keys and nothing else. A maintenance's spec change fans out to the nodes it
 selects or is applied to; a node or pod change enqueues the node (when it is under maintenance)
 and each node sync enqueues the maintenances involved so their status follows (and the next node
@@ -36,12 +40,13 @@ from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODS, REPL
 from controllers import features
 from controllers.base import Controller
 from controllers.context import ControllerContext
-from controllers.nodemaintenance import api, cordon
+from controllers.nodemaintenance import api, cordon, evictionrequests
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.maintenancesync import MaintenanceSync
 from controllers.nodemaintenance.nodesync import NodeSync
 from controllers.nodemaintenance.state import DrainState, Listers, utcnow
 from controllers.worker import Outcome
+from evictionapi import requests
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
 from kubeutil.nodeaffinity import selector_matches
 from nodemaintenancelease.gate import LeaseGate, MaintenanceLeaseGate, NoLeaseGate
@@ -123,6 +128,18 @@ class NodeMaintenanceController(Controller):
             surge_answers=config.surge_answers,
             bare_replicasets_answer=config.bare_replicasets_answer,
         )
+        # Maintenances that drain through EvictionRequests (evictionrequests.py) need the API's gate.
+        self.eviction_api = ctx.eviction_api if ctx.gates.enabled(features.EVICTION_REQUEST_API) else None
+        if self.eviction_api is not None:
+            request_inf = factory.informer(self.eviction_api.requests)
+            self.listers.requests = request_inf.lister
+            request_inf.add_event_handler(
+                ResourceEventHandler(
+                    on_add=self._request_changed,
+                    on_update=lambda _old, new: self._request_changed(new),
+                    on_delete=self._request_deleted,
+                )
+            )
         self.state = DrainState()
         self.node_sync = NodeSync(
             client=self.client,
@@ -133,6 +150,7 @@ class NodeMaintenanceController(Controller):
             enqueue_maintenance=self.enqueue,
             batch_maintenance=lambda name: self.queue.add_after(name, STATUS_BATCH_SECONDS),
             clock=clock,
+            eviction_api=self.eviction_api,
         )
         self.node_worker = self.make_worker(self.node_sync.sync)
         self.serve_also(self.node_queue, self.node_worker)  # one worker per node shard
@@ -258,6 +276,18 @@ class NodeMaintenanceController(Controller):
 
     def _pod_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         self._pod_changed(_unwrap(obj))
+
+    def _request_changed(self, request: Obj) -> None:
+        """One of our EvictionRequests changed (settled, withdrawn by hand, deleted): its pod's node."""
+        if not evictionrequests.counts_as_requester(request):
+            return
+        key = requests.target_key_of(request)
+        pod = self.listers.pods.get_by_key(key) if key else None
+        if pod is not None:
+            self._pod_changed(pod)
+
+    def _request_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        self._request_changed(_unwrap(obj))
 
     # -- work ------------------------------------------------------------------------------------
 

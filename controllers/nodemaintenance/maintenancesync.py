@@ -25,7 +25,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES
 from controllers.base import RequeueAfter
 from controllers.context import EventRecorder
-from controllers.nodemaintenance import api, cordon, drain, metrics, rollout
+from controllers.nodemaintenance import api, cordon, drain, evictionrequests, metrics, rollout
 from controllers.nodemaintenance.state import DrainState, Listers, holds_cordon, utcnow
 from controllers.nodemaintenance.status import (
     NodeProgress,
@@ -64,7 +64,7 @@ class MaintenanceSync:
         if obj is None:
             self.state.forget_maintenance(name)
             return
-        m = api.Maintenance.from_obj(obj)
+        m = self.listers.maintenance(obj)
         if m.deleting:
             self.state.forget_maintenance(name)
             await self._finalize(obj, m)
@@ -111,6 +111,15 @@ class MaintenanceSync:
 
     def _progress(self, m: api.Maintenance, node: Obj, now: datetime) -> NodeProgress:
         node_name = str(node["metadata"]["name"])
+        if m.by_eviction_request:
+            return evictionrequests.node_progress(
+                m,
+                node=node,
+                pods=self.listers.node_pods(node_name),
+                request_of=self.listers.request_of,
+                now=now,
+                lease_holder=self.state.waiting_for_lease(node_name, m.name),
+            )
         return node_progress(
             node=node,
             pods=self.listers.node_pods(node_name),

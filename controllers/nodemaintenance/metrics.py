@@ -5,6 +5,8 @@
 - `aiokcm_nodemaintenance_drain_duration_seconds` (histogram): from the first sight of `spec.drain` to
   `Drained=True`, observed once per maintenance;
 - `aiokcm_nodemaintenance_evictions_total` (counter, by `result`): the eviction fallback at work;
+- `aiokcm_nodemaintenance_eviction_requests_total` (counter, by `action`: create, request, adopt,
+  withdraw): what maintenances draining through EvictionRequests wrote;
 - `aiokcm_nodemaintenance_blocked_pods` (gauge, by `reason`): pods on nodes being drained that are
   not gone yet, by why (`EvictionRefused` for a PDB, `LocalStorage` and `NoController` for the
   opt-ins, `AwaitingEvacuation` while the owner has time to answer, `Terminating`, ...): the alert
@@ -45,6 +47,11 @@ NODES_WAITING = Gauge(
     ["limit"],
 )
 EVICTIONS = Counter("aiokcm_nodemaintenance_evictions_total", "Eviction fallback attempts", ["result"])
+EVICTION_REQUESTS = Counter(
+    "aiokcm_nodemaintenance_eviction_requests_total",
+    "Writes to EvictionRequests (spec.evictionAPI: EvictionRequest), by action",
+    ["action"],
+)
 
 
 class NodeGauges:

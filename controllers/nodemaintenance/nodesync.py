@@ -33,7 +33,7 @@ from apiclient.resources import NODES
 from controllers.base import RequeueAfter
 from controllers.common.pods import is_pod_terminal, pod_key
 from controllers.context import EventRecorder
-from controllers.nodemaintenance import api, cordon, drain, metrics
+from controllers.nodemaintenance import api, cordon, drain, evictionrequests, metrics
 from controllers.nodemaintenance.state import DrainState, Listers, holds_cordon, utcnow
 from controllers.nodemaintenance.status import (
     BlockingPod,
@@ -42,6 +42,8 @@ from controllers.nodemaintenance.status import (
     node_progress,
 )
 from controllers.nodemaintenance.workload import Workload
+from evictionapi import names as eviction_names
+from evictionapi.served import EvictionAPI
 from informers import CONTROLLER_UID_INDEX
 from kubeutil.nodeaffinity import selector_matches
 from nodemaintenancelease.gate import LeaseGate
@@ -68,6 +70,8 @@ class NodeSync:
     enqueue_maintenance: Callable[[str], None]
     batch_maintenance: Callable[[str], None]
     clock: Callable[[], datetime] = utcnow
+    # Where EvictionRequests are served; None while the EvictionRequestAPI gate is off.
+    eviction_api: EvictionAPI | None = None
 
     async def sync(self, node_name: str) -> None:
         cached = self.listers.nodes.get(node_name)
@@ -193,7 +197,8 @@ class NodeSync:
         self, node: str, granted: list[api.Maintenance], now: datetime, *, released: str
     ) -> float | None:
         """Requests, withdrawals and evictions for every pod on the node; the soonest recheck."""
-        drainers = [m for m in granted if m.drain and not m.invalid]
+        drainers = [m for m in granted if m.drain and not m.invalid and not m.by_eviction_request]
+        requesters = [m for m in granted if m.drain and not m.invalid and m.by_eviction_request]
         retry: float | None = None
         first_error: ApiError | None = None
         blocks: dict[str, BlockingPod] = {}
@@ -212,6 +217,9 @@ class NodeSync:
             step = _Step(pod, plan, workload, selecting, node, released)
             try:
                 wait = await self._act(step, now=now, blocks=blocks, evicting_owners=evicting_owners)
+                if self.eviction_api is not None and self.listers.requests is not None:
+                    asking = [m for m in requesters if m.options.selects(pod)]
+                    await self._ask(pod, asking, node, released, self.eviction_api)
             except ApiError as exc:
                 if exc.not_found:
                     continue
@@ -330,6 +338,41 @@ class NodeSync:
             self.recorder.event(target, "Warning", outcome.blocked_reason, f"{step.key}: {outcome.message}")
         return outcome.retry_after
 
+    async def _ask(
+        self, pod: Obj, drainers: list[api.Maintenance], node: str, released: str, eviction_api: EvictionAPI
+    ) -> None:
+        """The pod's EvictionRequest: ask, ask again, add an owner, or withdraw (evictionrequests.py)."""
+        request = self.listers.request_of(pod)
+        options = drain.combine([m.options for m in drainers])
+        plan = evictionrequests.plan_request(pod, request, drainers=drainers, options=options)
+        action = plan.action
+        fields = {
+            "maintenance": ",".join(m.name for m in drainers) or released,
+            "node": node,
+            "pod": pod_key(pod),
+            "request": evictionrequests.name_for(pod),
+        }
+        RA = evictionrequests.RequestAction
+        if action is RA.CREATE:
+            await evictionrequests.create_request(self.client, eviction_api, pod, drainers)
+            log.info("requested eviction", **fields)
+        elif action in (RA.REQUEST, RA.ADOPT) and request is not None:
+            owners = evictionrequests.wanted_owners(request, drainers)
+            await evictionrequests.patch_request(
+                self.client, eviction_api, request, intent=eviction_names.INTENT_EVICTION, owners=owners
+            )
+            log.info(
+                "requested eviction again" if action is RA.REQUEST else "joined eviction request", **fields
+            )
+        elif action is RA.WITHDRAW and request is not None:
+            await evictionrequests.patch_request(
+                self.client, eviction_api, request, intent=eviction_names.INTENT_WITHDRAWN
+            )
+            log.info("withdrew eviction request", **fields)
+        else:
+            return
+        metrics.EVICTION_REQUESTS.labels(action.value).inc()
+
     async def _commit(
         self,
         node: Obj,
@@ -346,7 +389,16 @@ class NodeSync:
         node_name = str(node["metadata"]["name"])
         pods = self.listers.node_pods(node_name)
         progresses: list[NodeProgress] = [
-            node_progress(
+            evictionrequests.node_progress(
+                m,
+                node=node,
+                pods=pods,
+                request_of=self.listers.request_of,
+                now=now,
+                lease_holder=self.state.waiting_for_lease(node_name, m.name),
+            )
+            if m.by_eviction_request
+            else node_progress(
                 node=node,
                 pods=pods,
                 cordon=m.cordon,

@@ -8,11 +8,11 @@ the other's, so both hold the one `DrainState`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from controllers.nodemaintenance import api, cordon, metrics, rollout
+from controllers.nodemaintenance import api, cordon, evictionrequests, metrics, rollout
 from controllers.nodemaintenance.nodeselector import named_nodes
 from controllers.nodemaintenance.status import (
     BlockingPod,
@@ -92,7 +92,14 @@ class Listers:
     pods: Lister
 
     def all_maintenances(self) -> list[api.Maintenance]:
-        return [api.Maintenance.from_obj(o) for o in self.maintenances.list()]
+        return [self.maintenance(o) for o in self.maintenances.list()]
+
+    def maintenance(self, obj: Obj) -> api.Maintenance:
+        """The maintenance's view, invalid when it asks for EvictionRequests and they are off."""
+        m = api.Maintenance.from_obj(obj)
+        if m.by_eviction_request and self.requests is None and not m.invalid:
+            return replace(m, invalid=evictionrequests.GATE_OFF)
+        return m
 
     # kind -> lister of the pods' owners the drain judges (ReplicaSet, Deployment, StatefulSet)
     owners: Mapping[str, Lister] = field(default_factory=dict)
@@ -100,6 +107,12 @@ class Listers:
     surge_answers: bool = True
     # The replacement surge answers for a ReplicaSet with no Deployment too (workload.py).
     bare_replicasets_answer: bool = False
+    # The EvictionRequests cache (evictionrequests.py); None while the EvictionRequestAPI gate is off.
+    requests: Lister | None = None
+
+    def request_of(self, pod: Obj) -> Obj | None:
+        """The pod's EvictionRequest of this controller, from the cache."""
+        return evictionrequests.request_for(self.requests, pod)
 
     def node_pods(self, node: str) -> list[dict[str, Any]]:
         return self.pods.by_index(NODE_NAME_INDEX, node)
