@@ -2,8 +2,9 @@
 with 429 until the pod's Deployment has surged a replacement.
 
 `decision.py` is the verdict (pure), `admission.py` the AdmissionReview format, `requests.py` the
-`EvacuationRequest` writes, `controller.py` the caches, the queue and the wiring, `sync.py` the
-reconcile of one pod's request, `state.py` what the webhook remembers for it. The manager
+`EvacuationRequest` writes, `evictionrequests.py` the EvictionRequest the webhook makes instead
+with `--eviction-surge-requests=EvictionRequest`, `controller.py` the caches, the queue and the
+wiring, `sync.py` the reconcile of one pod's request, `state.py` what the webhook remembers for it. The manager
 serves `EvictionSurgeController.review` over HTTPS (controller_manager/webhookserver.py).
 """
 

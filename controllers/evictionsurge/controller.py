@@ -14,6 +14,11 @@ verdict asks for is written by the workers:
 - a request older than `--eviction-surge-timeout` is no longer held against evictions
   (`decision.decide`), and `sync` records one Warning event on the pod saying so.
 
+In the EvictionRequest mode (`--eviction-surge-requests=EvictionRequest`) the request is the
+webhook's EvictionRequest for the pod instead of the condition (`evictionrequests.py`), made and
+withdrawn at the same points; the caches then include the API's requests (ours enqueue their
+pod) and Evictions (to let the imperative evictor's own eviction through, `decision` rule 5).
+
 Keys are pod keys (`namespace/name`). Pod events enqueue only pods that carry our request.
 """
 
@@ -30,7 +35,7 @@ from controllers.base import Controller, Result
 from controllers.common.controller_ref import get_controller_of
 from controllers.common.pods import pod_key
 from controllers.context import ControllerContext
-from controllers.evictionsurge import admission, metrics
+from controllers.evictionsurge import admission, evictionrequests, metrics
 from controllers.evictionsurge.config import EvictionSurgeConfig
 from controllers.evictionsurge.decision import (
     Decision,
@@ -41,13 +46,21 @@ from controllers.evictionsurge.decision import (
 )
 from controllers.evictionsurge.state import SurgeState
 from controllers.evictionsurge.sync import EvictionSurgeSync
-from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler
+from evictionapi import requests
+from informers import CONTROLLER_UID_INDEX, DeletedFinalStateUnknown, ResourceEventHandler, SharedInformer
 from kubeutil.timestamps import utcnow
 
 Obj = Mapping[str, Any]
 log = structlog.get_logger()
 
 WEBHOOK_PATH = "/validate-pods-eviction"
+# Evictions by their target pod's key, to find a pod's Eviction from the cache.
+EVICTION_TARGET_INDEX = "evictionsurge/target"
+
+
+def _eviction_target(eviction: Obj) -> list[str]:
+    key = requests.target_key_of(eviction)
+    return [key] if key else []
 
 
 class EvictionSurgeController(Controller):
@@ -71,7 +84,7 @@ class EvictionSurgeController(Controller):
         pod_inf = ctx.informers.informer(PODS)
         rs_inf = ctx.informers.informer(REPLICASETS)
         d_inf = ctx.informers.informer(DEPLOYMENTS)
-        self._informers = (pod_inf, rs_inf, d_inf)
+        self._informers: tuple[SharedInformer, ...] = (pod_inf, rs_inf, d_inf)
         self.pod_lister = pod_inf.lister
         self.rs_lister = rs_inf.lister
         self.d_lister = d_inf.lister
@@ -79,6 +92,23 @@ class EvictionSurgeController(Controller):
             on_add=self._pod_event, on_update=lambda _old, new: self._pod_event(new), on_delete=self._pod_gone,
         ))  # fmt: skip
         self.state = SurgeState(started=clock())
+        # The EvictionRequest mode (the manager allows it only with the EvictionRequestAPI gate).
+        self.eviction_api = ctx.eviction_api if config.eviction_requests else None
+        self.request_lister = None
+        self.eviction_index = None
+        if self.eviction_api is not None:
+            request_inf = ctx.informers.informer(self.eviction_api.requests)
+            eviction_inf = ctx.informers.informer(self.eviction_api.evictions)
+            if EVICTION_TARGET_INDEX not in eviction_inf.store.indexers:
+                eviction_inf.add_indexers({EVICTION_TARGET_INDEX: _eviction_target})
+            self._informers = (*self._informers, request_inf, eviction_inf)
+            self.request_lister = request_inf.lister
+            self.eviction_index = eviction_inf.lister
+            request_inf.add_event_handler(ResourceEventHandler(
+                on_add=self._request_event,
+                on_update=lambda _old, new: self._request_event(new),
+                on_delete=self._request_event,
+            ))  # fmt: skip
         self.syncer = EvictionSurgeSync(
             client=ctx.client,
             pod_lister=self.pod_lister,
@@ -88,13 +118,47 @@ class EvictionSurgeController(Controller):
             surge_timeout=config.surge_timeout,
             retry_window=config.retry_window,
             log=self.log,
+            eviction_api=self.eviction_api,
+            request_lister=self.request_lister,
         )
 
     # -- handlers -----------------------------------------------------------------------------
 
     def _pod_event(self, pod: Obj) -> None:
-        if requested_by_us(pod):
+        if self.ours(pod):
             self.enqueue(pod_key(pod))
+
+    def _request_event(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        request = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if evictionrequests.is_ours(request) and (key := requests.target_key_of(request)):
+            self.enqueue(key)
+
+    def our_request(self, pod: Obj) -> Obj | None:
+        """The webhook's EvictionRequest for `pod` from the cache (the EvictionRequest mode only)."""
+        if self.request_lister is None:
+            return None
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+        found: Obj | None = self.request_lister.get(evictionrequests.name_for(pod), namespace)
+        return found if evictionrequests.is_ours(found) else None
+
+    def ours(self, pod: Obj) -> bool:
+        """The webhook's request for `pod` is in place: its condition, or its EvictionRequest asking."""
+        if self.eviction_api is not None:
+            return evictionrequests.asking(self.our_request(pod))
+        return requested_by_us(pod)
+
+    def _eviction_of(self, pod: Obj) -> Obj | None:
+        """The pod's live Eviction (the one without a settled outcome, newest first), from the cache."""
+        if self.eviction_index is None:
+            return None
+        uid = (pod.get("metadata") or {}).get("uid")
+        found = [
+            e for e in self.eviction_index.by_index(EVICTION_TARGET_INDEX, pod_key(pod))
+            if (requests.target_pod_of(e) or ("", ""))[1] == uid
+        ]  # fmt: skip
+        live = [e for e in found if not requests.failed(e) and not requests.target_evicted(e)] or found
+        live.sort(key=lambda e: str((e.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True)
+        return live[0] if live else None
 
     def _pod_gone(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
@@ -110,20 +174,31 @@ class EvictionSurgeController(Controller):
         pod = self.pod_lister.get(name, namespace)
         if pod is None or dry_run:
             return Facts(pod, None, None, dry_run=dry_run)
+        extra: dict[str, Any] = {}
+        if self.eviction_api is not None:
+            extra = {
+                "request_name": evictionrequests.name_for(pod),
+                "request": self.our_request(pod),
+                "eviction": self._eviction_of(pod),
+            }
         rs = self._owned_by(pod, "ReplicaSet", self.rs_lister.get)
         d = self._owned_by(rs, "Deployment", self.d_lister.get) if rs is not None else None
         if rs is None:
-            return Facts(pod, rs, d)
+            return Facts(pod, rs, d, **extra)
         if d is None:
             if get_controller_of(rs) is not None:
-                return Facts(pod, rs, d)
+                return Facts(pod, rs, d, **extra)
             return Facts(
-                pod, rs, None, self.pod_lister.by_index(CONTROLLER_UID_INDEX, str(rs["metadata"].get("uid")))
+                pod,
+                rs,
+                None,
+                self.pod_lister.by_index(CONTROLLER_UID_INDEX, str(rs["metadata"].get("uid"))),
+                **extra,
             )
         pods: list[Obj] = []
         for owned in self.rs_lister.by_index(CONTROLLER_UID_INDEX, str(d["metadata"].get("uid"))):
             pods.extend(self.pod_lister.by_index(CONTROLLER_UID_INDEX, str(owned["metadata"].get("uid"))))
-        return Facts(pod, rs, d, pods)
+        return Facts(pod, rs, d, pods, **extra)
 
     @staticmethod
     def _owned_by(obj: Obj, kind: str, get: Callable[[str, str], Obj | None]) -> Obj | None:
@@ -153,10 +228,12 @@ class EvictionSurgeController(Controller):
             decision="deny" if decision.holds_back else "allow", why=decision.why.value
         ).inc()
         key = f"{request.namespace}/{request.name}"
+        # An eviction let through because the responders are past the surge is most likely the
+        # imperative evictor's own: it must not keep our request (and so itself) going.
         if (
-            decision.why is not Why.DRY_RUN
+            decision.why not in (Why.DRY_RUN, Why.RESPONDERS_DONE)
             and facts.pod is not None
-            and (decision.holds_back or requested_by_us(facts.pod))
+            and (decision.holds_back or self.ours(facts.pod))
         ):
             self.state.last_eviction[key] = now
         if decision.request:

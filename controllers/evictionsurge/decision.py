@@ -23,8 +23,11 @@ The rules, in order (the first that applies decides):
    passes: the replacement is there (or the app was over-provisioned anyway).
 5. An evacuation already asked for (by us or by a NodeMaintenance) whose replacement has not
    become available within the bound passes, and says so: the PodDisruptionBudget decides.
+   So does one the EvictionRequest API is past: the webhook's own EvictionRequest failed (no
+   responder managed), or the pod's Eviction has reached the default imperative evictor, whose
+   eviction this is (holding it back would hold the last responder back forever).
 6. Otherwise the eviction is denied with 429, and an evacuation is asked for unless one is
-   already under way.
+   already under way. In the EvictionRequest mode the denial names the webhook's EvictionRequest.
 
 Why availability and not the budget's `disruptionsAllowed`: the evacuation deletes the old pod
 itself once the Deployment has `spec.replicas` available pods, without asking the budget. Asking
@@ -47,6 +50,7 @@ from controllers.common.controller_ref import get_controller_of
 from controllers.common.deploymentstrategy import is_rolling_update, max_surge
 from controllers.common.evacuation import EVACUATION_INITIATED, EVACUATION_REQUEST, is_evacuation_ready
 from controllers.common.pods import get_pod_condition, is_pod_active, is_pod_available, pod_key
+from evictionapi import names, requests
 from kubeutil.meta import object_meta
 from kubeutil.timestamps import parse_time
 
@@ -65,6 +69,7 @@ class Why(enum.Enum):
     NO_ANSWER = "owner-cannot-answer"
     ENOUGH_AVAILABLE = "enough-available"
     SURGE_TIMED_OUT = "surge-timed-out"
+    RESPONDERS_DONE = "responders-done"
     SURGING = "surging"
 
 
@@ -79,6 +84,11 @@ class Facts:
         Obj
     ] = ()  # every pod of the Deployment's ReplicaSets, or of a bare ReplicaSet (the target included)
     dry_run: bool = False
+    # The EvictionRequest mode only: the name the webhook's request for the pod has (or will
+    # have), the request if cached, and the pod's live Eviction if cached.
+    request_name: str = ""
+    request: Obj | None = None
+    eviction: Obj | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +96,7 @@ class Decision:
     allowed: bool
     why: Why
     message: str = ""
-    request: bool = False  # ask for an evacuation of the pod (none under way yet)
+    request: bool = False  # ask for an evacuation of the pod (none under way, none asked by us)
 
     @property
     def holds_back(self) -> bool:
@@ -133,6 +143,16 @@ def refused_by_owner(pod: Obj, requested_at: datetime | None) -> bool:
         return False
     answered = parse_time(cond.get("lastTransitionTime"))
     return answered is not None and answered >= requested_at
+
+
+def responders_done(facts: Facts) -> str | None:
+    """Why the EvictionRequest API is past the surge for this pod (rule 5), or None."""
+    if requests.wants_eviction(facts.request) and requests.failed(facts.request):
+        cond = requests.condition(facts.request, names.CONDITION_FAILED) or {}
+        return f"EvictionRequest {facts.request_name} failed: {cond.get('message') or cond.get('reason')}"
+    if requests.active_responder_of(facts.eviction) == names.IMPERATIVE_EVICTOR:
+        return f"its Eviction has handed over to {names.IMPERATIVE_EVICTOR}"
+    return None
 
 
 def _answers(rs: Obj | None, d: Obj | None, public_surge: bool) -> bool:
@@ -185,8 +205,21 @@ def decide(facts: Facts, *, now: datetime, surge_timeout: float, public_surge: b
             f"({kind} {name}: {others} of {desired} available without it); the eviction is no "
             f"longer held back and the PodDisruptionBudget decides",
         )
+    done = responders_done(facts)
+    if done is not None:
+        return _allow(
+            Why.RESPONDERS_DONE,
+            f"pod {pod_key(pod)}: {done}; the eviction is no longer held back and the "
+            f"PodDisruptionBudget decides",
+        )
+    ours = requests.wants_eviction(facts.request)
+    request = requested_at is None and not ours
+    named = ""
+    if facts.request_name and (request or ours):
+        namespace = object_meta(pod).get("namespace", "")
+        named = f"; kubectl get evictionrequest -n {namespace} {facts.request_name}"
     message = (
         f"a replacement for pod {pod_key(pod)} is being started on another node "
-        f"({kind} {name}: {others} of {desired} replicas available without it); retry the eviction"
+        f"({kind} {name}: {others} of {desired} replicas available without it{named}); retry the eviction"
     )
-    return Decision(False, Why.SURGING, message, request=requested_at is None)
+    return Decision(False, Why.SURGING, message, request=request)

@@ -21,9 +21,12 @@ class SurgeState:
     wanted: set[str] = field(default_factory=set)
     #: pod key -> the timed-out request already told (uid@time)
     reported: dict[str, str] = field(default_factory=dict)
+    #: pod key -> when this process last created or re-asked the pod's EvictionRequest
+    asked: dict[str, datetime] = field(default_factory=dict)
 
     def forget(self, key: str) -> None:
         """The pod is gone: nothing about it is worth keeping."""
         self.last_eviction.pop(key, None)
         self.wanted.discard(key)
         self.reported.pop(key, None)
+        self.asked.pop(key, None)
