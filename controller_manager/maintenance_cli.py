@@ -151,6 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=-1,
         help="termination grace period for evicted pods; negative: each pod's own",
     )
+    parser.add_argument(
+        "--eviction-api",
+        choices=("PodCondition", "EvictionRequest"),
+        default="PodCondition",
+        help="how pods are asked to leave: the EvacuationRequest pod condition, or one "
+        "EvictionRequest per pod for its eviction responders (needs the controller manager's "
+        "EvictionRequestAPI gate)",
+    )
     parser.add_argument("--poll-interval", type=float, default=1.0, help=argparse.SUPPRESS)
     return parser
 
@@ -166,6 +174,7 @@ def drain_spec(args: argparse.Namespace) -> dict[str, Any]:
         "deleteEmptyDirData": bool(args.delete_emptydir_data),
         "podSelector": args.pod_selector or None,
         "gracePeriodSeconds": args.grace_period if args.grace_period >= 0 else None,
+        "evictionAPI": args.eviction_api,
     }
 
 

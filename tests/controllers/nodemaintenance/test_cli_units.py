@@ -11,11 +11,13 @@ import pytest
 from controller_manager.maintenance_cli import (
     ProgressTable,
     build_parser,
+    drain_spec,
     is_current_and_true,
     maintenance_name,
     parse_duration,
     row_for,
 )
+from controller_manager.options import UsageError
 
 
 @pytest.mark.parametrize(
@@ -39,6 +41,22 @@ def test_parser_takes_the_subcommand_first() -> None:
         120,
         "kernel",
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "api"), [([], "PodCondition"), (["--eviction-api", "EvictionRequest"], "EvictionRequest")]
+)
+def test_the_drain_asks_through_the_api_the_flag_names_and_a_rerun_resets_it(
+    flags: list[str], api: str
+) -> None:
+    """A drain run without the flag writes PodCondition: a re-run never inherits EvictionRequest."""
+    assert drain_spec(build_parser().parse_args(["drain", "node-1", *flags]))["evictionAPI"] == api
+
+
+def test_an_unknown_eviction_api_is_a_usage_error() -> None:
+    """One line naming the choices (the CLI turns UsageError into exit code 2)."""
+    with pytest.raises(UsageError, match="--eviction-api: invalid choice: 'Pods'"):
+        build_parser().parse_args(["drain", "node-1", "--eviction-api", "Pods"])
 
 
 NM = {
