@@ -33,6 +33,8 @@ PUBLIC_SURGE_CONTROLLER = "replacement-surge"
 EVACUATION_REQUEST = "EvacuationRequest"
 EVACUATION_INITIATED = "EvacuationInitiated"
 REASON_NODE_MAINTENANCE = "NodeMaintenance"
+# The request of one pod's eviction (an EvictionRequest's surge responder), not of its node's drain.
+REASON_EVICTION_REQUEST = "EvictionRequest"
 
 REPLICAS_TO_EVACUATE_ANNOTATION = "maintenance.aiokcm.io/replicas-to-evacuate"
 EVACUATING_PODS_ANNOTATION = "maintenance.aiokcm.io/evacuating-pods"
@@ -45,6 +47,16 @@ def has_evacuation_request(pod: Obj) -> bool:
     """Someone asks for this pod to be evacuated: `EvacuationRequest=True` (False means withdrawn)."""
     cond = get_pod_condition(pod, EVACUATION_REQUEST)
     return cond is not None and cond.get("status") == "True"
+
+
+def pod_level_request(pod: Obj) -> bool:
+    """The pod's evacuation was asked for the pod alone (an EvictionRequest), not for its node.
+
+    A replacement may then run on the pod's own node: nobody is emptying that node (a drain
+    cordons it first, so the scheduler would not put a replacement there).
+    """
+    cond = get_pod_condition(pod, EVACUATION_REQUEST)
+    return cond is not None and cond.get("status") == "True" and cond.get("reason") == REASON_EVICTION_REQUEST
 
 
 def evacuation_initiated(pod: Obj) -> bool:

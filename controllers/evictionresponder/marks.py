@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
-from controllers.common.evacuation import EVACUATION_REQUEST
+from controllers.common.evacuation import EVACUATION_REQUEST, REASON_EVICTION_REQUEST
 from controllers.common.pods import get_pod_condition
 from kubeutil.conditions import condition_index
 from kubeutil.timestamps import format_time
-
-REASON_EVICTION_REQUEST: Final = "EvictionRequest"
 
 Obj = Mapping[str, Any]
 

@@ -14,7 +14,8 @@ write, each one resumable after a restart from what the objects say (`copies.py`
    with no Deployment). One account per Deployment, whatever node or maintenance the pods come
    from: every departing pod of it shares one budget, counted from the objects (surge a rollout
    uses, copies not yet adopted, adopted copies whose departing pod is still there);
-4. *adopt*: once the copy is available (`minReadySeconds`) on another node, the departing pod
+4. *adopt*: once the copy is available (`minReadySeconds`) on another node (on any node when the
+   pod alone was asked to go, by an EvictionRequest, and its node is not being emptied), the departing pod
    gets the lowest cost (and any other pod of the ReplicaSet still at it without a copy ready is
    raised one) and then the copy its labels back; KCM's ReplicaSet controller adopts it and
    deletes the departing pod, the one pod at the lowest cost (a tie between departing pods would
@@ -57,6 +58,7 @@ from controllers.common.evacuation import (
     EVACUATION_REQUEST,
     has_evacuation_request,
     is_evacuation_ready,
+    pod_level_request,
 )
 from controllers.common.pods import (
     get_pod_condition,
@@ -201,11 +203,13 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
         return str((get_controller_of(pod) or {}).get("uid", ""))
 
     def available_elsewhere(copy: Obj | None, pod: Obj) -> bool:
+        """The copy is available where the pod may be replaced: another node, or any node when
+        only the pod was asked to go (its node is not being emptied)."""
         where = node_name(copy) if copy is not None else ""
         return (
             copy is not None
             and bool(where)
-            and where != node_name(pod)
+            and (where != node_name(pod) or pod_level_request(pod))
             and is_pod_available(copy, account.min_ready_seconds, now)
         )
 
@@ -309,7 +313,7 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
             out.actions.append(Action(Step.ADOPT, copy, rs))  # its lowest cost is set above
             continue
         age = (now - (_created_at(copy) or now)).total_seconds()
-        if age >= surge_timeout or (copy_node and copy_node == node_name(pod)):
+        if age >= surge_timeout or (copy_node and copy_node == node_name(pod) and not pod_level_request(pod)):
             why = (
                 f"no replacement became available on another node within {surge_timeout:g}s"
                 if age >= surge_timeout

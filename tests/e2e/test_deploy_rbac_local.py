@@ -54,6 +54,7 @@ from apiclient.resources import (
     Resource,
 )
 from controller_manager import rbac
+from evictionapi import names
 from localcluster.cluster import LocalCluster
 from localcluster.demo import APPS, drained, node_maintenance, run_demo
 from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASES
@@ -519,13 +520,22 @@ async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cl
 
 
 # Grants this run cannot reach, and why: the eviction webhook's certificate Secret, Endpoints and
-# caBundle (gate EvictionSurge, off here as in deploy/; its own tests drive it), and the lease
-# namespace's creation (deploy/namespace.yaml makes it, and its Role lives in it, so the manager
-# only creates it on a cluster installed without deploy/).
+# caBundle (gate EvictionSurge, off here as in deploy/; its own tests drive it), the EvictionRequest
+# API's Evictions and EvictionRequests in either group (gate EvictionRequestAPI, off here as in
+# deploy/: a role covers every controller the flag names, so turning the gate on needs no other
+# RBAC; tests/e2e/test_eviction_requests.py and tests/real/test_eviction_request_drain.py drive
+# them), and the lease namespace's creation (deploy/namespace.yaml makes it, and its Role lives in
+# it, so the manager only creates it on a cluster installed without deploy/).
 UNREACHED = {
     *(
         (verb, rule.group, rule.resource, rule.namespace)
         for rule in rbac.WEBHOOK_RULES
+        for verb in rule.verbs
+    ),
+    *(
+        (verb, rule.group, rule.resource, rule.namespace)
+        for rule in rbac.rules_for(rbac.overlay_controllers())
+        if rule.group in (names.AIOKCM_GROUP, names.BUILTIN_GROUP)
         for verb in rule.verbs
     ),
     ("create", "", "namespaces", ""),

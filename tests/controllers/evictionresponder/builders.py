@@ -11,8 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controllers.common.evacuation import EVACUATION_INITIATED, EVACUATION_REQUEST
-from controllers.evictionresponder.marks import REASON_EVICTION_REQUEST
+from controllers.common.evacuation import EVACUATION_INITIATED, EVACUATION_REQUEST, REASON_EVICTION_REQUEST
 from controllers.evictionresponder.registration import RESPONDER_NAME, RESPONDER_PRIORITY
 from evictionapi import names
 from kubeutil.timestamps import format_time

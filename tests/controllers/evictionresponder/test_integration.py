@@ -21,14 +21,13 @@ from typing import Any
 import anyio
 import pytest
 
-from apiclient import KubeClient
+from apiclient import ApiError, KubeClient
 from apiclient.resources import DEPLOYMENTS, NODES, PODS
 from controllers.base import Controller
-from controllers.common.evacuation import EVACUATION_INITIATED, EVACUATION_REQUEST
+from controllers.common.evacuation import EVACUATION_INITIATED, EVACUATION_REQUEST, REASON_EVICTION_REQUEST
 from controllers.context import ControllerContext
 from controllers.deployment import DeploymentController
 from controllers.evictionresponder import EvictionResponderController
-from controllers.evictionresponder.marks import REASON_EVICTION_REQUEST
 from controllers.evictionresponder.plan import MESSAGE_CANCELED, MESSAGE_DONE
 from controllers.evictionresponder.registration import RESPONDER_NAME, RESPONDER_PRIORITY
 from controllers.features import DECLARATIVE_NODE_MAINTENANCE, NODE_MAINTENANCE_DEPLOYMENT
@@ -128,12 +127,23 @@ async def _eviction(kube: KubeClient, pod: Obj, *, name: str = "ev-web") -> Obj:
 
 
 async def _set_state(kube: KubeClient, name: str, state: str) -> None:
-    current = await kube.get(EVICTIONS, name, namespace=NS)
-    for target in current["status"]["targetResponders"]:
-        if target["name"] == RESPONDER_NAME:
-            target["state"] = state
-    current["status"]["requesters"] = [{"name": "ops.example.com/drain", "intent": names.INTENT_WITHDRAWN}]
-    await kube.replace(EVICTIONS, current, namespace=NS, subresource="status")
+    """As the evictionrequest controller would: read, change, write back; the responder may write
+    its own entry in between (a heartbeat), so a conflict means read again."""
+    for _ in range(20):
+        current = await kube.get(EVICTIONS, name, namespace=NS)
+        for target in current["status"]["targetResponders"]:
+            if target["name"] == RESPONDER_NAME:
+                target["state"] = state
+        current["status"]["requesters"] = [
+            {"name": "ops.example.com/drain", "intent": names.INTENT_WITHDRAWN}
+        ]
+        try:
+            await kube.replace(EVICTIONS, current, namespace=NS, subresource="status")
+            return
+        except ApiError as exc:
+            if not exc.conflict:
+                raise
+    raise AssertionError(f"could not set {name}'s state: conflicts all along")
 
 
 async def _ours(kube: KubeClient, name: str = "ev-web") -> Obj:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.common.evacuation import EVACUATION_REQUEST
+from controllers.common.evacuation import EVACUATION_REQUEST, REASON_EVICTION_REQUEST
 from controllers.evictionresponder import marks
 from controllers.evictionresponder.registration import (
     RESPONDER_NAME,
@@ -25,7 +25,7 @@ def test_the_request_is_added_beside_the_kubelets_conditions_and_guarded_by_the_
     assert ops[1]["value"] == {
         "type": EVACUATION_REQUEST,
         "status": "True",
-        "reason": marks.REASON_EVICTION_REQUEST,
+        "reason": REASON_EVICTION_REQUEST,
         "message": marks.request_message("ev"),
         "lastTransitionTime": format_time(NOW),
     }
@@ -41,7 +41,7 @@ def test_only_our_own_request_is_ever_withdrawn() -> None:
     assert marks.withdraw_ops(pod()) is None
     assert marks.withdraw_ops(pod(request=ours())) == [
         {"op": "test", "path": "/status/conditions/1/type", "value": EVACUATION_REQUEST},
-        {"op": "test", "path": "/status/conditions/1/reason", "value": marks.REASON_EVICTION_REQUEST},
+        {"op": "test", "path": "/status/conditions/1/reason", "value": REASON_EVICTION_REQUEST},
         {"op": "remove", "path": "/status/conditions/1"},
     ]
 

@@ -65,6 +65,7 @@ def pod(
     node: str = "node-1",
     requested: float | None = 10,
     request_status: str = "True",
+    reason: str = "NodeMaintenance",
     initiated: tuple[str, float] | None = None,
     cost: str | None = None,
     previous_cost: str | None = None,
@@ -84,7 +85,7 @@ def pod(
             {
                 "type": EVACUATION_REQUEST,
                 "status": request_status,
-                "reason": "NodeMaintenance",
+                "reason": reason,
                 "lastTransitionTime": stamp(requested),
             }
         )

@@ -138,6 +138,10 @@ CASES: dict[str, tuple[Account, Want]] = {
     "copy scheduled onto the departing pod's own node: deleted, pod given back":
         (account([answered("a")], [copy_of(A, node="node-1", age=5)]),
          Want(["delete-copy copy-a", "give-up a"])),
+    "a pod-level eviction (an EvictionRequest, its node not drained): a copy on its node is fine":
+        (account([pod("a", reason="EvictionRequest", initiated=("True", 9), cost=DEPARTING_COST, previous_cost="")],
+                 [copy_of(A, node="node-1")]),
+         Want(["mark-lowest a", "adopt copy-a"])),
     "adopted, both still there past the grace (the ReplicaSet above its replicas): given back":
         (account([answered("a", cost=LOWEST_COST), adopted_copy("uid-a", ADOPTION_GRACE + 1)], desired=1),
          Want(["give-up a"])),
