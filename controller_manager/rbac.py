@@ -14,13 +14,16 @@ Each install grants what its own `--controllers` selects, nothing more, so the d
 controllers need beyond that, as a second ClusterRole (and Roles) bound to the same ServiceAccount;
 `deploy/webhook-rbac.yaml`, applied with `deploy/webhook.yaml`, holds in the same way what the
 eviction webhook (`eviction-surge`, added to the default install's `--controllers`) needs beyond
-`deploy/rbac.yaml`.
+`deploy/rbac.yaml`, and `deploy/eviction-api-rbac.yaml` what the EvictionRequest API's three
+controllers need (their CRDs are in `deploy/`; the gate and the `--controllers` entries are the
+user's to add).
 `tests/manager/test_rbac.py` checks both ways: every API call in a controller's package is covered
 by that controller's rules here, and each install grants exactly the union for its controllers,
 nothing more; `tests/e2e/test_deploy_rbac_local.py` runs the controllers under the manifests on a
 cluster that enforces them and fails on any refusal and on any grant no request used.
 `python -m controller_manager.rbac` prints `deploy/rbac.yaml` (`--overlay`: the overlay's file;
-`--webhook`: the webhook's; `--write`: writes all three).
+`--webhook`: the webhook's; `--eviction-api`: the EvictionRequest API controllers'; `--write`:
+writes all four).
 """
 
 from __future__ import annotations
@@ -368,6 +371,15 @@ OVERLAY_ROLE = f"{NAME}-replace-kcm"
 WEBHOOK_CONTROLLER = "eviction-surge"
 WEBHOOK_MANIFEST = ROOT / "deploy" / "webhook-rbac.yaml"
 WEBHOOK_ROLE = f"{NAME}-eviction-surge"
+# The EvictionRequest API on the default install: its CRDs (in deploy/), this file, and the three
+# controllers added to deploy/deployment.yaml's `--controllers` (with the EvictionRequestAPI gate).
+EVICTION_API_CONTROLLERS = (
+    "evictionrequest-controller",
+    "imperative-eviction-responder-controller",
+    "eviction-responder",
+)
+EVICTION_API_MANIFEST = ROOT / "deploy" / "eviction-api-rbac.yaml"
+EVICTION_API_ROLE = f"{NAME}-eviction-api"
 CONTROLLERS_FLAG = "--controllers="
 
 
@@ -410,6 +422,11 @@ def webhook_controllers() -> list[str]:
     return selected([*deployment_controllers_flag(), WEBHOOK_CONTROLLER])
 
 
+def eviction_api_controllers() -> list[str]:
+    """The controllers of the default install with the EvictionRequest API's three added."""
+    return selected([*deployment_controllers_flag(), *EVICTION_API_CONTROLLERS])
+
+
 def overlay_controllers() -> list[str]:
     """The controllers overlays/replace-kcm runs: what deploy/rbac.yaml and its extra are made for."""
     return selected(overlay_controllers_flag())
@@ -441,6 +458,15 @@ def render_webhook() -> str:
     return header + yaml.safe_dump_all(extra, sort_keys=False)
 
 
+def render_eviction_api() -> str:
+    """deploy/eviction-api-rbac.yaml: what the EvictionRequest API's controllers need beyond deploy/rbac.yaml."""
+    header = HEADER.format(
+        source="deploy/deployment.yaml plus the EvictionRequest API's controllers (beyond deploy/rbac.yaml)"
+    )
+    extra = extra_manifests(eviction_api_controllers(), base=default_controllers(), name=EVICTION_API_ROLE)
+    return header + yaml.safe_dump_all(extra, sort_keys=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print deploy/rbac.yaml (as `> deploy/rbac.yaml` has always taken it), or the overlay's, or write both."""
     parser = argparse.ArgumentParser(
@@ -454,14 +480,22 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument(
         "--webhook", action="store_true", help=f"print {WEBHOOK_MANIFEST.relative_to(ROOT)} instead"
     )
-    which.add_argument("--write", action="store_true", help="write the three files in place")
+    which.add_argument(
+        "--eviction-api",
+        action="store_true",
+        help=f"print {EVICTION_API_MANIFEST.relative_to(ROOT)} instead",
+    )
+    which.add_argument("--write", action="store_true", help="write the four files in place")
     args = parser.parse_args(argv)
     if args.write:
         MANIFEST.write_text(render())
         OVERLAY_MANIFEST.write_text(render_overlay())
         WEBHOOK_MANIFEST.write_text(render_webhook())
+        EVICTION_API_MANIFEST.write_text(render_eviction_api())
     elif args.overlay:
         sys.stdout.write(render_overlay())
+    elif args.eviction_api:
+        sys.stdout.write(render_eviction_api())
     else:
         sys.stdout.write(render_webhook() if args.webhook else render())
     return 0

@@ -96,6 +96,7 @@ INSTALLS: dict[str, tuple[tuple[Path, ...], Callable[[], list[str]]]] = {
     "deploy": ((rbac.MANIFEST,), rbac.default_controllers),
     "replace-kcm": ((rbac.MANIFEST, rbac.OVERLAY_MANIFEST), rbac.overlay_controllers),
     "deploy+webhook": ((rbac.MANIFEST, rbac.WEBHOOK_MANIFEST), rbac.webhook_controllers),
+    "deploy+eviction-api": ((rbac.MANIFEST, rbac.EVICTION_API_MANIFEST), rbac.eviction_api_controllers),
 }
 SERVICE_ACCOUNT = {"kind": "ServiceAccount", "name": rbac.NAME, "namespace": rbac.NAMESPACE}
 REGENERATE = "regenerate: python -m controller_manager.rbac --write"
@@ -182,10 +183,25 @@ def test_the_webhook_adds_only_the_eviction_webhooks_grants() -> None:
     assert {d["metadata"]["name"] for d in extra} == {rbac.WEBHOOK_ROLE}
 
 
+def test_the_eviction_api_adds_only_what_its_three_controllers_need() -> None:
+    """deploy/eviction-api-rbac.yaml grants the EvictionRequest API's controllers what the default
+    install lacks: Evictions made and their status written; no pod write the default lacks."""
+    extra = _docs(rbac.EVICTION_API_MANIFEST)
+    assert set(rbac.eviction_api_controllers()) == {
+        *rbac.default_controllers(),
+        *rbac.EVICTION_API_CONTROLLERS,
+    }
+    assert _grants(extra).isdisjoint(_grants(_docs(rbac.MANIFEST)))
+    assert {(g[2], g[4]) for g in _grants(extra)} >= {("evictions", "create"), ("evictions/status", "patch")}
+    assert all(g[1] in ("lifecycle.aiokcm.io", "lifecycle.k8s.io") for g in _grants(extra))
+    assert {d["metadata"]["name"] for d in extra} == {rbac.EVICTION_API_ROLE}
+
+
 def test_the_checked_in_manifests_are_what_the_code_generates() -> None:
     assert rbac.MANIFEST.read_text() == rbac.render(), REGENERATE
     assert rbac.OVERLAY_MANIFEST.read_text() == rbac.render_overlay(), REGENERATE
     assert rbac.WEBHOOK_MANIFEST.read_text() == rbac.render_webhook(), REGENERATE
+    assert rbac.EVICTION_API_MANIFEST.read_text() == rbac.render_eviction_api(), REGENERATE
 
 
 def test_the_command_prints_each_install(capsys: pytest.CaptureFixture[str]) -> None:
@@ -195,6 +211,8 @@ def test_the_command_prints_each_install(capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().out == rbac.render_overlay()
     assert rbac.main(["--webhook"]) == 0
     assert capsys.readouterr().out == rbac.render_webhook()
+    assert rbac.main(["--eviction-api"]) == 0
+    assert capsys.readouterr().out == rbac.render_eviction_api()
 
 
 def test_the_secure_port_can_review_callers_and_read_the_client_ca() -> None:
