@@ -9,8 +9,7 @@ counting every one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -21,6 +20,7 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS, Resource
 from controllers.base import Result
 from controllers.common.controller_ref import get_controller_of
+from controllers.common.patches import PATCH_NOT_APPLICABLE, stale_plan_is_conflict
 from controllers.common.pods import node_name, pod_key
 from controllers.context import EventRecorder
 from controllers.evictionresponder import marks, metrics
@@ -45,7 +45,6 @@ EVENT_COMPLETED: Final = "EvictionResponderCompleted"
 EVENT_HANDED_OVER: Final = "EvictionResponderHandedOver"
 
 # What the API server answers (422, no details) when a JSON patch's `test` fails.
-PATCH_NOT_APPLICABLE: Final = "the server rejected our request due to an error in our request"
 
 
 def eviction_pod_uid_index(eviction: Obj) -> list[str]:
@@ -66,22 +65,6 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
 
 def _uid(obj: Obj) -> str:
     return str(_meta(obj).get("uid") or "")
-
-
-@contextmanager
-def _stale_plan_is_conflict() -> Iterator[None]:
-    """A failed `test` (a bare 422) is an optimistic-concurrency loss: retried as a 409 is."""
-    try:
-        yield
-    except ApiError as exc:
-        if exc.invalid and exc.message.startswith(PATCH_NOT_APPLICABLE):
-            raise ApiError(
-                409,
-                {"reason": "Conflict", "message": f"stale plan, the object changed: {exc.message}"},
-                method=exc.method,
-                path=exc.path,
-            ) from exc
-        raise
 
 
 @dataclass(kw_only=True, eq=False)
@@ -207,7 +190,7 @@ class EvictionResponderSync:
 
     async def _patch_pod(self, pod: Obj, ops: list[dict[str, Any]]) -> None:
         namespace, name = str(_meta(pod).get("namespace", "")), str(_meta(pod).get("name", ""))
-        with _stale_plan_is_conflict():
+        with stale_plan_is_conflict():
             after = await self.client.patch(
                 PODS, name, ops, namespace=namespace, subresource="status", patch_type="json"
             )
@@ -234,7 +217,7 @@ class EvictionResponderSync:
             entry, RESPONDER_NAME, message=message, now=self.clock(), heartbeat=heartbeat, complete=complete
         )
         namespace, name = str(_meta(eviction).get("namespace", "")), str(_meta(eviction).get("name", ""))
-        with _stale_plan_is_conflict():
+        with stale_plan_is_conflict():
             after = await self.client.patch(
                 self.evictions, name, ops, namespace=namespace, subresource="status", patch_type="json"
             )

@@ -28,8 +28,7 @@ never withdrawn; they still count as a request for the timeout.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -42,6 +41,7 @@ from controllers.common.evacuation import (
     EVACUATION_REQUEST,
     REASON_NODE_MAINTENANCE,
 )
+from controllers.common.patches import stale_plan_is_conflict
 from controllers.common.pods import get_pod_condition, is_pod_terminal
 from controllers.nodemaintenance.workload import Answer, Workload
 from kubeutil.conditions import condition_index
@@ -208,30 +208,6 @@ def _evict(pod: Mapping[str, Any], opts: DrainOptions, why: str) -> PodPlan:
 
 
 # -- writes ---------------------------------------------------------------------------------------
-
-# What the API server answers (422, no details) when a JSON patch cannot be applied to the object as
-# it is now, a failed `test` above all; a schema violation is worded `<kind> "<name>" is invalid: ...`.
-PATCH_NOT_APPLICABLE = "the server rejected our request due to an error in our request"
-
-
-@contextmanager
-def stale_plan_is_conflict() -> Iterator[None]:
-    """Around a JSON patch whose `test` operations guard a plan: a stale plan is a conflict, as a 409 is.
-
-    The server refuses a failed `test` with a bare 422; to the worker engine that is losing an
-    optimistic-concurrency race (requeued, counted `result="conflict"`), not an error.
-    """
-    try:
-        yield
-    except ApiError as exc:
-        if exc.invalid and exc.message.startswith(PATCH_NOT_APPLICABLE):
-            raise ApiError(
-                409,
-                {"reason": "Conflict", "message": f"stale plan, the object changed: {exc.message}"},
-                method=exc.method,
-                path=exc.path,
-            ) from exc
-        raise
 
 
 def _pod_ref(pod: Mapping[str, Any]) -> tuple[str, str, str]:

@@ -24,6 +24,7 @@ import structlog
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES
 from controllers.base import RequeueAfter
+from controllers.common.patches import stale_plan_is_conflict
 from controllers.context import EventRecorder
 from controllers.nodemaintenance import api, cordon, drain, evictionrequests, metrics, rollout
 from controllers.nodemaintenance.state import DrainState, Listers, holds_cordon, utcnow
@@ -81,7 +82,7 @@ class MaintenanceSync:
             ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": api.FINALIZER})
         else:
             ops.append({"op": "add", "path": "/metadata/finalizers", "value": [api.FINALIZER]})
-        with drain.stale_plan_is_conflict():
+        with stale_plan_is_conflict():
             await self.client.patch(NODEMAINTENANCES, str(obj["metadata"]["name"]), ops, patch_type="json")
 
     async def _finalize(self, obj: Obj, m: api.Maintenance) -> None:
@@ -100,7 +101,7 @@ class MaintenanceSync:
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]
         try:
-            with drain.stale_plan_is_conflict():
+            with stale_plan_is_conflict():
                 await self.client.patch(NODEMAINTENANCES, m.name, ops, patch_type="json")
         except ApiError as exc:
             if not exc.not_found:

@@ -16,8 +16,8 @@ from prometheus_client import REGISTRY
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODEMAINTENANCES, PODS
+from controllers.common.patches import stale_plan_is_conflict
 from controllers.nodemaintenance import NodeMaintenanceController
-from controllers.nodemaintenance.drain import stale_plan_is_conflict
 from tests.controllers.harness import HeldWatches, running_controllers
 from tests.controllers.nodemaintenance.helpers import GATES, NS, condition, make_pod, pod
 from tests.support.objects import node_maintenance
