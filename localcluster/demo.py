@@ -47,7 +47,8 @@ from apiclient.resources import (
     PODDISRUPTIONBUDGETS,
     PODS,
 )
-from controller_manager.crds import nodemaintenance_crd
+from controller_manager.crds import eviction_api_crds, nodemaintenance_crd
+from evictionapi.served import AIOKCM as AIOKCM_EVICTION_API
 
 NS = "default"
 SAMPLE_SECONDS = 0.2
@@ -233,6 +234,20 @@ async def ensure_crd(client: KubeClient) -> None:
     await wait_until(served, "the NodeMaintenance API to be served", SETUP_TIMEOUT)
 
 
+async def ensure_eviction_api(client: KubeClient) -> None:
+    """Install the EvictionRequest API's CRDs unless served, so `aiokcm run --embedded` with the
+    `EvictionRequestAPI` gate has the API (`aiokcm evict` against it) as a real install would."""
+    with contextlib.suppress(ApiError):
+        await client.list(AIOKCM_EVICTION_API.requests, limit=1)
+        return  # served already (a restart): nothing to write
+    for crd in eviction_api_crds():
+        try:
+            await client.create(CUSTOMRESOURCEDEFINITIONS, crd)
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise
+
+
 async def _create(client: KubeClient, res: Any, body: dict[str, Any]) -> None:
     try:
         await client.create(res, body, namespace=NS)
@@ -403,6 +418,7 @@ async def running(
         ready = True
         try:
             await ensure_crd(client)
+            await ensure_eviction_api(client)
         except (DemoError, ApiError) as exc:
             say(f"demo failed: {exc}")
             ready = False
