@@ -52,7 +52,9 @@ Differences from upstream, and why:
   role of the later revision's terminal-time cache), so the 5 s grace still holds once the pod
   has left the cache: otherwise a sync between the pod's removal and the imperative evictor's
   report marks the evictor Interrupted instead of Completed. The grace runs from the moment the
-  pod is seen gone. A pod that turns terminal without being deleted gets no grace, as in
+  pod is seen gone, and while it terminates from the later of its deletionTimestamp and the
+  moment this controller saw the deletion: a manager whose clock runs ahead of the API server's
+  would otherwise give no grace at all. A pod that turns terminal without being deleted gets no grace, as in
   27bf4c51 (the later controller that times it is not available to port from).
 """
 

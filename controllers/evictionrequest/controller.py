@@ -172,6 +172,9 @@ class EvictionRequestController(Controller):
         deletion_changed = _meta(old).get("deletionTimestamp") != _meta(new).get("deletionTimestamp")
         phase_old = (old.get("status") or {}).get("phase")
         became_terminal = phase_old != (new.get("status") or {}).get("phase") and is_pod_terminal(new)
+        if deletion_changed and _meta(new).get("deletionTimestamp"):
+            now = self.clock()
+            self.reader.terminal_times.record(str(_meta(new).get("uid") or ""), now, now)
         if deletion_changed or became_terminal:
             for eviction in self.reader.evictions_for(target_index_value_for_pod(new)):
                 self.enqueue(_key(eviction))

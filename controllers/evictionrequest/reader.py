@@ -57,7 +57,7 @@ class Reader:
             namespace = str((obj.get("metadata") or {}).get("namespace") or "")
             pod = self.pods.get(str(pod_ref["name"]), namespace)
         deleted_at = None
-        if isinstance(pod_ref, Mapping) and pod is None:
+        if isinstance(pod_ref, Mapping):
             deleted_at = self.terminal_times.get(str(pod_ref.get("uid") or ""))
         return TargetInfo(ref, pod, self._responders_of, deleted_at)
 

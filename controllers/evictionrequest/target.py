@@ -78,10 +78,14 @@ class TargetInfo:
         return str(meta.get("uid") or "") if meta is not None else ""
 
     def deletion_timestamp(self) -> datetime | None:
-        """The target's deletionTimestamp; for a pod already gone, when it was seen deleted."""
+        """When the target's deletion counts from: its deletionTimestamp, or the later moment this
+        controller saw the deletion (see terminaltimes); for a pod already gone, when it went."""
         meta = self.object_meta()
         if meta is not None:
-            return parse_time(meta.get("deletionTimestamp"))
+            stamp = parse_time(meta.get("deletionTimestamp"))
+            if stamp is None or self.deleted_at is None:
+                return stamp
+            return max(stamp, self.deleted_at)
         return self.deleted_at if self.pod is None else None
 
     def is_gone(self) -> bool:

@@ -1,11 +1,18 @@
-"""When each target pod was deleted, remembered past the moment it leaves the pod cache.
+"""When this controller saw each target pod's deletion, by its own clock, past the pod's removal.
 
 The Active responder gets `GRACEFUL_COMPLETION_DELAY` after its target's deletion to report its
-completion before the controller calls the target evicted. The deletion time lives on the pod,
-and a pod deleted outright (or whose termination finished) is gone from the cache before the
-responder's report arrives: without this record a sync in between would find nothing to wait
-for and mark the responder Interrupted instead of Completed. Upstream keeps the same record
-(`TerminalTimeCache`).
+completion before the controller calls the target evicted. Two things the pod alone cannot say:
+
+- a pod deleted outright (or whose termination finished) is gone from the cache before the
+  responder's report arrives; without a record a sync in between would find nothing to wait for
+  and mark the responder Interrupted instead of Completed (upstream keeps the same record, its
+  `TerminalTimeCache`);
+- the pod's `deletionTimestamp` is the API server's clock, the grace this controller's: a
+  manager whose clock runs ahead of the server's would give no grace at all. The grace runs from
+  the later of the two, so skew only ever lengthens it.
+
+Each observation replaces the last: the deletion seen starting, then the pod seen gone (which is
+when a responder that waits for it, as the imperative evictor does, can report).
 
 Entries are needed only for the grace period, so each one is dropped once it is older than a
 minute; a manager that runs for weeks keeps at most the deletions of the last minute.
@@ -28,7 +35,7 @@ class TerminalTimes:
     def record(self, uid: str, when: datetime, now: datetime) -> None:
         if not uid:
             return
-        self._times.setdefault(uid, when)
+        self._times[uid] = when
         stale = [u for u, t in self._times.items() if now - t > KEEP_FOR]
         for u in stale:
             del self._times[u]

@@ -512,7 +512,7 @@ async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cl
     }
     overlay_rbac = (rbac.MANIFEST, rbac.OVERLAY_MANIFEST)
     granted = _granted([d for m in overlay_rbac for d in yaml.safe_load_all(m.read_text()) if d])
-    unused = sorted(g for g in granted if not _used(g, used))
+    unused = sorted(g for g in granted if not _used(g, used) and g not in TIMING_DEPENDENT)
     assert unused == sorted(UNREACHED), unused  # every other grant is needed by something done here
     assert scrapes == ("401", "200", "200")  # no token, the scraper's token, /healthz with none
     assert codes == [0, 0], output[-2000:]
@@ -526,6 +526,12 @@ async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cl
 # RBAC; tests/e2e/test_eviction_requests.py and tests/real/test_eviction_request_drain.py drive
 # them), and the lease namespace's creation (deploy/namespace.yaml makes it, and its Role lives in
 # it, so the manager only creates it on a cluster installed without deploy/).
+# Grants this run reaches only when its timing allows: an event is patched (its count raised) only
+# when the same event repeats within the broadcaster's aggregation window, which a drain step
+# retried at the right moment does and a faster run may not. Whether the grant is needed is shown by
+# tests/manager/test_events.py (identical events become one, patched); here it is neither required
+# nor reported as unused.
+TIMING_DEPENDENT = {("patch", "", "events", "")}
 UNREACHED = {
     *(
         (verb, rule.group, rule.resource, rule.namespace)

@@ -34,3 +34,23 @@ def test_entries_older_than_a_minute_are_dropped_as_new_ones_come() -> None:
     times.record("new", T0 + timedelta(minutes=2), T0 + timedelta(minutes=2))
     assert times.get("old") is None
     assert times.get("new") == T0 + timedelta(minutes=2)
+
+
+def test_a_manager_clock_ahead_of_the_servers_still_gives_the_grace() -> None:
+    """The pod's deletionTimestamp is the server's clock; seen 10 min later by ours (skew), the
+    grace runs from our sighting, not from a moment already long past by our clock."""
+    times = TerminalTimes()
+    seen = T0 + timedelta(minutes=10)
+    times.record(TARGET["pod"]["uid"], seen, seen)
+    pod = {
+        "metadata": {
+            "name": "web-0",
+            "uid": TARGET["pod"]["uid"],
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+        }
+    }
+    terminating = TargetInfo(TARGET, pod, None, times.get(TARGET["pod"]["uid"]))
+    active = {"name": "surge.aiokcm.io/replicaset", "startTime": "2026-01-01T00:00:00Z"}
+    assert should_defer_completion(seen + timedelta(seconds=1), active, terminating) == 4.0
+    # without the sighting, the server's timestamp alone: long past, no grace
+    assert should_defer_completion(seen, active, TargetInfo(TARGET, pod, None, None)) is None
