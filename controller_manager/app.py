@@ -97,6 +97,25 @@ def _leave_builtin_eviction_controllers(
     return [d for d in enabled if d.name not in KCM_EVICTION_CONTROLLERS]
 
 
+async def discover_eviction_api(client: KubeClient, *, max_wait: float = 30.0) -> served.EvictionAPI:
+    """Which group serves the EvictionRequest API, asked until the server answers.
+
+    Leading starts here, so a restarting or throttling API server (a 5xx, a 429, a dropped
+    connection) must not take the manager down: it is asked again with a doubling wait, as every
+    informer's first LIST is. A bug in our own code still raises.
+    """
+    wait = 1.0
+    while True:
+        try:
+            return await served.discover(client)
+        except Exception as exc:
+            if not is_expected_failure(exc):
+                raise
+            log.warning("cannot discover the EvictionRequest API yet", error=str(exc), retry_in=wait)
+            await anyio.sleep(wait)
+            wait = min(wait * 2, max_wait)
+
+
 def _implicit_responders(enabled: Iterable[ControllerDescriptor]) -> tuple[tuple[str, int], ...]:
     """The responders aiokcm runs itself, listed on every new Eviction after the pod's own.
 
@@ -296,7 +315,7 @@ class Manager:
         if any(EVICTION_REQUEST_API in d.required_gates for d in enabled) or (
             opts.eviction_surge.eviction_requests and any(d.name == "eviction-surge" for d in enabled)
         ):
-            eviction_api = await served.discover(self.client)
+            eviction_api = await discover_eviction_api(self.client)
             enabled = _leave_builtin_eviction_controllers(enabled, eviction_api)
         broadcaster = EventBroadcaster(self.client.derive("events"))
         informers = self.factory(self.client.derive("shared-informers"))
