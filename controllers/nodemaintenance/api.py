@@ -18,6 +18,7 @@ from controllers.common.evacuation import (
 from controllers.nodemaintenance.drain import DrainOptions
 from controllers.nodemaintenance.rollout import DEFAULT_MAX_CONCURRENT_NODES, LimitError, scaled
 from kubeutil.selectors import SelectorError, parse
+from maintenancerollout import spec as rolling_spec
 
 GROUP = "maintenance.aiokcm.io"
 FINALIZER = f"{GROUP}/finalizer"
@@ -77,6 +78,8 @@ class Maintenance:
     max_concurrent_nodes: int | str = DEFAULT_MAX_CONCURRENT_NODES  # an integer or "N%" of the selected nodes
     override_max_unschedulable: bool = False
     eviction_api: str = EVICTION_API_POD_CONDITION
+    #: `spec.completion` and what goes with it (`maintenancerollout.spec`); None: not a rolling one
+    rolling: rolling_spec.RollingSpec | None = None
 
     @property
     def by_eviction_request(self) -> bool:
@@ -97,6 +100,7 @@ class Maintenance:
             if eviction_api in EVICTION_APIS
             else f"spec.evictionAPI: {eviction_api!r} is not one of {', '.join(EVICTION_APIS)}"
         )
+        rolling, rolling_invalid = _rolling(spec)
         return cls(
             name=str(meta.get("name", "")),
             uid=str(meta.get("uid", "")),
@@ -114,10 +118,11 @@ class Maintenance:
             deleting=bool(meta.get("deletionTimestamp")),
             has_finalizer=FINALIZER in (meta.get("finalizers") or []),
             options=options,
-            invalid="; ".join(filter(None, (invalid, limit_invalid, api_invalid))),
+            invalid="; ".join(filter(None, (invalid, limit_invalid, api_invalid, rolling_invalid))),
             max_concurrent_nodes=limit,
             override_max_unschedulable=spec.get("overrideMaxUnschedulable") is True,
             eviction_api=str(eviction_api) if eviction_api in EVICTION_APIS else EVICTION_API_POD_CONDITION,
+            rolling=rolling,
         )
 
     @property
@@ -163,6 +168,16 @@ def _drain_options(spec: Mapping[str, Any]) -> tuple[DrainOptions, str]:
         else None,
     )
     return options, invalid
+
+
+def _rolling(spec: Mapping[str, Any]) -> tuple[rolling_spec.RollingSpec | None, str]:
+    """The rolling part of the spec, or why it cannot be acted on. An invalid one still makes the
+    maintenance a paused rolling one that completes nothing by itself, so nothing it started is
+    released early, and nothing new starts, while the spec waits to be fixed."""
+    try:
+        return rolling_spec.parse(spec), ""
+    except rolling_spec.SpecError as exc:
+        return rolling_spec.RollingSpec(completion=rolling_spec.COMPLETION_ANNOTATION, paused=True), str(exc)
 
 
 def _max_concurrent(spec: Mapping[str, Any]) -> tuple[int | str, str]:

@@ -36,11 +36,19 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
-from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES, PODS, REPLICASETS, STATEFULSETS
+from apiclient.resources import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    NODEMAINTENANCES,
+    NODES,
+    PODS,
+    REPLICASETS,
+    STATEFULSETS,
+)
 from controllers import features
 from controllers.base import Controller
 from controllers.context import ControllerContext
-from controllers.nodemaintenance import api, cordon, evictionrequests
+from controllers.nodemaintenance import api, cordon, evictionrequests, rolling
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.maintenancesync import MaintenanceSync
 from controllers.nodemaintenance.nodesync import NodeSync
@@ -49,6 +57,7 @@ from controllers.worker import Outcome
 from evictionapi import requests
 from informers import DeletedFinalStateUnknown, ResourceEventHandler
 from kubeutil.nodeaffinity import selector_matches
+from maintenancerollout import health
 from nodemaintenancelease.gate import LeaseGate, MaintenanceLeaseGate, NoLeaseGate
 from workqueue import ShardedQueue
 
@@ -76,6 +85,15 @@ def _status_only(old: Obj, new: Obj) -> bool:
         return False
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
     return all(old_meta.get(k) == new_meta.get(k) for k in {*old_meta, *new_meta} - _BOOKKEEPING)
+
+
+def _health_changed(old: Obj, new: Obj) -> bool:
+    """A new boot, a Ready change or a taint change: what a rolling maintenance's gates read."""
+    if health.boot_id(old) != health.boot_id(new):
+        return True
+    if health.node_health(old) != health.node_health(new):
+        return True
+    return (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints")
 
 
 def _default_gate(ctx: ControllerContext) -> LeaseGate:
@@ -154,6 +172,16 @@ class NodeMaintenanceController(Controller):
         )
         self.node_worker = self.make_worker(self.node_sync.sync)
         self.serve_also(self.node_queue, self.node_worker)  # one worker per node shard
+        # A rolling maintenance's workloads gate reads DaemonSets too (they come back on the node).
+        daemonsets = factory.informer(DAEMONSETS).lister
+        listers = self.listers
+
+        def lookup(kind: str, namespace: str, name: str) -> Obj | None:
+            if kind == "DaemonSet":
+                return daemonsets.get(name, namespace)
+            return listers.owner(kind, namespace, name)
+
+        self.rolling = rolling.RollingGates(recorder=self.recorder, lookup=lookup)
         self.maintenance_sync = MaintenanceSync(
             client=self.client,
             listers=self.listers,
@@ -162,6 +190,7 @@ class NodeMaintenanceController(Controller):
             enqueue_node=self.node_queue.add,
             clock=clock,
             max_unschedulable=config.max_unschedulable,
+            rolling=self.rolling,
         )
         nm_inf.add_event_handler(
             ResourceEventHandler(
@@ -252,7 +281,12 @@ class NodeMaintenanceController(Controller):
             and old_meta.get("annotations") == new_meta.get("annotations")
             and (old.get("spec") or {}).get("unschedulable") == (new.get("spec") or {}).get("unschedulable")
         ):
-            return  # a heartbeat or a status change: nothing a maintenance reads
+            # A heartbeat or a status change: only a rolling maintenance reads one (a reboot, the
+            # node Ready again), and only the maintenances applied to the node care.
+            if api.applied_maintenances(new) and _health_changed(old, new):
+                for name in api.applied_maintenances(new):
+                    self.enqueue(name)
+            return
         if (old.get("spec") or {}).get("unschedulable") != (new.get("spec") or {}).get("unschedulable"):
             self._recheck_held()
         if self._under_maintenance(old) or self._under_maintenance(new):

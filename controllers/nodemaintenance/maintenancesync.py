@@ -27,6 +27,7 @@ from controllers.base import RequeueAfter
 from controllers.common.patches import stale_plan_is_conflict
 from controllers.context import EventRecorder
 from controllers.nodemaintenance import api, cordon, drain, evictionrequests, metrics, rollout
+from controllers.nodemaintenance.rolling import Decisions, RollingGates, overlay_status
 from controllers.nodemaintenance.state import DrainState, Listers, holds_cordon, utcnow
 from controllers.nodemaintenance.status import (
     NodeProgress,
@@ -40,6 +41,8 @@ log = structlog.get_logger()
 
 Obj = Mapping[str, Any]
 FINALIZER_RECHECK_SECONDS = 10.0
+# The soonest a rolling maintenance looks again by its own timers (gates, windows, soak time).
+ROLLING_RECHECK_SECONDS = 1.0
 
 
 @dataclass(kw_only=True, eq=False)
@@ -53,6 +56,8 @@ class MaintenanceSync:
     enqueue_node: Callable[[str], None]
     clock: Callable[[], datetime] = utcnow
     max_unschedulable: int | str
+    #: the rolling side (gates, completions); every maintenance with `spec.completion` goes through it
+    rolling: RollingGates
 
     def __post_init__(self) -> None:
         # A bad value fails at construction (the manager's start), not at the first sync.
@@ -64,10 +69,12 @@ class MaintenanceSync:
         obj = self.listers.maintenances.get(name)
         if obj is None:
             self.state.forget_maintenance(name)
+            self.rolling.forget(name)
             return
         m = self.listers.maintenance(obj)
         if m.deleting:
             self.state.forget_maintenance(name)
+            self.rolling.forget(name)
             await self._finalize(obj, m)
             return
         if not m.has_finalizer:
@@ -149,13 +156,21 @@ class MaintenanceSync:
         )
         return rollout.Cluster(len(nodes), len(cordoned), cap)
 
-    def _plan_nodes(self, obj: Obj, m: api.Maintenance, now: datetime) -> tuple[dict[str, NodeProgress], str]:
+    def _plan_nodes(
+        self,
+        obj: Obj,
+        m: api.Maintenance,
+        now: datetime,
+        selected: dict[str, Obj],
+        decisions: Decisions | None = None,
+    ) -> tuple[dict[str, NodeProgress], str]:
         """Every selected node's progress, starting the next ones the limits allow (rollout.py).
 
         Decided without a suspension point, so two maintenances never both take the last room the
         cluster-wide guard leaves. Returns the progress and why the guard holds this maintenance back.
+        A rolling maintenance's `decisions` release the nodes whose maintenance is done and may
+        hold every start back (rolling.py).
         """
-        selected = {str(n["metadata"]["name"]): n for n in self.listers.selected_nodes(m.selector)}
         if not m.paced:
             self.state.working.pop(m.name, None)
             self.state.held_by_cluster.discard(m.name)
@@ -167,19 +182,37 @@ class MaintenanceSync:
                 before,
                 cordoning=before.cordoning | {n for n, node in selected.items() if holds_cordon(m, node)},
             )
-        cordoning = before.cordoning & selected.keys()
-        draining = before.draining & selected.keys()
+        released = frozenset(decisions.released) if decisions is not None else frozenset()
+        cordoning = (before.cordoning & selected.keys()) - released
+        draining = (before.draining & selected.keys()) - released
         stage = draining if m.drain else cordoning
         progress = {
             n: self._progress(m if n in stage else replace(m, drain=False), selected[n], now)
             for n in sorted(cordoning | stage)
         }
+        if decisions is not None:
+            for n in sorted(stage):
+                node = selected[n]
+                finished = (
+                    progress[n].phase == api.PHASE_DRAINED and _advertised(node) == api.PHASE_DRAINED
+                    if m.drain
+                    else cordon.is_unschedulable(node)
+                )
+                if self.rolling.settle_drained(m, decisions, name=n, node=node, drained=finished, now=now):
+                    cordoning, draining, stage = cordoning - {n}, draining - {n}, stage - {n}
+            released = frozenset(decisions.released)
+            for n in sorted(released & selected.keys()):
+                progress[n] = NodeProgress(
+                    api.PHASE_DRAINED, unschedulable=cordon.is_unschedulable(selected[n])
+                )
         elsewhere = self.state.cordoning_elsewhere(m.name)
         candidates = [
             rollout.Candidate(
                 name,
-                started=name in stage,
-                done=(
+                started=name in stage or name in released,
+                done=_rolled(decisions, name)
+                if decisions is not None
+                else (
                     name in stage
                     and progress[name].phase == api.PHASE_DRAINED
                     and _advertised(node) == api.PHASE_DRAINED
@@ -197,10 +230,18 @@ class MaintenanceSync:
             cluster=self._cluster(m.name, cordoning),
             override=m.override_max_unschedulable,
             frozen=bool(m.invalid),
+            hold=decisions.hold.message if decisions is not None and decisions.hold.reason else "",
         )
         new = frozenset(admission.new)
+        if decisions is not None:
+            for name in new:
+                self.rolling.record_start(
+                    decisions, name=name, node=selected[name], pods=self.listers.node_pods(name)
+                )
+        # A node the rollout released in this sync is let go once the status saying so is written.
+        letting_go = frozenset(decisions.newly_released) if decisions is not None else frozenset()
         self.state.working[m.name] = rollout.Working(
-            m.uid, cordoning | new, (draining | new) if m.drain else draining
+            m.uid, cordoning | new | letting_go, ((draining | new) if m.drain else draining) | letting_go
         )
         self.state.waiting.set(
             m.name, own=len(admission.waiting) - len(admission.held), cluster=len(admission.held)
@@ -227,6 +268,8 @@ class MaintenanceSync:
             self.enqueue_node(name)
         for name, why in admission.waiting.items():
             node = selected[name]
+            if name in released:
+                continue
             if name in cordoning:  # cordoned, its drain waits for its turn
                 progress[name] = NodeProgress(
                     api.PHASE_CORDONED,
@@ -245,15 +288,53 @@ class MaintenanceSync:
 
     async def _status(self, obj: Obj, m: api.Maintenance) -> None:
         now = self.clock()
-        progress, held = self._plan_nodes(obj, m, now)
         previous: Mapping[str, Any] = obj.get("status") or {}
         written = self.state.written.get(m.name)
         if written is not None and written[0] == m.uid:
             # Only this controller writes the status: what it wrote last is the status, even while
             # the cache still holds an older copy of the object.
             previous = written[1]
+        selected = {str(n["metadata"]["name"]): n for n in self.listers.selected_nodes(m.selector)}
+        decisions = None
+        if m.rolling is not None and m.paced:
+            decisions = await self.rolling.prepare(
+                obj, m, m.rolling, previous, nodes=selected, now=self.clock()
+            )
+            now = self.clock()
+        progress, held = self._plan_nodes(obj, m, now, selected, decisions)
         missing = missing_nodes(previous, lambda n: self.listers.nodes.get(n) is not None)
         status = build_status(m, previous, progress, now=now, missing=missing, held_by_cluster=held)
+        if decisions is not None:
+            overlay_status(status, decisions)
+        wake = decisions.wake if decisions is not None else None
+        await self._write(obj, m, previous, status, missing, now)
+        if decisions is not None:  # acted on and announced once written: a lost write is decided again
+            self._let_go(m, decisions.newly_released)
+            self.rolling.publish(obj, m, decisions, total=len(progress))
+        if wake is not None:
+            raise RequeueAfter(max((wake - self.clock()).total_seconds(), ROLLING_RECHECK_SECONDS))
+
+    def _let_go(self, m: api.Maintenance, nodes: set[str]) -> None:
+        """The nodes a rolling maintenance released: the node syncs uncordon and withdraw there."""
+        if not nodes:
+            return
+        working = self.state.working.get(m.name)
+        if working is not None and working.uid == m.uid:
+            self.state.working[m.name] = replace(
+                working, cordoning=working.cordoning - nodes, draining=working.draining - nodes
+            )
+        for node in sorted(nodes):
+            self.enqueue_node(node)
+
+    async def _write(
+        self,
+        obj: Obj,
+        m: api.Maintenance,
+        previous: Obj,
+        status: dict[str, Any],
+        missing: list[str],
+        now: datetime,
+    ) -> None:
         if _same_status(previous, status):
             return
         body: dict[str, Any] = dict(status)
@@ -323,6 +404,12 @@ class MaintenanceSync:
             self.recorder.event(obj, "Warning", "NoNodesSelected", "spec.nodeSelector matches no node")
 
 
+def _rolled(decisions: Decisions, name: str) -> bool:
+    """A rolling maintenance's node is done once it passed its gates, not when it drained."""
+    record = decisions.records.get(name)
+    return record is not None and record.phase == "Completed"
+
+
 def _advertised(node: Obj) -> str | None:
     """The phase the node's own sync last wrote on it: a node is done once it says so itself."""
     return ((node.get("metadata") or {}).get("annotations") or {}).get(api.PHASE_ANNOTATION)
@@ -342,7 +429,16 @@ def _cond_status(status: Obj, type_: str) -> str | None:
     return None
 
 
+def _pruned(value: Any) -> Any:
+    """Without null fields: a null in a merge patch removes the field, so both read the same."""
+    if isinstance(value, Mapping):
+        return {k: _pruned(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
 def _same_status(previous: Obj, status: Obj) -> bool:
-    return all(previous.get(k) == v for k, v in status.items()) and (
+    return all(_pruned(previous.get(k)) == _pruned(v) for k, v in status.items()) and (
         "drainStartTime" in status or "drainStartTime" not in previous
     )

@@ -46,6 +46,7 @@ from evictionapi import names as eviction_names
 from evictionapi.served import EvictionAPI
 from informers import CONTROLLER_UID_INDEX
 from kubeutil.nodeaffinity import selector_matches
+from maintenancerollout.planner import COMPLETE_ANNOTATION
 from nodemaintenancelease.gate import LeaseGate
 
 log = structlog.get_logger()
@@ -420,6 +421,9 @@ class NodeSync:
             notes[api.MAINTENANCES_ANNOTATION] = applied_value
         if annotations.get(api.PHASE_ANNOTATION) != phase:
             notes[api.PHASE_ANNOTATION] = phase
+        done = annotations.get(COMPLETE_ANNOTATION)
+        if done and done in api.applied_maintenances(node) and done not in wanted_names:
+            notes[COMPLETE_ANNOTATION] = None  # said for a maintenance now released from the node
         pending = max((p.pending for p in progresses), default=0)
         blocked: dict[str, str] = {}
         for p in progresses:

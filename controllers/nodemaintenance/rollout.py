@@ -103,10 +103,12 @@ def admit(
     cluster: Cluster,
     override: bool = False,
     frozen: bool = False,
+    hold: str = "",
 ) -> Admission:
     """Start the next nodes (by name) while fewer than `limit` are in progress.
 
     `frozen`: start nothing new (an invalid spec): what has started goes on, the rest waits.
+    `hold`: the same, for the reason given (a rolling maintenance's pause, window or soak time).
     """
     ordered = sorted(candidates, key=lambda c: c.name)
     working = {c.name for c in ordered if c.started}
@@ -122,6 +124,9 @@ def admit(
             continue
         if frozen:
             waiting[c.name] = "not started: the spec is invalid"
+            continue
+        if hold:
+            waiting[c.name] = f"not started: {hold}"
             continue
         if slots <= 0:
             ahead = f", {len(held_nodes)} ahead of it held back by the cluster limit" if held_nodes else ""
@@ -170,8 +175,10 @@ class Working:
 
 
 # Status phases that mean the maintenance had started on the node (for cordon, and for drain).
-CORDON_STARTED = frozenset({"WaitingForLease", "Cordoned", "Draining", "Drained"})
-DRAIN_STARTED = frozenset({"Draining", "Drained"})
+# A rolling maintenance's `InMaintenance` node is drained and still held; its `Gating` and
+# `Completed` ones were released and are in neither set.
+CORDON_STARTED = frozenset({"WaitingForLease", "Cordoned", "Draining", "Drained", "InMaintenance"})
+DRAIN_STARTED = frozenset({"Draining", "Drained", "InMaintenance"})
 
 
 def from_status(uid: str, status: object) -> Working:

@@ -308,12 +308,19 @@ def build_status(
     return out
 
 
+# Phases of a node that lost nothing when it was deleted: never started, or drained already (the
+# rolling phases after the drain included).
+DRAINED_OR_NOT_STARTED = frozenset(
+    {api.PHASE_DRAINED, api.PHASE_PLANNING, api.PHASE_WAITING, "InMaintenance", "Gating", "Completed"}
+)
+
+
 def missing_nodes(previous: Mapping[str, Any], exists: Callable[[str], bool]) -> list[str]:
     """Nodes the last status was working on (not yet drained) that no longer exist."""
     out = []
     for name, entry in (previous.get("nodes") or {}).items():
         phase = (entry or {}).get("phase")
-        if phase not in (api.PHASE_DRAINED, api.PHASE_PLANNING, api.PHASE_WAITING) and not exists(name):
+        if phase not in DRAINED_OR_NOT_STARTED and not exists(name):
             out.append(name)
     return sorted(out)
 
