@@ -6,8 +6,10 @@ Exit codes: 0 clean stop; 1 runtime failure (lost leadership, a controller crash
 Subcommands: `run` (the default when the first argument is a flag, so KCM-style command lines
 work), `cluster up` (the embedded local cluster, through the `aiokcm.embedded` plugin),
 `drain` / `cordon` / `uncordon` (dispatched to `controller_manager.maintenance_cli`), and
-`lease acquire|renew|release|status` (dispatched to `controller_manager.lease_cli`) and `evict`
-(EvictionRequests, dispatched to `controller_manager.evict_cli`). Those modules expose `async def main(argv: list[str]) -> int`; they are looked up when invoked so
+`lease acquire|renew|release|status` (dispatched to `controller_manager.lease_cli`), `evict`
+(EvictionRequests, dispatched to `controller_manager.evict_cli`) and `maintenance
+status|pause|resume|complete` (rolling maintenances, dispatched to `controller_manager.rollout_cli`).
+Those modules expose `async def main(argv: list[str]) -> int`; they are looked up when invoked so
 this file does not depend on them being present.
 """
 
@@ -35,6 +37,11 @@ commands:
   lease acquire|renew|release|status
                             inspect and drive maintenance leases
   evict POD...              request pods' eviction (EvictionRequests) and follow it
+  maintenance status|pause|resume NAME
+                            a rolling NodeMaintenance: its progress and gates, pause, resume
+                            (also `kubectl maintenance status|pause|resume|complete ...`)
+  maintenance complete NODE [--maintenance NAME]
+                            mark a node's maintenance done (spec.completion: Annotation)
 """
 
 EXIT_USAGE = 2
@@ -45,7 +52,10 @@ _DELEGATES = {
     "uncordon": "controller_manager.maintenance_cli",
     "lease": "controller_manager.lease_cli",
     "evict": "controller_manager.evict_cli",
+    "maintenance": "controller_manager.rollout_cli",
 }
+# `kubectl maintenance status NAME` is `aiokcm maintenance status NAME`.
+_PLUGIN_ROLLOUT = ("status", "pause", "resume", "complete")
 
 
 def _fail(message: str) -> int:
@@ -75,7 +85,7 @@ def dispatch(args: list[str]) -> int:
     if command in _DELEGATES:
         return _delegate(_DELEGATES[command], args)
     return _fail(
-        f"aiokcm: unknown command {command!r} (commands: run, cluster up, drain, cordon, uncordon, lease, evict)"
+        f"aiokcm: unknown command {command!r} (commands: run, cluster up, drain, cordon, uncordon, lease, evict, maintenance)"
     )
 
 
@@ -176,14 +186,22 @@ def _delegate(module_name: str, args: list[str]) -> int:
 
 
 def kubectl_plugin_main(argv: Sequence[str] | None = None) -> int:
-    """`kubectl maintenance drain|cordon|uncordon|evict ...`: kubectl runs `kubectl-maintenance <args>`."""
+    """`kubectl maintenance drain|cordon|uncordon|evict|status|pause|resume|complete ...`: kubectl runs
+    `kubectl-maintenance <args>`."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help"}:
         print("usage: kubectl maintenance drain|cordon|uncordon NODE [flags]")
         print("       kubectl maintenance evict POD... [-n NAMESPACE] [flags]")
+        print("       kubectl maintenance status|pause|resume NAME [flags]")
+        print("       kubectl maintenance complete NODE [--maintenance NAME] [flags]")
         code = 0 if args else EXIT_USAGE
+    elif args[0] in _PLUGIN_ROLLOUT:
+        code = _delegate(_DELEGATES["maintenance"], ["maintenance", *args])
     elif args[0] not in {"drain", "cordon", "uncordon", "evict"}:
-        code = _fail(f"kubectl maintenance: unknown command {args[0]!r} (drain, cordon, uncordon, evict)")
+        code = _fail(
+            f"kubectl maintenance: unknown command {args[0]!r} "
+            "(drain, cordon, uncordon, evict, status, pause, resume, complete)"
+        )
     else:
         code = _delegate(_DELEGATES[args[0]], args)
     if argv is None:
