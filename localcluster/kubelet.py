@@ -21,12 +21,24 @@ What a real kubelet does that controllers can observe, and nothing else:
   any exit under `Never`, ends the pod (Succeeded / Failed, the pod kept as the kubelet keeps
   it); a failed exit under `OnFailure` restarts the containers (`restartCount` + 1, the exit in
   `lastState`) to run again. `Always` pods run until deleted.
+- A reboot (`cluster.kubelets["node-1"].reboot(down_seconds=2.0)`) is a machine going down and
+  coming back: the node posts Ready=False ("node is rebooting") at once and falls silent (no
+  lease renewals, no status posts, no pod work, as after `stop()`), and every container on it
+  dies (its pods Ready=False, containers terminated with exit 255, reason `Unknown`, what
+  containerd reports for a container lost with its machine). After `down_seconds` (divided by
+  `speed`) the kubelet is back with a new `status.nodeInfo.bootID` (machineID and systemUUID
+  are the machine's and stay), records the `Rebooted` event, posts Ready, renews its lease and,
+  after `pod_start_delay`, starts the containers of the pods still bound to it again
+  (`restartCount` + 1, the lost container in `lastState`); a `Never` pod ends Failed instead. A
+  pod deleted meanwhile is finished once the kubelet is back, or is simply gone. `stop()` during
+  a reboot keeps the machine down; `start()` brings it up at once.
 
 Why one ticker and not a task per node: 5,000 nodes with a task each cost 5,000 sleeping
-coroutines and timer handles; here every due action (lease, status, pod start, pod finish) sits
-in one heap and one task pops what is due. Stale entries are dropped by comparing the node's
-epoch, so stopping a kubelet is just bumping the epoch. Lateness of lease renewals (`lag`) is
-what the benchmark reports: it is the one number that says the cluster keeps up.
+coroutines and timer handles; here every due action (lease, status, pod start, pod finish, the
+end of a reboot) sits in one heap and one task pops what is due. Stale entries are dropped by
+comparing the node's epoch, so stopping a kubelet is just bumping the epoch. Lateness of lease
+renewals (`lag`) is what the benchmark reports: it is the one number that says the cluster keeps
+up.
 
 Everything runs in-process through `ObjectAPI` (the same code path as HTTP, no HTTP cost), and
 pod events come from the storage watch hub, so nothing polls.
@@ -145,6 +157,11 @@ def node_info(*, runtime: str, version: str) -> dict[str, str]:
 
 # heap actions
 _LEASE, _STATUS, _START, _FINISH, _EXIT = "lease", "status", "start", "finish", "exit"
+_BOOT, _RESTART = "boot", "restart"
+#: What the kubelet says while its machine is down for a reboot.
+REBOOTING_MESSAGE = "node is rebooting"
+#: The exit a container lost with its machine is reported with (containerd's after a reboot).
+LOST_EXIT_CODE = 255
 #: How a simulated pod asks its containers to exit with a given code, or after a given time.
 EXIT_CODE_ANNOTATION = "localcluster.aiokcm.io/exit-code"
 RUN_SECONDS_ANNOTATION = "localcluster.aiokcm.io/run-seconds"
@@ -218,6 +235,14 @@ class Kubelet:
         #: Images pulled on this node: an `IfNotPresent` container of one is "already present".
         self.images: set[str] = set()
         self._recorder: EventRecorder | None = None
+        #: Down for a reboot (see `reboot`): silent until the machine is back.
+        self.rebooting = False
+        #: Reboots begun; run-to-completion exits scheduled before the last one are void.
+        self.reboots = 0
+        #: The boot ID of the running machine once it has rebooted (None: the one it registered with).
+        self.boot_id: str | None = None
+        #: Pods whose containers a reboot killed, to start again once the machine is back.
+        self.killed: set[tuple[str, str, str]] = set()
 
     def recorder(self) -> EventRecorder:
         if self._recorder is None:
@@ -267,17 +292,30 @@ class Kubelet:
 
     # -- controls ---------------------------------------------------------------------
     def stop(self) -> None:
-        """The kubelet dies: no more lease renewals, status posts or pod work on this node."""
-        if self.running:
+        """The kubelet dies: no more lease renewals, status posts or pod work on this node.
+
+        During a reboot the machine stays down (its return is called off) until `start()`."""
+        if self.running or self.rebooting:
             self.running = False
             self.epoch += 1
 
     def start(self) -> None:
-        """The kubelet comes back: heartbeats resume at once and pods left waiting are handled."""
-        if not self.running:
+        """The kubelet comes back: heartbeats resume at once and pods left waiting are handled.
+
+        During a reboot the machine is up at once (a new boot ID, its pods' containers restarted)."""
+        if self.rebooting:
+            self._fleet._boot(self)
+        elif not self.running:
             self.running = True
             self.epoch += 1
             self._fleet._resume(self)
+
+    def reboot(self, *, down_seconds: float = 2.0) -> None:
+        """The machine reboots: Ready=False at once, silent and its containers dead for
+        `down_seconds` (divided by `speed`), then back with a new boot ID (see the module doc).
+
+        A reboot while down starts the down time again; a stopped kubelet's machine reboots too."""
+        self._fleet._reboot(self, down_seconds)
 
     def set_ready(self, ready: bool, message: str = "container runtime is down") -> None:
         """Post Ready=True/False at once (the kubelet keeps heartbeating its lease either way)."""
@@ -390,6 +428,9 @@ class Kubelets(Mapping[str, Kubelet]):
         allocatable = dict(capacity, memory="31Gi", **{"ephemeral-storage": "95Gi"})
         name, i = kubelet.name, kubelet.index
         cidr = f"10.{(i >> 8) & 255}.{i & 255}.0/24"
+        info = node_info(runtime="containerd://1.7.22", version="v1.32.0")
+        if kubelet.boot_id is not None:
+            info["bootID"] = kubelet.boot_id
         return {
             "apiVersion": "v1",
             "kind": "Node",
@@ -416,15 +457,15 @@ class Kubelets(Mapping[str, Kubelet]):
                     {"type": "Hostname", "address": name},
                 ],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "nodeInfo": node_info(runtime="containerd://1.7.22", version="v1.32.0"),
+                "nodeInfo": info,
             },
         }
 
     def _conditions(self, kubelet: Kubelet, old: list[Obj]) -> list[Obj]:
-        """The kubelet's condition setters (see `node_conditions`)."""
+        """The kubelet's condition setters (see `node_conditions`); NotReady while rebooting."""
         return node_conditions(
-            ready=kubelet.ready,
-            not_ready_message=kubelet.not_ready_message,
+            ready=kubelet.ready and not kubelet.rebooting,
+            not_ready_message=REBOOTING_MESSAGE if kubelet.rebooting else kubelet.not_ready_message,
             pressure=kubelet.pressure,
             old=old,
             now=now_rfc3339(),
@@ -474,6 +515,8 @@ class Kubelets(Mapping[str, Kubelet]):
             return
         status = node.setdefault("status", {})
         status["conditions"] = self._conditions(kubelet, status.get("conditions") or [])
+        if kubelet.boot_id is not None:  # the setter of nodeInfo reports the running machine's boot
+            status.setdefault("nodeInfo", {})["bootID"] = kubelet.boot_id
         self.objects.update_status(self._node_rt, None, kubelet.name, node)
 
     def _resume(self, kubelet: Kubelet) -> None:
@@ -494,6 +537,85 @@ class Kubelets(Mapping[str, Kubelet]):
         for entry in self.objects.storage.iter_entries("pods"):
             if entry.fields.get("spec.nodeName") == kubelet.name:
                 self._on_pod(entry.load())
+        for key in sorted(kubelet.killed):  # containers a reboot killed start again
+            if key[2] not in self._pending:
+                self._pending[key[2]] = _RESTART
+                self._push(now + self.config.scaled(self.config.pod_start_delay), _RESTART, kubelet.name, key)
+
+    # -- reboots ------------------------------------------------------------------------
+    def _reboot(self, kubelet: Kubelet, down_seconds: float) -> None:
+        """Down: Ready=False posted while the kubelet can still post it, then silent, and every
+        running container on the node dead; `_BOOT` ends it unless a stop or another reboot
+        (a newer epoch) comes first."""
+        going_down = not kubelet.rebooting
+        if going_down:
+            kubelet.rebooting = True
+            kubelet.reboots += 1
+            self._post_status(kubelet)
+        kubelet.running = False
+        kubelet.epoch += 1
+        if going_down:
+            self._kill_containers(kubelet)
+        due = anyio.current_time() + self.config.scaled(max(down_seconds, 0.0))
+        self._push(due, _BOOT, kubelet.name, kubelet.epoch)
+
+    def _kill_containers(self, kubelet: Kubelet) -> None:
+        for entry in list(self.objects.storage.iter_entries("pods")):
+            if entry.fields.get("spec.nodeName") != kubelet.name:
+                continue
+            pod = entry.load()
+            if (pod.get("status") or {}).get("phase") != "Running":
+                continue
+            meta = pod["metadata"]
+            pod["status"] = killed_status(pod)
+            self._write_pod_status(pod)
+            if not meta.get("deletionTimestamp"):  # a pod being deleted is finished, not restarted
+                kubelet.killed.add((meta["namespace"], meta["name"], meta["uid"]))
+
+    def _boot(self, kubelet: Kubelet) -> None:
+        """Up: a new boot ID, then the kubelet starts as after `stop()` (lease, status with the
+        new boot ID, pods), restarting what the reboot killed (see `_resume`)."""
+        kubelet.rebooting = False
+        kubelet.boot_id = secrets.token_hex(16)
+        kubelet.running = False
+        kubelet.start()
+        if self.config.events:
+            node = self.objects.storage.get("nodes", "", kubelet.name)
+            if node is not None:
+                kubelet.recorder().event(
+                    node.load(),
+                    "Warning",
+                    "Rebooted",
+                    f"Node {kubelet.name} has been rebooted, boot id: {kubelet.boot_id}",
+                )
+
+    def _restart_pod(self, kubelet: Kubelet, key: tuple[str, str, str]) -> None:
+        """Start the containers a reboot killed again, as the kubelet does for a pod whose
+        sandbox is gone; a `Never` pod's lost containers end it instead (Failed)."""
+        ns, name, uid = key
+        if self._pending.get(uid) == _RESTART:
+            del self._pending[uid]
+        kubelet.killed.discard(key)
+        entry = self.objects.storage.get("pods", ns, name)
+        if entry is None:
+            return
+        pod = entry.load()
+        meta = pod["metadata"]
+        if (
+            meta["uid"] != uid
+            or meta.get("deletionTimestamp")
+            or (pod.get("status") or {}).get("phase") != "Running"
+        ):
+            return
+        if (pod.get("spec") or {}).get("restartPolicy") == "Never":
+            pod["status"] = terminated_status(pod, exit_code=LOST_EXIT_CODE)
+            self._write_pod_status(pod)
+            return
+        if self.config.events:
+            kubelet.container_events(pod, self.config.scaled(self.config.pod_start_delay))
+        pod["status"] = rebooted_status(pod, ready=(ns, name) not in kubelet.failing_readiness)
+        self._write_pod_status(pod)
+        self._schedule_exit(kubelet, pod, key)
 
     # -- pods ---------------------------------------------------------------------------
     def _on_pod(self, pod: Obj) -> None:
@@ -547,11 +669,16 @@ class Kubelets(Mapping[str, Kubelet]):
             run = float(annotations.get(RUN_SECONDS_ANNOTATION, self.config.run_seconds))
         except ValueError:
             run = self.config.run_seconds
-        self._push(anyio.current_time() + self.config.scaled(max(run, 0.0)), _EXIT, kubelet.name, key)
+        due = anyio.current_time() + self.config.scaled(max(run, 0.0))
+        self._push(due, _EXIT, kubelet.name, (*key, kubelet.reboots))
 
-    def _exit_pod(self, kubelet: Kubelet, key: tuple[str, str, str]) -> None:
-        """The containers of a run-to-completion pod exit (see the module doc)."""
-        ns, name, uid = key
+    def _exit_pod(self, kubelet: Kubelet, payload: tuple[str, str, str, int]) -> None:
+        """The containers of a run-to-completion pod exit (see the module doc); an exit of
+        containers a reboot has killed since is void."""
+        ns, name, uid, boots = payload
+        if boots != kubelet.reboots:
+            return
+        key = (ns, name, uid)
         entry = self.objects.storage.get("pods", ns, name)
         if entry is None:
             return
@@ -583,6 +710,8 @@ class Kubelets(Mapping[str, Kubelet]):
         status = pod.get("status") or {}
         if status.get("phase") != "Running" or (pod.get("spec") or {}).get("nodeName") != kubelet.name:
             return
+        if (namespace, name, pod["metadata"]["uid"]) in kubelet.killed:
+            return  # its containers are dead: the probe's verdict counts once they are restarted
         ready = (namespace, name) not in kubelet.failing_readiness
         set_readiness(pod, ready)
         self._write_pod_status(pod)
@@ -648,7 +777,11 @@ class Kubelets(Mapping[str, Kubelet]):
 
     def _on_event(self, ev: StoredEvent) -> None:
         if ev.type == "DELETED":
-            self._pending.pop(ev.obj["metadata"]["uid"], None)
+            meta = ev.obj["metadata"]
+            self._pending.pop(meta["uid"], None)
+            killed_on = self._nodes.get(ev.fields.get("spec.nodeName") or "")
+            if killed_on is not None:
+                killed_on.killed.discard((meta["namespace"], meta["name"], meta["uid"]))
             return
         if ev.fields.get("spec.nodeName") in self._nodes:
             self._on_pod(ev.obj)
@@ -676,6 +809,10 @@ class Kubelets(Mapping[str, Kubelet]):
         kubelet = self._nodes.get(node)
         if kubelet is None:
             return
+        if action == _BOOT:
+            if payload == kubelet.epoch and kubelet.rebooting:
+                self._boot(kubelet)
+            return
         if action in (_LEASE, _STATUS):
             if payload != kubelet.epoch or not kubelet.running:
                 return
@@ -698,6 +835,8 @@ class Kubelets(Mapping[str, Kubelet]):
             self._finish_pod(payload)
         elif action == _EXIT:
             self._exit_pod(kubelet, payload)
+        elif action == _RESTART:
+            self._restart_pod(kubelet, payload)
 
 
 def lift_not_ready_taint(objects: ObjectAPI, name: str) -> None:
@@ -835,6 +974,72 @@ def restarted_status(pod: Obj, *, exit_code: int) -> Obj:
         )
     status["containerStatuses"] = statuses
     return status
+
+
+def killed_status(pod: Obj) -> Obj:
+    """The status of a pod whose machine went down: each running container terminated with
+    exit 255, reason `Unknown` (what containerd reports for a container lost in a reboot), the
+    pod not ready and its sandbox gone. The phase stays: the pod is still bound to the node."""
+    now = now_rfc3339()
+    status = dict(pod.get("status") or {})
+    statuses = []
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        if "running" in state:
+            started = (state.get("running") or {}).get("startedAt") or status.get("startTime") or now
+            state = {
+                "terminated": {
+                    "exitCode": LOST_EXIT_CODE,
+                    "reason": "Unknown",
+                    "startedAt": started,
+                    "finishedAt": now,
+                    "containerID": cs.get("containerID", ""),
+                }
+            }
+        statuses.append({**cs, "started": False, "state": state})
+    status["containerStatuses"] = statuses
+    status["conditions"] = [dict(c) for c in status.get("conditions") or []]
+    _set_condition(status, "PodReadyToStartContainers", "False", now)
+    pod = {**pod, "status": status}
+    set_readiness(pod, False)
+    return status
+
+
+def rebooted_status(pod: Obj, *, ready: bool) -> Obj:
+    """The status once the kubelet, back from a reboot, has started a killed pod's containers
+    again: `restartCount` + 1, the lost container in `lastState`, a new container ID."""
+    now = now_rfc3339()
+    status = dict(pod.get("status") or {})
+    statuses = []
+    for cs in status.get("containerStatuses") or []:
+        old_id = str(cs.get("containerID") or "")
+        runtime = old_id.split("://", 1)[0] if "://" in old_id else "containerd"
+        state = cs.get("state") or {}
+        statuses.append(
+            {
+                **cs,
+                "restartCount": int(cs.get("restartCount") or 0) + 1,
+                "lastState": state if "terminated" in state else cs.get("lastState") or {},
+                "state": {"running": {"startedAt": now}},
+                "started": True,
+                "containerID": f"{runtime}://{secrets.token_hex(32)}",
+            }
+        )
+    status["containerStatuses"] = statuses
+    status["conditions"] = [dict(c) for c in status.get("conditions") or []]
+    _set_condition(status, "PodReadyToStartContainers", "True", now)
+    pod = {**pod, "status": status}
+    set_readiness(pod, ready)
+    return status
+
+
+def _set_condition(status: Obj, type_: str, value: str, now: str) -> None:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == type_:
+            if cond.get("status") != value:
+                cond["lastTransitionTime"] = now
+            cond["status"] = value
+            return
 
 
 def set_readiness(pod: Obj, ready: bool) -> None:
