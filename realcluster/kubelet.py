@@ -4,10 +4,10 @@ What a real kubelet does that controllers can observe, and nothing else: nodes r
 capacity and the kubelet's conditions; the node Lease renewed every 10 s; pods bound to a node
 go Running and Ready after `pod_start_delay`; a pod being deleted is finished after
 min(its grace period, `termination_cap`) by a delete with grace 0, as the kubelet does once its
-containers have stopped. Per-node controls (`stop`, `start`, `set_ready`, `set_condition`,
-`fail_readiness`) have the same names as the embedded cluster's kubelets, so one test can drive
-either. Pods running one of `never_ready_images` go Running but never Ready, as a release whose
-readiness probe never passes: the rollout that misses its progress deadline. With
+containers have stopped. Per-node controls (`stop`, `start`, `reboot`, `set_ready`,
+`set_condition`, `fail_readiness`) have the same names as the embedded cluster's kubelets, so one
+test can drive either. Pods running one of `never_ready_images` go Running but never Ready, as a
+release whose readiness probe never passes: the rollout that misses its progress deadline. With
 `gate_readiness`, pods go Running but become Ready only when `release`d one at a time, so a test
 can pace a rollout the same way on two clusters.
 
@@ -16,12 +16,27 @@ on every new Node, and the node lifecycle controller lifts it once the node is R
 controller is not running (aiokcm replaces it and a test does not start it), `untaint_not_ready`
 lifts it at registration instead, so pods schedule as on the embedded cluster.
 
+A reboot (`reboot(down_seconds=2.0)`, the down time divided by `set_speed`'s speed as the
+embedded kubelets divide it by theirs) is the embedded kubelets' too, through the API: Ready=False
+("node is rebooting") at once, no lease renewal, status post or pod work while down, every
+running container terminated (exit 255, `Unknown`) and its pod not Ready; then a new
+`status.nodeInfo.bootID`, the `Rebooted` event, Ready again, the lease renewed, and after
+`pod_start_delay` the killed pods' containers running again (`restartCount` + 1; a `Never` pod
+Failed). The call is synchronous: the work runs in the fleet's task group, each kubelet's lease
+renewals and status posts one at a time (`ApiKubelet.lock`), so once Ready=False is seen no
+renewal begun before it can land after it. A pod's status is rewritten whole, guarded by its
+resourceVersion (a conflict is read again), since a strategic merge would keep a container's
+old `running` state beside its new `terminated` one.
+
 Every request is retried through API server and etcd restarts, and the pod watch relists after
 any break: a fault test restarts the control plane under these kubelets.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import secrets
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -31,9 +46,17 @@ import anyio
 from anyio.abc import TaskGroup
 
 from apiclient import ApiError, KubeClient
-from apiclient.resources import LEASES, NODES, PODS
+from apiclient.resources import EVENTS, LEASES, NODES, PODS
 from kubeutil.timestamps import format_micro_time, format_time, utcnow
-from localcluster.kubelet import node_conditions, node_info
+from localcluster.kubelet import (
+    LOST_EXIT_CODE,
+    REBOOTING_MESSAGE,
+    killed_status,
+    node_conditions,
+    node_info,
+    rebooted_status,
+    terminated_status,
+)
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -43,9 +66,11 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 _TRANSIENT = (aiohttp.ClientError, OSError, TimeoutError)
 
 
-# What is scheduled for a pod (`ApiKubelets._pending`): its start, or its finish, which wins.
+# What is scheduled for a pod (`ApiKubelets._pending`): its start, or its finish, which wins;
+# or the restart of containers a reboot killed.
 _START = "start"
 _FINISH = "finish"
+_RESTART = "restart"
 
 
 def _now() -> str:
@@ -70,19 +95,47 @@ class ApiKubelet:
     pressure: dict[str, bool] = field(default_factory=dict)
     failing: set[tuple[str, str]] = field(default_factory=set)
     recovering: set[tuple[str, str]] = field(default_factory=set)
+    #: Down for a reboot: silent until the machine is back (`boot_due`, None while held down).
+    rebooting: bool = False
+    reboots: int = 0
+    #: The running machine's boot ID once it has rebooted (None: the one it registered with).
+    boot_id: str | None = None
+    boot_due: float | None = None
+    #: Pods whose containers a reboot killed, by uid: (namespace, name), to start again.
+    killed: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Held by each lease renewal and status post: they reach the API server in order.
+    lock: anyio.Lock = field(default_factory=anyio.Lock, repr=False, compare=False)
+    _wake: anyio.Event = field(default_factory=anyio.Event, repr=False, compare=False)
 
     @property
     def host_ip(self) -> str:
         return f"10.1.{self.index // 250}.{self.index % 250 + 1}"
 
     def stop(self) -> None:
-        """The kubelet dies: no more heartbeats, pods left as they are."""
+        """The kubelet dies: no more heartbeats, pods left as they are. During a reboot the
+        machine stays down until `start()`."""
         self.running = False
+        if self.rebooting:
+            self._set_boot_due(None)
 
     def start(self) -> None:
+        """The kubelet comes back; during a reboot the machine is up at once."""
+        if self.rebooting:
+            self._set_boot_due(anyio.current_time())
+            return
         self.running = True
         self.owner.post_status(self)
         self.owner.resync_pods()
+        self.owner.restart_killed(self)
+
+    def reboot(self, *, down_seconds: float = 2.0) -> None:
+        """The machine reboots (see the module doc); the work runs in the fleet's task group.
+        A reboot while down starts the down time again."""
+        self.owner.reboot(self, down_seconds)
+
+    def _set_boot_due(self, due: float | None) -> None:
+        self.boot_due = due
+        self._wake.set()
 
     def set_ready(self, ready: bool, message: str = "container runtime is down") -> None:
         self.ready = ready
@@ -137,6 +190,7 @@ class ApiKubelets:
         self.held: dict[tuple[str, str], tuple[Obj, ApiKubelet]] = {}
         self._released: set[tuple[str, str]] = set()
         self._base_intervals = (lease_interval, status_interval)
+        self.speed = 1.0
         self._intervals_changed = anyio.Event()
         self._kubelets: dict[str, ApiKubelet] = {}
         self._tg: TaskGroup | None = None
@@ -156,6 +210,7 @@ class ApiKubelets:
         """
         lease, status = self._base_intervals
         self.lease_interval, self.status_interval = lease / speed, status / speed
+        self.speed = speed
         self._intervals_changed.set()
 
     def __getitem__(self, name: str) -> ApiKubelet:
@@ -192,6 +247,150 @@ class ApiKubelets:
     def resync_pods(self) -> None:
         if self._watch_scope is not None:
             self._watch_scope.cancel()
+
+    # -- reboots ----------------------------------------------------------------------------
+
+    def reboot(self, kubelet: ApiKubelet, down_seconds: float) -> None:
+        """Take `kubelet`'s machine down now and have it back after `down_seconds` / speed."""
+        if self._tg is None:
+            raise RuntimeError("the kubelets are not running: reboot a node once the cluster is up")
+        due = anyio.current_time() + max(down_seconds, 0.0) / self.speed
+        if kubelet.rebooting:
+            kubelet._set_boot_due(due)
+            return
+        was_running = kubelet.running
+        kubelet.rebooting, kubelet.running = True, False
+        kubelet.reboots += 1
+        kubelet.boot_due = due
+        self._tg.start_soon(self._reboot, kubelet, was_running)
+
+    async def _reboot(self, kubelet: ApiKubelet, was_running: bool) -> None:
+        if was_running:
+            await self._post_status(kubelet, force=True)  # the kubelet's last word: NotReady
+        await self._kill_containers(kubelet)
+        while True:
+            kubelet._wake = anyio.Event()
+            due = kubelet.boot_due
+            left = math.inf if due is None else due - anyio.current_time()
+            if left <= 0:
+                break
+            with anyio.move_on_after(left):
+                await kubelet._wake.wait()
+        await self._boot(kubelet)
+
+    async def _kill_containers(self, kubelet: ApiKubelet) -> None:
+        listed = await self._retry(
+            lambda: self.client.list(PODS, field_selector=f"spec.nodeName={kubelet.name}")
+        )
+        for pod in (listed or {}).get("items") or []:
+            meta = pod["metadata"]
+            if (pod.get("status") or {}).get("phase") != "Running":
+                continue
+            self.held.pop((meta["namespace"], meta["name"]), None)
+            written = await self._rewrite_status(pod, killed_status)
+            if written is not None and not meta.get("deletionTimestamp"):
+                kubelet.killed[meta["uid"]] = (meta["namespace"], meta["name"])
+
+    async def _boot(self, kubelet: ApiKubelet) -> None:
+        kubelet.rebooting, kubelet.running = False, True
+        kubelet.boot_id = secrets.token_hex(16)
+        await self._post_status(kubelet)  # Ready, with the new boot ID
+        await self._renew_lease(kubelet)
+        await self._rebooted_event(kubelet)
+        self.resync_pods()
+        self.restart_killed(kubelet)
+
+    async def _rebooted_event(self, kubelet: ApiKubelet) -> None:
+        node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
+        if node is None:
+            return
+        now = _now()
+        event: Obj = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{kubelet.name}.", "namespace": "default"},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": kubelet.name,
+                "uid": node["metadata"]["uid"],
+            },
+            "reason": "Rebooted",
+            "message": f"Node {kubelet.name} has been rebooted, boot id: {kubelet.boot_id}",
+            "type": "Warning",
+            "source": {"component": "kubelet", "host": kubelet.name},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        await self._retry(
+            lambda: self.client.create(EVENTS, event, namespace="default"), give_up=(403, 404, 409, 422)
+        )
+
+    def restart_killed(self, kubelet: ApiKubelet) -> None:
+        """Start again, after `pod_start_delay`, the containers a reboot killed on `kubelet`."""
+        if self._tg is None:
+            return
+        for uid, (namespace, name) in list(kubelet.killed.items()):
+            if uid not in self._pending:
+                self._pending[uid] = _RESTART
+                self._tg.start_soon(self._restart, kubelet, namespace, name, uid)
+
+    async def _restart(self, kubelet: ApiKubelet, namespace: str, name: str, uid: str) -> None:
+        key = (namespace, name)
+        try:
+            await anyio.sleep(self.pod_start_delay)
+            if not kubelet.running:
+                return  # stopped meanwhile: `start()` schedules it again
+            pod = await self._retry(lambda: self.client.get(PODS, name, namespace=namespace))
+
+            def restarted(current: Obj) -> Obj | None:
+                meta = current["metadata"]
+                if (
+                    meta.get("uid") != uid
+                    or meta.get("deletionTimestamp")
+                    or (current.get("status") or {}).get("phase") != "Running"
+                ):
+                    return None
+                if (current.get("spec") or {}).get("restartPolicy") == "Never":
+                    return terminated_status(current, exit_code=LOST_EXIT_CODE)
+                ready = key not in kubelet.failing and not self._never_ready(current)
+                if ready and self.gate_readiness and key not in self._released:
+                    ready = False
+                    self.held[key] = (current, kubelet)
+                return rebooted_status(current, ready=ready)
+
+            if pod is not None:
+                await self._rewrite_status(pod, restarted)
+            kubelet.killed.pop(uid, None)
+        finally:
+            if self._pending.get(uid) == _RESTART:
+                del self._pending[uid]
+
+    async def _rewrite_status(self, pod: Obj, make: Callable[[Obj], Obj | None]) -> Obj | None:
+        """Replace the pod's status with `make(pod)` (None: leave it), guarded by its
+        resourceVersion; on a conflict read it again and remake. The pod written, or None."""
+        meta = pod["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        current: Obj | None = pod
+        for _ in range(10):
+            if current is None:
+                return None
+            status = make(current)
+            if status is None:
+                return None
+            replace = functools.partial(
+                self.client.replace,
+                PODS,
+                {**current, "status": status},
+                namespace=namespace,
+                subresource="status",
+            )
+            written = await self._retry(replace, give_up=(404, 409, 422))
+            if written is not None:
+                return written
+            current = await self._retry(lambda: self.client.get(PODS, name, namespace=namespace))
+        return None
 
     async def _retry(
         self, what: Callable[[], Awaitable[T]], *, give_up: tuple[int, ...] = (404,)
@@ -238,24 +437,31 @@ class ApiKubelets:
                     lambda: self.client.patch(NODES, kubelet.name, {"spec": {"taints": kept or None}})
                 )
         await self._post_status(kubelet, initial=True)
-        await self._renew_lease(kubelet)
+        await self._renew_lease(kubelet, registering=True)
 
-    async def _post_status(self, kubelet: ApiKubelet, *, initial: bool = False) -> None:
-        if not kubelet.running:
-            return
+    async def _post_status(self, kubelet: ApiKubelet, *, initial: bool = False, force: bool = False) -> None:
+        """Post the node's status unless the kubelet is down (`force`: the last word of one
+        going down for a reboot)."""
+        async with kubelet.lock:
+            if kubelet.running or force:
+                await self._write_status(kubelet, initial=initial)
+
+    async def _write_status(self, kubelet: ApiKubelet, *, initial: bool) -> None:
         node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
         if node is None:
             return
         old = (node.get("status") or {}).get("conditions") or []
         status: Obj = {
             "conditions": node_conditions(
-                ready=kubelet.ready,
-                not_ready_message=kubelet.not_ready_message,
+                ready=kubelet.ready and not kubelet.rebooting,
+                not_ready_message=REBOOTING_MESSAGE if kubelet.rebooting else kubelet.not_ready_message,
                 pressure=kubelet.pressure,
                 old=old,
                 now=_now(),
             )
         }
+        if kubelet.boot_id is not None:  # the running machine's boot, as the kubelet's nodeInfo setter
+            status["nodeInfo"] = {"bootID": kubelet.boot_id}
         if initial:
             capacity = {
                 "cpu": "32",
@@ -279,7 +485,14 @@ class ApiKubelets:
             )
         )
 
-    async def _renew_lease(self, kubelet: ApiKubelet) -> None:
+    async def _renew_lease(self, kubelet: ApiKubelet, *, registering: bool = False) -> None:
+        """Renew the node's Lease (create it if it is gone), unless the kubelet went down
+        while this renewal waited its turn."""
+        async with kubelet.lock:
+            if kubelet.running or registering:
+                await self._write_lease(kubelet)
+
+    async def _write_lease(self, kubelet: ApiKubelet) -> None:
         node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
         owner = (
             [{"apiVersion": "v1", "kind": "Node", "name": kubelet.name, "uid": node["metadata"]["uid"]}]
@@ -393,6 +606,8 @@ class ApiKubelets:
         key = (meta["namespace"], meta["name"])
         try:
             await anyio.sleep(delay)
+            if kubelet.rebooting:
+                return  # the machine went down meanwhile: started once it is back (a relist)
             ready = key not in kubelet.failing and not self._never_ready(pod)
             if ready and self.gate_readiness and key not in self._released:
                 ready = False
@@ -400,12 +615,16 @@ class ApiKubelets:
             flag = "True" if ready else "False"
             started = (pod.get("status") or {}).get("startTime") or _now()
             now = _now()
+            restarts = {
+                cs.get("name"): int(cs.get("restartCount") or 0)
+                for cs in (pod.get("status") or {}).get("containerStatuses") or []
+            }
             containers = [
                 {
                     "name": c["name"],
                     "ready": ready,
                     "started": True,
-                    "restartCount": 0,
+                    "restartCount": restarts.get(c["name"], 0),
                     "image": c.get("image", ""),
                     "imageID": "fake://" + str(c.get("image", "")),
                     "containerID": f"fake://{meta['uid'][:12]}{c['name']}",
@@ -446,6 +665,9 @@ class ApiKubelets:
         meta = pod["metadata"]
         try:
             await anyio.sleep(delay)
+            kubelet = self._kubelets.get((pod.get("spec") or {}).get("nodeName") or "")
+            if kubelet is not None and kubelet.rebooting:
+                return  # the machine went down meanwhile: finished once it is back (a relist)
             await self._retry(
                 lambda: self.client.delete(
                     PODS,
