@@ -100,6 +100,8 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("apps", "replicasets", ("list", "watch")),
         Rule("apps", "deployments", ("list", "watch")),
         Rule("apps", "statefulsets", ("list", "watch")),
+        # A rolling maintenance's workloads gate waits for the DaemonSets that had pods on the node.
+        Rule("apps", "daemonsets", ("list", "watch")),
         # With the NodeMaintenanceLease gate: the node's maintenance Lease is taken before a
         # cordon or drain (nodemaintenancelease/gate.py), and its namespace made if missing.
         Rule("coordination.k8s.io", "leases", ("get", "create", "update"), MAINTENANCE_LEASES),

@@ -118,16 +118,18 @@ class RollingGates:
             await self._run_gates(m, d, nodes=nodes, now=now)
         d.hold = planner.hold(s, d.rollout, now=now)
         d.wake_at(d.hold.wake)
-        if not d.hold.reason and s.alertmanager and self._may_start(d, nodes):
+        if not d.hold.reason and s.alertmanager and self._may_start(m, d, nodes):
             await self._alerts(m, d, now=now)
         elif d.rollout.paused_reason == planner.PAUSED_ALERT_FIRING and not d.hold.reason:
             d.rollout = replace(d.rollout, paused_reason="", paused_message="", paused_time=None)
         return d
 
-    def _may_start(self, d: Decisions, nodes: Mapping[str, Obj]) -> bool:
-        """Some selected node has not started yet, and none is between drain and completion."""
-        left = [n for n in nodes if d.records.get(n, NodeRecord()).phase not in planner.RELEASED]
-        return bool(left)
+    def _may_start(self, m: api.Maintenance, d: Decisions, nodes: Mapping[str, Obj]) -> bool:
+        """A node may start in this sync: one is waiting and the limit has room for it."""
+        phases = [d.records.get(n, NodeRecord()).phase for n in nodes]
+        waiting = sum(1 for p in phases if p in ("", api.PHASE_WAITING))
+        in_progress = sum(1 for p in phases if p not in ("", api.PHASE_WAITING, planner.NODE_COMPLETED))
+        return waiting > 0 and in_progress < m.concurrent_nodes(len(nodes))
 
     def _resume(self, obj: Obj, m: api.Maintenance, d: Decisions, now: datetime) -> None:
         requested = planner.resume_requested(obj, d.rollout)
@@ -285,7 +287,9 @@ class RollingGates:
         """The Alertmanager gates, asked at most every interval while a start is due."""
         interval = min(g.interval for g in d.spec.alertmanager)
         last = self.alert_checks.get(m.name)
-        if last is not None and now < last[0] + timedelta(seconds=interval):
+        # Asked afresh before a start; only a hold already in place is looked at once an interval.
+        holding = last is not None and any(g.result != Result.SUCCESSFUL.value for g in last[1])
+        if last is not None and holding and now < last[0] + timedelta(seconds=interval):
             results = last[1]
         else:
             results = []

@@ -142,3 +142,8 @@ async def rollout_status(kube: KubeClient, name: str) -> dict[str, Any]:
 
 async def phase_is(kube: KubeClient, name: str, phase: str) -> bool:
     return (await rollout_status(kube, name)).get("phase") == phase
+
+
+def node_phase(status: dict[str, Any], node: str) -> str | None:
+    """A node's phase in a maintenance's status (None before the first status is written)."""
+    return ((status.get("nodes") or {}).get(node) or {}).get("phase")

@@ -34,7 +34,7 @@ from tests.backends import cluster_on_backend
 from tests.controllers.harness import running_controllers
 from tests.e2e.rolling import NodeTimeline, rolling_maintenance, rollout_status
 from tests.e2e.test_drain_zero_downtime import AvailabilityWatch
-from tests.support.monitoring import Monitoring, monitoring
+from tests.support.monitoring import Monitoring, monitoring_binaries_or_skip, running_monitoring
 from tests.support.reboots import reboot_agent
 from tests.support.waiting import eventually
 
@@ -52,7 +52,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
 
 @pytest.fixture
 async def mon(tmp_path: Path) -> AsyncIterator[Monitoring]:
-    async with monitoring(tmp_path) as m:
+    async with running_monitoring(tmp_path, monitoring_binaries_or_skip()) as m:
         yield m
 
 
@@ -71,7 +71,7 @@ async def test_a_rolling_reboot_goes_one_node_at_a_time_behind_its_gates(
     nodes = sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
     assert len(nodes) == 4
     mon.signal.set("aiokcm_test_signal", 0.0)
-    await mon.wait_scraped("aiokcm_test_signal")
+    await mon.wait_value("aiokcm_test_signal", 0.0)
     timeline = NodeTimeline()
     watch = AvailabilityWatch(APPS)
     rebooted: list[str] = []

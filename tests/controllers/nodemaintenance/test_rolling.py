@@ -37,7 +37,7 @@ from tests.controllers.nodemaintenance.helpers import (
     make_owner,
     make_pod,
 )
-from tests.e2e.rolling import NodeTimeline, rolling_maintenance, rollout_status
+from tests.e2e.rolling import NodeTimeline, node_phase, rolling_maintenance, rollout_status
 from tests.support.reboots import reboot_agent
 from tests.support.waiting import eventually
 
@@ -97,7 +97,7 @@ async def test_annotation_completion_waits_for_the_node_to_say_so(
         await kube.patch(NODES, first, {"metadata": {"annotations": {COMPLETE_ANNOTATION: "ann"}}})
         second = node_names[1]
         await eventually(
-            lambda: _status_is(kube, "ann", lambda s: s["nodes"][second]["phase"] == "InMaintenance"),
+            lambda: _status_is(kube, "ann", lambda s: node_phase(s, second) == "InMaintenance"),
             "the second node in maintenance",
         )
         await kube.patch(NODES, second, {"metadata": {"annotations": {COMPLETE_ANNOTATION: "ann"}}})
@@ -135,7 +135,7 @@ async def test_a_node_not_back_in_time_pauses_and_stays_cordoned(
     assert (await kube.get(NODES, first))["spec"].get("unschedulable") is True
     for n in later:
         assert not (await kube.get(NODES, n))["spec"].get("unschedulable"), f"{n} was started"
-        assert status["nodes"][n]["phase"] == "Waiting"
+        assert node_phase(status, n) == "Waiting"
     assert "RolloutPaused" in h.events.reasons("slow")
 
 
