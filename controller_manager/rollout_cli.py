@@ -47,18 +47,22 @@ from controller_manager.clientcli import CliError, run_with_client
 from controller_manager.options import OneLineParser, UsageError
 from controllers.nodemaintenance import api
 from kubeutil.timestamps import format_time, parse_time, utcnow
+from maintenancerollout import planner
+from maintenancerollout import spec as rspec
+from maintenancerollout.analysis import Result
+from maintenancerollout.planner import COMPLETE_ANNOTATION, RESUME_ANNOTATION
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-# The rolling maintenance's vocabulary as docs/rolling-maintenance.md fixes it.
-COMPLETE_ANNOTATION = f"{api.GROUP}/maintenance-complete"
-RESUME_ANNOTATION = f"{api.GROUP}/resume-requested"
-COMPLETION_ANNOTATION = "Annotation"
-PHASE_ABORTED = "Aborted"
-GATE_PAUSES = frozenset({"GateFailed", "GateInconclusive", "GateError"})
-PAUSED_ALERT_FIRING = "AlertFiring"
-PAUSED_BY_SPEC = "PausedBySpec"
-RESULT_RUNNING = "Running"
+# The rolling maintenance's vocabulary, from the package that defines it.
+COMPLETION_ANNOTATION = rspec.COMPLETION_ANNOTATION
+PHASE_ABORTED = planner.PHASE_ABORTED
+GATE_PAUSES = frozenset(
+    {planner.PAUSED_GATE_FAILED, planner.PAUSED_GATE_INCONCLUSIVE, planner.PAUSED_GATE_ERROR}
+)
+PAUSED_ALERT_FIRING = planner.PAUSED_ALERT_FIRING
+PAUSED_BY_SPEC = planner.PAUSED_BY_SPEC
+RESULT_RUNNING = Result.RUNNING.value
 
 Obj = Mapping[str, Any]
 Clock = Callable[[], datetime]
