@@ -228,10 +228,12 @@ def completion_reached(
             return True, f"{COMPLETE_ANNOTATION} set"
         return False, f"waiting for {COMPLETE_ANNOTATION}={maintenance} on the node"
     current = health.boot_id(node)
-    if not record.boot_id or current == record.boot_id:
-        return False, "waiting for the node to reboot (its bootID has not changed)"
     verdict = health.node_health(node)
-    if not health.node_health(node).healthy:
+    if not record.boot_id or current == record.boot_id:
+        if not verdict.healthy:
+            return False, f"waiting for the node to come back from its reboot ({verdict.message})"
+        return False, "waiting for the node to reboot (its bootID has not changed)"
+    if not verdict.healthy:
         return False, f"rebooted, waiting for it to be Ready ({verdict.message})"
     return True, "rebooted and Ready"
 

@@ -111,27 +111,32 @@ async def test_annotation_completion_waits_for_the_node_to_say_so(
         )
 
 
+@pytest.mark.parametrize("how", ["never-rebooted", "down-too-long"])
 async def test_a_node_not_back_in_time_pauses_and_stays_cordoned(
-    cluster: LocalCluster, kube: KubeClient, node_names: list[str]
+    cluster: LocalCluster, kube: KubeClient, node_names: list[str], how: str
 ) -> None:
     first, later = node_names[0], node_names[1:]
-    async with running_controllers(
-        kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]
-    ) as h:
+    async with (
+        running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]) as h,
+        anyio.create_task_group() as tg,
+    ):
+        if how == "down-too-long":  # rebooted, but NotReady far beyond the gate's timeout
+            tg.start_soon(functools.partial(reboot_agent, cluster, maintenance="slow", down_seconds=60))
         await kube.create(
             NODEMAINTENANCES,
             rolling_maintenance(
                 "slow", node_names, completion="Reboot", gates={"nodeReady": {"timeoutSeconds": 2}}
             ),
         )
-        # Nobody reboots the node: it never comes back with a new boot.
         await eventually(lambda: _status_is(kube, "slow", _phase("Paused")), "rollout Paused", timeout=30)
         await anyio.sleep(1.0)
         status = await rollout_status(kube, "slow")
+        tg.cancel_scope.cancel()
     assert status["rollout"]["pausedReason"] == "GateFailed", status
     assert "nodeReady" in status["rollout"]["pausedMessage"] and first in status["rollout"]["pausedMessage"]
     gate = next(g for g in status["gates"] if g["name"] == "nodeReady")
-    assert gate["result"] == "Failed" and "reboot" in gate["message"], gate
+    assert gate["result"] == "Failed", gate
+    assert ("reboot" if how == "never-rebooted" else "Ready") in gate["message"], gate
     assert (await kube.get(NODES, first))["spec"].get("unschedulable") is True
     for n in later:
         assert not (await kube.get(NODES, n))["spec"].get("unschedulable"), f"{n} was started"
@@ -176,13 +181,14 @@ class Clock:
         return self.at
 
 
-async def test_a_node_waits_for_the_window_across_a_daylight_saving_change(
+async def test_a_node_waits_for_a_window_wrapping_midnight_across_a_daylight_saving_change(
     kube: KubeClient, node_names: list[str]
 ) -> None:
-    # Saturday 2026-10-24, 20:00Z = 22:00 CEST; the window opens Sunday at 01:30 local time, the
-    # night the clocks go back (03:00 CEST -> 02:00 CET): 01:30 CEST is 23:30Z on Saturday.
+    # Saturday 2026-10-24, the night the clocks go back in Berlin (03:00 CEST -> 02:00 CET on
+    # Sunday). The window opens Saturdays at 23:30 local (21:30Z, CEST) and wraps past midnight to
+    # 02:30 (the first 02:30 of that night, 00:30Z).
     clock = Clock(datetime(2026, 10, 24, 20, 0, tzinfo=UTC))
-    window = [{"days": ["Sun"], "start": "01:30", "end": "02:30", "timeZone": "Europe/Berlin"}]
+    window = [{"days": ["Sat"], "start": "23:30", "end": "02:30", "timeZone": "Europe/Berlin"}]
 
     def build(ctx: ControllerContext) -> NodeMaintenanceController:
         return NodeMaintenanceController(
@@ -193,22 +199,26 @@ async def test_a_node_waits_for_the_window_across_a_daylight_saving_change(
             clock=clock,
         )
 
+    async def poke(value: str) -> None:
+        await kube.patch(NODEMAINTENANCES, "night", {"metadata": {"annotations": {"test/poke": value}}})
+
     async with running_controllers(kube, build, gates=GATES):
         await kube.create(NODEMAINTENANCES, rolling_maintenance("night", node_names[:1], windows=window))
         await eventually(
             lambda: _status_is(kube, "night", _phase("WaitingForWindow")), "waiting for the window"
         )
         status = await rollout_status(kube, "night")
-        assert status["nextWindowTime"] == "2026-10-24T23:30:00Z", status
-        assert status["nodes"][node_names[0]]["phase"] == "Waiting"
-        clock.at = datetime(2026, 10, 24, 23, 29, tzinfo=UTC)
-        await kube.patch(NODEMAINTENANCES, "night", {"metadata": {"annotations": {"poke": "1"}}})
+        assert status["nextWindowTime"] == "2026-10-24T21:30:00Z", status
+        assert node_phase(status, node_names[0]) == "Waiting"
+        clock.at = datetime(2026, 10, 24, 21, 29, tzinfo=UTC)
+        await poke("1")
         await anyio.sleep(1.5)
         assert not (await kube.get(NODES, node_names[0]))["spec"].get("unschedulable"), (
             "started before the window"
         )
-        clock.at = datetime(2026, 10, 24, 23, 30, tzinfo=UTC)
-        await kube.patch(NODEMAINTENANCES, "night", {"metadata": {"annotations": {"poke": "2"}}})
+        # Sunday 00:10Z is 02:10 CEST: past midnight, still inside the wrapped window.
+        clock.at = datetime(2026, 10, 25, 0, 10, tzinfo=UTC)
+        await poke("2")
         await eventually(
             lambda: _status_is(kube, "night", _phase("Completed")), "done inside the window", timeout=30
         )
