@@ -25,10 +25,11 @@ from apiclient import ApiError, KubeClient
 from apiclient.resources import CUSTOMRESOURCEDEFINITIONS, NODEMAINTENANCES, NODES
 from controller_manager import cli
 from controller_manager.crds import nodemaintenance_crd
-from controller_manager.rollout_cli import COMPLETE_ANNOTATION, RESUME_ANNOTATION, describe
+from controller_manager.rollout_cli import describe
 from controllers.nodemaintenance.api import MAINTENANCES_ANNOTATION
 from kubeutil.timestamps import format_time, parse_time, utcnow
 from localcluster.cluster import LocalCluster
+from maintenancerollout.planner import COMPLETE_ANNOTATION, RESUME_ANNOTATION
 from tests.manager.logcapture import restore_logging  # noqa: F401 - autouse: cli.main() configures logging
 from tests.support.waiting import eventually
 
