@@ -6,13 +6,12 @@ loop, while the cluster serves from the test's. No controller runs: the status a
 is written by hand through the status subresource, as docs/rolling-maintenance.md lays it out, and
 what the commands wrote is read back from the objects.
 
-The NodeMaintenance CRD is the shipped one with the rolling fields the design documents added where
-it lacks them (`rolling_crd`, installed by `rolling_api`), and is put back as shipped afterwards (the real tier keeps it).
+The NodeMaintenance CRD is the shipped one, which declares the rolling fields, so a field the
+server would prune shows up as a failed read-back.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -21,14 +20,14 @@ from typing import Any
 import anyio
 import pytest
 
-from apiclient import ApiError, KubeClient
-from apiclient.resources import CUSTOMRESOURCEDEFINITIONS, NODEMAINTENANCES, NODES
+from apiclient import KubeClient
+from apiclient.resources import NODEMAINTENANCES, NODES
 from controller_manager import cli
-from controller_manager.crds import nodemaintenance_crd
 from controller_manager.rollout_cli import describe
 from controllers.nodemaintenance.api import MAINTENANCES_ANNOTATION
 from kubeutil.timestamps import format_time, parse_time, utcnow
 from localcluster.cluster import LocalCluster
+from localcluster.demo import ensure_crd
 from maintenancerollout.planner import COMPLETE_ANNOTATION, RESUME_ANNOTATION
 from tests.manager.logcapture import restore_logging  # noqa: F401 - autouse: cli.main() configures logging
 from tests.support.waiting import eventually
@@ -61,114 +60,16 @@ ROLLING_SPEC = {
 }
 
 
-# -- the CRD with the documented rolling fields --------------------------------------------------
-
-
-def _int() -> dict[str, Any]:
-    return {"type": "integer", "format": "int32"}
-
-
-def _str() -> dict[str, Any]:
-    return {"type": "string"}
-
-
-ROLLING_SPEC_FIELDS: dict[str, Any] = {
-    "completion": {"type": "string", "enum": ["Drained", "Reboot", "Annotation"]},
-    "windows": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-    "soakSeconds": _int(),
-    "paused": {"type": "boolean"},
-    "onGateFailure": {"type": "string", "enum": ["Pause", "Abort"]},
-    "gates": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-}
-GATE_STATUS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        **{k: _str() for k in ("name", "type", "node", "result", "value", "message")},
-        **{k: _int() for k in ("successful", "failed", "inconclusive", "error", "consecutiveErrors")},
-        **{k: _str() for k in ("startTime", "lastEvaluationTime", "nextEvaluationTime")},
-    },
-}
-ROLLING_STATUS_FIELDS: dict[str, Any] = {
-    "phase": _str(),
-    "completedNodes": _int(),
-    "currentNode": _str(),
-    "nextWindowTime": _str(),
-    "rollout": {
-        "type": "object",
-        "properties": {
-            k: _str()
-            for k in (
-                "pausedReason",
-                "pausedMessage",
-                "pausedTime",
-                "abortedReason",
-                "abortedMessage",
-                "abortedTime",
-                "lastCompletionTime",
-                "resumeHonoured",
-            )
-        },
-    },
-    "gates": {"type": "array", "items": GATE_STATUS},
-}
-ROLLING_NODE_FIELDS: dict[str, Any] = {
-    "bootID": _str(),
-    "workloads": {"type": "array", "items": _str()},
-    "drainedTime": _str(),
-    "completedTime": _str(),
-}
-ROLLING_NODE_PHASES = ("Waiting", "Cordoned", "Draining", "InMaintenance", "Gating", "Completed")
-
-
-def rolling_crd() -> dict[str, Any]:
-    """The shipped CRD, plus each documented rolling field it does not declare yet."""
-    crd = nodemaintenance_crd()
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
-    for field, prop in ROLLING_SPEC_FIELDS.items():
-        schema["spec"]["properties"].setdefault(field, copy.deepcopy(prop))
-    for field, prop in ROLLING_STATUS_FIELDS.items():
-        schema["status"]["properties"].setdefault(field, copy.deepcopy(prop))
-    node = schema["status"]["properties"]["nodes"]["additionalProperties"]
-    for field, prop in ROLLING_NODE_FIELDS.items():
-        node["properties"].setdefault(field, copy.deepcopy(prop))
-    phase = node["properties"]["phase"]
-    if "enum" in phase:
-        phase["enum"] = [*phase["enum"], *(p for p in ROLLING_NODE_PHASES if p not in phase["enum"])]
-    return crd
-
-
-async def _put_crd(kube: KubeClient, crd: dict[str, Any]) -> None:
-    name = crd["metadata"]["name"]
-    existing = await kube.get_or_none(CUSTOMRESOURCEDEFINITIONS, name)
-    if existing is None:
-        await kube.create(CUSTOMRESOURCEDEFINITIONS, crd)
-    elif existing["spec"] != crd["spec"]:
-        body = {
-            **crd,
-            "metadata": {**crd["metadata"], "resourceVersion": existing["metadata"]["resourceVersion"]},
-        }
-        await kube.replace(CUSTOMRESOURCEDEFINITIONS, body)
+# -- the API --------------------------------------------------------------------------------------
 
 
 @pytest.fixture
 async def rolling_api(kube: KubeClient) -> AsyncIterator[None]:
-    """The NodeMaintenance API with the rolling fields; afterwards no maintenance, and the CRD as shipped."""
-    await _put_crd(kube, rolling_crd())
-
-    async def served() -> bool:
-        try:
-            await kube.list(NODEMAINTENANCES, limit=1)
-        except ApiError as exc:
-            if exc.not_found:
-                return False
-            raise
-        return True
-
-    await eventually(served, "the NodeMaintenance API to be served", timeout=60)
+    """The NodeMaintenance API as shipped (it has the rolling fields); afterwards no maintenance."""
+    await ensure_crd(kube)
     yield
     for nm in await kube.list_all(NODEMAINTENANCES):
         await kube.delete(NODEMAINTENANCES, nm["metadata"]["name"])
-    await _put_crd(kube, nodemaintenance_crd())
 
 
 # -- objects ---------------------------------------------------------------------------------------
