@@ -7,6 +7,7 @@ refusal or an unreachable server exit 1. Anything else is a bug and keeps its tr
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TextIO
@@ -15,6 +16,7 @@ import aiohttp
 
 from apiclient import ApiError, KubeClient
 from apiclient.config import build_api_client, describe_config_error
+from controller_manager.options import UsageError
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -53,3 +55,24 @@ async def run_with_client(
     finally:
         await client.close()
     return EXIT_FAILED
+
+
+async def main_with_client(
+    argv: list[str],
+    parser: argparse.ArgumentParser,
+    run: Callable[[argparse.Namespace, KubeClient], Awaitable[int]],
+) -> int:
+    """A client subcommand's entry point: parse (a bad flag is one line and exit 2, `--help` exits
+    0), then `run` with a client from the parsed `--kubeconfig`/`--context`/`--server`."""
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+
+    async def work(client: KubeClient) -> int:
+        return await run(args, client)
+
+    return await run_with_client(work, kubeconfig=args.kubeconfig, context=args.context, server=args.server)

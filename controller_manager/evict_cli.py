@@ -37,9 +37,9 @@ from anyio.abc import TaskStatus
 from apiclient import ApiError, KubeClient
 from apiclient.resources import PODS, Resource
 from controller_manager import evict_view
-from controller_manager.clientcli import CliError, run_with_client
+from controller_manager.clientcli import CliError, main_with_client
 from controller_manager.evict_view import Target
-from controller_manager.options import OneLineParser, UsageError
+from controller_manager.options import OneLineParser
 from controller_manager.options import parse_duration as go_duration
 from evictionapi import names, requests
 from evictionapi.requester import new_request, requester_problem
@@ -398,18 +398,11 @@ def _interrupted(args: argparse.Namespace) -> str:
 
 async def main(argv: list[str]) -> int:
     """Entry point: `argv` starts with the subcommand (`evict`)."""
-    try:
-        args = build_parser().parse_args(argv)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
-
-    async def work(client: KubeClient) -> int:
-        return await run_until_interrupted(args, client, out=sys.stdout, err=sys.stderr)
-
-    return await run_with_client(work, kubeconfig=args.kubeconfig, context=args.context, server=args.server)
+    return await main_with_client(
+        argv,
+        build_parser(),
+        lambda args, client: run_until_interrupted(args, client, out=sys.stdout, err=sys.stderr),
+    )
 
 
 __all__ = ["DEFAULT_REQUESTER", "build_parser", "main", "run"]

@@ -29,8 +29,8 @@ import anyio
 
 from apiclient import ApiError, KubeClient
 from apiclient.resources import LEASES, NODES
-from controller_manager.clientcli import run_with_client
-from controller_manager.options import OneLineParser, UsageError, parse_duration
+from controller_manager.clientcli import main_with_client
+from controller_manager.options import OneLineParser, parse_duration
 from kubeutil.timestamps import format_micro_time, utcnow
 from nodemaintenancelease import lease
 
@@ -237,15 +237,6 @@ async def _never_leased(client: KubeClient, node: str) -> lease.LeaseState | Non
 
 async def main(argv: list[str]) -> int:
     """Entry point: `argv` starts with `lease`."""
-    try:
-        args = build_parser().parse_args(argv)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except SystemExit as exc:  # --help
-        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-
-    async def work(client: KubeClient) -> int:
-        return await run(args, client, out=sys.stdout, err=sys.stderr)
-
-    return await run_with_client(work, kubeconfig=args.kubeconfig, context=args.context, server=args.server)
+    return await main_with_client(
+        argv, build_parser(), lambda args, client: run(args, client, out=sys.stdout, err=sys.stderr)
+    )

@@ -43,8 +43,8 @@ import orjson
 
 from apiclient import KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES
-from controller_manager.clientcli import CliError, run_with_client
-from controller_manager.options import OneLineParser, UsageError
+from controller_manager.clientcli import CliError, main_with_client
+from controller_manager.options import OneLineParser
 from controllers.nodemaintenance import api
 from kubeutil.timestamps import format_time, parse_time, utcnow
 from maintenancerollout import planner
@@ -493,18 +493,9 @@ async def run(
 
 async def main(argv: list[str]) -> int:
     """Entry point: `argv` starts with `maintenance`."""
-    try:
-        args = build_parser().parse_args(argv)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except SystemExit as exc:  # --help
-        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-
-    async def work(client: KubeClient) -> int:
-        return await run(args, client, out=sys.stdout, err=sys.stderr)
-
-    return await run_with_client(work, kubeconfig=args.kubeconfig, context=args.context, server=args.server)
+    return await main_with_client(
+        argv, build_parser(), lambda args, client: run(args, client, out=sys.stdout, err=sys.stderr)
+    )
 
 
 __all__ = ["build_parser", "describe", "main", "run"]
