@@ -24,7 +24,7 @@ def rolling_maintenance(
     name: str,
     nodes: Sequence[str],
     *,
-    completion: str = "Drained",
+    completion: str | None = "Drained",
     gates: dict[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
@@ -36,9 +36,10 @@ def rolling_maintenance(
         },
         "cordon": True,
         "drain": True,
-        "completion": completion,
         **spec,
     }
+    if completion is not None:
+        body["completion"] = completion
     if gates is not None:
         body["gates"] = gates
     return {

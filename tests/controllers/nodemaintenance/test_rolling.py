@@ -289,3 +289,31 @@ async def test_a_manager_stopped_at_each_stage_goes_on_from_the_status(
     }
     for n in node_names:
         assert not (await kube.get(NODES, n))["spec"].get("unschedulable")
+
+
+async def test_a_released_node_stays_cordoned_when_someone_else_holds_it(
+    kube: KubeClient, node_names: list[str]
+) -> None:
+    admin, other, free = node_names
+    await kube.patch(NODES, admin, {"spec": {"unschedulable": True}})  # cordoned by a person beforehand
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]):
+        # Another (non-rolling) maintenance holds `other` for as long as it exists.
+        await kube.create(NODEMAINTENANCES, rolling_maintenance("hold", [other], completion=None))
+        await eventually(
+            lambda: _node_is(kube, other, lambda n: bool(n["spec"].get("unschedulable"))), "held cordoned"
+        )
+        await kube.create(NODEMAINTENANCES, rolling_maintenance("roll", node_names, completion="Drained"))
+        await eventually(
+            lambda: _status_is(kube, "roll", _phase("Completed")), "rollout Completed", timeout=60
+        )
+        assert (await kube.get(NODES, admin))["spec"].get("unschedulable") is True, (
+            "the person's cordon was lifted"
+        )
+        assert (await kube.get(NODES, other))["spec"].get("unschedulable") is True, (
+            "the other maintenance's too"
+        )
+        assert not (await kube.get(NODES, free))["spec"].get("unschedulable")
+
+
+async def _node_is(kube: KubeClient, name: str, check: Callable[[dict[str, Any]], bool]) -> bool:
+    return check(await kube.get(NODES, name))
