@@ -34,6 +34,7 @@ from tests.backends import cluster_on_backend
 from tests.controllers.harness import running_controllers
 from tests.e2e.rolling import NodeTimeline, rolling_maintenance, rollout_status
 from tests.e2e.test_drain_zero_downtime import AvailabilityWatch
+from tests.e2e.test_eviction_api_crds import kubectl
 from tests.support.monitoring import Monitoring, monitoring_binaries_or_skip, running_monitoring
 from tests.support.reboots import reboot_agent
 from tests.support.waiting import eventually
@@ -140,4 +141,9 @@ async def test_a_rolling_reboot_goes_one_node_at_a_time_behind_its_gates(
     assert gates == {(nodes[-1], name): "Successful" for name in ("nodeReady", "workloads", "signal")}, gates
     for app in APPS:
         assert watch.least[app.name] >= 1, f"{app.name} went down during the rollout: {watch.least}"
+    code, out = await kubectl(cluster, "get", "nm", NAME)
+    assert code == 0, out
+    header, row = out.splitlines()[:2]
+    assert header.split()[-4:] == ["PHASE", "DONE", "NODE", "AGE"], header
+    assert row.split()[-3:-1] == ["Completed", "4"], row
     assert all(pod_available(p) for p in watch.pods.values() if not p["metadata"].get("deletionTimestamp"))

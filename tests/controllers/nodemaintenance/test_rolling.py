@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -26,6 +26,7 @@ from apiclient.resources import NODEMAINTENANCES, NODES, STATEFULSETS
 from controllers.context import ControllerContext
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
+from kubeutil.timestamps import format_time, parse_time
 from localcluster.cluster import LocalCluster
 from maintenancerollout.planner import COMPLETE_ANNOTATION
 from tests.controllers.harness import running_controllers
@@ -317,3 +318,35 @@ async def test_a_released_node_stays_cordoned_when_someone_else_holds_it(
 
 async def _node_is(kube: KubeClient, name: str, check: Callable[[dict[str, Any]], bool]) -> bool:
     return check(await kube.get(NODES, name))
+
+
+async def test_soak_time_and_spec_paused_hold_the_next_node(kube: KubeClient, node_names: list[str]) -> None:
+    first, second = node_names[0], node_names[1]
+    async with running_controllers(
+        kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]
+    ) as h:
+        await kube.create(
+            NODEMAINTENANCES, rolling_maintenance("soak", node_names[:2], soakSeconds=3, paused=True)
+        )
+        await eventually(lambda: _status_is(kube, "soak", _phase("Paused")), "paused by spec")
+        status = await rollout_status(kube, "soak")
+        assert status["nodes"][first]["phase"] == "Waiting", status
+        assert not (await kube.get(NODES, first))["spec"].get("unschedulable")
+        await kube.patch(NODEMAINTENANCES, "soak", {"spec": {"paused": False}})
+        await eventually(lambda: _status_is(kube, "soak", _phase("Soaking")), "soaking after the first node")
+        soaking = await rollout_status(kube, "soak")
+        assert node_phase(soaking, first) == "Completed" and node_phase(soaking, second) == "Waiting", soaking
+        soak_until = parse_time(soaking["rollout"]["lastCompletionTime"])
+        await eventually(
+            lambda: _status_is(kube, "soak", lambda s: node_phase(s, second) not in (None, "Waiting")),
+            "the second node started after the soak",
+            timeout=30,
+        )
+        assert soak_until is not None
+        assert f"soaking until {format_time(soak_until + timedelta(seconds=3))}" in str(
+            soaking["nodes"][second].get("message")
+        ), soaking["nodes"][second]
+        await eventually(
+            lambda: _status_is(kube, "soak", _phase("Completed")), "rollout Completed", timeout=30
+        )
+    assert "RolloutPaused" not in h.events.reasons("soak")  # a pause by spec is the user's own

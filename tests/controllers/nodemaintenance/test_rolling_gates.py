@@ -15,6 +15,7 @@ Alertmanager. On the 3-node local cluster:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ import pytest
 from apiclient import KubeClient
 from apiclient.resources import NODEMAINTENANCES, NODES
 from controllers.nodemaintenance import NodeMaintenanceController
-from maintenancerollout.planner import COMPLETE_ANNOTATION
+from kubeutil.timestamps import format_time
+from maintenancerollout.planner import COMPLETE_ANNOTATION, RESUME_ANNOTATION
 from tests.controllers.harness import running_controllers
 from tests.controllers.nodemaintenance.helpers import GATES, NO_CLUSTER_LIMIT
 from tests.e2e.rolling import node_phase, rolling_maintenance, rollout_status
@@ -166,3 +168,33 @@ async def test_a_prometheus_it_cannot_ask_is_an_error_then_a_pause(
     expected = "connect" if broken == "unreachable" else "parse error"
     assert expected in g["message"].lower(), g["message"]
     assert expected in status["rollout"]["pausedMessage"].lower()
+
+
+async def test_resume_runs_the_failed_gate_again_and_the_rollout_goes_on(
+    kube: KubeClient, node_names: list[str], mon: Monitoring
+) -> None:
+    mon.signal.set(SIGNAL, 0.75)
+    await mon.wait_value(SIGNAL, 0.75)
+    gates = {"prometheus": [_prometheus_gate(mon.prometheus_url, f"max({SIGNAL})")]}
+    async with running_controllers(
+        kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]
+    ) as h:
+        await kube.create(NODEMAINTENANCES, rolling_maintenance("again", node_names[:2], gates=gates))
+        await eventually(lambda: _status_is(kube, "again", lambda s: s.get("phase") == "Paused"), "paused")
+        mon.signal.set(SIGNAL, 0.0)
+        await mon.wait_value(SIGNAL, 0.0)
+        await anyio.sleep(1.5)  # a paused rollout evaluates nothing: still paused with the signal fixed
+        assert (await rollout_status(kube, "again"))["rollout"]["pausedReason"] == "GateFailed"
+        now = format_time(datetime.now(UTC))
+        await kube.patch(NODEMAINTENANCES, "again", {"metadata": {"annotations": {RESUME_ANNOTATION: now}}})
+        await eventually(
+            lambda: _status_is(kube, "again", lambda s: s.get("phase") == "Completed"),
+            "completed",
+            timeout=30,
+        )
+        status = await rollout_status(kube, "again")
+    assert status["rollout"]["resumeHonoured"] == now and "pausedReason" not in status["rollout"], status
+    gate = next(g for g in status["gates"] if g["name"] == "signal")
+    assert gate["node"] == node_names[1] and gate["result"] == "Successful", gate
+    reasons = h.events.reasons("again")
+    assert reasons.count("NodeCompleted") == 2 and "RolloutResumed" in reasons
