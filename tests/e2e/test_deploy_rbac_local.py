@@ -112,7 +112,7 @@ async def _until(probe: Any, what: str) -> None:
 async def _repair_a_lease_owner(admin: KubeClient, node: str) -> None:
     """maintenance-lease: a Lease whose owner reference was dropped gets it back (a JSON patch).
 
-    Leases are made by their first holder: the drained node's maintenance made this one."""
+    The controller made this one at its start (or the drained node's maintenance, if first)."""
     await admin.patch(
         LEASES,
         node,

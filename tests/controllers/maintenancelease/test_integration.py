@@ -1,4 +1,9 @@
-"""Node maintenance leases on the local cluster: the controller, holders competing, the CLI, NodeMaintenance.
+"""Node maintenance leases on both backends: the controller, holders competing, the CLI, NodeMaintenance.
+
+The controller makes every node's lease (free, owned by the node, as `acquire` makes it for a first
+holder), makes a deleted one again, never undoes a holder that got there first, and after a restart
+over settled leases sends nothing but its lists and watches (its requests recorded at its own
+client's REST layer). Its pace is `test_pacing.py`'s.
 
 Expiry is shown with injected clocks (a holder "in the future"), so the 3 s skew is tested to the
 millisecond without waiting for it. The CRD is the one users install.
@@ -8,48 +13,43 @@ from __future__ import annotations
 
 import io
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
+from prometheus_client import REGISTRY
 
-from apiclient import ApiError, KubeClient
+from apiclient import KubeClient
 from apiclient.resources import LEASES, NAMESPACES, NODEMAINTENANCES, NODES
 from controller_manager.lease_cli import build_parser, run
 from controllers import features
 from controllers.maintenancelease import MaintenanceLeaseController
-from controllers.maintenancelease.metrics import ABANDONED, COLLECTOR, HELD
+from controllers.maintenancelease.metrics import ABANDONED, COLLECTOR, CREATES_TOTAL, HELD, MISSING
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.api import PHASE_ANNOTATION
 from kubeutil.timestamps import format_micro_time, utcnow
 from nodemaintenancelease import lease
 from tests.controllers.harness import running_controllers
+from tests.controllers.maintenancelease.helpers import (
+    LEASE_GATES,
+    ClientRequests,
+    delete_lease,
+    every_node_leased,
+    get_lease,
+    node_names,
+)
 from tests.support.objects import node_maintenance
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.backends("local", "real")
 
-LEASE_GATES = {features.NODE_MAINTENANCE_LEASE: True}
-
-
-async def get_lease(kube: KubeClient, node: str) -> dict[str, Any] | None:
-    return await kube.get_or_none(LEASES, node, namespace=lease.NAMESPACE)
-
-
-async def node_names(kube: KubeClient) -> list[str]:
-    return sorted(n["metadata"]["name"] for n in await kube.list_all(NODES))
-
-
-async def delete_lease(kube: KubeClient, node: str) -> None:
-    try:
-        await kube.delete(LEASES, node, namespace=lease.NAMESPACE)
-    except ApiError as exc:
-        if not exc.not_found:
-            raise
+QUIET = 2.0  # seconds a settled controller is watched for a request it should not send
 
 
 async def hand_made_lease(kube: KubeClient, node: str) -> dict[str, Any]:
-    """A lease made with kubectl by a holder: no owner reference (the namespace is deploy/namespace.yaml's)."""
+    """A lease made with kubectl by a holder: no owner reference (the namespace is deploy/namespace.yaml's).
+
+    Made before the controller runs: a delete while it runs is made good again at once."""
     await lease.ensure_namespace(kube)
     await delete_lease(kube, node)
     spec = {
@@ -60,64 +60,204 @@ async def hand_made_lease(kube: KubeClient, node: str) -> dict[str, Any]:
     return await kube.create(LEASES, {"metadata": {"name": node}, "spec": spec}, namespace=lease.NAMESPACE)
 
 
+async def drop_owner(kube: KubeClient, node: str) -> dict[str, Any]:
+    """What a client-go LeaseLock's update, or kubectl replace, leaves: the lease without its owner."""
+    return await kube.patch(
+        LEASES,
+        node,
+        [{"op": "remove", "path": "/metadata/ownerReferences"}],
+        namespace=lease.NAMESPACE,
+        patch_type="json",
+    )
+
+
 async def owned_lease(kube: KubeClient, node: str) -> dict[str, Any] | None:
     obj = await get_lease(kube, node)
     return obj if obj and obj["metadata"].get("ownerReferences") else None
 
 
-async def test_no_lease_until_a_holder_needs_one_then_owned_by_its_node(kube: KubeClient) -> None:
-    *names, marker = await node_names(kube)
-    for name in names:  # what earlier tests left: the controller must not bring it back
+def node_ref(node: dict[str, Any]) -> list[dict[str, str]]:
+    """The owner reference `lease.acquire` writes (`lease.lease_body`'s): the node, by name and uid."""
+    return [
+        {"apiVersion": "v1", "kind": "Node", "name": node["metadata"]["name"], "uid": node["metadata"]["uid"]}
+    ]
+
+
+def creates(result: str) -> float:
+    return REGISTRY.get_sample_value(CREATES_TOTAL, {"result": result}) or 0.0
+
+
+async def test_every_node_gets_a_free_lease_owned_by_it(kube: KubeClient) -> None:
+    first, *names, marker = await node_names(kube)
+    for name in names:  # what earlier tests left
         await delete_lease(kube, name)
-    await hand_made_lease(kube, marker)
+    held = await lease.acquire(kube, first, holder="ops/alice", duration_seconds=60)  # a first holder's
+    made = await hand_made_lease(kube, marker)
     async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES) as h:
-        # Once the controller has owned the hand-made lease it has seen every node: it made none.
-        await eventually(lambda: owned_lease(kube, marker), "the owner reference on a hand-made lease")
-        assert [n for n in names if await get_lease(kube, n) is not None] == []
+        leases = await eventually(lambda: every_node_leased(kube), "a lease for every node")
+        acquired = leases[first]
+        for name in names:
+            obj, node = leases[name], await kube.get(NODES, name)
+            # What `acquire` made for the first holder, minus the holder fields.
+            assert obj["metadata"]["ownerReferences"] == node_ref(node)
+            assert (
+                obj["metadata"]["ownerReferences"][0].keys()
+                == acquired["metadata"]["ownerReferences"][0].keys()
+            )
+            assert obj["spec"] == {}
+            assert {k: v for k, v in obj.items() if k not in ("metadata", "spec")} == {
+                k: v for k, v in acquired.items() if k not in ("metadata", "spec")
+            }
+            assert not obj["metadata"].get("labels") and not obj["metadata"].get("annotations")
+            assert not lease.LeaseState.from_obj(obj).held(utcnow())
+        # The holders' leases were left as they were, the hand-made one given its owner.
+        assert lease.LeaseState.from_obj(acquired) == held
+        owned = await eventually(
+            lambda: owned_lease(kube, marker), "the owner reference on a hand-made lease"
+        )
+        assert owned["metadata"]["ownerReferences"] == node_ref(await kube.get(NODES, marker))
+        assert owned["spec"] == made["spec"]
         assert h.events.reasons() == []
 
-        state = await lease.acquire(kube, names[0], holder="ops/alice", duration_seconds=60)
-        assert state.holder == "ops/alice"
-        obj = await get_lease(kube, names[0])
-        assert obj is not None
-        node = await kube.get(NODES, names[0])
-        assert obj["metadata"]["ownerReferences"] == [
-            {"apiVersion": "v1", "kind": "Node", "name": names[0], "uid": node["metadata"]["uid"]}
-        ]
+        # A lease made free is taken by its first holder as one it made itself.
+        state = await lease.acquire(kube, names[0], holder="ops/bob", duration_seconds=60)
+        assert state.holder == "ops/bob" and state.transitions == 0
         await kube.get(NAMESPACES, lease.NAMESPACE)
-        assert [n for n in names[1:] if await get_lease(kube, n) is not None] == []
-        assert h.events.reasons() == []
 
 
-async def test_deleted_lease_stays_deleted_and_a_hand_made_lease_gets_its_owner(kube: KubeClient) -> None:
-    first, second, marker = (await node_names(kube))[:3]
-    await lease.acquire(kube, first, holder="ops/alice", duration_seconds=60)
+async def test_a_deleted_lease_is_made_again_and_a_new_node_gets_one(kube: KubeClient) -> None:
+    first, second = (await node_names(kube))[:2]
     async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
-        await kube.delete(LEASES, first, namespace=lease.NAMESPACE)
-        await hand_made_lease(kube, marker)  # after the delete: owned once the delete was seen
-        await eventually(lambda: owned_lease(kube, marker), "the owner reference on a hand-made lease")
-        assert await get_lease(kube, first) is None  # the next holder makes it again
-        assert (await lease.acquire(kube, first, holder="ops/bob", duration_seconds=60)).holder == "ops/bob"
+        leases = await eventually(lambda: every_node_leased(kube), "a lease for every node")
+        await lease.acquire(kube, second, holder="ops/alice", duration_seconds=60)
+        for name in (first, second):  # a free lease, and a held one (its holder lost it with the delete)
+            await kube.delete(LEASES, name, namespace=lease.NAMESPACE)
 
-        # The owner is added, the claim kept.
-        made = await hand_made_lease(kube, second)
-        obj = await eventually(lambda: owned_lease(kube, second), "the owner reference on a hand-made lease")
-        node = await kube.get(NODES, second)
-        assert obj["metadata"]["ownerReferences"] == [
-            {"apiVersion": "v1", "kind": "Node", "name": second, "uid": node["metadata"]["uid"]}
-        ]
-        assert obj["spec"] == {**made["spec"]}
+            async def made_again(name: str = name) -> dict[str, Any] | None:
+                obj = await get_lease(kube, name)
+                return obj if obj and obj["metadata"]["uid"] != leases[name]["metadata"]["uid"] else None
+
+            obj = await eventually(made_again, f"{name}'s lease made again")
+            assert obj["spec"] == {}
+            assert obj["metadata"]["ownerReferences"] == node_ref(await kube.get(NODES, name))
+
+        late = await kube.create(
+            NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-late"}}
+        )
+        obj = await eventually(lambda: get_lease(kube, "node-late"), "the new node's lease")
+        assert obj["spec"] == {} and obj["metadata"]["ownerReferences"] == node_ref(late)
+
+        # The owner is put back on a lease that lost it, the claim kept.
+        dropped = await drop_owner(kube, first)
+        assert "ownerReferences" not in dropped["metadata"]
+        obj = await eventually(lambda: owned_lease(kube, first), "the owner reference back")
+        assert obj["metadata"]["ownerReferences"] == node_ref(await kube.get(NODES, first))
+        assert obj["spec"] == dropped["spec"]
+
+
+async def test_a_restart_over_settled_leases_sends_only_its_lists_and_watches(
+    cluster: Any, kube: KubeClient
+) -> None:
+    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
+        await eventually(lambda: every_node_leased(kube), "a lease for every node")
+    await lease.acquire(kube, (await node_names(kube))[0], holder="ops/alice", duration_seconds=600)
+    before = creates("created")
+    own = await cluster.client()  # the restarted controller's own client: only its requests recorded
+    try:
+        sent = ClientRequests(own)
+        async with running_controllers(own, MaintenanceLeaseController, gates=LEASE_GATES) as h:
+            (controller,) = h.controllers
+            assert isinstance(controller, MaintenanceLeaseController)
+
+            def idle() -> bool:  # started (each node looked at), nothing queued
+                queues = (controller.queue, controller.create_queue)
+                return controller.started and not any(len(q) or q.waiting for q in queues)
+
+            await eventually(idle, "the restarted controller through its start")
+            await anyio.sleep(QUIET)  # anything it would send late
+            assert len(controller.backlog) == 0
+    finally:
+        await own.close()
+    assert sent.writes == [], sent.writes
+    assert [r for r in sent.requests if not r.list_or_watch] == []  # not even the namespace read
+    assert {r.url.rsplit("/", 1)[-1] for r in sent.requests} == {"nodes", "leases"}
+    assert creates("created") == before
+
+
+class AcquiredFirst:
+    """The controller's client, but a holder acquires `node`'s lease just before the controller's
+    create of it reaches the server: the create's cache read said missing, the server says 409."""
+
+    def __init__(self, inner: KubeClient, holder_client: KubeClient, node: str) -> None:
+        self._inner = inner
+        self._holder_client = holder_client
+        self._node = node
+        self.acquired: lease.LeaseState | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def create(self, res: Any, body: dict[str, Any], **kwargs: Any) -> Any:
+        if res == LEASES and body["metadata"]["name"] == self._node and self.acquired is None:
+            self.acquired = await lease.acquire(
+                self._holder_client, self._node, holder="firmware-agent", duration_seconds=600
+            )
+        return await self._inner.create(res, body, **kwargs)
+
+
+async def test_a_holder_that_acquires_first_keeps_the_lease_and_the_409_is_success(
+    cluster: Any, kube: KubeClient
+) -> None:
+    names = await node_names(kube)
+    for name in names:
+        await delete_lease(kube, name)
+    racer = names[1]
+    own = await cluster.client()
+    racing = AcquiredFirst(own, kube, racer)
+    existed, failed = creates("already_exists"), failures()
+    try:
+        async with running_controllers(
+            cast(KubeClient, racing), MaintenanceLeaseController, gates=LEASE_GATES, informer_client=own
+        ) as h:
+            (controller,) = h.controllers
+            assert isinstance(controller, MaintenanceLeaseController)
+            leases = await eventually(lambda: every_node_leased(kube), "a lease for every node")
+            await eventually(lambda: len(controller.backlog) == 0, "every create settled")
+            assert racing.acquired is not None and racing.acquired.holder == "firmware-agent"
+            obj = leases[racer]
+            assert lease.LeaseState.from_obj(obj) == racing.acquired  # the holder's write, not undone
+            assert obj["metadata"]["ownerReferences"] == node_ref(await kube.get(NODES, racer))
+            assert creates("already_exists") == existed + 1
+            assert failures() == failed  # a success: no error, no retry
+            await anyio.sleep(QUIET)  # nothing more written to it (no update, no patch)
+            assert (await get_lease(kube, racer) or {})["metadata"]["resourceVersion"] == obj["metadata"][
+                "resourceVersion"
+            ]
+    finally:
+        await own.close()
+
+
+def failures() -> float:
+    return sum(
+        REGISTRY.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": "maintenance-lease", "result": result}
+        )
+        or 0.0
+        for result in ("error", "conflict")
+    )
 
 
 async def test_lease_goes_with_its_node(kube: KubeClient) -> None:
     victim = (await node_names(kube))[-1]
     await lease.acquire(kube, victim, holder="ops/alice", duration_seconds=60)
-    await kube.delete(NODES, victim)
+    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
+        await eventually(lambda: every_node_leased(kube), "a lease for every node")
+        await kube.delete(NODES, victim)
 
-    async def collected() -> bool:
-        return await get_lease(kube, victim) is None
+        async def collected() -> bool:
+            return await get_lease(kube, victim) is None
 
-    await eventually(collected, "the garbage collector to remove the node's lease")
+        await eventually(collected, "the garbage collector to remove the node's lease")
 
 
 async def test_two_competing_holders_exactly_one_wins(kube: KubeClient) -> None:
@@ -290,7 +430,10 @@ async def test_context_manager_body_errors_pass_through_unwrapped(kube: KubeClie
 
 async def test_metrics_count_leases_from_the_controller_cache(kube: KubeClient) -> None:
     names = await node_names(kube)
-    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES):
+    async with running_controllers(kube, MaintenanceLeaseController, gates=LEASE_GATES) as h:
+        (controller,) = h.controllers
+        assert isinstance(controller, MaintenanceLeaseController)
+        await eventually(lambda: controller.started and not controller.backlog, "every lease made")
         await lease.acquire(kube, names[0], holder="aiokcm/nodemaintenance/m1", duration_seconds=600)
         await lease.acquire(
             kube,
@@ -302,7 +445,7 @@ async def test_metrics_count_leases_from_the_controller_cache(kube: KubeClient) 
 
         def samples() -> dict[tuple[str, str], float]:
             return {
-                (s.name, s.labels["holder_prefix"]): s.value
+                (s.name, s.labels.get("holder_prefix", "")): s.value
                 for family in COLLECTOR.collect()
                 for s in family.samples
             }
@@ -312,7 +455,7 @@ async def test_metrics_count_leases_from_the_controller_cache(kube: KubeClient) 
             return got if (HELD, "aiokcm/nodemaintenance") in got and (ABANDONED, "ops") in got else {}
 
         got = await eventually(counted, "the leases in the metrics")
-        assert got == {(HELD, "aiokcm/nodemaintenance"): 1, (ABANDONED, "ops"): 1}
+        assert got == {(HELD, "aiokcm/nodemaintenance"): 1, (ABANDONED, "ops"): 1, (MISSING, ""): 0}
 
 
 def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:

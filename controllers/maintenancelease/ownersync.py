@@ -1,8 +1,9 @@
-"""The maintenance-lease reconcile: point a node's Lease owner reference at the node.
+"""The owner reconcile: point a node's maintenance Lease owner reference at the node.
 
-Only a lease someone else made is repaired (by hand, a client-go LeaseLock, or one that outlived
-its node's recreation): the write is a merge patch of `metadata.ownerReferences` guarded by the
-resourceVersion read, so it can never undo a holder's write.
+Only a lease made without it is repaired (by hand, a client-go LeaseLock, or one that outlived its
+node's recreation under the same name): the write is a merge patch of `metadata.ownerReferences`
+guarded by the resourceVersion read, so it can never undo a holder's write. A lease this
+controller or `acquire` made is owned from its create on and costs nothing here but a cache read.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _node_ref(lease: Obj, node: Obj) -> tuple[int, Mapping[str, Any]] | None:
 
 
 @dataclass(kw_only=True, eq=False)
-class MaintenanceLeaseSync:
+class LeaseOwnerSync:
     """One node's lease, owned by that node; keys are node names."""
 
     client: KubeClient
@@ -42,7 +43,7 @@ class MaintenanceLeaseSync:
             return  # the garbage collector removes the lease with its owner
         lease = self.lease_lister.get(key, NAMESPACE)
         if lease is None:
-            return  # not needed yet: the first holder creates it (`lease.acquire`)
+            return  # missing: the create queue makes it (a lease's delete puts its node there)
         await self._own(lease, node)
 
     async def _own(self, lease: Obj, node: Obj) -> None:
