@@ -18,8 +18,11 @@ The rules, as the proposal states them:
   0", but the Lease API rejects 0 ("must be greater than 0"), so release removes the duration (read
   as 0) and the holder, and stamps `renewTime` with the release moment: the lease is then free at
   once and a monitor does not mistake a released lease for an abandoned one.
-- **Made when first taken**: a node without a lease is free; `acquire` creates it, owned by the
-  node, so no lease exists for a node nobody ever held.
+- **One per node, owned by it**: the maintenance-lease controller makes every node's lease ahead
+  of need (free, at a pace, with `create_lease`) and makes a deleted one again; a node without a
+  lease (the controller off, or not there yet) is free, and `acquire` creates the lease itself,
+  with the same body plus its holder fields. Either way the lease is owned by the node, so it goes
+  with the node.
 - **Every write is guarded by resourceVersion**: a PUT of the object as read. A 409 means someone
   wrote in between; we read again and decide again, so of two holders racing for a free lease exactly
   one wins and the other sees the winner.
@@ -218,7 +221,10 @@ async def ensure_namespace(client: KubeClient) -> None:
 async def create_lease(
     client: KubeClient, node: Mapping[str, Any], *, spec: Mapping[str, Any] | None = None
 ) -> Obj | None:
-    """Create the node's lease (and the namespace if missing); None when it already exists."""
+    """Create the node's lease (and the namespace if missing); None when it already exists.
+
+    The one create of a lease: the maintenance-lease controller's (free, no `spec`) and a first
+    holder's (`acquire`: its holder fields) make the same object but for those fields."""
     body = lease_body(node, spec)
     for _ in range(2):
         try:
@@ -259,9 +265,9 @@ async def acquire(
 ) -> LeaseState:
     """Take the node's lease for `holder` (or renew it if `holder` has it); raise `LeaseHeldError` if taken.
 
-    Leases are made when first taken: a node without one is free, and this creates it (owned by
-    the node, so it goes with the node) together with its namespace. Never waits for another
-    holder: callers decide whether to poll.
+    The maintenance-lease controller makes every node's lease ahead; one still missing is free,
+    and this creates it held (owned by the node, so it goes with the node) together with its
+    namespace. Never waits for another holder: callers decide whether to poll.
     """
     check_client_holder(holder)
     check_duration(duration_seconds)
