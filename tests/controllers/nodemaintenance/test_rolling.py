@@ -29,6 +29,7 @@ from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from kubeutil.timestamps import format_time, parse_time
 from localcluster.cluster import LocalCluster
 from maintenancerollout.planner import COMPLETE_ANNOTATION
+from nodemaintenancelease import lease
 from tests.controllers.harness import running_controllers
 from tests.controllers.nodemaintenance.helpers import (
     GATES,
@@ -350,3 +351,38 @@ async def test_soak_time_and_spec_paused_hold_the_next_node(kube: KubeClient, no
             lambda: _status_is(kube, "soak", _phase("Completed")), "rollout Completed", timeout=30
         )
     assert "RolloutPaused" not in h.events.reasons("soak")  # a pause by spec is the user's own
+
+
+async def test_a_rolling_maintenance_holds_the_lease_of_the_node_it_works_on(
+    kube: KubeClient, node_names: list[str]
+) -> None:
+    first, second = node_names[0], node_names[1]
+    holder = "aiokcm/nodemaintenance/leased"
+    with_leases = {**GATES, "NodeMaintenanceLease": True}
+    async with running_controllers(
+        kube, NodeMaintenanceController, gates=with_leases, configs=[NO_CLUSTER_LIMIT]
+    ):
+        await kube.create(
+            NODEMAINTENANCES, rolling_maintenance("leased", node_names[:2], completion="Annotation")
+        )
+        await eventually(
+            lambda: _status_is(kube, "leased", lambda s: node_phase(s, first) == "InMaintenance"),
+            "in maintenance",
+        )
+        held = await lease.status(kube, first)
+        assert held is not None and held.holder == holder, held
+        waiting = await lease.status(kube, second)
+        assert waiting is None or waiting.holder is None, "the waiting node's lease taken early"
+        await kube.patch(NODES, first, {"metadata": {"annotations": {COMPLETE_ANNOTATION: "leased"}}})
+
+        async def released() -> bool:
+            state = await lease.status(kube, first)
+            return state is not None and state.holder is None
+
+        await eventually(released, "the first node's lease released once it completed")
+        await eventually(
+            lambda: _status_is(kube, "leased", lambda s: node_phase(s, second) == "InMaintenance"),
+            "second in",
+        )
+        taken = await lease.status(kube, second)
+        assert taken is not None and taken.holder == holder, taken
