@@ -29,6 +29,7 @@ table, then as its LAST line one JSON object with the figures.
     python -m bench.drain [--timeout 120] [--sample 0.1] [--evacuation-timeout 60] [--apps N --nodes N]
     python -m bench.drain --real [...]     # on a real control plane ($KUBEBUILDER_ASSETS)
     python -m bench.drain --scale [--drains 1,3,10] [--apps 340] [--breakdown]
+    python -m bench.drain --real --scale [--keep-audit]   # both layouts on real planes
 
 `--scale`: 340 apps of 1, 3, 1, 2 replicas (595 pods) spread by the scheduler over 30 nodes; for
 each drain size (1, 3 and 10 nodes), a fresh cluster per tool, both tools in the same run. One
@@ -50,6 +51,18 @@ the kubectl mode runs the whole real KCM (its default 20/30) and the real `kubec
 API server's audit log counts the requests of the drain's actors (aiokcm's controllers and its
 CLI; KCM's replicaset, deployment and disruption controllers and kubectl) while the drain runs,
 reported per evacuated pod.
+
+`--real --scale` runs the scale layout (30 simulated-kubelet nodes, 595 pods of 340 apps; drains of
+1, 3 and 10 nodes) on a fresh real plane per drain and mode: layout (a), `aiokcm`, is KCM minus the
+controllers aiokcm replaces (replicaset, deployment, disruption, nodelifecycle) plus aiokcm's four
+and its NodeMaintenance controller; layout (b), `aiokcm_stock`, is the stock KCM with all its
+controllers plus aiokcm's default install (NodeMaintenance drain and replacement-surge answers);
+both against the stock KCM + `kubectl drain`. After the per-mode rows it prints the two layouts side
+by side with `kubectl drain`, then the writes per evacuated pod by kind (pod status, ReplicaSet
+scale and status, Deployment status, events, NodeMaintenance status, ...) of every mode, from the
+audit log; a `!` marks an aiokcm figure above the stock KCM + kubectl's for the same drain (the
+pod status kind, which carries the evacuation handshake, may be up to 2 more). `--keep-audit`
+keeps each plane's audit log and the drain's window in bench/out/.
 """
 
 from __future__ import annotations
@@ -117,6 +130,8 @@ KCM_CONTROLLERS = (
     "controllers.disruption:DisruptionController",
 )
 NM_CONTROLLER = "controllers.nodemaintenance:NodeMaintenanceController"
+# On a real plane aiokcm replaces KCM's node lifecycle controller too (realcluster.REPLACED_BY_AIOKCM).
+NODE_LIFECYCLE_CONTROLLER = "controllers.nodelifecycle:NodeLifecycleController"
 # The third mode, `kubectl_surge`: the real `kubectl drain` with aiokcm's eviction webhook on.
 SURGE_CONTROLLER = "controllers.evictionsurge:EvictionSurgeController"
 SURGE_GATES = {**GATES, features.EVICTION_SURGE: True}
@@ -141,6 +156,8 @@ class Run:
     by_actor: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: "actor METHOD resource" -> writes while draining (local cluster only; printed with --breakdown)
     writes: dict[str, int] = field(default_factory=dict)
+    #: write kind (`write_kind`) -> writes of the drain's actors while draining (real planes only)
+    kinds: dict[str, int] = field(default_factory=dict)
 
     @property
     def requests_per_pod(self) -> float | None:
@@ -443,6 +460,8 @@ def _controller_paths(mode: str, *, real: bool = False) -> list[str]:
     }.get(mode, [])
     if real and mode in ("kubectl", "aiokcm_stock"):
         return extra  # the whole real KCM runs
+    if real:  # KCM minus the four aiokcm replaces
+        return [*KCM_CONTROLLERS, NODE_LIFECYCLE_CONTROLLER, *extra]
     return [*KCM_CONTROLLERS, *extra]
 
 
@@ -469,19 +488,73 @@ async def one_mode(mode: str, args: argparse.Namespace, drained: int = 1) -> Run
     return run
 
 
-def count_requests(audit_log: Path, users: frozenset[str], start: float, end: float) -> int:
-    """Requests by `users` that kube-apiserver answered between `start` and `end` (epoch seconds)."""
+# Write kinds as the issue names them: (resource, subresource, verb) -> label; others keep
+# "resource[/subresource] verb". The evacuation handshake is two pod status writes: the
+# NodeMaintenance controller's EvacuationRequest condition and its owner's answer.
+KIND_LABELS = {
+    ("pods", "", "create"): "pod create",
+    ("pods", "", "delete"): "pod delete or eviction",
+    ("pods", "eviction", "create"): "pod delete or eviction",
+    ("pods", "", "patch"): "pod metadata (deletion cost, adoption)",
+    ("pods", "", "update"): "pod metadata (deletion cost, adoption)",
+    ("pods", "status", "patch"): "pod status",
+    ("pods", "status", "update"): "pod status",
+    ("replicasets", "", "update"): "ReplicaSet scale",
+    ("replicasets", "", "patch"): "ReplicaSet scale",
+    ("replicasets", "scale", "update"): "ReplicaSet scale",
+    ("replicasets", "scale", "patch"): "ReplicaSet scale",
+    ("replicasets", "status", "update"): "ReplicaSet status",
+    ("replicasets", "status", "patch"): "ReplicaSet status",
+    ("deployments", "", "update"): "Deployment spec",
+    ("deployments", "", "patch"): "Deployment spec",
+    ("deployments", "status", "update"): "Deployment status",
+    ("deployments", "status", "patch"): "Deployment status",
+    ("events", "", "create"): "events",
+    ("events", "", "patch"): "events",
+    ("events", "", "update"): "events",
+    ("nodemaintenances", "", "create"): "NodeMaintenance create",
+    ("nodemaintenances", "status", "update"): "NodeMaintenance status",
+    ("nodemaintenances", "status", "patch"): "NodeMaintenance status",
+    ("nodes", "", "patch"): "node (cordon)",
+    ("nodes", "", "update"): "node (cordon)",
+}
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+HANDSHAKE_KIND = "pod status"
+HANDSHAKE_WRITES = 2  # per evacuated pod: the request and its answer (KCM has no such step)
+
+
+def write_kind(event: Mapping[str, Any]) -> str | None:
+    """The kind of write an audit event records, or None for a read."""
+    verb = event.get("verb", "")
+    if verb not in WRITE_VERBS:
+        return None
+    ref = event.get("objectRef") or {}
+    resource, sub = ref.get("resource", ""), ref.get("subresource", "")
+    return KIND_LABELS.get((resource, sub, verb), f"{resource}{'/' + sub if sub else ''} {verb}")
+
+
+def read_audit(audit_log: Path, users: frozenset[str], start: float, end: float) -> tuple[int, Counter[str]]:
+    """Requests by `users` that kube-apiserver answered between `start` and `end` (epoch seconds),
+    and their writes by kind (a 409 counts as its kind + " 409")."""
     import datetime as dt
 
     count = 0
+    kinds: Counter[str] = Counter()
     for line in audit_log.read_text().splitlines():
         event = orjson.loads(line)
+        if event.get("stage") != "ResponseComplete":
+            continue
         if (event.get("user") or {}).get("username") not in users:
             continue
         stamp = dt.datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00")).timestamp()
-        if start <= stamp <= end and event.get("stage") == "ResponseComplete":
-            count += 1
-    return count
+        if not start <= stamp <= end:
+            continue
+        count += 1
+        kind = write_kind(event)
+        if kind is not None:
+            conflict = (event.get("responseStatus") or {}).get("code") == 409
+            kinds[kind + (" 409" if conflict else "")] += 1
+    return count, kinds
 
 
 async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -> Run:
@@ -529,7 +602,13 @@ async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -
                 )
                 tg.cancel_scope.cancel()
             await anyio.sleep(2.5)  # the audit log is written in batches of at most a second
-            run.requests = count_requests(plane.audit_log, DRAIN_ACTORS, start, end)
+            run.requests, kinds = read_audit(plane.audit_log, DRAIN_ACTORS, start, end)
+            run.kinds = dict(sorted(kinds.items()))
+            if args.keep_audit:  # for reading where the time went: the drain's window and its log
+                OUT.mkdir(parents=True, exist_ok=True)
+                kept = OUT / f"audit-{mode}-{drained}.log"
+                shutil.copyfile(plane.audit_log, kept)
+                kept.with_suffix(".window").write_text(f"{start} {end}\n")
         finally:
             for c in (setup, kubelet_client, controllers_client):
                 await c.close()
@@ -596,6 +675,9 @@ def _figures(run: Run) -> dict[str, Any]:
             a: round(n / max(run.pods_moved, 1), 2) for a, (n, _) in run.by_actor.items()
         },
         "apps_at_zero": sum(1 for a in run.moved_apps if run.min_available(a) == 0),
+        "writes_per_evacuated_pod_by_kind": {
+            k: round(n / max(run.pods_moved, 1), 2) for k, n in run.kinds.items()
+        },
         "apps": {
             a: {"min_available": run.min_available(a), "seconds_at_zero": round(run.seconds_at_zero(a), 2)}
             for a in run.moved_apps
@@ -678,6 +760,11 @@ def report_scale(
                 for what, n in run.writes.items():
                     print(f"      {what}: {n} ({n / max(run.pods_moved, 1):.2f}/pod)")
         drains.append(row)
+    if any(run.kinds for _, runs in pairs for run in runs.values()):
+        print()
+        report_layouts(pairs)
+        print()
+        report_kinds(pairs)
     return {
         "backend": backend,
         "nodes": args.nodes,
@@ -687,6 +774,64 @@ def report_scale(
         "burst": args.burst,
         "drains": drains,
     }
+
+
+LAYOUTS = {
+    "aiokcm": "(a) aiokcm replaces KCM's controllers",
+    "aiokcm_stock": "(b) aiokcm's default install beside the stock KCM",
+}
+
+
+def report_layouts(pairs: list[tuple[int, dict[str, Run]]]) -> None:
+    """Both layouts side by side with the stock KCM + `kubectl drain` of the same drain size."""
+    print(
+        f"{'drain':>6} {'layout':52} {'aiokcm':>8} {'kubectl':>8} {'ratio':>6} "
+        f"{'apps at 0':>10} {'least available (aiokcm)':>25}"
+    )
+    for count, runs in pairs:
+        theirs = runs.get("kubectl")
+        for mode, label in LAYOUTS.items():
+            mine = runs.get(mode)
+            if mine is None:
+                continue
+            t_mine = f"{mine.seconds:.1f}s" if mine.seconds is not None else "timeout"
+            t_theirs = f"{theirs.seconds:.1f}s" if theirs and theirs.seconds is not None else "-"
+            ratio = (
+                f"{mine.seconds / theirs.seconds:.2f}x" if mine.seconds and theirs and theirs.seconds else "-"
+            )
+            zero_mine = sum(1 for a in mine.moved_apps if mine.min_available(a) == 0)
+            zero_theirs = sum(1 for a in theirs.moved_apps if theirs.min_available(a) == 0) if theirs else 0
+            least = min((mine.min_available(a) for a in mine.moved_apps), default=0)
+            print(
+                f"{count:>6} {label:52} {t_mine:>8} {t_theirs:>8} {ratio:>6} "
+                f"{f'{zero_mine} / {zero_theirs}':>10} {least:>25}"
+            )
+
+
+def report_kinds(pairs: list[tuple[int, dict[str, Run]]]) -> None:
+    """Writes per evacuated pod, per kind, every mode of every drain size, from the audit log; a
+    `!` marks an aiokcm figure above the stock KCM + kubectl's for the same drain (the handshake
+    kind may carry HANDSHAKE_WRITES more)."""
+    columns = [(count, mode, run) for count, runs in pairs for mode, run in runs.items()]
+    kinds = sorted({k for _, _, run in columns for k in run.kinds})
+    short = {"aiokcm": "a", "aiokcm_stock": "b", "kubectl": "kubectl"}
+    heads = [f"{count}:{short.get(mode, mode)}" for count, mode, _ in columns]
+    print(
+        "writes per evacuated pod by kind (audit log; a = layout (a), b = layout (b), kubectl = stock KCM + kubectl)"
+    )
+    print(f"{'kind':42} " + " ".join(f"{h:>10}" for h in heads))
+    for kind in kinds:
+        cells = []
+        for count, mode, run in columns:
+            mine = run.kinds.get(kind, 0) / max(run.pods_moved, 1)
+            theirs_run = dict(pairs)[count].get("kubectl")
+            over = ""
+            if mode in DRAINED_BY_AIOKCM and theirs_run is not None:
+                theirs = theirs_run.kinds.get(kind, 0) / max(theirs_run.pods_moved, 1)
+                allowed = theirs + (HANDSHAKE_WRITES if kind == HANDSHAKE_KIND else 0)
+                over = "!" if mine > allowed + 0.005 else ""
+            cells.append(f"{mine:.2f}{over}")
+        print(f"{kind:42} " + " ".join(f"{c:>10}" for c in cells))
 
 
 async def statefulset_row(timeout: int) -> dict[str, float]:
@@ -742,6 +887,11 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--drains", default="1,3,10", help="with --scale: how many nodes each drain takes")
     parser.add_argument(
         "--breakdown", action="store_true", help="with --scale: writes per actor, verb and resource"
+    )
+    parser.add_argument(
+        "--keep-audit",
+        action="store_true",
+        help="with --real: copy each plane's audit log and the drain's window to bench/out/audit-MODE-N.*",
     )
     args = parser.parse_args(argv)
     if args.nodes is None:
