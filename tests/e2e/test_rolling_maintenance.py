@@ -16,6 +16,7 @@ API server went through.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,23 @@ async def mon(tmp_path: Path) -> AsyncIterator[Monitoring]:
         yield m
 
 
+class AvailabilityHistory(AvailabilityWatch):
+    """Availability after every pod event, with when it was seen (the node timeline's clock)."""
+
+    def __init__(self) -> None:
+        super().__init__(APPS)
+        self.history: list[tuple[float, dict[str, int]]] = []
+
+    def _record(self) -> None:
+        super()._record()
+        self.history.append((time.monotonic(), self.available()))
+
+    def at(self, when: float) -> dict[str, int]:
+        """What was available just before `when`."""
+        seen = [counts for t, counts in self.history if t < when]
+        return seen[-1] if seen else {}
+
+
 async def _apps_available(kube: KubeClient) -> bool:
     for app in APPS:
         d = await kube.get(DEPLOYMENTS, app.name, namespace=NS)
@@ -74,7 +92,7 @@ async def test_a_rolling_reboot_goes_one_node_at_a_time_behind_its_gates(
     mon.signal.set("aiokcm_test_signal", 0.0)
     await mon.wait_value("aiokcm_test_signal", 0.0)
     timeline = NodeTimeline()
-    watch = AvailabilityWatch(APPS)
+    watch = AvailabilityHistory()
     rebooted: list[str] = []
     async with running_controllers(
         kube,
@@ -133,6 +151,12 @@ async def test_a_rolling_reboot_goes_one_node_at_a_time_behind_its_gates(
     assert timeline.order_of_cordons() == nodes, timeline.order_of_cordons()
     assert timeline.most_unschedulable == 1, "more than one node was cordoned at a time"
     assert timeline.back_before_next(nodes) == []
+    full = {a.name: a.replicas for a in APPS}
+    for node in nodes[1:]:  # every app back at full strength before the next node was cordoned
+        assert watch.at(timeline.nodes[node].cordoned[0]) == full, (
+            node,
+            watch.at(timeline.nodes[node].cordoned[0]),
+        )
     for n in await kube.list_all(NODES):
         assert not n["spec"].get("unschedulable"), f"{n['metadata']['name']} left cordoned"
         annotations = n["metadata"].get("annotations") or {}
