@@ -74,7 +74,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -364,6 +364,7 @@ async def _run_drain(
     drain_kubeconfig: str,
     controller_paths: list[str],
     requests: RequestLog | None = None,
+    settle: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[float, float]:
     """Lay the apps out, drain the first `run.drained_nodes` nodes; returns the drain's start and end
     on the wall clock.
@@ -409,10 +410,12 @@ async def _run_drain(
         await watcher.wait_for_cache_sync()
         unreviewed = webhook is not None and not await surge_webhook.called(setup, webhook)
         # The roll-out's trailing work (status writes, buffered events) is not the drain's.
-        with anyio.move_on_after(60):
+        with anyio.move_on_after(300):
             await broadcaster.flush()
             if requests is not None:
                 await _quiet(requests)
+            if settle is not None:
+                await settle()
         run.pods_moved = await _pods_on(setup, targets)
         run.moved_apps = sorted(
             {
@@ -557,6 +560,27 @@ def read_audit(audit_log: Path, users: frozenset[str], start: float, end: float)
     return count, kinds
 
 
+async def quiet_audit(audit_log: Path, users: frozenset[str], *, seconds: float = 3.0) -> None:
+    """Until `users` have written nothing for `seconds` by the audit log. The stock KCM works
+    through the roll-out's status writes at its qps 20 long after the last pod is available: a
+    drain started before would count (and wait behind) that backlog."""
+    import datetime as dt
+
+    offset, last = 0, time.time()
+    while time.time() - last < seconds:
+        await anyio.sleep(0.5)
+        with audit_log.open("rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+        done = chunk.rfind(b"\n") + 1
+        offset += done
+        for line in chunk[:done].splitlines():
+            event = orjson.loads(line)
+            if (event.get("user") or {}).get("username") in users and write_kind(event) is not None:
+                stamp = dt.datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00")).timestamp()
+                last = max(last, stamp)
+
+
 async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -> Run:
     """One mode on a fresh real control plane; see the module docstring."""
     from realcluster import KCM_BESIDE_AIOKCM, ApiKubelets, ControlPlane, assets_from_env
@@ -599,6 +623,7 @@ async def one_mode_real(mode: str, args: argparse.Namespace, drained: int = 1) -
                     base=controllers_client,
                     drain_kubeconfig=str(plane.kubeconfig("drainer")),
                     controller_paths=paths,
+                    settle=lambda: quiet_audit(plane.audit_log, DRAIN_ACTORS),
                 )
                 tg.cancel_scope.cancel()
             await anyio.sleep(2.5)  # the audit log is written in batches of at most a second
