@@ -274,10 +274,10 @@ class ControlPlane:
             str(self.audit_log),
             "--audit-log-format",
             "json",
+            # Each event written before the request's answer: a batch still in memory when a
+            # fault test SIGKILLs kube-apiserver would lose writes that were made.
             "--audit-log-mode",
-            "batch",
-            "--audit-log-batch-max-wait",
-            "1s",
+            "blocking",
         ]
 
     def pid(self, name: str) -> int | None:
