@@ -30,6 +30,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("cluster", list(marker.args), indirect=True, ids=list(marker.args))
 
 
+#: The folders with the longest tests (real control planes, end-to-end stories), collected first.
+#: `--dist loadgroup` hands out work in collection order (after the xdist groups, largest first):
+#: run last, one of these kept a worker busy for a minute while the others sat idle.
+_COLLECTED_FIRST = ("tests/real/", "tests/e2e/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next(
+            (i for i, folder in enumerate(_COLLECTED_FIRST) if item.nodeid.startswith(folder)),
+            len(_COLLECTED_FIRST),
+        )
+
+    items.sort(key=rank)  # stable: a module's tests stay together and in order
+
+
 _real_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}
 
 
