@@ -117,6 +117,13 @@ def settled(rs: Obj, active_pods: Sequence[Obj]) -> bool:
     return observed and status_int(rs, "replicas") == replicas(rs) and len(active_pods) == replicas(rs)
 
 
+def scale_unobserved(rs: Obj) -> bool:
+    """The ReplicaSet controller has not yet observed the ReplicaSet's last spec change; its status
+    write for it (which raises `observedGeneration`) is still to come."""
+    st = rs.get("status") or {}
+    return int(st.get("observedGeneration") or 0) < int(meta(rs).get("generation") or 0)
+
+
 def requested_pods(pods: Sequence[Obj]) -> list[Obj]:
     return [p for p in pods if is_pod_active(p) and has_evacuation_request(p)]
 

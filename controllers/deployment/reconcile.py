@@ -30,6 +30,7 @@ from controllers.common.controller_ref import (
     recheck_deletion_timestamp,
 )
 from controllers.common.deploymentstrategy import RECREATE, strategy_type
+from controllers.common.evacuation import replicas_to_evacuate
 from controllers.context import EventRecorder
 from controllers.deployment import evacuation
 from controllers.deployment.recreate import rollout_recreate
@@ -121,7 +122,15 @@ class DeploymentReconcile:
         if steady is None:
             return False
         pods = pod_map.get(uid_of(steady), [])
-        if not evacuation.requested_pods(pods):
+        requested = evacuation.requested_pods(pods)
+        if evacuation.scale_unobserved(steady) and (requested or replicas_to_evacuate(d) > 0):
+            # Mid-evacuation, our last scale (a surge or a release) has reached the cache but not
+            # the ReplicaSet controller, whose status write for it (observedGeneration, replicas)
+            # wakes this Deployment again: one status write then covers both, where writing now
+            # (only unavailableReplicas moves) made two per step and spent the controller's qps
+            # budget, which sets a large drain's pace.
+            return True
+        if not requested:
             return False
         await evacuation.reconcile(s, d, steady, pods, now=utcnow())
         all_rss: list[RS | None] = [*old_rss, new_rs]
