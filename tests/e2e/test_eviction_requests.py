@@ -450,11 +450,18 @@ async def test_eviction_collected_after_its_last_request_is_deleted(kube: KubeCl
     async with running_controllers(kube, *eviction_controllers(), gates=GATES):
         first = await kube.create(REQUESTS, eviction_request(pod, REQUESTER_1, name="web-1"), namespace=NS)
         second = await kube.create(REQUESTS, eviction_request(pod, REQUESTER_2, name="web-2"), namespace=NS)
+        both = {REQUESTER_1: names.INTENT_EVICTION, REQUESTER_2: names.INTENT_EVICTION}
         eviction = await eviction_when(
-            kube, "web", lambda e: owners(e) == owned_by(first, second), "the Eviction owned by both requests"
+            kube,
+            "web",
+            lambda e: owners(e) == owned_by(first, second) and requesters(e) == both,
+            "the Eviction owned by both requests, and both in its status",
         )
         name = eviction["metadata"]["name"]
 
+        # Deleted once the Eviction has recorded it: a request deleted before the controller
+        # ever wrote it down (and whose owner reference the garbage collector has already
+        # dropped) leaves nothing to count as withdrawn.
         await kube.delete(REQUESTS, "web-1", namespace=NS)
         one_left = {REQUESTER_1: names.INTENT_WITHDRAWN, REQUESTER_2: names.INTENT_EVICTION}
         await eviction_when(
