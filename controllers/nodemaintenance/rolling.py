@@ -349,7 +349,7 @@ class RollingGates:
         record = d.records.get(name, NodeRecord())
         if record.phase in planner.RELEASED:
             return True
-        if not drained:
+        if not drained or d.rollout.aborted:  # an aborted rollout releases nothing more
             return False
         if record.phase != planner.NODE_IN_MAINTENANCE:
             record = replace(
