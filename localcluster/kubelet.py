@@ -589,6 +589,21 @@ class Kubelets(Mapping[str, Kubelet]):
                     f"Node {kubelet.name} has been rebooted, boot id: {kubelet.boot_id}",
                 )
 
+    def _running_pod(self, ns: str, name: str, uid: str) -> Obj | None:
+        """The stored pod if it is still this one (`uid`), Running and not being deleted."""
+        entry = self.objects.storage.get("pods", ns, name)
+        if entry is None:
+            return None
+        pod: Obj = entry.load()
+        meta = pod["metadata"]
+        if (
+            meta["uid"] != uid
+            or meta.get("deletionTimestamp")
+            or (pod.get("status") or {}).get("phase") != "Running"
+        ):
+            return None
+        return pod
+
     def _restart_pod(self, kubelet: Kubelet, key: tuple[str, str, str]) -> None:
         """Start the containers a reboot killed again, as the kubelet does for a pod whose
         sandbox is gone; a `Never` pod's lost containers end it instead (Failed)."""
@@ -596,16 +611,8 @@ class Kubelets(Mapping[str, Kubelet]):
         if self._pending.get(uid) == _RESTART:
             del self._pending[uid]
         kubelet.killed.discard(key)
-        entry = self.objects.storage.get("pods", ns, name)
-        if entry is None:
-            return
-        pod = entry.load()
-        meta = pod["metadata"]
-        if (
-            meta["uid"] != uid
-            or meta.get("deletionTimestamp")
-            or (pod.get("status") or {}).get("phase") != "Running"
-        ):
+        pod = self._running_pod(ns, name, uid)
+        if pod is None:
             return
         if (pod.get("spec") or {}).get("restartPolicy") == "Never":
             pod["status"] = terminated_status(pod, exit_code=LOST_EXIT_CODE)
@@ -679,17 +686,10 @@ class Kubelets(Mapping[str, Kubelet]):
         if boots != kubelet.reboots:
             return
         key = (ns, name, uid)
-        entry = self.objects.storage.get("pods", ns, name)
-        if entry is None:
+        pod = self._running_pod(ns, name, uid)
+        if pod is None:
             return
-        pod = entry.load()
         meta = pod["metadata"]
-        if (
-            meta["uid"] != uid
-            or meta.get("deletionTimestamp")
-            or (pod.get("status") or {}).get("phase") != "Running"
-        ):
-            return
         try:
             code = int((meta.get("annotations") or {}).get(EXIT_CODE_ANNOTATION, 0))
         except ValueError:
