@@ -10,7 +10,6 @@ failure.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
 from realcluster import ControlPlane
 from tests.backends import REQUIRE_REAL, cluster_on_backend, real_assets_or_skip
+from tests.support.leaks import no_leaked_tasks
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -117,18 +117,8 @@ def real_bare_plane() -> Iterator[ControlPlane]:
 @pytest.fixture(autouse=True)
 async def _no_leaked_tasks() -> AsyncIterator[None]:
     """Fail any test that leaves a task running: every background task must be owned and cancelled."""
-    before = set(asyncio.all_tasks())
-    yield
-    current = asyncio.current_task()
-    for _ in range(20):
-        leaked = {t for t in asyncio.all_tasks() - before if t is not current and not t.done()}
-        if not leaked:
-            return
-        await asyncio.sleep(0.01)
-    names = sorted(t.get_name() + ": " + repr(t.get_coro()) for t in leaked)
-    for t in leaked:
-        t.cancel()
-    pytest.fail("test left tasks running:\n  " + "\n  ".join(names))
+    async with no_leaked_tasks():
+        yield
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ loop, so `no_leaked_tasks_on_shared_loop` keeps the same watch on the shared one
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
+from tests.support.leaks import no_leaked_tasks
 from tests.support.monitoring import Monitoring, monitoring_binaries_or_skip, running_monitoring
 
 
@@ -29,16 +29,5 @@ async def monitoring(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 @pytest_asyncio.fixture(loop_scope="session")
 async def no_leaked_tasks_on_shared_loop() -> AsyncIterator[None]:
     """tests/conftest.py's `_no_leaked_tasks`, on the session loop the monitoring tests run on."""
-    before = set(asyncio.all_tasks())
-    yield
-    current = asyncio.current_task()
-    leaked: set[asyncio.Task[object]] = set()
-    for _ in range(20):
-        leaked = {t for t in asyncio.all_tasks() - before if t is not current and not t.done()}
-        if not leaked:
-            return
-        await asyncio.sleep(0.01)
-    names = sorted(t.get_name() + ": " + repr(t.get_coro()) for t in leaked)
-    for t in leaked:
-        t.cancel()
-    pytest.fail("test left tasks running:\n  " + "\n  ".join(names))
+    async with no_leaked_tasks():
+        yield
