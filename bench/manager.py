@@ -42,7 +42,6 @@ import gc
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -64,6 +63,7 @@ from apiclient.resources import DEPLOYMENTS, NODEMAINTENANCES, NODES
 from controllers.deployment.util import compute_hash
 from localcluster.cluster import LocalCluster
 from localcluster.demo import ensure_crd, node_maintenance
+from realcluster.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = "default"
@@ -261,12 +261,6 @@ def summarize(writes: list[Write]) -> dict[str, int]:
 # -- the manager process ------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def proc_rss(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -286,7 +280,7 @@ class ManagerProcess:
     workdir: Path
     qps: int
     burst: int
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     proc: Process | None = None
     started: float = 0.0
 

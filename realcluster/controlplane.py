@@ -23,7 +23,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -37,6 +36,7 @@ from pathlib import Path
 import yaml
 
 from realcluster.assets import Assets
+from realcluster.ports import free_port
 
 # KCM's controllers that aiokcm replaces; the rest of KCM (garbage collector, namespaces,
 # service accounts, ...) keeps running beside aiokcm as it would on a real cluster.
@@ -59,13 +59,6 @@ def _scratch_folder() -> Path:
     """On tmpfs where there is one: etcd's fsyncs are most of a test's API latency on disk."""
     shm = "/dev/shm"
     return Path(tempfile.mkdtemp(prefix="realcluster-", dir=shm if os.path.isdir(shm) else None))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -32,6 +31,7 @@ from apiclient import KubeClient
 from apiclient.resources import LEASES, NAMESPACES, REPLICASETS
 from localcluster.cluster import LocalCluster
 from localcluster.requestlog import Write, fingerprint
+from realcluster.ports import free_port
 from tests.support.waiting import eventually
 
 NS = "failover"
@@ -72,12 +72,6 @@ class FailoverResult:
     two_writers: list[str] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class ManagerProcess:
     """One `aiokcm run` subprocess with its own credential and health port."""
 
@@ -85,7 +79,7 @@ class ManagerProcess:
         self.name = name
         self.token = f"manager-{name}-token"
         self.credential = fingerprint(f"Bearer {self.token}")
-        self.port = _free_port()
+        self.port = free_port()
         config = cluster.kubeconfig()
         config["users"][0]["user"]["token"] = self.token
         self.kubeconfig = workdir / f"kubeconfig-{name}"

@@ -58,10 +58,10 @@ from evictionapi import names
 from localcluster.cluster import LocalCluster
 from localcluster.demo import APPS, drained, node_maintenance, run_demo
 from nodemaintenancelease.lease import NAMESPACE as MAINTENANCE_LEASES
+from realcluster.ports import free_port
 from tests.real.test_deploy_rbac import (
     MANIFESTS,
     ROOT,
-    _free_port,
     _metric_total,
     _scraper_token,
     _service_account_token,
@@ -428,7 +428,7 @@ async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cl
     ) as cluster:
         await kubectl_apply(cluster.kubeconfig_path, REPLACE_KCM_MANIFESTS)
         admin = await cluster.client()
-        ports = (_free_port(), _free_port())
+        ports = (free_port(), free_port())
         logs = (tmp_path / "leader.log", tmp_path / "standby.log")
         first: Process | None = None
         second: Process | None = None
@@ -573,7 +573,7 @@ async def test_the_default_install_runs_under_deploy_rbac_alone(tmp_path: Path) 
     ) as cluster:
         await kubectl_apply(cluster.kubeconfig_path, MANIFESTS)
         admin = await cluster.client()
-        port = _free_port()
+        port = free_port()
         log_path = tmp_path / "aiokcm.log"
         manager: Process | None = None
         code: int | None = None

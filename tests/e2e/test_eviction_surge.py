@@ -37,7 +37,7 @@ from controller_manager.registry import default_registry
 from controllers.evictionsurge.controller import WEBHOOK_PATH
 from localcluster.demo import NS, deployment, pdb
 from realcluster import RealCluster
-from realcluster.controlplane import free_port
+from realcluster.ports import free_port
 from tests.backends import cluster_on_backend
 from tests.e2e.test_drain_zero_downtime import APPS, AvailabilityWatch, _all_available_on, _app_pods
 from tests.support.waiting import eventually

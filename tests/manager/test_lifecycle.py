@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,16 +12,11 @@ import aiohttp
 import anyio
 from anyio.abc import Process
 
+from realcluster.ports import free_port
 from tests.manager.fakeapi import FakeApi, serve_fake_api
 from tests.support.waiting import eventually
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aiokcm"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @asynccontextmanager
@@ -77,7 +71,7 @@ def _holder(api: FakeApi) -> str:
 
 async def test_sigterm_stops_cleanly_and_releases_the_lease() -> None:
     async with serve_fake_api() as api:
-        port = _free_port()
+        port = free_port()
         async with _manager(api, port) as proc:
             await eventually(lambda: _holder(api) != "", "_holder(api) != ''")
             await _serving(port)
@@ -99,7 +93,7 @@ async def test_sigterm_stops_cleanly_and_releases_the_lease() -> None:
 
 async def test_losing_the_lease_exits_1() -> None:
     async with serve_fake_api() as api:
-        port = _free_port()
+        port = free_port()
         async with _manager(api, port) as proc:
             await eventually(lambda: _holder(api) != "", "_holder(api) != ''")
             api.fail_writes = True  # renewals fail from now on
@@ -116,7 +110,7 @@ async def test_standby_is_ready_and_waits_for_the_holder_then_stops_on_sigterm()
             "metadata": {"name": "aiokcm", "namespace": "kube-system", "resourceVersion": "1"},
             "spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 3600},
         }
-        port = _free_port()
+        port = free_port()
         async with _manager(api, port) as proc:
             await _serving(port)
             await eventually(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import aiohttp
 import anyio
 from anyio.abc import TaskGroup
@@ -14,6 +12,7 @@ from controller_manager.options import LeaderElectionOptions, ManagerOptions, Se
 from controller_manager.registry import ControllerDescriptor, ControllerRegistry
 from controllers.base import Controller
 from controllers.context import ControllerContext
+from realcluster.ports import free_port
 from tests.support.waiting import eventually
 
 
@@ -41,12 +40,6 @@ class Slow(Controller):
         self.finished.append(key)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _manager(client: KubeClient, informers: FakeInformers, built: list[Slow], grace: float) -> Manager:
     def construct(
         ctx: ControllerContext, *, name: str, workers: int, config: object | None = None
@@ -61,7 +54,7 @@ def _manager(client: KubeClient, informers: FakeInformers, built: list[Slow], gr
         controllers=("*",),
         leader_election=LeaderElectionOptions(enabled=False),
         bind_address="127.0.0.1",
-        secure_port=_free_port(),
+        secure_port=free_port(),
         shutdown_grace_period=grace,
         serving=ServingOptions(authorization_always_allow_paths=("/healthz*", "/readyz", "/livez")),
     )

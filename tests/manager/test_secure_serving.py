@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,16 +31,11 @@ from apiclient import KubeClient
 from apiclient.errors import ApiError
 from controller_manager.app import Manager
 from controller_manager.options import LeaderElectionOptions, ManagerOptions, ServingOptions
+from realcluster.ports import free_port
 from tests.support.waiting import eventually
 
 NS = "secure-serving"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -131,7 +125,7 @@ async def test_metrics_need_an_authorized_token_and_health_does_not(
         controllers=(),
         leader_election=LeaderElectionOptions(enabled=False),
         bind_address="127.0.0.1",
-        secure_port=_free_port(),
+        secure_port=free_port(),
         serving=serving,
     )
     manager = Manager(opts, kube)
@@ -168,7 +162,7 @@ async def test_without_review_kubeconfigs_only_health_is_served(kube: KubeClient
         controllers=(),
         leader_election=LeaderElectionOptions(enabled=False),
         bind_address="127.0.0.1",
-        secure_port=_free_port(),
+        secure_port=free_port(),
     )
     manager = Manager(opts, kube)
     async with anyio.create_task_group() as tg:
@@ -261,7 +255,7 @@ async def test_a_client_certificate_signed_by_the_client_ca_names_the_user(
         controllers=(),
         leader_election=LeaderElectionOptions(enabled=False),
         bind_address="127.0.0.1",
-        secure_port=_free_port(),
+        secure_port=free_port(),
         serving=serving,
     )
     manager = Manager(opts, kube)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import ssl
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from cryptography import x509
 
 from controller_manager import servingcert
+from realcluster.ports import free_port
 from tests.support.waiting import eventually
 
 
@@ -70,14 +70,8 @@ def _pem_of_other_leaf() -> bytes:
     return servingcert.generate_self_signed().cert_pem
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_no_private_key_is_left_on_disk_after_sigkill(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"} | {
         "TMPDIR": str(tmp_path),
         "HOME": str(tmp_path),

@@ -16,7 +16,6 @@ import io
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from apiclient import KubeClient
 from apiclient.resources import DEPLOYMENTS
 from localcluster.demo import APPS, NS, run_demo
 from realcluster import KCM_BESIDE_AIOKCM, ControlPlane, RealCluster
+from realcluster.ports import free_port
 from tests.backends import real_assets_or_skip
 from tests.podargs import expanded_args
 from tests.support.manifests import kubectl_apply
@@ -45,12 +45,6 @@ LAYOUTS = {
     "default": MANIFESTS,
     "replace-kcm": [*MANIFESTS, OVERLAY / "rbac-extra.yaml"],
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def manager_args(port: int, kubeconfig: Path, layout: str = "replace-kcm") -> list[str]:
@@ -162,7 +156,7 @@ async def test_deploy_manifests_run_the_demo_drain_without_downtime_or_403(
 ) -> None:
     await kubectl_apply(cluster.kubeconfig_path, LAYOUTS[layout])
     admin = await cluster.client()
-    port = _free_port()
+    port = free_port()
     log_path = cluster.plane.workdir / "aiokcm-sa.log"
     manager: Any = None
     try:

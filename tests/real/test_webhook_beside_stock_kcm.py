@@ -47,7 +47,7 @@ from controllers.evictionsurge.controller import WEBHOOK_PATH, EvictionSurgeCont
 from controllers.replacementsurge.copies import PREVIOUS_COST_ANNOTATION, REPLACES_LABEL
 from localcluster.demo import NS, App, ensure_crd
 from realcluster import ControlPlane, RealCluster
-from realcluster.controlplane import free_port
+from realcluster.ports import free_port
 from tests.e2e.test_drain_zero_downtime import APPS, AvailabilityWatch, _all_available_on, _app_pods
 from tests.e2e.test_eviction_surge import TARGET, WEBHOOK, kubectl, place_apps_on_target
 from tests.podargs import expanded_args

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -42,6 +41,7 @@ from aiohttp import web
 from anyio.abc import Process
 
 from maintenancerollout.alertmanager import parse_matcher
+from realcluster.ports import free_port
 from tests.backends import REQUIRE_REAL
 
 ALERT = "TestSignalHigh"
@@ -345,7 +345,7 @@ async def _server(name: str, argv: Callable[[int], list[str]], directory: Path) 
     """`argv(port)` started on a free port and ready; a port someone took meanwhile is tried again."""
     log_path = directory / f"{name}.log"
     for attempt in range(3):
-        port = _free_port()
+        port = free_port()
         with log_path.open("ab") as log:
             process = await anyio.open_process(
                 argv(port), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
@@ -394,15 +394,9 @@ async def _stop(process: Process) -> None:
         await process.aclose()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def closed_port() -> int:
     """A port nothing listens on (as far as anything can tell): connecting to it is refused at once."""
-    return _free_port()
+    return free_port()
 
 
 def _tail(path: Path, lines: int = 40) -> str:
