@@ -25,6 +25,7 @@ import anyio
 
 from controller_manager import logging
 from controller_manager.embedded import PluginMissing, load_plugin
+from controller_manager.eventloop import backend_options
 from controller_manager.options import OneLineParser, UsageError, parse_run_args
 from controller_manager.registry import default_registry
 
@@ -106,7 +107,7 @@ def _run(args: list[str]) -> int:
     from controller_manager import app
 
     try:
-        return anyio.run(app.run, opts)
+        return anyio.run(app.run, opts, backend_options=backend_options())
     except UsageError as exc:
         return _fail(str(exc))
     except PluginMissing as exc:
