@@ -1,5 +1,6 @@
 """Unpaced rollouts on the real KCM and on aiokcm: pods go Ready on their own about 1 s after
-they start (no gate, no pacing), so pods started together turn Ready within milliseconds.
+they start (2 s in the scale story, see `SCALE_KUBELETS`; no gate, no pacing), so pods started
+together turn Ready within milliseconds.
 
 The differential stories (`test_differential.py`) release one pod at a time and demand equal
 generations; here the kubelets run free, and what these tests pin is the difference the
@@ -54,6 +55,10 @@ UNDO_SPEC_WRITES_APART = 3
 # Not bounded: one run in 24 ended 5 apart (KCM at 6, aiokcm at 11); the end state is compared.
 SCALE_SPEC_WRITES_APART: int | None = None
 KUBELETS = {"lease_interval": 1.0, "pod_start_delay": 1.0, "termination_cap": 0.1}
+# The scale story's pods go Ready 2 s after they start: the scale must land while the surge pods
+# are still starting on both sides, and on a loaded machine kubectl's own start can take the 0.5 s
+# margin that 1 s leaves (KCM then finished the roll-out first and never scaled the old ReplicaSet).
+SCALE_KUBELETS = {**KUBELETS, "pod_start_delay": 2.0}
 STRATEGY = {
     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
 }
@@ -174,9 +179,14 @@ async def _record(writes: Writes, client: KubeClient, namespace: str, *, task_st
 
 
 async def _story(
-    planes: dict[str, ControlPlane], story: str, steps: list[Step], *, apart: int | None
+    planes: dict[str, ControlPlane],
+    story: str,
+    steps: list[Step],
+    *,
+    apart: int | None,
+    kubelets: dict[str, Any] = KUBELETS,
 ) -> None:
-    async with sides_running(planes, kubelet_options=KUBELETS) as (kcm, aiokcm):
+    async with sides_running(planes, kubelet_options=kubelets) as (kcm, aiokcm):
         for run in range(RUNS):
             for line in await _run(kcm, aiokcm, f"{story}-{run}", steps, apart):
                 print(line)
@@ -200,10 +210,11 @@ async def test_unpaced_scale_during_rollout_near_kcm(
     planes: dict[str, ControlPlane],
 ) -> None:
     """A scale from 4 to 10 half a second after `kubectl set image`: the surge pods exist but
-    none is Ready yet, so the scale is spread proportionally over both ReplicaSets."""
+    none is Ready yet (they go Ready 2 s after they start), so the scale is spread proportionally
+    over both ReplicaSets."""
     steps = [
         Step("create", ("create", "-f", "-"), deployment("api", 4, "pause:1", **STRATEGY)),
         Step("set image", ("set", "image", "deployment/api", "app=pause:2"), then_wait=0.5),
         Step("scale to 10", ("scale", "deployment/api", "--replicas", "10")),
     ]
-    await _story(planes, "scale", steps, apart=SCALE_SPEC_WRITES_APART)
+    await _story(planes, "scale", steps, apart=SCALE_SPEC_WRITES_APART, kubelets=SCALE_KUBELETS)
