@@ -136,6 +136,9 @@ CONTROLLER_RULES: Mapping[str, tuple[Rule, ...]] = {
         Rule("", "pods", ("list", "watch", "create", "patch", "delete")),  # delete: a copy not needed
         Rule("", "pods/status", ("patch",)),  # EvacuationInitiated, or the request given up
         Rule("apps", "replicasets", ("list", "watch")),
+        # The hand-over's controller reference blocks owner deletion, as KCM's adoption's does;
+        # where OwnerReferencesPermissionEnforcement is on, that needs the owner's finalizers.
+        Rule("apps", "replicasets/finalizers", ("update",)),
         Rule("apps", "deployments", ("list", "watch")),
     ),
     # KEP-4563's evictionrequest controller (left to KCM where the server serves the built-in API,

@@ -12,8 +12,12 @@ for us and delete a chosen one afterwards, except by what it already does on its
 
 The copy's owner reference to the ReplicaSet is not a controller one (the ReplicaSet would
 release a controlled pod its selector does not match), so the garbage collector still removes it
-with the ReplicaSet, and the adoption turns it into the controller reference (strategic merge by
-`uid`). Everything that a restart needs is on the objects:
+with the ReplicaSet. The hand-over patch gives the labels back and turns that reference into the
+controller one in the same write (strategic merge by `uid`; `controller` and `blockOwnerDeletion`,
+as KCM's adoption writes them): KCM's `ClaimPods` then finds a pod it already controls whose labels
+match and claims it with no request, where an orphan would cost its ReplicaSet controller a fresh
+GET of the ReplicaSet (`RecheckDeletionTimestamp`) and the adoption patch, out of the same qps
+budget as the deletes a drain waits for. Everything that a restart needs is on the objects:
 - `maintenance.aiokcm.io/replacement-for` (label, on a copy): the UID of the pod it replaces;
 - `maintenance.aiokcm.io/held-labels` (annotation, on a copy): the labels held back, as JSON;
 - `maintenance.aiokcm.io/replaced-pod` (annotation, on an adopted copy): `<uid>@<time adopted>`;
@@ -31,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from controllers.common.controller_ref import new_controller_ref
 from controllers.common.podtemplate import pod_from_template
 from kubeutil.selectors import Selector, SelectorError, from_label_selector
 from kubeutil.timestamps import format_time, parse_time
@@ -198,11 +203,15 @@ def held_of(copy: Obj) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def adopt_patch(copy: Obj, now: datetime) -> dict[str, Any]:
-    """A merge patch giving the copy back its labels, so the ReplicaSet adopts it.
+def adopt_patch(copy: Obj, replica_set: Obj, now: datetime) -> dict[str, Any]:
+    """A strategic-merge patch handing the copy to `replica_set`: its labels back and `replica_set`
+    its controller, so the ReplicaSet counts it at once (and deletes the departing pod).
 
     Guarded by the copy's UID; the `replacement-for` label goes (the copy is an ordinary pod of
-    the ReplicaSet from now on) and the annotation remembers whom it replaced, and since when.
+    the ReplicaSet from now on) and the annotation remembers whom it replaced, and since when. The
+    owner reference merges into the copy's own by `uid` (other owners are kept), as the one
+    `metav1.NewControllerRef` makes. Labels and controller change in one write, so no controller
+    ever sees the copy controlled but unmatched (it would release it) or matched but orphaned.
     """
     labels: dict[str, Any] = dict(held_of(copy))
     labels[REPLACES_LABEL] = None
@@ -211,6 +220,7 @@ def adopt_patch(copy: Obj, now: datetime) -> dict[str, Any]:
             "uid": uid(copy),
             "labels": labels,
             "annotations": {REPLACED_ANNOTATION: f"{replaces(copy)}@{format_time(now)}"},
+            "ownerReferences": [new_controller_ref(replica_set, api_version="apps/v1", kind="ReplicaSet")],
         }
     }
 

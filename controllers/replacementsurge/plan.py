@@ -17,8 +17,8 @@ write, each one resumable after a restart from what the objects say (`copies.py`
 4. *adopt*: once the copy is available (`minReadySeconds`) on another node (on any node when the
    pod alone was asked to go, by an EvictionRequest, and its node is not being emptied), the departing pod
    gets the lowest cost (and any other pod of the ReplicaSet still at it without a copy ready is
-   raised one) and then the copy its labels back; KCM's ReplicaSet controller adopts it and
-   deletes the departing pod, the one pod at the lowest cost (a tie between departing pods would
+   raised one) and then the copy its labels back with the ReplicaSet as its controller; KCM's
+   ReplicaSet controller counts it as its own and deletes the departing pod, the one pod at the lowest cost (a tie between departing pods would
    let it delete one whose copy is not ready yet, and that pod would then go unreplaced).
 
 What goes wrong is given back to the drain, never fought:
@@ -189,9 +189,10 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
     departing_uids = {uid(p) for p in departing}
     active_uids = {uid(p) for p in active}
     copies = {replaces(c): c for c in account.copies if is_pod_active(c) and replaces(c)}
-    # Handed over: its ReplicaSet's own pods once adopted, and until then a copy without the
-    # `replacement-for` label (the adoption is KCM's next sync: in between it is no copy any more
-    # and not yet one of the ReplicaSet's pods, and the departing pod would get a second copy).
+    # Handed over: its ReplicaSet's own pods once adopted (the hand-over writes the controller
+    # reference with the labels), and a copy without the `replacement-for` label and no controller
+    # (handed over by labels alone, left for KCM's adoption: in between it is no copy any more and
+    # not yet one of the ReplicaSet's pods, and the departing pod would get a second copy).
     handed_over = [c for c in account.copies if is_pod_active(c) and not replaces(c)]
     adopted: dict[str, tuple[Obj, datetime | None]] = {}
     for p in (*active, *handed_over):

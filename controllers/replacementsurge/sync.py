@@ -159,13 +159,18 @@ class ReplacementSurgeSync:
         if done:
             metrics.ACTIONS.labels(action=action.step.value).inc()
 
-    async def _patch(self, pod: Obj, patch: dict[str, Any], *, status: bool = False) -> None:
-        """One patch of `pod` (its status with `status`), remembered until the cache shows it."""
+    async def _patch(
+        self, pod: Obj, patch: dict[str, Any], *, status: bool = False, strategic: bool = False
+    ) -> None:
+        """One patch of `pod` (its status with `status`; a strategic merge with either, else a
+        JSON merge), remembered until the cache shows it."""
         namespace, name = str(_meta(pod).get("namespace", "")), str(_meta(pod).get("name", ""))
         if status:
             after = await self.client.patch(
                 PODS, name, patch, namespace=namespace, subresource="status", patch_type="strategic"
             )
+        elif strategic:
+            after = await self.client.patch(PODS, name, patch, namespace=namespace, patch_type="strategic")
         else:
             after = await self.client.patch(PODS, name, patch, namespace=namespace)
         self.state.written.wrote(pod_key(pod), pod, after)
@@ -203,7 +208,9 @@ class ReplacementSurgeSync:
             self.log.info("replacement kept by a scaled-up ReplicaSet; surging again", **fields)
             return True
         if step is Step.ADOPT:
-            await self._patch(pod, copies.adopt_patch(pod, self.clock()))
+            if action.replica_set is None:
+                return False
+            await self._patch(pod, copies.adopt_patch(pod, action.replica_set, self.clock()), strategic=True)
             self.log.info("replacement handed to its ReplicaSet", **fields, replaces=copies.replaces(pod))
             self.recorder.event(
                 pod, "Normal", EVENT_HANDED_OVER,

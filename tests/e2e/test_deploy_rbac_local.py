@@ -525,7 +525,9 @@ async def test_deploy_manifests_drive_every_controller_on_the_enforcing_local_cl
 # deploy/: a role covers every controller the flag names, so turning the gate on needs no other
 # RBAC; tests/e2e/test_eviction_requests.py and tests/real/test_eviction_request_drain.py drive
 # them), and the lease namespace's creation (deploy/namespace.yaml makes it, and its Role lives in
-# it, so the manager only creates it on a cluster installed without deploy/).
+# it, so the manager only creates it on a cluster installed without deploy/), and the ReplicaSets'
+# finalizers, which only OwnerReferencesPermissionEnforcement asks for (when on) as the replacement
+# surge's hand-over sets blockOwnerDeletion: a check on the pod patch, no request of its own.
 # Grants this run reaches only when its timing allows: an event is patched (its count raised) only
 # when the same event repeats within the broadcaster's aggregation window, which a drain step
 # retried at the right moment does and a faster run may not. Whether the grant is needed is shown by
@@ -545,6 +547,7 @@ UNREACHED = {
         for verb in rule.verbs
     ),
     ("create", "", "namespaces", ""),
+    ("update", "apps", "replicasets/finalizers", ""),
 }
 
 

@@ -25,7 +25,12 @@ from controllers.context import ControllerContext
 from controllers.nodemaintenance import NodeMaintenanceController
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.replacementsurge import ReplacementSurgeController
-from controllers.replacementsurge.copies import POD_DELETION_COST, PREVIOUS_COST_ANNOTATION, REPLACES_LABEL
+from controllers.replacementsurge.copies import (
+    POD_DELETION_COST,
+    PREVIOUS_COST_ANNOTATION,
+    REPLACED_ANNOTATION,
+    REPLACES_LABEL,
+)
 from localcluster.demo import NS, App, deployment, drained, ensure_crd, pdb, pod_available
 from realcluster import ControlPlane, RealCluster
 from tests.controllers.harness import running_controllers
@@ -276,6 +281,30 @@ async def test_a_paused_deployment_drains_without_downtime_and_stays_paused(
     assert log.least["solo"] == 1, log.least
     spec = await spec_of(kube, "solo")
     assert spec["paused"] is True and spec["replicas"] == 1
+    await no_leftovers(kube)
+
+
+async def test_kcm_claims_the_handed_over_copies_without_adopting_them(
+    cluster: RealCluster, kube: KubeClient
+) -> None:
+    """The hand-over writes the controller reference with the labels: KCM's ReplicaSet controller
+    finds pods it already controls and deletes the departing ones with no fresh GET and no
+    adoption patch of its own (no field of the copy is KCM's), out of its qps-20 budget."""
+    web = App("web", 3)
+    await place_on(kube, {TARGET}, (web,))
+    await uncordon_all_but(kube, set())
+    async with aiokcm(kube):
+        await kube.create(NODEMAINTENANCES, node_maintenance("claimed", [TARGET], drain=True, timeout=0))
+        await wait_drained(kube, "claimed")
+        await eventually(lambda: nothing_left_on(kube, TARGET, (web,)), "web off the node", timeout=30)
+    pods = [p for p in await kube.list_all(PODS, namespace=NS) if _app(p) == "web"]
+    handed = [p for p in pods if REPLACED_ANNOTATION in (p["metadata"].get("annotations") or {})]
+    assert len(handed) == 3, [p["metadata"]["name"] for p in pods]
+    for pod in handed:
+        [ref] = pod["metadata"]["ownerReferences"]
+        assert ref["kind"] == "ReplicaSet" and ref["controller"] is True and ref["blockOwnerDeletion"] is True
+        managers = {m.get("manager") for m in pod["metadata"].get("managedFields") or ()}
+        assert "kube-controller-manager" not in managers, pod["metadata"]["managedFields"]
     await no_leftovers(kube)
 
 

@@ -1,7 +1,8 @@
 """The objects of a surge: which labels a copy holds back, its body, its adoption, the deletion-cost mark.
 
-Patches are applied as the API server applies a merge patch (`localcluster.patch.merge_patch`), so
-what is checked is the pod they leave, not only their shape.
+Patches are applied as the API server applies them (`localcluster.patch`: a merge patch, and the
+hand-over's strategic merge with the pod's schema), so what is checked is the pod they leave, not
+only their shape.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ from typing import Any
 
 import pytest
 
-from controllers.common.controller_ref import get_controller_of
+from controllers.common.controller_ref import get_controller_of, new_controller_ref
 from controllers.replacementsurge.copies import (
     DEPARTING_COST,
     HELD_LABELS_ANNOTATION,
     LOWEST_COST,
     POD_DELETION_COST,
     PREVIOUS_COST_ANNOTATION,
-    REPLACED_ANNOTATION,
     REPLACES_LABEL,
     adopt_patch,
     copy_body,
@@ -34,9 +34,12 @@ from controllers.replacementsurge.copies import (
     restore_patch,
 )
 from kubeutil.selectors import from_label_selector
-from localcluster.patch import merge_patch
+from localcluster.builtin import schemas
+from localcluster.patch import merge_patch, strategic_merge
 from tests.controllers.replacementsurge.helpers import HASH, NOW, NS, deployment_rs, pod
 from tests.support.objects import Obj, deployment, replicaset
+
+POD_SCHEMA = schemas.kind_schema("", "v1", "Pod")
 
 
 def rs_selecting(selector: dict[str, Any], template_labels: dict[str, str]) -> Obj:
@@ -167,23 +170,47 @@ def test_held_of_a_damaged_annotation_is_nothing(raw: str) -> None:
 # -- adopt_patch --------------------------------------------------------------------------------
 
 
+def handed_over(obj: Obj, patch: dict[str, Any]) -> Obj:
+    """`obj` after the hand-over patch, merged as the API server merges a pod's strategic patch
+    (owner references by `uid`)."""
+    return strategic_merge(deepcopy.deepcopy(obj), patch, POD_SCHEMA)  # type: ignore[no-any-return]
+
+
 def test_adopt_patch_gives_the_labels_back_and_remembers_whom_it_replaced() -> None:
     rs = deployment_rs()
     body = copy_body(rs, pod("a"), {"pod-template-hash": HASH})
     body["metadata"]["uid"] = "uid-copy"
-    patch = adopt_patch(body, NOW)
-    assert patch == {
-        "metadata": {
-            "uid": "uid-copy",
-            "labels": {"pod-template-hash": HASH, REPLACES_LABEL: None},
-            "annotations": {REPLACED_ANNOTATION: "uid-a@2026-01-01T12:00:00Z"},
-        }
-    }
-    adopted = applied(body, patch)
+    patch = adopt_patch(body, rs, NOW)
+    assert patch["metadata"]["uid"] == "uid-copy"  # the precondition: this copy, not a namesake
+    adopted = handed_over(body, patch)
     assert adopted["metadata"]["labels"] == rs["spec"]["template"]["metadata"]["labels"]
     assert matched_by_any(adopted["metadata"]["labels"], [rs])  # the ReplicaSet claims it now
     assert replaces(adopted) == ""  # an ordinary pod of the ReplicaSet from now on
     assert replaced(adopted) == ("uid-a", NOW)
+
+
+def test_adopt_patch_makes_the_replicaset_the_controller_as_kcms_adoption_would() -> None:
+    """KCM's `ClaimPods` claims a matching pod it already controls without a request; an orphan
+    costs it a fresh GET of the ReplicaSet and an adoption patch. The hand-over leaves the copy
+    with the reference KCM's adoption writes (`NewControllerRef`), merged into the copy's own."""
+    rs = deployment_rs()
+    body = copy_body(rs, pod("a"), {"pod-template-hash": HASH})
+    body["metadata"]["uid"] = "uid-copy"
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "keeper", "uid": "cm"}
+    body["metadata"]["ownerReferences"].append(other)
+    adopted = handed_over(body, adopt_patch(body, rs, NOW))
+    assert adopted["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": "web-abc",
+            "uid": "rs",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        },
+        other,  # someone else's reference stays
+    ]
+    assert get_controller_of(adopted) == new_controller_ref(rs, api_version="apps/v1", kind="ReplicaSet")
 
 
 def test_replaced_of_a_pod_never_handed_over() -> None:
