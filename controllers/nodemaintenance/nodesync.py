@@ -4,8 +4,8 @@ The desired state of a node is a function of *all* active maintenances that sele
 overlapping maintenances compose instead of fighting: the node is cordoned while any of them
 cordons, its pods carry our EvacuationRequest while any of them drains, and it is uncordoned only
 when none is left (and only if it was schedulable before). Order inside one sync: cordon first
-(the KEP's prerequisite for drain), then the pods (requests, withdrawals, eviction fallback), and
-last the node annotation listing the maintenances applied; that annotation is the commit record a
+(the KEP's prerequisite for drain), then the pods (requests and withdrawals side by side, then the
+eviction fallback one pod at a time), and last the node annotation listing the maintenances applied; that annotation is the commit record a
 deleted maintenance waits for before its finalizer goes.
 
 Each pod's plan is `drain.plan_pod` with the options of the maintenances whose pod selector picks it
@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import anyio
 import structlog
 
 from apiclient import ApiError, KubeClient
@@ -53,6 +54,11 @@ log = structlog.get_logger()
 
 Obj = Mapping[str, Any]
 LEASE_RETRY_SECONDS = 5.0
+# Evacuation requests (and withdrawals) one node sync writes at once; the client's token bucket
+# still paces them (burst 30, then qps 20 by default), this only keeps one node from queueing
+# hundreds of writes ahead of every other node's.
+PER_POD_WRITES_IN_FLIGHT = 16
+_PER_POD_WRITES = frozenset({drain.Action.REQUEST, drain.Action.WITHDRAW})
 
 
 @dataclass(kw_only=True, eq=False)
@@ -204,6 +210,7 @@ class NodeSync:
         first_error: ApiError | None = None
         blocks: dict[str, BlockingPod] = {}
         evicting_owners: set[str] = set()
+        steps: list[_Step] = []
         for pod in self.listers.node_pods(node):
             selecting = [m for m in drainers if m.options.selects(pod)]
             workload = self.listers.workload(pod)
@@ -215,20 +222,49 @@ class NodeSync:
                 options=drain.combine([m.options for m in selecting]),
                 workload=workload,
             )
-            step = _Step(pod, plan, workload, selecting, node, released)
+            steps.append(_Step(pod, plan, workload, selecting, node, released))
+
+        async def one(step: _Step) -> None:
+            nonlocal retry, first_error
             try:
                 wait = await self._act(step, now=now, blocks=blocks, evicting_owners=evicting_owners)
                 if self.eviction_api is not None and self.listers.requests is not None:
-                    asking = [m for m in requesters if m.options.selects(pod)]
-                    await self._ask(pod, asking, node, released, self.eviction_api)
+                    asking = [m for m in requesters if m.options.selects(step.pod)]
+                    await self._ask(step.pod, asking, node, released, self.eviction_api)
             except ApiError as exc:
                 if exc.not_found:
-                    continue
+                    return
                 if first_error is None or (first_error.conflict and not exc.conflict):
                     first_error = exc  # an error outranks a lost race in what the worker counts
-                continue
+                return
             if wait is not None:
                 retry = wait if retry is None else min(retry, wait)
+
+        # A request or a withdrawal is one write to its own pod, planned from nothing another pod's
+        # write changes: they go side by side (as `kubectl drain` evicts), so the last pod of a full
+        # node is not asked a whole round of write latencies after the first (its owner's surge, and
+        # the drain, start that much later). Evictions stay one by one, in order: one owner's pods
+        # leave one at a time (`_sibling_leaving`), which needs the previous eviction's outcome.
+        alone = [s for s in steps if s.plan.action in _PER_POD_WRITES]
+        if alone:
+            limiter = anyio.CapacityLimiter(PER_POD_WRITES_IN_FLIGHT)
+            failed: list[Exception] = []  # raised as itself, as the loop would, not as a group
+
+            async def bounded(step: _Step) -> None:
+                async with limiter:
+                    try:
+                        await one(step)
+                    except Exception as exc:  # re-raised below, once the others are done
+                        failed.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                for step in alone:
+                    tg.start_soon(bounded, step)
+            if failed:
+                raise failed[0]
+        for step in steps:
+            if step.plan.action not in _PER_POD_WRITES:
+                await one(step)
         if blocks:
             self.state.blocks[node] = blocks
         else:
