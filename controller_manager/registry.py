@@ -128,8 +128,10 @@ _TABLE: tuple[_Row, ...] = (
     _Row("maintenance-lease", "controllers.maintenancelease:MaintenanceLeaseController",
          gates=(features.NODE_MAINTENANCE_LEASE,), workers=2,
          syncs_flag="--concurrent-maintenance-lease-syncs"),
+    # Five, as KCM's Deployment controller: its accounts are Deployments, and a full node asks
+    # for one surge per app at once (each sync is a few writes in a row: mark, answer, create).
     _Row("replacement-surge", "controllers.replacementsurge:ReplacementSurgeController",
-         gates=(features.NODE_MAINTENANCE_DEPLOYMENT,), workers=2,
+         gates=(features.NODE_MAINTENANCE_DEPLOYMENT,), workers=5,
          syncs_flag="--concurrent-replacement-surge-syncs"),
     _Row("eviction-surge", "controllers.evictionsurge:EvictionSurgeController",
          gates=(features.EVICTION_SURGE,), workers=2, syncs_flag="--concurrent-eviction-surge-syncs",

@@ -116,6 +116,12 @@ def test_default_table_is_valid_and_builds_without_importing_controllers() -> No
     assert reg.get("replacement-surge").required_gates == ("NodeMaintenanceDeployment",)
 
 
+def test_the_replacement_surge_syncs_as_many_accounts_at_once_as_kcms_deployment_controller() -> None:
+    """Its accounts are Deployments; a full node asks for one surge per app at the same moment."""
+    reg = default_registry()
+    assert reg.get("replacement-surge").default_workers == reg.get("deployment").default_workers == 5
+
+
 def test_every_required_gate_is_a_known_feature_gate() -> None:
     known = set(features.FeatureGate().known_names())
     assert known == set(gate_names.ALL)
