@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from types import TracebackType
 from typing import Any
 
@@ -66,6 +67,8 @@ _CLUSTER_SCOPED = (
     Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
 )
 _KEPT_CONFIGMAPS = frozenset({"kube-root-ca.crt", "extension-apiserver-authentication"})
+#: Requests in flight at once while a reset clears the world.
+_CLEARING_AT_ONCE = 16
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 # CRDs that outlive a test: installing one takes a while and every test that needs it installs it.
 KEPT_CRDS = frozenset(
@@ -149,7 +152,6 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
     definitions (but the NodeMaintenance one), and the content of every namespace."""
     await _ignore_missing(client.request("DELETE", VALIDATINGWEBHOOKCONFIGURATIONS.path(None)))
     listed = (await client.list(NAMESPACES)).get("items") or []
-    namespaces = [ns["metadata"]["name"] for ns in listed]
     terminating = {ns["metadata"]["name"] for ns in listed if ns["metadata"].get("deletionTimestamp")}
     with contextlib.suppress(ApiError):  # the CRD may not be installed yet
         for nm in (await client.list(NODEMAINTENANCES)).get("items") or []:
@@ -159,21 +161,13 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
                     client.patch(NODEMAINTENANCES, name, {"metadata": {"finalizers": None}})
                 )
             await _ignore_missing(client.delete(NODEMAINTENANCES, name))
-    for ns in namespaces:
-        for res in _NAMESPACED:
-            if res.plural == "configmaps":
-                for cm in (await client.list(res, namespace=ns)).get("items") or []:
-                    if cm["metadata"]["name"] not in _KEPT_CONFIGMAPS:
-                        await _ignore_missing(client.delete(res, cm["metadata"]["name"], namespace=ns))
-                continue
-            await _ignore_missing(
-                client.request("DELETE", _collection_path(res, ns), query={"propagationPolicy": "Background"})
-            )
-        if ns not in ("kube-system",):
-            await _ignore_missing(client.request("DELETE", _collection_path(LEASES, ns)))
-        await _clear_pods(client, ns)
-    for node in (await client.list(NODES)).get("items") or []:
-        await _ignore_missing(client.delete(NODES, node["metadata"]["name"]))
+    await _clear_namespaced(client)
+    await _each(
+        [
+            _ignore_missing(client.delete(NODES, node["metadata"]["name"]))
+            for node in (await client.list(NODES)).get("items") or []
+        ]
+    )
     for res in _CLUSTER_SCOPED:
         for obj in (await client.list(res)).get("items") or []:
             if not obj["metadata"]["name"].startswith("system-"):
@@ -200,19 +194,89 @@ async def reset_world(client: KubeClient, *, timeout: float = 60.0) -> None:
                 and not crds_left.intersection(crds)
             ):
                 return
-            for pod in left:
-                await _clear_pods(client, pod["metadata"]["namespace"])
+            await _clear_pods(client, left)
             await anyio.sleep(0.1)
 
 
-async def _clear_pods(client: KubeClient, namespace: str) -> None:
-    for pod in (await client.list(PODS, namespace=namespace)).get("items") or []:
-        name = pod["metadata"]["name"]
+async def _holders(client: KubeClient, res: Resource) -> dict[str, list[str]]:
+    """Namespace -> names of `res` objects there, from one LIST across namespaces ({} where the
+    kind is not served: a custom resource whose definition a test never installed)."""
+    try:
+        items = (await client.list(res)).get("items") or []
+    except ApiError as exc:
+        if exc.not_found or exc.status == 405:
+            return {}
+        raise
+    found: dict[str, list[str]] = {}
+    for obj in items:
+        meta = obj["metadata"]
+        found.setdefault(meta.get("namespace") or "", []).append(meta["name"])
+    return found
+
+
+async def _each(calls: list[Awaitable[None]]) -> None:
+    """The calls at once, a few in flight: the namespaces of a long session add up to thousands
+    of requests one after another, seconds of every test's set-up."""
+    limiter = anyio.CapacityLimiter(_CLEARING_AT_ONCE)
+
+    async def one(call: Awaitable[None]) -> None:
+        async with limiter:
+            await call
+
+    async with anyio.create_task_group() as tg:
+        for call in calls:
+            tg.start_soon(one, call)
+
+
+async def _clear_namespaced(client: KubeClient) -> None:
+    """Every kind a test may leave behind, listed once across namespaces and deleted only where
+    some is left: workloads first (so that no controller makes their pods again), then Leases
+    (but kube-system's, the control plane's own), then pods."""
+    kinds = [*_NAMESPACED, LEASES]
+    surveys: dict[Resource, dict[str, list[str]]] = {}
+
+    async def survey(res: Resource) -> None:
+        surveys[res] = await _holders(client, res)
+
+    await _each([survey(res) for res in kinds])
+    calls: list[Awaitable[None]] = []
+    for res in _NAMESPACED:
+        for ns, names in surveys[res].items():
+            if res.plural == "configmaps":
+                calls.extend(
+                    _ignore_missing(client.delete(res, name, namespace=ns))
+                    for name in names
+                    if name not in _KEPT_CONFIGMAPS
+                )
+                continue
+            calls.append(
+                _ignore_missing(
+                    client.request(
+                        "DELETE", _collection_path(res, ns), query={"propagationPolicy": "Background"}
+                    )
+                )
+            )
+    await _each(calls)
+    await _each(
+        [
+            _ignore_missing(client.request("DELETE", _collection_path(LEASES, ns)))
+            for ns in surveys[LEASES]
+            if ns != "kube-system"
+        ]
+    )
+    await _clear_pods(client, (await client.list(PODS)).get("items") or [])
+
+
+async def _clear_pods(client: KubeClient, pods: list[dict[str, Any]]) -> None:
+    async def clear(pod: dict[str, Any]) -> None:
+        name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
         if pod["metadata"].get("finalizers"):
             await _ignore_missing(
                 client.patch(PODS, name, {"metadata": {"finalizers": None}}, namespace=namespace)
             )
         await _ignore_missing(client.delete(PODS, name, namespace=namespace, grace_period_seconds=0))
+
+    await _each([clear(pod) for pod in pods])
 
 
 async def _wait_for_default_service_account(client: KubeClient, *, timeout: float = 60.0) -> None:
