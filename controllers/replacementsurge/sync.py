@@ -51,7 +51,6 @@ COPY_OWNER_INDEX = "replacementCopyOwner"
 BARE_REPLICASET_SURGE = 1
 
 EVENT_SURGING = "SurgingReplacement"
-EVENT_HANDED_OVER = "ReplacementHandedOver"
 EVENT_GAVE_UP = "ReplacementSurgeGaveUp"
 EVENT_FAILED_CREATE = "FailedCreateReplacement"
 
@@ -211,11 +210,10 @@ class ReplacementSurgeSync:
             if action.replica_set is None:
                 return False
             await self._patch(pod, copies.adopt_patch(pod, action.replica_set, self.clock()), strategic=True)
+            # No event: the ReplicaSet's own `SuccessfulDelete` of the departing pod follows at
+            # once and says it, and the copy keeps whom it replaced (`replaced-pod`); an event of
+            # ours would be a second write per pod for what KCM already reports.
             self.log.info("replacement handed to its ReplicaSet", **fields, replaces=copies.replaces(pod))
-            self.recorder.event(
-                pod, "Normal", EVENT_HANDED_OVER,
-                "Replacement available: labels given back, its ReplicaSet adopts it and removes the departing pod",
-            )  # fmt: skip
             return True
         # DELETE_COPY
         namespace, name = str(_meta(pod).get("namespace", "")), str(_meta(pod).get("name", ""))
