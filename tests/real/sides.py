@@ -177,9 +177,16 @@ def planes_side_by_side(assets: Assets, *, kcm_flags: Sequence[str] = ()) -> dic
     replaces. `kcm_flags` go to both KCMs (e.g. short node-monitor grace periods)."""
     users = {"aiokcm": "system:masters"}
     return {
-        "kcm": ControlPlane(assets, kcm_controllers="*", extra_users=users, audit=True, kcm_flags=kcm_flags),
+        "kcm": ControlPlane(
+            assets, kcm_controllers="*", extra_users=users, audit=True, audit_reads=False, kcm_flags=kcm_flags
+        ),
         "aiokcm": ControlPlane(
-            assets, kcm_controllers=KCM_BESIDE_AIOKCM, extra_users=users, audit=True, kcm_flags=kcm_flags
+            assets,
+            kcm_controllers=KCM_BESIDE_AIOKCM,
+            extra_users=users,
+            audit=True,
+            audit_reads=False,
+            kcm_flags=kcm_flags,
         ),
     }
 
