@@ -35,6 +35,9 @@ from realcluster import ControlPlane, reset_world
 from tests.backends import real_assets_or_skip
 from tests.real.sides import Side, first_time, on_both, planes_side_by_side, sides_running
 
+# One pair of control planes serves the module: keep its tests on one xdist worker.
+pytestmark = pytest.mark.xdist_group("faults")
+
 NS = "default"
 RECOVERY_SLACK = 2.0  # seconds aiokcm may take beyond KCM, measured in the same run
 RECOVERY_TRIES = 3  # recovery is a draw of jittered backoffs on both sides: see the test
