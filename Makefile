@@ -32,23 +32,30 @@ contracts: $(STAMP)
 	$(BIN)/lint-imports
 
 # Most of the suite waits on servers and timers, not the CPU, so it runs on xdist workers; tests that
-# share one control plane across a module carry an xdist_group and stay on one worker (the fault
-# tests among them: each compares aiokcm's recovery with the real KCM's in the same run, both sides
-# under the same load, so they need no machine of their own).
+# share one control plane across a module carry an xdist_group and stay on one worker. The fault
+# tests compare recovery times with the real KCM's, a restarted aiokcm against a restarted KCM: run
+# beside four workers, aiokcm's Python start lost seconds that KCM's did not, so they run first,
+# alone on the machine.
 PYTEST_WORKERS ?= 4
-PYTEST_ALL = $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
+FAULT_TESTS := tests/real/test_faults.py
+
+PYTEST_FAULTS = $(BIN)/python -m pytest $(FAULT_TESTS) $(PYTEST_ARGS)
+PYTEST_REST = $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 --ignore=$(FAULT_TESTS) $(PYTEST_ARGS)
 
 pytest: $(STAMP)
-	$(PYTEST_ALL)
+	$(PYTEST_FAULTS)
+	$(PYTEST_REST)
 
-# ruff first (seconds). mypy and the import contracts (which have no cache in a fresh clone) run
-# beside pytest; their output comes after pytest's, and any of them failing fails `make test`.
+# ruff first (seconds), then the fault tests alone. mypy and the import contracts (which have no
+# cache in a fresh clone) run beside the rest of pytest, not beside the fault tests' timings;
+# their output comes after pytest's, and any of them failing fails `make test`.
 CHECKS_LOG := $(VENV)/checks.log
 
 test: lint $(STAMP)
-	@echo "$(PYTEST_ALL)   (beside it: make typecheck contracts > $(CHECKS_LOG))"
+	$(PYTEST_FAULTS)
+	@echo "$(PYTEST_REST)   (beside it: make typecheck contracts > $(CHECKS_LOG))"
 	@$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) typecheck contracts >$(CHECKS_LOG) 2>&1 & checks=$$!; \
-	$(PYTEST_ALL); tests=$$?; \
+	$(PYTEST_REST); tests=$$?; \
 	wait $$checks; checked=$$?; \
 	echo "== make typecheck contracts, run beside pytest (exit $$checked):"; cat $(CHECKS_LOG); \
 	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
