@@ -46,6 +46,43 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)  # stable: a module's tests stay together and in order
 
 
+class _XdistGroupsKept:
+    """Fails the grouped tests where `--dist loadgroup` lost their `xdist_group` marks.
+
+    xdist learns an item's group from a suffix its worker writes into the item's node id; a pytest
+    that keeps node ids elsewhere (9.2, pytest-dev/pytest-xdist#1386) silently drops it, and then
+    the tests of one group spread over every worker, each starting the group's control planes
+    again. Nothing else would fail: the suite would only take minutes longer.
+    """
+
+    def __init__(self) -> None:
+        self.lost: set[str] = set()
+
+    @pytest.hookimpl(trylast=True)  # after the xdist worker's own hook has written the suffixes
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not getattr(config.option, "loadgroup", False):
+            return  # not an xdist worker under --dist loadgroup
+        self.lost = {
+            item.nodeid
+            for item in items
+            if item.get_closest_marker("xdist_group") is not None
+            and "@" not in item.nodeid.rsplit("]", 1)[-1]
+        }
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if item.nodeid in self.lost:
+            pytest.fail(
+                "--dist loadgroup ignored this test's xdist_group mark: this pytest and pytest-xdist "
+                "do not work together (see the pin in pyproject.toml)",
+                pytrace=False,
+            )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_XdistGroupsKept(), "aiokcm-xdist-groups-kept")
+
+
 _real_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}
 
 
