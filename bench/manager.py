@@ -44,7 +44,7 @@ p50 / p99 taint 10.6 / 20.0 ms, scale 3.8 / 6.8 ms, NodeMaintenance 5.2 / 6.0 ms
 populating it took 322 s. README.md's benchmark table has the rest.
 
 A taint's sample waits, before its spacing, for the taint-eviction controller to delete every pod
-of the node (two writes a pod through its one client budget: 30 pods are ~3 s at qps 20), so the
+of the node (two writes a pod through its one client budget: 30 pods are 2-3 s at qps 20), so the
 next taint measures the reaction to its event, not a place in the queue behind the last one's
 deletions. The write log is searched by arrival time (bisection, then only the new writes): a
 walk of the whole log every 2 ms, in the process that also serves the API, slowed the server
