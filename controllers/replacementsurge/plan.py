@@ -8,7 +8,10 @@ write, each one resumable after a restart from what the objects say (`copies.py`
 1. *mark*: a deletion cost below every other pod's, so any scale-down KCM's ReplicaSet
    controller makes (an autoscaler's, a person's) removes departing pods before any other ready
    one: the lowest int32 for a pod alone in leaving its ReplicaSet, else one above it;
-2. *answer*: `EvacuationInitiated=True`, so the drain waits instead of evicting;
+2. *answer*: `EvacuationInitiated=True`, so the drain waits instead of evicting. The first mark
+   rides in the answer's write: the pods' status subresource keeps a patch's labels and
+   annotations (it resets only the spec and the owner references), so a pod is marked and
+   answered in one request;
 3. *create*: a copy of the ReplicaSet's template outside its selector, when the account has room
    under `maxSurge` (a Deployment's, resolved as KCM's rolling update does; 1 for a ReplicaSet
    with no Deployment). One account per Deployment, whatever node or maintenance the pods come
@@ -102,7 +105,8 @@ class Action:
     pod: Obj  # the departing pod, or the copy for ADOPT / DELETE_COPY
     replica_set: Obj | None = None
     message: str = ""
-    cost: str = DEPARTING_COST  # MARK: the deletion cost to give
+    cost: str = DEPARTING_COST  # MARK, and ANSWER with `mark`: the deletion cost to give
+    mark: bool = False  # ANSWER: give `cost` in the same write
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,8 +269,11 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
                     ):
                         raised.add(other_uid)
                         out.actions.append(Action(Step.MARK, other, rs, cost=DEPARTING_COST))
-            out.actions.append(Action(Step.MARK, pod, rs, cost=wanted))
-        if not _initiated(pod):
+            if _initiated(pod):
+                out.actions.append(Action(Step.MARK, pod, rs, cost=wanted))
+            else:
+                out.actions.append(Action(Step.ANSWER, pod, rs, cost=wanted, mark=True))
+        elif not _initiated(pod):
             out.actions.append(Action(Step.ANSWER, pod))
         if pod_uid in adopted:
             since = adopted[pod_uid][1] or now

@@ -189,14 +189,7 @@ class ReplacementSurgeSync:
                 self.log.info("deletion cost restored", **fields)
             return True
         if step is Step.ANSWER:
-            answer = evacuation_initiated_patch(
-                pod, message="replacement surging through the ReplicaSet", now=self.clock()
-            )
-            if answer is None:
-                return False
-            await self._patch(pod, answer, status=True)
-            self.log.info("answered evacuation request", **fields)
-            return True
+            return await self._answer(action, fields)
         if step is Step.GIVE_UP:
             await self._give_up(pod, action.message)
             return True
@@ -224,6 +217,32 @@ class ReplacementSurgeSync:
             self.state.expectations.lower_expectations(account_key, 0, 1)
             raise
         self.log.info("replacement copy deleted", **fields, why=action.message)
+        return True
+
+    async def _answer(self, action: Action, fields: Mapping[str, Any]) -> bool:
+        """`EvacuationInitiated=True`, with the pod's deletion cost in the same status write when
+        the plan marks it too (the status subresource keeps annotations; the cost's guard, the
+        pod's resourceVersion, holds for the whole patch)."""
+        pod = action.pod
+        answer = evacuation_initiated_patch(
+            pod, message="replacement surging through the ReplicaSet", now=self.clock()
+        )
+        mark = copies.mark_patch(pod, action.cost) if action.mark else None
+        if answer is None:
+            # Answered by another evacuator: nothing of ours to say, the mark still goes.
+            if mark is None:
+                return False
+            await self._patch(pod, mark)
+            self.log.info("deletion cost lowered", **fields, cost=action.cost)
+            return True
+        if mark is not None:
+            answer = {**answer, "metadata": {**(answer.get("metadata") or {}), **mark["metadata"]}}
+        await self._patch(pod, answer, status=True)
+        if mark is not None:
+            self.log.info("answered evacuation request", **fields, cost=action.cost)
+            metrics.ACTIONS.labels(action=Step.MARK.value).inc()
+        else:
+            self.log.info("answered evacuation request", **fields)
         return True
 
     async def _create(self, account_key: str, action: Action) -> bool:

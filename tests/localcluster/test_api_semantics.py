@@ -101,6 +101,39 @@ async def test_deployment_generation_counts_annotation_changes_but_not_status_wr
     assert rs["metadata"]["annotations"] == {"a": "1", "b": "2"}
 
 
+async def test_pod_status_keeps_a_patchs_annotations_and_labels_but_not_owner_references(
+    kube: KubeClient,
+) -> None:
+    """kube-apiserver's pod status strategy resets the spec and the owner references and keeps the
+    rest of the metadata: the replacement surge answers a pod and lowers its deletion cost in one
+    pods/status patch, guarded by the pod's resourceVersion."""
+    created = await kube.create(R.PODS, pod("p", labels={"app": "web"}), namespace="default")
+    version = created["metadata"]["resourceVersion"]
+    patch = {
+        "metadata": {
+            "uid": created["metadata"]["uid"],
+            "resourceVersion": version,
+            "annotations": {"controller.kubernetes.io/pod-deletion-cost": "-2147483648"},
+            "labels": {"moved": "yes"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u-1"}],
+        },
+        "spec": {"activeDeadlineSeconds": 5},
+        "status": {"conditions": [{"type": "EvacuationInitiated", "status": "True"}]},
+    }
+    after = await kube.patch(
+        R.PODS, "p", patch, namespace="default", subresource="status", patch_type="strategic"
+    )
+    assert after["metadata"]["annotations"] == {"controller.kubernetes.io/pod-deletion-cost": "-2147483648"}
+    assert after["metadata"]["labels"] == {"app": "web", "moved": "yes"}
+    assert "ownerReferences" not in after["metadata"]
+    assert "activeDeadlineSeconds" not in after["spec"]
+    assert {c["type"]: c["status"] for c in after["status"]["conditions"]}["EvacuationInitiated"] == "True"
+    # the same guard again: the pod has moved on since, so the patch conflicts and changes nothing
+    with pytest.raises(ApiError) as stale:
+        await kube.patch(R.PODS, "p", patch, namespace="default", subresource="status", patch_type="strategic")
+    assert stale.value.status == 409
+
+
 async def test_status_and_spec_are_written_through_their_own_endpoints(kube: KubeClient) -> None:
     await kube.create(R.REPLICASETS, replicaset("rs"), namespace="default")
     main = await kube.patch(

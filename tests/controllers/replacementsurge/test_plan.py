@@ -1,7 +1,8 @@
 """The surge planner, case by case, as a table: what the caches hold -> the writes, in order.
 
 Actions are written `<step> <object>`: the departing pod's name, or the copy's (`copy-<pod>`) for
-ADOPT and DELETE_COPY; a MARK to the lowest cost reads `mark-lowest`.
+ADOPT and DELETE_COPY; a MARK to the lowest cost reads `mark-lowest`, an ANSWER that marks in the
+same write `answer+mark` (or `answer+mark-lowest`).
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ def render(out: Plan) -> list[str]:
         if name.startswith("web-abc-") and name.endswith("-copy"):
             name = "copy-" + name.removeprefix("web-abc-").removesuffix("-copy")
         step = action.step.value
-        if action.step is Step.MARK and action.cost == LOWEST_COST:
-            step = "mark-lowest"
+        mark = "mark-lowest" if action.cost == LOWEST_COST else "mark"
+        if action.step is Step.MARK:
+            step = mark
+        elif action.step is Step.ANSWER and action.mark:
+            step = f"answer+{mark}"
         rendered.append(f"{step} {name}")
     return rendered
 
@@ -60,13 +64,13 @@ CASES: dict[str, tuple[Account, Want]] = {
     # -- the first steps, and the shared budget
     "asked, nothing done yet, alone in leaving its ReplicaSet: the lowest cost at once, answer, create":
         (account([A, pod("b", requested=None), pod("c", requested=None)]),
-         Want(["mark-lowest a", "answer a", "create a"])),
+         Want(["answer+mark-lowest a", "create a"])),
     "two asked from one ReplicaSet: neither gets the lowest cost before its hand-over":
-        (account([A, B]), Want(["mark a", "answer a", "create a", "mark b", "answer b"],
+        (account([A, B]), Want(["answer+mark a", "create a", "answer+mark b"],
                                waiting=1, requeue=TIMEOUT - 10)),
     "one leaving already (marked), a second asked: the second waits one above the lowest":
         (account([answered("a", cost=LOWEST_COST), B], [copy_of(A, ready=False)]),
-         Want(["mark b", "answer b"], waiting=1, requeue=TIMEOUT - 30)),
+         Want(["answer+mark b"], waiting=1, requeue=TIMEOUT - 30)),
     "a hand-over raises another pod of its ReplicaSet at the lowest without a copy ready":
         (account([answered("a", cost=LOWEST_COST), answered("b")], [copy_of(A, ready=False), copy_of(B)],
                  surge=2),
@@ -194,11 +198,11 @@ def test_plan_table(name: str) -> None:
 def test_actions_carry_the_replicaset_and_the_cost() -> None:
     rs = deployment_rs()
     out = plan(account([A], replica_sets=[rs]), now=NOW, surge_timeout=TIMEOUT)
-    mark, answer, create = out.actions
-    assert (mark.step, mark.pod, mark.cost) == (Step.MARK, A, LOWEST_COST)  # alone in leaving
+    answer, create = out.actions
+    # alone in leaving: the lowest cost, in the answer's own write
+    assert (answer.step, answer.pod, answer.mark, answer.cost) == (Step.ANSWER, A, True, LOWEST_COST)
     two = plan(account([A, B], replica_sets=[rs], surge=2), now=NOW, surge_timeout=TIMEOUT)
-    assert [a.cost for a in two.actions if a.step is Step.MARK] == [DEPARTING_COST, DEPARTING_COST]
-    assert (answer.step, answer.pod) == (Step.ANSWER, A)
+    assert [(a.mark, a.cost) for a in two.actions if a.step is Step.ANSWER] == [(True, DEPARTING_COST)] * 2
     assert (create.step, create.pod, create.replica_set) == (Step.CREATE, A, rs)
 
     copy = copy_of(A)
