@@ -23,9 +23,12 @@ budget as the deletes a drain waits for. Everything that a restart needs is on t
 - `maintenance.aiokcm.io/replaced-pod` (annotation, on an adopted copy): `<uid>@<time adopted>`;
 - `maintenance.aiokcm.io/previous-deletion-cost` (annotation, on a departing pod): the deletion
   cost it had before we lowered it ("" for none), restored when the request is withdrawn. A
-  departing pod's cost is one above the lowest int32 while other pods of its ReplicaSet leave too,
-  and drops to the lowest just before its copy is handed over (at once when it leaves alone), so
-  when the ReplicaSet adopts a copy it deletes that copy's pod and no other.
+  departing pod's cost is a *rank* counted up from the lowest int32: the first pod of a
+  ReplicaSet to leave gets the lowest, the next one above it, and so on, and copies are handed
+  over in rank order, so when the ReplicaSet adopts a copy its pod is already the one at the lowest
+  cost and it deletes that pod and no other, with no write at the hand-over. Only a copy ready out
+  of turn (a `maxSurge` above 1) drops its pod to the lowest first, and raises whichever other pod
+  had it.
 """
 
 from __future__ import annotations
@@ -47,12 +50,13 @@ HELD_LABELS_ANNOTATION = "maintenance.aiokcm.io/held-labels"
 REPLACED_ANNOTATION = "maintenance.aiokcm.io/replaced-pod"
 PREVIOUS_COST_ANNOTATION = "maintenance.aiokcm.io/previous-deletion-cost"
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-# The lowest int32: KCM's ReplicaSet controller removes this pod before any other ready one. Only
-# a pod whose copy is being handed over, or the one pod leaving its ReplicaSet, has it, so the
-# adoption removes exactly that pod; other departing pods have one more, below every other pod (a
-# scale-down still takes them first).
-LOWEST_COST = str(-(2**31))
-DEPARTING_COST = str(-(2**31) + 1)
+# The lowest int32: KCM's ReplicaSet controller removes this pod before any other ready one. A
+# departing pod's cost is `LOWEST + rank`, below every other pod's (a scale-down takes departing
+# pods first), and the pod whose copy is handed over is the one at the lowest of its ReplicaSet.
+LOWEST = -(2**31)
+RANKS = 1 << 16  # the costs read as ours: LOWEST .. LOWEST + RANKS - 1 (with our record of the cost)
+LOWEST_COST = str(LOWEST)
+DEPARTING_COST = str(LOWEST + 1)  # the second rank
 # What a Deployment's ReplicaSets add to its selector: holding it back keeps the copy matched by
 # the Deployment's own selector (its Service and PodDisruptionBudget) but by no ReplicaSet.
 POD_TEMPLATE_HASH = "pod-template-hash"
@@ -88,13 +92,41 @@ def replaced(pod: Obj) -> tuple[str, datetime | None]:
     return who, parse_time(when)
 
 
+def rank_cost(rank: int) -> str:
+    """The deletion cost of a departing pod's `rank` (0 is the lowest int32)."""
+    return str(LOWEST + min(max(rank, 0), RANKS - 1))
+
+
+def cost_rank(cost: object) -> int | None:
+    """The rank a deletion cost stands for, or None when it is no departing pod's cost."""
+    try:
+        value = int(str(cost))
+    except ValueError:
+        return None
+    return value - LOWEST if LOWEST <= value < LOWEST + RANKS else None
+
+
+def deletion_cost(pod: Obj) -> int:
+    """The pod's `pod-deletion-cost` as KCM's ReplicaSet controller reads it (0 when absent or invalid)."""
+    try:
+        return int(str(_annotations(pod).get(POD_DELETION_COST, "0")))
+    except ValueError:
+        return 0
+
+
 def marked_cost(pod: Obj) -> str | None:
-    """The cost we gave the pod (`DEPARTING_COST` or `LOWEST_COST`); None when we have not marked it."""
+    """The cost we gave the pod (one of the ranks); None when we have not marked it."""
     ann = _annotations(pod)
     cost = ann.get(POD_DELETION_COST)
-    if PREVIOUS_COST_ANNOTATION not in ann or cost not in (LOWEST_COST, DEPARTING_COST):
+    if PREVIOUS_COST_ANNOTATION not in ann or cost_rank(cost) is None:
         return None
     return str(cost)
+
+
+def marked_rank(pod: Obj) -> int | None:
+    """The rank of the cost we gave the pod; None when we have not marked it."""
+    cost = marked_cost(pod)
+    return None if cost is None else cost_rank(cost)
 
 
 def is_marked(pod: Obj) -> bool:
@@ -121,7 +153,7 @@ def mark_patch(pod: Obj, cost: str = DEPARTING_COST) -> dict[str, Any] | None:
         return None
     ann = _annotations(pod)
     current = ann.get(POD_DELETION_COST)
-    if current in (LOWEST_COST, DEPARTING_COST) and PREVIOUS_COST_ANNOTATION in ann:
+    if cost_rank(current) is not None and PREVIOUS_COST_ANNOTATION in ann:
         previous = str(ann.get(PREVIOUS_COST_ANNOTATION) or "")
     else:
         previous = "" if current is None else str(current)
@@ -141,7 +173,7 @@ def restore_patch(pod: Obj) -> dict[str, Any] | None:
     if PREVIOUS_COST_ANNOTATION not in ann:
         return None
     annotations: dict[str, Any] = {PREVIOUS_COST_ANNOTATION: None}
-    if ann.get(POD_DELETION_COST) in (LOWEST_COST, DEPARTING_COST):
+    if cost_rank(ann.get(POD_DELETION_COST)) is not None:
         annotations[POD_DELETION_COST] = str(ann.get(PREVIOUS_COST_ANNOTATION) or "") or None
     return {"metadata": {**_guard(pod), "annotations": annotations}}
 

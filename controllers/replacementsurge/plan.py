@@ -7,7 +7,8 @@ at once, as it does for any owner that cannot surge), is taken through these ste
 write, each one resumable after a restart from what the objects say (`copies.py`):
 1. *mark*: a deletion cost below every other pod's, so any scale-down KCM's ReplicaSet
    controller makes (an autoscaler's, a person's) removes departing pods before any other ready
-   one: the lowest int32 for a pod alone in leaving its ReplicaSet, else one above it;
+   one: a rank counted up from the lowest int32, in the order the pods of its ReplicaSet were
+   asked to leave;
 2. *answer*: `EvacuationInitiated=True`, so the drain waits instead of evicting. The first mark
    rides in the answer's write: the pods' status subresource keeps a patch's labels and
    annotations (it resets only the spec and the owner references), so a pod is marked and
@@ -18,11 +19,13 @@ write, each one resumable after a restart from what the objects say (`copies.py`
    from: every departing pod of it shares one budget, counted from the objects (surge a rollout
    uses, copies not yet adopted, adopted copies whose departing pod is still there);
 4. *adopt*: once the copy is available (`minReadySeconds`) on another node (on any node when the
-   pod alone was asked to go, by an EvictionRequest, and its node is not being emptied), the departing pod
-   gets the lowest cost (and any other pod of the ReplicaSet still at it without a copy ready is
-   raised one) and then the copy its labels back with the ReplicaSet as its controller; KCM's
-   ReplicaSet controller counts it as its own and deletes the departing pod, the one pod at the lowest cost (a tie between departing pods would
-   let it delete one whose copy is not ready yet, and that pod would then go unreplaced).
+   pod alone was asked to go, by an EvictionRequest, and its node is not being emptied), the copy
+   gets its labels back with the ReplicaSet as its controller; KCM's ReplicaSet controller counts
+   it as its own and deletes the departing pod, the one pod at the lowest cost. Room goes in rank
+   order, so that pod is normally the lowest of its ReplicaSet already; a copy ready out of turn
+   (room for several) first takes its pod down to the lowest and raises whichever other pod of
+   ours was there (a tie between departing pods would let KCM delete one whose copy is not ready
+   yet, and that pod would then go unreplaced).
 
 What goes wrong is given back to the drain, never fought:
 - a copy not available within `surge_timeout` is deleted and the pod answered
@@ -73,8 +76,12 @@ from controllers.common.pods import (
 from controllers.replacementsurge.copies import (
     DEPARTING_COST,
     LOWEST_COST,
+    RANKS,
+    deletion_cost,
     is_marked,
     marked_cost,
+    marked_rank,
+    rank_cost,
     replaced,
     replaces,
     uid,
@@ -218,16 +225,31 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
             and is_pod_available(copy, account.min_ready_seconds, now)
         )
 
-    # Per ReplicaSet, the pods leaving it (asked to, or still carrying our cost); the departing pods
-    # whose copy is handed over now. A pod alone in leaving its ReplicaSet gets the lowest cost at
-    # once (one write fewer); with others, the lowest only at its hand-over, when any other pod of
-    # that ReplicaSet still at the lowest without a copy of its own is raised first: the adoption
-    # must find exactly the pods whose copies it adopts at the lowest cost.
-    leaving: dict[str, set[str]] = {}
+    # Departing pods' costs are ranks per ReplicaSet (`copies.py`): a pod marked now gets the rank
+    # above the highest its ReplicaSet's pods hold, and room goes in rank order, so a copy is
+    # normally handed over while its pod is the lowest of its ReplicaSet (no write). A ReplicaSet
+    # whose hand-overs now are not below every other pod of it (a copy ready out of turn) takes
+    # them down to the lowest first, raising above the rest any other pod of ours there: the
+    # adoption must find exactly the pods whose copies it adopts at the lowest cost.
+    top_rank: dict[str, int] = {}
     for p in active:
-        if uid(p) in departing_uids or is_marked(p):
-            leaving.setdefault(rs_uid_of(p), set()).add(uid(p))
+        rank = marked_rank(p)
+        if rank is not None:
+            top_rank[rs_uid_of(p)] = max(top_rank.get(rs_uid_of(p), -1), rank)
+
+    def next_cost(rs_uid: str) -> str:
+        top_rank[rs_uid] = top_rank.get(rs_uid, -1) + 1
+        return rank_cost(top_rank[rs_uid])
+
+    departing.sort(key=lambda p: RANKS if (rank := marked_rank(p)) is None else rank)  # stable: names next
     handing_over = {uid(p) for p in departing if available_elsewhere(copies.get(uid(p)), p)}
+    out_of_turn: set[str] = set()  # ReplicaSets whose hand-overs need the lowest cost written first
+    for rs_uid in {rs_uid_of(p) for p in departing if uid(p) in handing_over}:
+        mine = [p for p in active if rs_uid_of(p) == rs_uid]
+        going = [deletion_cost(p) for p in mine if uid(p) in handing_over]
+        staying = [deletion_cost(p) for p in mine if uid(p) not in handing_over and uid(p) not in adopted]
+        if staying and max(going) >= min(staying):
+            out_of_turn.add(rs_uid)
     raised: set[str] = set()
 
     in_use = max(0, sum(_rs_replicas(rs) for rs in account.replica_sets) - account.desired)
@@ -248,27 +270,24 @@ def plan(account: Account, *, now: datetime, surge_timeout: float) -> Plan:
                 ))  # fmt: skip
             continue
         pod_uid = uid(pod)
-        if pod_uid in handing_over:
-            wanted: str | None = LOWEST_COST
+        rs_uid = rs_uid_of(pod)
+        wanted: str | None = None  # marked already and in turn: kept until its hand-over
+        if pod_uid in handing_over and rs_uid in out_of_turn:
+            wanted = LOWEST_COST
+            for other in active:
+                other_uid = uid(other)
+                if (
+                    rs_uid_of(other) == rs_uid
+                    and marked_cost(other) == LOWEST_COST
+                    and other_uid not in handing_over
+                    and other_uid not in adopted
+                    and other_uid not in raised
+                ):
+                    raised.add(other_uid)
+                    out.actions.append(Action(Step.MARK, other, rs, cost=next_cost(rs_uid)))
         elif not is_marked(pod):
-            alone = leaving.get(rs_uid_of(pod), set()) <= {pod_uid}
-            wanted = LOWEST_COST if alone else DEPARTING_COST
-        else:
-            wanted = None  # marked already: kept until its hand-over
+            wanted = next_cost(rs_uid)
         if wanted is not None and marked_cost(pod) != wanted:
-            if wanted == LOWEST_COST and pod_uid in handing_over:
-                for other in active:
-                    other_uid = uid(other)
-                    if (
-                        other_uid != pod_uid
-                        and rs_uid_of(other) == rs_uid_of(pod)
-                        and marked_cost(other) == LOWEST_COST
-                        and other_uid not in handing_over
-                        and other_uid not in adopted
-                        and other_uid not in raised
-                    ):
-                        raised.add(other_uid)
-                        out.actions.append(Action(Step.MARK, other, rs, cost=DEPARTING_COST))
             if _initiated(pod):
                 out.actions.append(Action(Step.MARK, pod, rs, cost=wanted))
             else:

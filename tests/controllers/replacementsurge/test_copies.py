@@ -20,15 +20,19 @@ from controllers.replacementsurge.copies import (
     LOWEST_COST,
     POD_DELETION_COST,
     PREVIOUS_COST_ANNOTATION,
+    RANKS,
     REPLACES_LABEL,
     adopt_patch,
     copy_body,
+    cost_rank,
     held_labels,
     held_of,
     is_marked,
     mark_patch,
     marked_cost,
+    marked_rank,
     matched_by_any,
+    rank_cost,
     replaced,
     replaces,
     restore_patch,
@@ -245,6 +249,32 @@ def test_mark_then_restore_gives_the_pod_its_own_cost_back(own: str | None) -> N
         }
     }
     assert annotations_of(applied(lowest, restore)) == annotations_of(original)
+
+
+@pytest.mark.parametrize(
+    ("cost", "rank"),
+    [
+        (str(-(2**31)), 0),
+        (str(-(2**31) + 1), 1),
+        (str(-(2**31) + RANKS - 1), RANKS - 1),
+        (str(-(2**31) + RANKS), None),  # far below any cost people set, but not one of ours
+        ("0", None),
+        ("-5", None),
+        ("not a number", None),
+    ],
+)
+def test_a_departing_pods_cost_is_a_rank_up_from_the_lowest_int32(cost: str, rank: int | None) -> None:
+    marked = pod("a", cost=cost, previous_cost="")
+    assert cost_rank(cost) == rank
+    assert marked_rank(marked) == rank
+    assert is_marked(marked) is (rank is not None)
+    if rank is not None:
+        assert rank_cost(rank) == cost
+
+
+def test_ranks_past_the_last_share_it() -> None:
+    assert rank_cost(RANKS + 10) == rank_cost(RANKS - 1)
+    assert rank_cost(-1) == LOWEST_COST
 
 
 def test_a_cost_someone_else_set_to_our_value_is_not_our_mark() -> None:

@@ -1,8 +1,9 @@
 """The surge planner, case by case, as a table: what the caches hold -> the writes, in order.
 
 Actions are written `<step> <object>`: the departing pod's name, or the copy's (`copy-<pod>`) for
-ADOPT and DELETE_COPY; a MARK to the lowest cost reads `mark-lowest`, an ANSWER that marks in the
-same write `answer+mark` (or `answer+mark-lowest`).
+ADOPT and DELETE_COPY; a MARK reads `mark@<rank>` (`mark@0`: the lowest int32), an ANSWER that
+marks in the same write `answer+mark@<rank>`. A ReplicaSet's other pods, the ones staying, carry
+no cost (0).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from controllers.replacementsurge.copies import DEPARTING_COST, LOWEST_COST
+from controllers.replacementsurge.copies import DEPARTING_COST, LOWEST_COST, cost_rank, rank_cost
 from controllers.replacementsurge.plan import (
     ADOPTION_GRACE,
     Account,
@@ -43,7 +44,7 @@ def render(out: Plan) -> list[str]:
         if name.startswith("web-abc-") and name.endswith("-copy"):
             name = "copy-" + name.removeprefix("web-abc-").removesuffix("-copy")
         step = action.step.value
-        mark = "mark-lowest" if action.cost == LOWEST_COST else "mark"
+        mark = f"mark@{cost_rank(action.cost)}"
         if action.step is Step.MARK:
             step = mark
         elif action.step is Step.ANSWER and action.mark:
@@ -60,24 +61,31 @@ class Want:
 
 
 A, B = pod("a"), pod("b")
+STAYING = pod("s", requested=None)  # a pod of the same ReplicaSet nobody asked to leave
 CASES: dict[str, tuple[Account, Want]] = {
     # -- the first steps, and the shared budget
-    "asked, nothing done yet, alone in leaving its ReplicaSet: the lowest cost at once, answer, create":
+    "asked, nothing done yet, alone in leaving its ReplicaSet: answered at the lowest cost, create":
         (account([A, pod("b", requested=None), pod("c", requested=None)]),
-         Want(["answer+mark-lowest a", "create a"])),
-    "two asked from one ReplicaSet: neither gets the lowest cost before its hand-over":
-        (account([A, B]), Want(["answer+mark a", "create a", "answer+mark b"],
+         Want(["answer+mark@0 a", "create a"])),
+    "two asked from one ReplicaSet: ranked in the order asked (then by name), one write each":
+        (account([A, B]), Want(["answer+mark@0 a", "create a", "answer+mark@1 b"],
                                waiting=1, requeue=TIMEOUT - 10)),
-    "one leaving already (marked), a second asked: the second waits one above the lowest":
+    "one leaving already (marked), a second asked: the second gets the next rank":
         (account([answered("a", cost=LOWEST_COST), B], [copy_of(A, ready=False)]),
-         Want(["answer+mark b"], waiting=1, requeue=TIMEOUT - 30)),
-    "a hand-over raises another pod of its ReplicaSet at the lowest without a copy ready":
-        (account([answered("a", cost=LOWEST_COST), answered("b")], [copy_of(A, ready=False), copy_of(B)],
-                 surge=2),
-         Want(["mark a", "mark-lowest b", "adopt copy-b"], requeue=TIMEOUT - 30)),
-    "two handed over together: both at the lowest, nothing raised":
-        (account([answered("a"), answered("b")], [copy_of(A), copy_of(B)], surge=2),
-         Want(["mark-lowest a", "adopt copy-a", "mark-lowest b", "adopt copy-b"])),
+         Want(["answer+mark@1 b"], waiting=1, requeue=TIMEOUT - 30)),
+    "a third asked gets the rank above the highest in use, whatever its name":
+        (account([answered("b", cost=LOWEST_COST), answered("c"), A], [copy_of(B, ready=False)]),
+         Want(["answer+mark@2 a"], waiting=2, requeue=TIMEOUT - 30)),
+    "room goes in rank order, not by name":
+        (account([answered("a", cost=rank_cost(1)), answered("b", cost=LOWEST_COST), STAYING]),
+         Want(["create b"], waiting=1, requeue=TIMEOUT - 10)),
+    "a copy ready out of turn: its pod to the lowest, ours there raised above the highest rank":
+        (account([answered("a", cost=LOWEST_COST), answered("b"), STAYING],
+                 [copy_of(A, ready=False), copy_of(B)], surge=2),
+         Want(["mark@2 a", "mark@0 b", "adopt copy-b"], requeue=TIMEOUT - 30)),
+    "two handed over together, both below every other pod: adopted with no cost written":
+        (account([answered("a"), answered("b"), STAYING], [copy_of(A), copy_of(B)], surge=2),
+         Want(["adopt copy-a", "adopt copy-b"])),
     "marked and answered already: only the create": (account([answered("a")]), Want(["create a"])),
     "maxSurge 1 is one budget for every departing pod of the account (any node)":
         (account([answered("c"), answered("a", node="node-3"), answered("b")]),
@@ -111,14 +119,17 @@ CASES: dict[str, tuple[Account, Want]] = {
     "answered, then the budget went to 0 before a copy: given back at once":
         (account([answered("a")], surge=0), Want(["give-up a"])),
     "the budget went to 0 with a copy in flight: the hand-over goes on":
-        (account([answered("a")], [copy_of(A)], surge=0), Want(["mark-lowest a", "adopt copy-a"])),
+        (account([answered("a"), STAYING], [copy_of(A)], surge=0), Want(["adopt copy-a"])),
     "a pod waiting for room past the surge timeout is given back to the drain":
         (account([answered("a"), answered("b", requested=TIMEOUT)]), Want(["create a", "give-up b"])),
     "room, but no copy created within the surge timeout (the API refused them): given back":
         (account([answered("a", requested=TIMEOUT)]), Want(["give-up a"])),
     # -- the hand-over
-    "copy available on another node: lowest cost first, then adopt":
-        (account([answered("a")], [copy_of(A)]), Want(["mark-lowest a", "adopt copy-a"])),
+    "copy available on another node, its pod the lowest of its ReplicaSet (the one before it gone): adopt":
+        (account([answered("a", cost=rank_cost(1)), STAYING], [copy_of(A)]), Want(["adopt copy-a"])),
+    "copy available, its pod not below every other (someone lowered another's cost): lowest first":
+        (account([answered("a", cost=rank_cost(3)), pod("s", requested=None, cost=rank_cost(1))], [copy_of(A)]),
+         Want(["mark@0 a", "adopt copy-a"])),
     "lowest cost already: adopt only":
         (account([answered("a", cost=LOWEST_COST)], [copy_of(A)]), Want(["adopt copy-a"])),
     "copy not ready: wait until the timeout":
@@ -130,11 +141,11 @@ CASES: dict[str, tuple[Account, Want]] = {
     "copy ready exactly minReadySeconds: not available yet":
         (account([answered("a")], [copy_of(A, ready_for=30)], min_ready=30), Want([], requeue=0.05)),
     "copy available past minReadySeconds: handed over":
-        (account([answered("a")], [copy_of(A, ready_for=31)], min_ready=30),
-         Want(["mark-lowest a", "adopt copy-a"])),
-    "only the pod whose copy is available gets the lowest cost":
+        (account([answered("a"), STAYING], [copy_of(A, ready_for=31)], min_ready=30),
+         Want(["adopt copy-a"])),
+    "a tie with another departing pod: only the pod whose copy is available goes to the lowest":
         (account([answered("a"), answered("b")], [copy_of(A, ready=False), copy_of(B)], surge=2),
-         Want(["mark-lowest b", "adopt copy-b"], requeue=TIMEOUT - 30)),
+         Want(["mark@0 b", "adopt copy-b"], requeue=TIMEOUT - 30)),
     # -- what goes wrong is given back
     "copy not available within the surge timeout: deleted, pod given back":
         (account([answered("a")], [copy_of(A, ready=False, age=TIMEOUT)]),
@@ -145,7 +156,7 @@ CASES: dict[str, tuple[Account, Want]] = {
     "a pod-level eviction (an EvictionRequest, its node not drained): a copy on its node is fine":
         (account([pod("a", reason="EvictionRequest", initiated=("True", 9), cost=DEPARTING_COST, previous_cost="")],
                  [copy_of(A, node="node-1")]),
-         Want(["mark-lowest a", "adopt copy-a"])),
+         Want(["adopt copy-a"])),
     "adopted, both still there past the grace (the ReplicaSet above its replicas): given back":
         (account([answered("a", cost=LOWEST_COST), adopted_copy("uid-a", ADOPTION_GRACE + 1)], desired=1),
          Want(["give-up a"])),
@@ -202,13 +213,18 @@ def test_actions_carry_the_replicaset_and_the_cost() -> None:
     # alone in leaving: the lowest cost, in the answer's own write
     assert (answer.step, answer.pod, answer.mark, answer.cost) == (Step.ANSWER, A, True, LOWEST_COST)
     two = plan(account([A, B], replica_sets=[rs], surge=2), now=NOW, surge_timeout=TIMEOUT)
-    assert [(a.mark, a.cost) for a in two.actions if a.step is Step.ANSWER] == [(True, DEPARTING_COST)] * 2
+    assert [(a.mark, a.cost) for a in two.actions if a.step is Step.ANSWER] == [
+        (True, LOWEST_COST),
+        (True, DEPARTING_COST),
+    ]
     assert (create.step, create.pod, create.replica_set) == (Step.CREATE, A, rs)
 
     copy = copy_of(A)
     lowest, adopt = plan(
-        account([answered("a")], [copy], replica_sets=[rs]), now=NOW, surge_timeout=TIMEOUT
-    ).actions
+        account([answered("a"), answered("b", cost=LOWEST_COST)], [copy], replica_sets=[rs], surge=2),
+        now=NOW,
+        surge_timeout=TIMEOUT,
+    ).actions[-2:]
     assert (lowest.step, lowest.cost, lowest.pod["metadata"]["name"]) == (Step.MARK, LOWEST_COST, "a")
     assert (adopt.step, adopt.pod, adopt.replica_set) == (Step.ADOPT, copy, rs)
 
