@@ -4,7 +4,8 @@ A pod asked to evacuate (`EvacuationRequest=True`, by a NodeMaintenance or the e
 whose ReplicaSet no in-controller responder answers for (no `evacuation-ready` mark), in an
 account that may surge at all (`maxSurge` above 0, not being deleted: otherwise the drain evicts
 at once, as it does for any owner that cannot surge), is taken through these steps, each one
-write, each one resumable after a restart from what the objects say (`copies.py`):
+write (the first two one together), each one resumable after a restart from what the objects
+say (`copies.py`):
 1. *mark*: a deletion cost below every other pod's, so any scale-down KCM's ReplicaSet
    controller makes (an autoscaler's, a person's) removes departing pods before any other ready
    one: a rank counted up from the lowest int32, in the order the pods of its ReplicaSet were
