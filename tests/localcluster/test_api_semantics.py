@@ -130,7 +130,9 @@ async def test_pod_status_keeps_a_patchs_annotations_and_labels_but_not_owner_re
     assert {c["type"]: c["status"] for c in after["status"]["conditions"]}["EvacuationInitiated"] == "True"
     # the same guard again: the pod has moved on since, so the patch conflicts and changes nothing
     with pytest.raises(ApiError) as stale:
-        await kube.patch(R.PODS, "p", patch, namespace="default", subresource="status", patch_type="strategic")
+        await kube.patch(
+            R.PODS, "p", patch, namespace="default", subresource="status", patch_type="strategic"
+        )
     assert stale.value.status == 409
 
 
