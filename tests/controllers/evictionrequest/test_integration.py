@@ -128,7 +128,9 @@ async def test_withdrawn_requests_cancel_and_deleted_ones_collect_the_eviction(k
         async def collected() -> bool:
             return await eviction_of(kube, NS, "er-cancel") is None
 
-        await eventually(collected, "the Eviction collected with its last request")
+        # The real KCM's garbage collector looks for new resource types every 30 s (its discovery
+        # sync), so on a plane where this test installed the CRDs it may not watch Evictions yet.
+        await eventually(collected, "the Eviction collected with its last request", timeout=60)
 
 
 async def test_a_deleted_pod_is_reported_evicted(kube: KubeClient) -> None:
