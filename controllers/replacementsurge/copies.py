@@ -106,14 +106,6 @@ def cost_rank(cost: object) -> int | None:
     return value - LOWEST if LOWEST <= value < LOWEST + RANKS else None
 
 
-def deletion_cost(pod: Obj) -> int:
-    """The pod's `pod-deletion-cost` as KCM's ReplicaSet controller reads it (0 when absent or invalid)."""
-    try:
-        return int(str(_annotations(pod).get(POD_DELETION_COST, "0")))
-    except ValueError:
-        return 0
-
-
 def marked_cost(pod: Obj) -> str | None:
     """The cost we gave the pod (one of the ranks); None when we have not marked it."""
     ann = _annotations(pod)

@@ -68,6 +68,7 @@ from controllers.common.evacuation import (
     pod_level_request,
 )
 from controllers.common.pods import (
+    deletion_cost,
     get_pod_condition,
     is_pod_active,
     is_pod_available,
@@ -78,7 +79,6 @@ from controllers.replacementsurge.copies import (
     DEPARTING_COST,
     LOWEST_COST,
     RANKS,
-    deletion_cost,
     is_marked,
     marked_cost,
     marked_rank,
