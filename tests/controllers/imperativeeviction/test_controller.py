@@ -345,6 +345,16 @@ async def _stalled_then_allowed(
             condition(clock, names.CONDITION_FAILED, names.REASON_CANCELED_DUE_TO_NO_REQUESTERS)
         ]
         await kube.replace(EVICTIONS, current, namespace=NS, subresource="status")
+        # The evictor reads the cancellation from its cache: the budget goes only once the cache
+        # has it, or a wake-up in between would find the pod evictable and the Eviction active.
+        cached = h.factory.informer(h.controllers[0].evictions).store  # type: ignore[attr-defined]
+        key = f"{NS}/{eviction['metadata']['name']}"
+
+        def canceled_in_cache() -> bool:
+            obj = cached.get(key) or {}
+            return names.STATE_CANCELED in str((obj.get("status") or {}).get("targetResponders"))
+
+        await eventually(canceled_in_cache, "the cancellation in the evictor's cache")
         await kube.delete(PODDISRUPTIONBUDGETS, "test-pdb", namespace=NS)
         for _ in range(3):  # the backoff runs out, again and again: a Canceled evictor does nothing
             clock.advance(10)
