@@ -169,6 +169,7 @@ class NodeMaintenanceController(Controller):
             batch_maintenance=lambda name: self.queue.add_after(name, STATUS_BATCH_SECONDS),
             clock=clock,
             eviction_api=self.eviction_api,
+            others_waiting=lambda node: len(self.node_queue.shard(self.node_queue.shard_for(node))) > 0,
         )
         self.node_worker = self.make_worker(self.node_sync.sync)
         self.serve_also(self.node_queue, self.node_worker)  # one worker per node shard

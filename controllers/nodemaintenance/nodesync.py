@@ -6,7 +6,9 @@ cordons, its pods carry our EvacuationRequest while any of them drains, and it i
 when none is left (and only if it was schedulable before). Order inside one sync: cordon first
 (the KEP's prerequisite for drain), then the pods (requests and withdrawals side by side, then the
 eviction fallback one pod at a time), and last the node annotation listing the maintenances applied; that annotation is the commit record a
-deleted maintenance waits for before its finalizer goes.
+deleted maintenance waits for before its finalizer goes. A sync that has just cordoned its node
+while other nodes wait on its shard stops there: the node's own update event brings it back behind
+them, so nodes started together are all cordoned before any of their pods is asked.
 
 Each pod's plan is `drain.plan_pod` with the options of the maintenances whose pod selector picks it
 (combined so that data is lost only if all of them allow it) and its owner's answer (`workload.py`).
@@ -79,6 +81,11 @@ class NodeSync:
     clock: Callable[[], datetime] = utcnow
     # Where EvictionRequests are served; None while the EvictionRequestAPI gate is off.
     eviction_api: EvictionAPI | None = None
+    # Whether other nodes wait on this node's shard: a node just cordoned lets them be cordoned
+    # before its pods are asked (its own update event brings it back), as `kubectl drain`
+    # cordons every node it is given before it evicts, so replacements do not land on a node
+    # about to drain.
+    others_waiting: Callable[[str], bool] = lambda _node: False
 
     async def sync(self, node_name: str) -> None:
         cached = self.listers.nodes.get(node_name)
@@ -102,7 +109,12 @@ class NodeSync:
         now = self.clock()
         pending: int | None = None
         try:
-            node = await self._cordon_first(node, granted, applied)
+            cordoned = await self._cordon_first(node, granted, applied)
+            if cordoned is not node and self.others_waiting(node_name):
+                log.debug("pods next, after the nodes waiting on the shard", node=node_name)
+                pending = 1  # the statuses follow in a batch: nothing has left yet
+                return
+            node = cordoned
             released = ",".join(sorted(set(applied) - {m.name for m in granted if m.drain}))
             retry = await self._pods(node_name, granted, now, released=released)
             pending = await self._commit(node, granted, selecting, wanted_names, waiting, now)
