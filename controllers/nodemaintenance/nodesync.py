@@ -24,7 +24,7 @@ for its turn to drain); which those are is the maintenance sync's decision (`mai
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -56,9 +56,10 @@ log = structlog.get_logger()
 
 Obj = Mapping[str, Any]
 LEASE_RETRY_SECONDS = 5.0
-# Evacuation requests (and withdrawals) one node sync writes at once; the client's token bucket
-# still paces them (burst 30, then qps 20 by default), this only keeps one node from queueing
-# hundreds of writes ahead of every other node's.
+# Evacuation requests (and withdrawals) the node syncs write at once, all shards together; the
+# client's token bucket still paces them (burst 30, then qps 20 by default). More in flight buys
+# no throughput, only a longer line in the bucket ahead of the next node's cordon and lease and
+# the maintenances' own writes.
 PER_POD_WRITES_IN_FLIGHT = 16
 _PER_POD_WRITES = frozenset({drain.Action.REQUEST, drain.Action.WITHDRAW})
 
@@ -86,6 +87,7 @@ class NodeSync:
     # cordons every node it is given before it evicts, so replacements do not land on a node
     # about to drain.
     others_waiting: Callable[[str], bool] = lambda _node: False
+    _pod_writes: anyio.CapacityLimiter | None = field(default=None, init=False)
 
     async def sync(self, node_name: str) -> None:
         cached = self.listers.nodes.get(node_name)
@@ -259,7 +261,9 @@ class NodeSync:
         # leave one at a time (`_sibling_leaving`), which needs the previous eviction's outcome.
         alone = [s for s in steps if s.plan.action in _PER_POD_WRITES]
         if alone:
-            limiter = anyio.CapacityLimiter(PER_POD_WRITES_IN_FLIGHT)
+            if self._pod_writes is None:  # made on the loop that runs the syncs
+                self._pod_writes = anyio.CapacityLimiter(PER_POD_WRITES_IN_FLIGHT)
+            limiter = self._pod_writes
             failed: list[Exception] = []  # raised as itself, as the loop would, not as a group
 
             async def bounded(step: _Step) -> None:
