@@ -5,7 +5,11 @@
 - `restart(downtime=)`: the server stops listening, every connection is closed, and after
   `downtime` it listens again on the same port with the same state, as a restarted
   kube-apiserver in front of the same etcd. `async with server_down():` is the same with the
-  downtime being the block, for tests that act while the server is away.
+  downtime being the block, for tests that act while the server is away. A write being served
+  when the connections close still runs to its end, as a request past the point of no return on
+  a killed server: it may be stored while its client sees the connection drop. Such writes are
+  kept in `cut_writes` (method and path), so a test can tell the extra work they cause (a
+  controller retrying what was in fact done) from a controller's own mistakes.
 - `add_latency(seconds)`: every API request waits this long before it is served.
 - `fail_requests(fraction, code=500|429, retry_after=)`: that fraction of API requests (chosen by a
   seeded RNG, so a test is repeatable) answers a `Status` error instead; a 429 carries
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _API_PREFIXES = ("/api/", "/apis/", "/api", "/apis")
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class Faults:
@@ -48,6 +53,9 @@ class Faults:
         #: Requests answered with an injected error so far (tests assert they really happened).
         self.injected = 0
         self.restarts = 0
+        #: Writes that were being served when a restart closed their connections (method, path).
+        self.cut_writes: list[tuple[str, str]] = []
+        self._serving: dict[int, tuple[str, str]] = {}
 
     # -- request faults -------------------------------------------------------------------
     def add_latency(self, seconds: float) -> None:
@@ -78,7 +86,14 @@ class Faults:
                 response.headers["Retry-After"] = str(self.retry_after)
                 return response
             return status_response(errors.internal("injected fault"))
-        return await handler(request)
+        if request.method not in _WRITE_METHODS:
+            return await handler(request)
+        token = id(request)
+        self._serving[token] = (request.method, request.path)
+        try:
+            return await handler(request)
+        finally:
+            del self._serving[token]
 
     # -- watch faults ---------------------------------------------------------------------
     def drop_watches(self) -> int:
@@ -103,6 +118,7 @@ class Faults:
         for site in list(runner.sites):
             await site.stop()
         self._cluster.storage.close_all_watches()
+        self.cut_writes.extend(self._serving.values())
         if runner.server is not None:
             for conn in list(runner.server.connections):
                 conn.force_close()

@@ -52,6 +52,10 @@ class ChaosResult:
     injected_errors: int = 0
     pod_creates: int = 0
     minimum_creates: int = 0
+    #: Pod creates and deletes a restart cut while they were served: each may have been done with
+    #: its client told otherwise, and a controller faithful to KCM's expectations then does it
+    #: again (one more pod, or one more deleted and so replaced). The only extra creates allowed.
+    cut_pod_writes: int = 0
     stuck: dict[str, tuple[int, int]] = field(default_factory=dict)
     cache_differences: dict[str, int] = field(default_factory=dict)
     loop_lag_p99: float = 0.0
@@ -225,6 +229,11 @@ async def run_chaos(
             finally:
                 await client.close()
             result.pod_creates = RequestLog.created(cluster.requests.since(start), "pods")
+            result.cut_pod_writes = sum(
+                1
+                for method, path in cluster.faults.cut_writes
+                if method in ("POST", "DELETE") and path.startswith(f"/api/v1/namespaces/{NS}/pods")
+            )
         finally:
             await kube.close()
     after = lag_buckets()

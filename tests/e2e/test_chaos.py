@@ -12,5 +12,8 @@ async def test_under_every_fault_replica_sets_converge_without_extra_pods_and_ca
     assert set(result.faults) == set(FAULT_KINDS), "every kind of fault was injected"
     assert result.injected_errors > 0
     assert result.stuck == {}, f"ReplicaSets without their desired pods (wanted, have): {result.stuck}"
-    assert result.extra_creates == 0, f"{result.pod_creates} pods created, {result.minimum_creates} needed"
+    assert result.extra_creates <= result.cut_pod_writes, (
+        f"{result.pod_creates} pods created, {result.minimum_creates} needed, "
+        f"{result.cut_pod_writes} pod writes cut by a restart"
+    )
     assert result.cache_differences == {}, f"informer caches differ from a LIST: {result.cache_differences}"

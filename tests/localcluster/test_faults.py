@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import aiohttp
 import pytest
@@ -51,6 +52,52 @@ async def test_restart_keeps_state_and_port() -> None:
         await cluster.faults.restart(downtime=0.05)
         assert cluster.faults.restarts == 2
         assert (await kube.get(R.CONFIGMAPS, "kept", namespace="default"))["data"] == {"k": "v"}
+
+
+class _HeldAdmission:
+    """Stands for a validating webhook that has not answered yet: config map writes wait in
+    admission, past the point where the server has taken the request, until `release` is set."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def active(self) -> bool:
+        return True
+
+    def candidates(self, request: Any) -> list[object]:
+        return [object()] if request.resource == "configmaps" else []
+
+    async def validate(self, request: Any, candidates: list[object], warnings: list[str]) -> None:
+        self.entered.set()
+        await self.release.wait()
+
+
+async def test_a_write_being_served_at_a_restart_is_stored_while_its_client_sees_the_drop() -> None:
+    """As on a killed kube-apiserver past the point of no return: the client cannot tell a write
+    that was stored from one that was not, so a controller may redo it. `cut_writes` names it."""
+    async with living_cluster(nodes=1, kubelets=False, scheduler=False) as (cluster, kube):
+        held = _HeldAdmission()
+        served = cluster.rest.admission
+        cluster.rest.admission = held  # type: ignore[assignment]
+        try:
+            create = asyncio.create_task(
+                kube.create(R.CONFIGMAPS, {"metadata": {"name": "cut"}}, namespace="default")
+            )
+            await asyncio.wait_for(held.entered.wait(), 10)
+            async with cluster.faults.server_down():
+                held.release.set()
+                with pytest.raises((aiohttp.ClientError, OSError)):
+                    await create
+        finally:
+            cluster.rest.admission = served
+        assert cluster.faults.cut_writes == [("POST", "/api/v1/namespaces/default/configmaps")]
+        stored = await eventually(
+            lambda: kube.get(R.CONFIGMAPS, "cut", namespace="default"), "the write stored all the same"
+        )
+        assert stored["metadata"]["name"] == "cut"
+        await cluster.faults.restart(downtime=0.05)  # nothing being served: nothing cut
+        assert len(cluster.faults.cut_writes) == 1
 
 
 async def test_added_latency_delays_every_request() -> None:
