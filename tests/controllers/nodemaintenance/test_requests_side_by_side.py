@@ -25,7 +25,7 @@ from tests.support.objects import node_maintenance
 from tests.support.waiting import eventually
 
 LATENCY = 0.3
-PODS_ON_NODE = 12
+PODS_ON_NODE = PER_POD_WRITES_IN_FLIGHT
 
 
 @pytest.mark.usefixtures("crd")
@@ -36,7 +36,6 @@ async def test_a_nodes_evacuation_requests_go_out_together(
     names = [f"web-{i:02d}" for i in range(PODS_ON_NODE)]
     for name in names:
         await make_pod(kube, name, target)
-    assert PODS_ON_NODE <= PER_POD_WRITES_IN_FLIGHT
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
         start = time.monotonic()
         cluster.faults.add_latency(LATENCY)
