@@ -8,7 +8,10 @@ when none is left (and only if it was schedulable before). Order inside one sync
 eviction fallback one pod at a time), and last the node annotation listing the maintenances applied; that annotation is the commit record a
 deleted maintenance waits for before its finalizer goes. A sync that has just cordoned its node
 while other nodes wait on its shard stops there: the node's own update event brings it back behind
-them, so nodes started together are all cordoned before any of their pods is asked.
+them, so nodes started together are all cordoned before any of their pods is asked; and while
+others wait, a sync asks one round of pods (`PER_POD_WRITES_IN_FLIGHT`) and comes back behind
+them, so a node whose maintenance starts later is cordoned within a round, not after this node's
+whole drain has been asked.
 
 Each pod's plan is `drain.plan_pod` with the options of the maintenances whose pod selector picks it
 (combined so that data is lost only if all of them allow it) and its owner's answer (`workload.py`).
@@ -34,6 +37,7 @@ import structlog
 from apiclient import ApiError, KubeClient
 from apiclient.resources import NODES
 from controllers.base import RequeueAfter
+from controllers.common.evacuation import EVACUATION_REQUEST
 from controllers.common.pods import is_pod_terminal, pod_key
 from controllers.context import EventRecorder
 from controllers.nodemaintenance import api, cordon, drain, evictionrequests, metrics
@@ -48,6 +52,7 @@ from controllers.nodemaintenance.workload import Workload
 from evictionapi import names as eviction_names
 from evictionapi.served import EvictionAPI
 from informers import CONTROLLER_UID_INDEX
+from kubeutil.conditions import condition_index
 from kubeutil.nodeaffinity import selector_matches
 from maintenancerollout.planner import COMPLETE_ANNOTATION
 from nodemaintenancelease.gate import LeaseGate
@@ -62,6 +67,9 @@ LEASE_RETRY_SECONDS = 5.0
 # ahead of the next node's cordon and lease and the maintenances' own writes.
 PER_POD_WRITES_IN_FLIGHT = 8
 _PER_POD_WRITES = frozenset({drain.Action.REQUEST, drain.Action.WITHDRAW})
+# A node that wrote one round while others waited on its shard is back this soon (behind them;
+# its pods' own update events usually bring it back first).
+NEXT_ROUND_SECONDS = 0.01
 
 
 @dataclass(kw_only=True, eq=False)
@@ -130,7 +138,7 @@ class NodeSync:
             if name not in wanted_names:
                 await self.gate.release(node=node_name, holder=f"aiokcm/nodemaintenance/{name}")
         if waiting:
-            retry = min(retry or LEASE_RETRY_SECONDS, LEASE_RETRY_SECONDS)
+            retry = LEASE_RETRY_SECONDS if retry is None else min(retry, LEASE_RETRY_SECONDS)
         if retry is not None:
             raise RequeueAfter(retry)
 
@@ -259,15 +267,23 @@ class NodeSync:
         # node is not asked a whole round of write latencies after the first (its owner's surge, and
         # the drain, start that much later). Evictions stay one by one, in order: one owner's pods
         # leave one at a time (`_sibling_leaving`), which needs the previous eviction's outcome.
-        alone = [s for s in steps if s.plan.action in _PER_POD_WRITES]
+        alone = self._not_written_yet(node, [s for s in steps if s.plan.action in _PER_POD_WRITES])
         if alone:
             if self._pod_writes is None:  # made on the loop that runs the syncs
                 self._pod_writes = anyio.CapacityLimiter(PER_POD_WRITES_IN_FLIGHT)
             limiter = self._pod_writes
             failed: list[Exception] = []  # raised as itself, as the loop would, not as a group
+            started = 0
 
             async def bounded(step: _Step) -> None:
+                nonlocal started, retry
                 async with limiter:
+                    if started >= PER_POD_WRITES_IN_FLIGHT and self.others_waiting(node):
+                        # A round written and other nodes wait on the shard (a new maintenance's
+                        # cordon among them): they go first; the next sync plans the rest again.
+                        retry = NEXT_ROUND_SECONDS
+                        return
+                    started += 1
                     try:
                         await one(step)
                     except Exception as exc:  # re-raised below, once the others are done
@@ -298,6 +314,23 @@ class NodeSync:
             raise first_error
         return retry
 
+    def _not_written_yet(self, node: str, steps: list[_Step]) -> list[_Step]:
+        """The steps whose pod the cache shows past our last write to it (or never written).
+
+        A sync that wrote one round and came back may find some of those pods still at the
+        version it planned on: planned again, each would be a request the server refuses as stale.
+        """
+        written = self.state.written_pods.get(node)
+        if not written:
+            return steps
+        current = {_uid(p): _rv(p) for p in self.listers.node_pods(node)}
+        for uid in [u for u, rv in written.items() if current.get(u) != rv]:
+            del written[uid]  # the cache has caught up (or the pod is gone)
+        if not written:
+            self.state.written_pods.pop(node, None)
+            return steps
+        return [s for s in steps if written.get(_uid(s.pod)) != _rv(s.pod)]
+
     def _sibling_leaving(self, step: _Step, evicting_owners: set[str]) -> str | None:
         """Another pod of the same owner being evicted or terminating: evictions go one by one."""
         uid = step.workload.owner_uid
@@ -327,6 +360,7 @@ class NodeSync:
         if action is drain.Action.REQUEST:
             message = step.drainers[0].reason if step.drainers else ""
             await drain.request_evacuation(self.client, pod, message=message, now=now)
+            self.state.written_pods.setdefault(step.node, {})[_uid(pod)] = _rv(pod)
             log.info("requested evacuation", **fields, owner=step.workload.describe())
             # Recheck at the deadline: a silent owner is then evicted.
             if plan.deadline is None:
@@ -334,6 +368,8 @@ class NodeSync:
             return max((plan.deadline - now).total_seconds(), 0.0) + 0.5
         if action is drain.Action.WITHDRAW:
             await drain.withdraw_evacuation(self.client, pod)
+            if condition_index(pod.get("status"), EVACUATION_REQUEST) is not None:  # it wrote
+                self.state.written_pods.setdefault(step.node, {})[_uid(pod)] = _rv(pod)
             log.info("withdrew evacuation request", **fields)
             return None
         if action is drain.Action.WAIT:
@@ -515,3 +551,7 @@ class _Step:
 
 def _uid(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

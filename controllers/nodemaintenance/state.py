@@ -39,6 +39,9 @@ class DrainState:
     eviction_failures: dict[str, dict[str, int]] = field(default_factory=dict)
     #: node -> uids of pods evicted there that the cache still shows running: never evicted twice
     evicted: dict[str, set[str]] = field(default_factory=dict)
+    #: node -> pod uid -> the resourceVersion a request or withdrawal we wrote was planned on: while
+    #: the cache still holds that version, the pod is not planned again (its update re-enqueues the node)
+    written_pods: dict[str, dict[str, str]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
     waiting: metrics.WaitingGauges = field(default_factory=metrics.WaitingGauges)
     # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
@@ -54,6 +57,7 @@ class DrainState:
         self.lease_waiting.pop(node, None)
         self.eviction_failures.pop(node, None)
         self.evicted.pop(node, None)
+        self.written_pods.pop(node, None)
         self.gauges.set(node, phase=None, pending=0)
 
     def waiting_for_lease(self, node: str, maintenance: str) -> str | None:

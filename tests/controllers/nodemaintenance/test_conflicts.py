@@ -34,7 +34,8 @@ async def test_a_stale_pod_write_is_a_conflict_not_an_error(kube: KubeClient, no
     target = node_names[0]
     await make_pod(kube, "web", target)
     held = HeldWatches(kube, [PODS])
-    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, informer_client=held):
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, informer_client=held) as h:
+        assert await h.factory.wait_for_cache_sync(timeout=20)
         # the informer listed the pod; this change reaches the API but not the cache
         await kube.patch(PODS, "web", {"metadata": {"labels": {"moved": "yes"}}}, namespace=NS)
         conflicts = _count("controller_runtime_reconcile_total", result="conflict")

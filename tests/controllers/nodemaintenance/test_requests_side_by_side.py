@@ -20,11 +20,24 @@ from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.nodesync import PER_POD_WRITES_IN_FLIGHT
 from localcluster.cluster import LocalCluster
 from tests.controllers.harness import running_controllers
-from tests.controllers.nodemaintenance.helpers import GATES, condition, make_pod, node, pod
+from tests.controllers.nodemaintenance.helpers import GATES, NS, condition, make_owner, make_pod, node, pod
 from tests.support.objects import node_maintenance
 from tests.support.waiting import eventually
 
 LATENCY = 0.3
+
+
+async def started_by_their_kubelets(kube: KubeClient, count: int) -> None:
+    """Every pod running, so no kubelet status write races the requests (each would be a stale plan)."""
+
+    async def running() -> bool:
+        listed = (await kube.list(PODS, namespace=NS))["items"]
+        ready = [p for p in listed if (p.get("status") or {}).get("phase") == "Running"]
+        return len(ready) >= count
+
+    await eventually(running, f"{count} pods running", timeout=60)
+
+
 PODS_ON_NODE = PER_POD_WRITES_IN_FLIGHT
 
 
@@ -36,6 +49,7 @@ async def test_a_nodes_evacuation_requests_go_out_together(
     names = [f"web-{i:02d}" for i in range(PODS_ON_NODE)]
     for name in names:
         await make_pod(kube, name, target)
+    await started_by_their_kubelets(kube, len(names))
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
         start = time.monotonic()
         cluster.faults.add_latency(LATENCY)
@@ -73,6 +87,7 @@ async def test_every_node_started_together_is_cordoned_before_any_pod_is_asked(
     for target, pods in names.items():
         for name in pods:
             await make_pod(kube, name, target)
+    await started_by_their_kubelets(kube, sum(map(len, names.values())))
     one_shard = NodeMaintenanceConfig(node_shards=1, max_unschedulable="100%")
     async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[one_shard]):
         start = time.monotonic()
@@ -96,3 +111,47 @@ async def test_every_node_started_together_is_cordoned_before_any_pod_is_asked(
     asked = [w.at for w in writes if w.resource == f"{PODS.plural}/status"]
     assert len(cordons) >= len(node_names) and len(asked) == sum(map(len, names.values()))
     assert sorted(cordons)[len(node_names) - 1] < min(asked), (cordons, asked)
+
+
+@pytest.mark.usefixtures("crd")
+async def test_a_node_started_later_is_cordoned_within_a_round_of_a_full_nodes_requests(
+    cluster: LocalCluster, kube: KubeClient, node_names: list[str]
+) -> None:
+    """A node whose maintenance starts while a full node on its shard is being asked is cordoned
+    after one round of that node's requests, not after all of them: the replacements of the full
+    node's pods would otherwise have a few more seconds to land on it."""
+    full, later = node_names[0], node_names[1]
+    owner = await make_owner(kube, "ReplicaSet", "many-owner", answers=True)
+    names = [f"many-{i:03d}" for i in range(20 * PER_POD_WRITES_IN_FLIGHT)]
+    for name in names:
+        await make_pod(kube, name, full, owner="ReplicaSet", owner_obj=owner)
+    await make_pod(kube, "alone", later)
+    await started_by_their_kubelets(kube, len(names) + 1)
+    one_shard = NodeMaintenanceConfig(node_shards=1, max_unschedulable="100%")
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[one_shard]):
+        start = time.monotonic()
+        await kube.create(NODEMAINTENANCES, node_maintenance("full", [full], drain=True))
+
+        def asked() -> int:
+            return sum(1 for w in cluster.requests.since(start) if w.resource == f"{PODS.plural}/status")
+
+        await eventually(asked, "the full node's first pods asked")
+        await kube.create(NODEMAINTENANCES, node_maintenance("later", [later], drain=True))
+        await eventually(lambda: asked() >= len(names) + 1, "every pod asked", timeout=60)
+    writes = [w for w in cluster.requests.since(start) if w.method == "PATCH" and w.succeeded]
+    cordoned = min(w.at for w in writes if w.resource == "nodes" and w.path.endswith(f"/{later}"))
+    full_asked = sorted(w.at for w in writes if w.resource == f"{PODS.plural}/status" and "/many-" in w.path)
+    assert len(full_asked) == len(names)
+    # A sync that comes back after a round plans only pods the cache shows past its own writes:
+    # no request planned on a version it had already written over.
+    refused = [
+        w.path
+        for w in cluster.requests.since(start)
+        if w.resource == f"{PODS.plural}/status" and not w.succeeded
+    ]
+    assert refused == []
+    # Cordoned while the full node's requests were still going out (the client's bucket paces
+    # them at 20 a second), with many of them to come; waiting for the full node's whole round
+    # of requests, none would be left.
+    after = sum(1 for t in full_asked if t > cordoned)
+    assert after >= len(names) // 4, (after, len(names))
