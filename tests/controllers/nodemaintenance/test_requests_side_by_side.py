@@ -41,6 +41,14 @@ async def started_by_their_kubelets(kube: KubeClient, count: int) -> None:
 PODS_ON_NODE = PER_POD_WRITES_IN_FLIGHT
 
 
+async def all_requested(kube: KubeClient, names: list[str]) -> bool:
+    for name in names:
+        c = condition(await pod(kube, name), "EvacuationRequest")
+        if not (c and c["status"] == "True"):
+            return False
+    return True
+
+
 @pytest.mark.usefixtures("crd")
 async def test_a_nodes_evacuation_requests_go_out_together(
     cluster: LocalCluster, kube: KubeClient, node_names: list[str]
@@ -56,14 +64,7 @@ async def test_a_nodes_evacuation_requests_go_out_together(
         try:
             await kube.create(NODEMAINTENANCES, node_maintenance("d", [target], drain=True))
 
-            async def all_requested() -> bool:
-                for name in names:
-                    c = condition(await pod(kube, name), "EvacuationRequest")
-                    if not (c and c["status"] == "True"):
-                        return False
-                return True
-
-            await eventually(all_requested, "every pod asked to evacuate", timeout=30)
+            await eventually(lambda: all_requested(kube, names), "every pod asked to evacuate", timeout=30)
         finally:
             cluster.faults.clear()
     asked = [
@@ -95,15 +96,8 @@ async def test_every_node_started_together_is_cordoned_before_any_pod_is_asked(
         body["spec"]["maxConcurrentNodes"] = len(node_names)
         await kube.create(NODEMAINTENANCES, body)
 
-        async def all_requested() -> bool:
-            for pods in names.values():
-                for name in pods:
-                    c = condition(await pod(kube, name), "EvacuationRequest")
-                    if not (c and c["status"] == "True"):
-                        return False
-            return True
-
-        await eventually(all_requested, "every pod on every node asked to evacuate", timeout=30)
+        every = [name for pods in names.values() for name in pods]
+        await eventually(lambda: all_requested(kube, every), "every pod on every node asked", timeout=30)
         for target in node_names:
             assert (await node(kube, target))["spec"].get("unschedulable") is True
     writes = [w for w in cluster.requests.since(start) if w.method == "PATCH" and w.succeeded]
