@@ -32,6 +32,7 @@ import anyio
 from aiohttp import web
 
 from localcluster import errors
+from localcluster.requestlog import WRITE_METHODS
 from localcluster.rest import status_response
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _API_PREFIXES = ("/api/", "/apis/", "/api", "/apis")
-_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class Faults:
@@ -86,7 +86,7 @@ class Faults:
                 response.headers["Retry-After"] = str(self.retry_after)
                 return response
             return status_response(errors.internal("injected fault"))
-        if request.method not in _WRITE_METHODS:
+        if request.method not in WRITE_METHODS:
             return await handler(request)
         token = id(request)
         self._serving[token] = (request.method, request.path)
