@@ -51,6 +51,9 @@ _USERS = {
 }
 
 
+_PORT_ATTEMPTS = 3
+
+
 class ControlPlaneError(RuntimeError):
     """A component did not start or did not become ready; the message ends with its log's tail."""
 
@@ -119,6 +122,19 @@ class ControlPlane:
         self.stop()
 
     def start(self, *, timeout: float = 60.0) -> None:
+        """Start the plane; a port another process took between its probe and our bind (see
+        `realcluster.ports`) is given up for fresh ones, a few times, instead of failing the test."""
+        for attempt in range(_PORT_ATTEMPTS):
+            try:
+                self._start_once(timeout)
+                return
+            except ControlPlaneError as exc:
+                if "address already in use" not in str(exc) or attempt == _PORT_ATTEMPTS - 1:
+                    raise
+                self.api_port, self.etcd_port, self.etcd_peer_port = free_port(), free_port(), free_port()
+                self._components.clear()
+
+    def _start_once(self, timeout: float) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
             self._prepare()
