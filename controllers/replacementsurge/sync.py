@@ -50,7 +50,6 @@ COPY_OWNER_INDEX = "replacementCopyOwner"
 # A ReplicaSet with no Deployment surges one pod at a time: it has no maxSurge of its own.
 BARE_REPLICASET_SURGE = 1
 
-EVENT_SURGING = "SurgingReplacement"
 EVENT_GAVE_UP = "ReplacementSurgeGaveUp"
 EVENT_FAILED_CREATE = "FailedCreateReplacement"
 
@@ -273,6 +272,9 @@ class ReplacementSurgeSync:
                     "replacement copy refused", key=pod_key(pod), account=account_key, why=exc.message
                 )
             raise
+        # No event: the ReplicaSet's `SuccessfulDelete` of the departing pod, once the copy is handed
+        # over, is the one KCM's own path writes for a pod replaced (the `SuccessfulCreate` of an
+        # evicted pod's successor); one of ours would double the events of every drain.
         self.log.info(
             "replacement copy created",
             key=pod_key(pod),
@@ -281,10 +283,6 @@ class ReplacementSurgeSync:
             copy=_meta(created).get("name"),
             replica_set=_meta(rs).get("name"),
         )
-        self.recorder.event(
-            pod, "Normal", EVENT_SURGING,
-            f"Starting replacement {_meta(created).get('name')} on another node before this pod is removed",
-        )  # fmt: skip
         return True
 
     async def _give_up(self, pod: Obj, message: str) -> None:
