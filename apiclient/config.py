@@ -33,6 +33,7 @@ from apiclient.kubeconfig import (
     validate_server,
 )
 from apiclient.proxy import proxy_from_environment
+from apiclient.restclient import SessionApiClient
 
 __all__ = ["KubeconfigError", "build_api_client", "describe_config_error", "resolve_kubeconfig"]
 
@@ -175,11 +176,7 @@ async def _api_client_for(kc: Kubeconfig) -> k8s_client.ApiClient:
     if creds is not None:
         configuration.refresh_api_key_hook = creds
         await creds(configuration)
-    api = k8s_client.ApiClient(configuration=configuration)
-    rest = api.rest_client
-    stock = rest.pool_manager
-    rest.pool_manager = tls.session(context_, limit=configuration.connection_pool_maxsize)
-    await stock.close()
+    api = SessionApiClient(configuration, tls.session(context_, limit=configuration.connection_pool_maxsize))
     if isinstance(creds, ExecCredentials):
         creds.on_rotated_certificate(lambda result: _rotate_certificate(api, kc, result))
     return api
