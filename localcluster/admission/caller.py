@@ -82,9 +82,10 @@ class Caller:
     def _context(self, ca_bundle: bytes) -> ssl.SSLContext:
         context = self._contexts.get(ca_bundle)
         if context is None:
-            context = ssl.create_default_context()
             if ca_bundle:
                 context = ssl.create_default_context(cadata=ca_bundle.decode("ascii", "replace"))
+            else:
+                context = ssl.create_default_context()
             self._contexts[ca_bundle] = context
         return context
 
