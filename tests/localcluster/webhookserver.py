@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from controller_manager.servingcert import generate_self_signed, server_context
+from controller_manager.servingcert import CertKey, generate_self_signed, server_context
 
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -79,10 +80,17 @@ def _ca_of(chain: bytes) -> bytes:
     return chain[chain.index(end) + len(end) :].strip() + b"\n"
 
 
+@functools.cache
+def _serving_pair(hosts: tuple[str, ...]) -> CertKey:
+    """One CA and certificate per process and host set: two RSA keys cost about 0.1 s of CPU, and
+    no test tells two servers' CAs apart (one the caBundle does not vouch for is the system's)."""
+    return generate_self_signed("127.0.0.1", dns=hosts)
+
+
 @asynccontextmanager
 async def webhook_server(*, hosts: tuple[str, ...] = ()) -> AsyncIterator[WebhookServer]:
     """Serve a webhook on 127.0.0.1 with a certificate for 127.0.0.1 (and `hosts`, DNS names)."""
-    pair = generate_self_signed("127.0.0.1", dns=hosts)
+    pair = _serving_pair(hosts)
     hook = WebhookServer("", 0, _ca_of(pair.cert_pem))
     closing = asyncio.Event()  # a slow answer ends when the server does, so no handler outlives it
 
