@@ -76,7 +76,7 @@ test: lint $(STAMP)
 # Every benchmark at its default size, one after another, each printing a table and one JSON line
 # (`make bench BENCHES="drain manager"` picks some, BENCH_ARGS passes flags). bench.faults and
 # bench.memory run on a real control plane: export KUBEBUILDER_ASSETS first.
-BENCHES ?= workqueue worker informer apiserver cluster replicaset tainteviction drain drain_statefulset manager chaos failover
+BENCHES ?= workqueue worker clients informer apiserver cluster replicaset tainteviction drain drain_statefulset manager chaos failover
 
 bench: $(STAMP)
 	@set -e; for b in $(BENCHES); do echo "== python -m bench.$$b $(BENCH_ARGS)"; $(BIN)/python -m bench.$$b $(BENCH_ARGS); done
