@@ -36,7 +36,7 @@ class SessionRESTClient(rest.RESTClientObject):
 
 class SessionApiClient(k8s_client.ApiClient):
     """`ApiClient` as its generated constructor leaves it, with `rest_client` on `session`
-    (tests/apiclient/test_restclient.py holds the two to the same attributes)."""
+    (tests/manager/test_api_client_construction.py holds the two to the same attributes)."""
 
     def __init__(self, configuration: k8s_client.Configuration, session: aiohttp.ClientSession) -> None:
         self.configuration = configuration
