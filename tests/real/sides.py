@@ -26,6 +26,7 @@ from anyio.abc import Process, TaskGroup
 
 from apiclient import KubeClient
 from apiclient.config import build_api_client
+from apiclient.resources import PODS
 from realcluster import KCM_BESIDE_AIOKCM, ApiKubelets, Assets, ControlPlane
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,28 +149,46 @@ class Side:
             )
         return out
 
-    def pod_creates(self, *, since: float = 0.0) -> int:
-        """Pods the side's ReplicaSet controller created (201 answers) since `since` (epoch seconds)."""
+    def pod_creates(
+        self, *, since: float = 0.0, before: frozenset[str] = frozenset(), after: frozenset[str] = frozenset()
+    ) -> int:
+        """Pods the side's controllers created since `since` (epoch seconds), from two views that can
+        each only miss some: the audit log's 201 answers to the side's creates, and the pods that came
+        and went (named in `after` but not in `before`, or deleted since while not in `before`).
+
+        A SIGKILLed kube-apiserver loses the audit events of creates that reached etcd and were not
+        yet logged (generateName creates are logged without the name, so the views cannot be joined);
+        those pods still show up in the second view, so the larger of the two is the count."""
         user = POD_CREATORS[self.name]
-        count = 0
+        audited = 0
+        deleted: set[str] = set()
         log = self.plane.audit_log
         if not log.exists():
             return 0
         for line in log.read_text().splitlines():
             event = orjson.loads(line)
             ref = event.get("objectRef") or {}
-            if (
-                event.get("verb") != "create"
-                or ref.get("resource") != "pods"
-                or ref.get("subresource")
-                or (event.get("user") or {}).get("username") != user
-                or (event.get("responseStatus") or {}).get("code") != 201
-            ):
+            if ref.get("resource") != "pods" or ref.get("subresource"):
                 continue
             stamp = dt.datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00")).timestamp()
-            if stamp >= since:
-                count += 1
-        return count
+            if stamp < since:
+                continue
+            code = (event.get("responseStatus") or {}).get("code")
+            if event.get("verb") == "delete" and code in (200, 202) and ref.get("name") not in before:
+                deleted.add(ref["name"])
+            elif (
+                event.get("verb") == "create"
+                and (event.get("user") or {}).get("username") == user
+                and code == 201
+            ):
+                audited += 1
+        return max(audited, len((after - before) | deleted))
+
+    async def pod_names(self, namespace: str) -> frozenset[str]:
+        """The names of the pods in `namespace` now."""
+        return frozenset(
+            pod["metadata"]["name"] for pod in await self.client.list_all(PODS, namespace=namespace)
+        )
 
 
 def planes_side_by_side(assets: Assets, *, kcm_flags: Sequence[str] = ()) -> dict[str, ControlPlane]:

@@ -253,6 +253,7 @@ async def run_side(side: Side, scenario: Scenario) -> dict[str, Any]:
     await scenario.setup(side)
     start_state = await first_time(lambda: _truthy(scenario.settled(side)), timeout=90)
     del start_state
+    before = await side.pod_names(NS)
     since = time.time()
     await scenario.change(side)
     await anyio.sleep(scenario.fault_after)
@@ -271,7 +272,7 @@ async def run_side(side: Side, scenario: Scenario) -> dict[str, Any]:
     return {
         "state": await scenario.settled(side),
         "recovery": converged - back,
-        "creates": side.pod_creates(since=since),
+        "creates": side.pod_creates(since=since, before=before, after=await side.pod_names(NS)),
     }
 
 
