@@ -19,8 +19,9 @@ import pytest
 from apiclient import KubeClient
 from localcluster.cluster import LocalCluster
 from realcluster import ControlPlane
-from tests.backends import REQUIRE_REAL, cluster_on_backend, real_assets_or_skip
+from tests.backends import REQUIRE_REAL, cluster_on_backend
 from tests.support.leaks import no_leaked_tasks
+from tests.support.sessionplanes import SessionPlanes, gather, on_session_plane
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -36,7 +37,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 _COLLECTED_FIRST = ("tests/real/", "tests/e2e/")
 
 
+@pytest.hookimpl(tryfirst=True)  # before the xdist worker writes the groups into the node ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    gather(items)
+
     def rank(item: pytest.Item) -> int:
         return next(
             (i for i, folder in enumerate(_COLLECTED_FIRST) if item.nodeid.startswith(folder)),
@@ -115,40 +119,44 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under AIOKCM_REQUIRE_REAL=1 (CI) a skipped test fails the run: a skip there means a tool or
     the real tier went missing, and the tests it hides would pass unseen."""
+    _planes.stop()
     if os.environ.get(REQUIRE_REAL) == "1" and _skipped and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.fixture(scope="session")
-def real_plane() -> Iterator[ControlPlane]:
-    """etcd, kube-apiserver, kube-scheduler and KCM (minus aiokcm's controllers), once per session."""
-    with ControlPlane(real_assets_or_skip()) as plane:
-        yield plane
+_planes = SessionPlanes()
 
 
-@pytest.fixture(scope="session")
-def real_stock_plane() -> Iterator[ControlPlane]:
-    """etcd, kube-apiserver, kube-scheduler and the stock KCM with all of its controllers: the
-    managed-cluster layout, where aiokcm runs beside KCM's own ReplicaSet and Deployment controllers."""
-    with ControlPlane(real_assets_or_skip(), kcm_controllers="*") as plane:
-        yield plane
+@pytest.fixture
+def real_plane() -> ControlPlane:
+    """etcd, kube-apiserver, kube-scheduler and KCM (minus aiokcm's controllers), shared (see
+    tests/support/sessionplanes.py)."""
+    return _planes.get("real_plane")
 
 
-@pytest.fixture(scope="session")
-def real_bare_plane() -> Iterator[ControlPlane]:
-    """kube-apiserver for tests of the API's own semantics: no scheduler, and of KCM only the
-    namespace controller (the embedded cluster always runs one too).
+@pytest.fixture
+def real_stock_plane() -> ControlPlane:
+    """The stock KCM with all of its controllers beside etcd, kube-apiserver and kube-scheduler: the
+    managed-cluster layout, shared."""
+    return _planes.get("real_stock_plane")
 
-    Nobody creates the `default` service accounts, so the ServiceAccount admission plugin, which
-    refuses pods until one exists, is off.
-    """
-    with ControlPlane(
-        real_assets_or_skip(),
-        kcm_controllers="namespace",
-        scheduler=False,
-        apiserver_flags=("--disable-admission-plugins=ServiceAccount",),
-    ) as plane:
-        yield plane
+
+@pytest.fixture
+def real_bare_plane() -> ControlPlane:
+    """kube-apiserver for tests of the API's own semantics (no scheduler, of KCM only the namespace
+    controller), shared."""
+    return _planes.get("real_bare_plane")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Once the test's own fixtures are gone: the shared planes stop when the next test runs on none.
+    The last test of the worker has no next one; the session's end stops them."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is not None and not on_session_plane(nextitem):
+            _planes.stop()
 
 
 @pytest.fixture(autouse=True)

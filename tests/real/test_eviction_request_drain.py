@@ -65,6 +65,7 @@ from tests.real.test_surge_beside_stock_kcm import (
 )
 from tests.support.evictionrequests import EVICTIONS, REQUESTS, install_eviction_api, states
 from tests.support.objects import node_maintenance
+from tests.support.sessionplanes import SESSION_PLANE
 from tests.support.waiting import eventually
 
 GATES = {DECLARATIVE_NODE_MAINTENANCE: True, NODE_MAINTENANCE_DEPLOYMENT: True, EVICTION_REQUEST_API: True}
@@ -116,8 +117,10 @@ REPLACING_KCM = Layout(
 )
 # The stock-KCM control plane is one per session: its tests stay on one xdist worker.
 LAYOUTS = [
-    pytest.param(BESIDE_STOCK_KCM, id="beside-stock-kcm", marks=pytest.mark.xdist_group("stock-kcm")),
-    pytest.param(REPLACING_KCM, id="replacing-kcm"),
+    pytest.param(
+        BESIDE_STOCK_KCM, id="beside-stock-kcm", marks=(pytest.mark.xdist_group("stock-kcm"), SESSION_PLANE)
+    ),
+    pytest.param(REPLACING_KCM, id="replacing-kcm", marks=SESSION_PLANE),
 ]
 
 
@@ -273,15 +276,15 @@ EVICT_CASES = [
         BESIDE_STOCK_KCM,
         ELSEWHERE,
         id="beside-stock-kcm-elsewhere",
-        marks=pytest.mark.xdist_group("stock-kcm"),
+        marks=(pytest.mark.xdist_group("stock-kcm"), SESSION_PLANE),
     ),
-    pytest.param(REPLACING_KCM, ELSEWHERE, id="replacing-kcm-elsewhere"),
-    pytest.param(REPLACING_KCM, OWN_NODE, id="replacing-kcm-own-node"),
+    pytest.param(REPLACING_KCM, ELSEWHERE, id="replacing-kcm-elsewhere", marks=SESSION_PLANE),
+    pytest.param(REPLACING_KCM, OWN_NODE, id="replacing-kcm-own-node", marks=SESSION_PLANE),
     pytest.param(
         BESIDE_STOCK_KCM,
         OWN_NODE,
         id="beside-stock-kcm-own-node",
-        marks=pytest.mark.xdist_group("stock-kcm"),
+        marks=(pytest.mark.xdist_group("stock-kcm"), SESSION_PLANE),
     ),
 ]
 
