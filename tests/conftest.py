@@ -118,7 +118,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under AIOKCM_REQUIRE_REAL=1 (CI) a skipped test fails the run: a skip there means a tool or
-    the real tier went missing, and the tests it hides would pass unseen."""
+    the real tier went missing, and the tests it hides would pass unseen. The shared planes stop here."""
     _planes.stop()
     if os.environ.get(REQUIRE_REAL) == "1" and _skipped and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
