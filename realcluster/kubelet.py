@@ -426,6 +426,9 @@ class ApiKubelets:
                 },
             },
             "spec": {"podCIDR": f"10.244.{kubelet.index}.0/24", "podCIDRs": [f"10.244.{kubelet.index}.0/24"]},
+            # Registered with its status, as the kubelet's `initialNode` registers it: no scheduler
+            # or controller ever sees the node without capacity, as none sees a real one so.
+            "status": self._node_status(kubelet, old=[], initial=True),
         }
         await self._retry(lambda: self.client.create(NODES, body), give_up=(409,))
         if self.untaint_not_ready:
@@ -451,6 +454,16 @@ class ApiKubelets:
         if node is None:
             return
         old = (node.get("status") or {}).get("conditions") or []
+        status = self._node_status(kubelet, old=old, initial=initial)
+        await self._retry(
+            lambda: self.client.patch(
+                NODES, kubelet.name, {"status": status}, subresource="status", patch_type="strategic"
+            )
+        )
+
+    def _node_status(self, kubelet: ApiKubelet, *, old: list[Obj], initial: bool) -> Obj:
+        """The node's status as the kubelet's setters make it; `initial` adds what it reports once
+        it has registered (capacity, allocatable, addresses, its versions)."""
         status: Obj = {
             "conditions": node_conditions(
                 ready=kubelet.ready and not kubelet.rebooting,
@@ -479,11 +492,7 @@ class ApiKubelets:
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "nodeInfo": node_info(runtime="fake://1", version="v1.24.0"),
             }
-        await self._retry(
-            lambda: self.client.patch(
-                NODES, kubelet.name, {"status": status}, subresource="status", patch_type="strategic"
-            )
-        )
+        return status
 
     async def _renew_lease(self, kubelet: ApiKubelet, *, registering: bool = False) -> None:
         """Renew the node's Lease (create it if it is gone), unless the kubelet went down

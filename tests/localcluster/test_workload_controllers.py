@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from apiclient import KubeClient
-from apiclient.resources import CONFIGMAPS, DAEMONSETS, EVENTS, PODS, SERVICES, STATEFULSETS, Resource
+from apiclient.resources import CONFIGMAPS, DAEMONSETS, EVENTS, NODES, PODS, SERVICES, STATEFULSETS, Resource
 from localcluster.cluster import LocalCluster
 from tests.backends import cluster_on_backend
 from tests.support.waiting import eventually
@@ -271,6 +271,44 @@ async def ds_settled(kube: KubeClient, name: str, nodes: int) -> dict[str, Any] 
     return ds if done else None
 
 
+async def daemonset_settles(kube: KubeClient, name: str, nodes: int, what: str) -> dict[str, Any]:
+    """Wait for `ds_settled`; on a timeout say where the DaemonSet stood: its status, its pods and
+    the nodes' taints and readiness (a new node's pod passes through the scheduler, the simulated
+    kubelet and KCM's controller, and which one it waits on is the question)."""
+    try:
+        found: dict[str, Any] = await eventually(lambda: ds_settled(kube, name, nodes), what)
+        return found
+    except AssertionError as exc:
+        ds = await kube.get(DAEMONSETS, name, namespace=NS)
+        pods = [
+            (
+                (p.get("spec") or {}).get("nodeName"),
+                (p.get("status") or {}).get("phase"),
+                ready(p),
+                bool(p["metadata"].get("deletionTimestamp")),
+            )
+            for p in (await pods_of(kube, name)).values()
+        ]
+        node_states = [
+            (
+                n["metadata"]["name"],
+                [t.get("key") for t in (n.get("spec") or {}).get("taints") or []],
+                [
+                    c.get("status")
+                    for c in (n.get("status") or {}).get("conditions") or []
+                    if c.get("type") == "Ready"
+                ],
+                ((n.get("status") or {}).get("allocatable") or {}).get("pods"),
+            )
+            for n in (await kube.list(NODES)).get("items") or []
+        ]
+        raise AssertionError(
+            f"{exc}: status {ds.get('status')}, generation {ds['metadata'].get('generation')}; "
+            f"pods (node, phase, ready, deleting) {sorted(pods, key=str)}; "
+            f"nodes (name, taints, Ready, pods) {node_states}"
+        ) from None
+
+
 async def placement(kube: KubeClient, app: str) -> dict[str, str]:
     """node -> pod name, of the app's live, Ready pods."""
     return {
@@ -282,7 +320,7 @@ async def placement(kube: KubeClient, app: str) -> dict[str, str]:
 
 async def test_daemonset_runs_one_pod_per_node_and_follows_nodes(cluster: Any, kube: KubeClient) -> None:
     await kubectl(cluster, "apply", "-f", "-", stdin=daemonset("agent"))
-    ds = await eventually(lambda: ds_settled(kube, "agent", 3), "a ready pod on each of 3 nodes")
+    ds = await daemonset_settles(kube, "agent", 3, "a ready pod on each of 3 nodes")
     pods = await pods_of(kube, "agent")
     assert sorted(p["spec"]["nodeName"] for p in pods.values()) == ["node-1", "node-2", "node-3"]
     for pod in pods.values():
@@ -314,7 +352,7 @@ async def test_daemonset_runs_one_pod_per_node_and_follows_nodes(cluster: Any, k
 
     # a new node gets one
     cluster.kubelets.add_node("node-4")
-    await eventually(lambda: ds_settled(kube, "agent", 4), "a ready pod on each of 4 nodes")
+    await daemonset_settles(kube, "agent", 4, "a ready pod on each of 4 nodes")
     assert sorted(await placement(kube, "agent")) == ["node-1", "node-2", "node-3", "node-4"]
 
 
@@ -324,12 +362,12 @@ async def test_daemonset_surge_update_keeps_a_ready_pod_on_every_node(cluster: A
         "spec:\n  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n  selector:",
     )
     await kubectl(cluster, "apply", "-f", "-", stdin=body)
-    await eventually(lambda: ds_settled(kube, "surge", 3), "a ready pod on each node")
+    await daemonset_settles(kube, "surge", 3, "a ready pod on each node")
     state = await pods_of(kube, "surge")  # settled: nothing changes until the image does
     async with recording(kube, "surge") as events:
         await kubectl(cluster, "set", "image", "daemonset/surge", "c=nginx:1.28")
         await kubectl(cluster, "rollout", "status", "daemonset/surge", "--timeout=60s")
-        await eventually(lambda: ds_settled(kube, "surge", 3), "the update rolled out")
+        await daemonset_settles(kube, "surge", 3, "the update rolled out")
     assert images(await pods_of(kube, "surge")) == {"nginx:1.28"}
     # replay: no node was ever without a Ready pod, and none ever had more than two
     for kind, pod in events:
@@ -357,7 +395,7 @@ async def test_daemonset_surge_update_keeps_a_ready_pod_on_every_node(cluster: A
 async def test_daemonset_taints_and_node_selector(cluster: Any, kube: KubeClient) -> None:
     await kubectl(cluster, "label", "node", "node-2", "node-3", "tier=edge")
     await kubectl(cluster, "apply", "-f", "-", stdin=daemonset("edge", node_selector={"tier": "edge"}))
-    await eventually(lambda: ds_settled(kube, "edge", 2), "pods on the two edge nodes")
+    await daemonset_settles(kube, "edge", 2, "pods on the two edge nodes")
     assert sorted(await placement(kube, "edge")) == ["node-2", "node-3"]
 
     # an untolerated NoSchedule taint: the pod there stays, but the node is no longer desired
