@@ -131,6 +131,14 @@ async def test_a_second_taint_does_not_postpone_a_scheduled_deletion(kube: KubeC
         current = (await kube.get(PODS, "changes-mind", namespace=NS))["spec"]["tolerations"]
         extra = {"key": other["key"], "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}
         await kube.patch(PODS, "changes-mind", {"spec": {"tolerations": [*current, extra]}}, namespace=NS)
+        # The pod and node informers are separate watches: were the second taint seen first, the
+        # pod would not yet tolerate it and would go at once, in KCM as here.
+        await eventually(
+            lambda: (
+                "example.com/maintenance" in str(controller.schedule_sync.pod_lister.get("changes-mind", NS))
+            ),
+            "the new toleration seen",
+        )
         await set_taints(kube, "node-1", [UNREACHABLE, other])
         await eventually(
             lambda: "example.com/maintenance" in str(controller.schedule_sync.tainted.get("node-1")),
