@@ -430,16 +430,17 @@ class ApiKubelets:
             # or controller ever sees the node without capacity, as none sees a real one so.
             "status": self._node_status(kubelet, old=[], initial=True),
         }
-        await self._retry(lambda: self.client.create(NODES, body), give_up=(409,))
+        created = await self._retry(lambda: self.client.create(NODES, body), give_up=(409,))
         if self.untaint_not_ready:
-            node = await self._retry(lambda: self.client.get(NODES, kubelet.name))
+            node = created or await self._retry(lambda: self.client.get(NODES, kubelet.name))
             taints = (node or {}).get("spec", {}).get("taints") or []
             kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
             if len(kept) != len(taints):
                 await self._retry(
                     lambda: self.client.patch(NODES, kubelet.name, {"spec": {"taints": kept or None}})
                 )
-        await self._post_status(kubelet, initial=True)
+        if created is None:  # registered before: its status is an earlier kubelet's
+            await self._post_status(kubelet, initial=True)
         await self._renew_lease(kubelet, registering=True)
 
     async def _post_status(self, kubelet: ApiKubelet, *, initial: bool = False, force: bool = False) -> None:
