@@ -5,7 +5,8 @@ session's real control plane (see tests/conftest.py). Options the real control p
 switch per test (its scheduler and kube-controller-manager's garbage collector always run)
 are honoured only all together: with neither scheduler nor garbage collector the test gets the
 session's bare control plane (kube-apiserver alone), and the local cluster runs none of the
-KCM controllers it simulates either; otherwise the full one.
+KCM controllers it simulates either; otherwise the full one. The kubelets' timing
+(`pod_start_delay`, `termination_cap`) holds on both.
 """
 
 from __future__ import annotations
@@ -43,8 +44,16 @@ async def cluster_on_backend(request: pytest.FixtureRequest, **local_options: An
     if backend_of(request) == "real":
         bare = not local_options.get("scheduler", True) and not local_options.get("gc", True)
         plane = request.getfixturevalue("real_bare_plane" if bare else "real_plane")
+        kubelet_timing = {
+            name: local_options[name]
+            for name in ("pod_start_delay", "termination_cap")
+            if name in local_options
+        }
         async with RealCluster(
-            plane, nodes=local_options.get("nodes", 3), kubelets=local_options.get("kubelets", True)
+            plane,
+            nodes=local_options.get("nodes", 3),
+            kubelets=local_options.get("kubelets", True),
+            **kubelet_timing,
         ) as real:
             yield real
         return
