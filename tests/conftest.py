@@ -168,8 +168,11 @@ async def _no_leaked_tasks() -> AsyncIterator[None]:
 
 @pytest.fixture
 async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    """A started API server with three Ready nodes: the local one, or the real one for `[real]` cases."""
-    async with cluster_on_backend(request, nodes=3) as started:
+    """A started API server with three Ready nodes: the local one, or the real one for `[real]` cases.
+
+    Its kubelets start a pod in 0.2 s and finish one in at most 0.5 s, as most tests' own clusters
+    do: what these tests watch is the order of what happens, not how long a container takes."""
+    async with cluster_on_backend(request, nodes=3, pod_start_delay=0.2, termination_cap=0.5) as started:
         yield started
 
 
