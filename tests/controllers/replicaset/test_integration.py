@@ -6,6 +6,7 @@ create) and writes their status through the status subresource, as a kubelet wou
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -19,12 +20,23 @@ from controllers.common.pods import get_pod_condition
 from controllers.context import ControllerContext, StaticGates
 from controllers.replicaset import ReplicaSetController
 from kubeutil.timestamps import format_time, utcnow
+from tests.backends import cluster_on_backend
 from tests.controllers.harness import HeldWatches, build, make_factory, running_controllers
 from tests.support.objects import replicaset
 from tests.support.waiting import eventually
 
 NS = "default"
 GATES = {features.DECLARATIVE_NODE_MAINTENANCE: True}
+
+
+@pytest.fixture
+async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """Nodes, but no kubelet to run a pod, nor (on the local backend) a scheduler to bind one: each
+    test writes its pods' placement and status itself. The real plane's scheduler still binds an
+    unassigned pod; bound, it stays Pending, which ranks as an unassigned one does against the
+    Running pods these tests compare it with."""
+    async with cluster_on_backend(request, nodes=3, scheduler=False, kubelets=False) as started:
+        yield started
 
 
 def rs_body(name: str, replicas: int) -> dict[str, Any]:
