@@ -50,11 +50,12 @@ bytecode: $(STAMP)
 # tests compare recovery times with the real KCM's, a restarted aiokcm against a restarted KCM: run
 # beside the other workers at the same priority, aiokcm's Python start lost seconds that KCM's did
 # not (5.1 s against 2.4 s at best in one run). So `test` runs them at the normal priority and the
-# rest beside them under `nice -n $(REST_NICE)`: the fault tests get the CPU whenever they want it
-# (108 s either way), and the rest takes what they leave (fault tests then rest, 108 + 448 s; the
-# two together, 500 s).
-PYTEST_WORKERS ?= 4
-REST_NICE ?= 10
+# rest beside them under `nice -n $(REST_NICE)`: the fault tests get the CPU whenever they want it,
+# and the rest takes what they leave (one fresh clone: the fault tests 108 s, then the rest 448 s;
+# the two at once under `nice -n 10`, 500 s). Six workers, not four: most tests wait on timers and
+# servers, and the 2 cores were a third idle under four (the rest 406 s on four, 373 s on six).
+PYTEST_WORKERS ?= 6
+REST_NICE ?= 19
 FAULT_TESTS := tests/real/test_faults.py
 
 PYTEST_FAULTS = $(BIN)/python -m pytest $(FAULT_TESTS) $(PYTEST_ARGS)
@@ -65,9 +66,9 @@ pytest: $(STAMP)
 	$(PYTEST_REST)
 
 # ruff first (seconds); then the fault tests, started at once with their output kept for the end,
-# and mypy and the import contracts under `nice -n 19` (no cache in a fresh clone: they take only
-# CPU nobody else wants); the suite's bytecode (10 s), so that the xdist workers load it instead of
-# each compiling every module; then the rest (see above). Any of them failing fails `make test`.
+# and mypy and the import contracts under `nice -n 19` (no cache in a fresh clone); the suite's
+# bytecode (10 s), so that the xdist workers load it instead of each compiling every module; then
+# the rest (see above). Any of them failing fails `make test`.
 FAULTS_LOG := $(VENV)/faults.log
 CHECKS_LOG := $(VENV)/checks.log
 # When make began, before the venv is made: the time `test` prints at its end counts the set-up too.
