@@ -51,9 +51,11 @@ bytecode: $(STAMP)
 # beside the other workers at the same priority, aiokcm's Python start lost seconds that KCM's did
 # not (5.1 s against 2.4 s at best in one run). So `test` runs them at the normal priority and the
 # rest beside them under `nice -n $(REST_NICE)`: the fault tests get the CPU whenever they want it,
-# and the rest takes what they leave (one fresh clone: the fault tests 108 s, then the rest 448 s;
-# the two at once under `nice -n 10`, 500 s). Six workers, not four: most tests wait on timers and
-# servers, and the 2 cores were a third idle under four (the rest 406 s on four, 373 s on six).
+# and the rest takes what they leave. Six workers, not four: most tests wait on timers and servers,
+# and the 2 cores were a third idle under four. Fresh clones, one afternoon: the fault tests 108 s
+# then the rest 448 s on four workers; at once, the rest under `nice -n 10`, 112 s beside 406 s on
+# four, 125-148 s beside 369-373 s on six (one scenario needed its third try); under `nice -n 19`,
+# 109 s beside 406 s on six.
 PYTEST_WORKERS ?= 6
 REST_NICE ?= 19
 FAULT_TESTS := tests/real/test_faults.py
