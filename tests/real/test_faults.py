@@ -36,7 +36,7 @@ from tests.backends import real_assets_or_skip
 from tests.real.sides import Side, first_time, on_both, planes_side_by_side, sides_running
 
 # One pair of control planes serves the module: keep its tests on one xdist worker where they run
-# with others (`make test` runs them first, alone: see the Makefile).
+# with others (`make test` runs them in a process of their own, the rest niced beside it: see the Makefile).
 pytestmark = pytest.mark.xdist_group("faults")
 
 NS = "default"
