@@ -427,7 +427,7 @@ class ApiKubelets:
             },
             "spec": {"podCIDR": f"10.244.{kubelet.index}.0/24", "podCIDRs": [f"10.244.{kubelet.index}.0/24"]},
             # Registered with its status, as the kubelet's `initialNode` registers it: no scheduler
-            # or controller ever sees the node without capacity, as none sees a real one so.
+            # or controller sees the node without capacity, as none sees a real kubelet's so.
             "status": self._node_status(kubelet, old=[], initial=True),
         }
         created = await self._retry(lambda: self.client.create(NODES, body), give_up=(409,))
