@@ -133,7 +133,31 @@ async def place_on(kube: KubeClient, nodes: set[str], apps: tuple[App, ...], **s
             for a in apps
         )
 
-    await eventually(settled, f"every app available on {sorted(nodes)}", timeout=60)
+    try:
+        await eventually(settled, f"every app available on {sorted(nodes)}", timeout=60)
+    except AssertionError as exc:
+        # Where each app's pods stood (node, phase, available, deleting), and the nodes' taints
+        # and cordons: which of KCM, the scheduler or the kubelets the placement waited on.
+        pods = await kube.list_all(PODS, namespace=NS)
+        seen = sorted(
+            (
+                _app(p) or "",
+                p["spec"].get("nodeName") or "",
+                (p.get("status") or {}).get("phase") or "",
+                pod_available(p),
+                bool(p["metadata"].get("deletionTimestamp")),
+            )
+            for p in pods
+        )
+        node_states = [
+            (
+                n["metadata"]["name"],
+                bool(n["spec"].get("unschedulable")),
+                [t.get("key") for t in n["spec"].get("taints") or []],
+            )
+            for n in await kube.list_all(NODES)
+        ]
+        raise AssertionError(f"{exc}: pods {seen}; nodes (name, cordoned, taints) {node_states}") from None
 
 
 async def uncordon_all_but(kube: KubeClient, keep: set[str]) -> None:
