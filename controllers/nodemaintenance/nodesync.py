@@ -104,7 +104,7 @@ class NodeSync:
             for m in self.listers.all_maintenances():
                 self.enqueue_maintenance(m.name)
             return
-        node: Obj = cached
+        node: Obj = self._current(node_name, cached)
         applied = api.applied_maintenances(node)
         selecting = api.oldest_first(
             [
@@ -119,7 +119,7 @@ class NodeSync:
         now = self.clock()
         pending: int | None = None
         try:
-            cordoned = await self._cordon_first(node, granted, applied)
+            cordoned = await self._cordon_first(node, granted, applied, selecting, now)
             if cordoned is not node and self.others_waiting(node_name):
                 log.debug("pods next, after the nodes waiting on the shard", node=node_name)
                 pending = 1  # the statuses follow in a batch: nothing has left yet
@@ -193,6 +193,18 @@ class NodeSync:
             self.state.lease_waiting.pop(node, None)
         return granted, set(waiting)
 
+    def _current(self, node_name: str, cached: Obj) -> Obj:
+        """The cached node, or our last patch's answer while the cache still holds the version
+        that patch was planned on (the node's update event brings the sync back first)."""
+        written = self.state.written_nodes.get(node_name)
+        if written is None:
+            return cached
+        planned_on, answer = written
+        if _rv(cached) == planned_on:
+            return answer
+        del self.state.written_nodes[node_name]  # the cache has caught up, or moved on
+        return cached
+
     async def _patch_node(
         self, node: Obj, spec: dict[str, Any], notes: dict[str, Any]
     ) -> dict[str, Any] | None:
@@ -202,10 +214,25 @@ class NodeSync:
         patch: dict[str, Any] = {"metadata": {"annotations": notes}}
         if spec:
             patch["spec"] = spec
-        return await self.client.patch(NODES, str(node["metadata"]["name"]), patch)
+        name = str(node["metadata"]["name"])
+        cached = self.listers.nodes.get(name)
+        patched_over = _rv(cached if cached is not None else node)  # before the answer can reach the cache
+        updated = await self.client.patch(NODES, name, patch)
+        self.state.written_nodes[name] = (patched_over, updated)
+        return updated
 
-    async def _cordon_first(self, node: Obj, granted: list[api.Maintenance], applied: list[str]) -> Obj:
-        """Cordon (and record the new maintenances) before any pod is asked to leave."""
+    async def _cordon_first(
+        self,
+        node: Obj,
+        granted: list[api.Maintenance],
+        applied: list[str],
+        selecting: list[api.Maintenance],
+        now: datetime,
+    ) -> Obj:
+        """Cordon (and record the new maintenances) before any pod is asked to leave.
+
+        The cordon carries the phase the node enters with it, as the commit after the requests
+        would write it: one node write where there were two, as `kubectl drain`'s one cordon."""
         want = any(m.cordon for m in granted)
         if not want:
             return node
@@ -213,6 +240,12 @@ class NodeSync:
         union = sorted({*applied, *(m.name for m in granted)})
         if union != applied:
             notes[api.MAINTENANCES_ANNOTATION] = ",".join(union)
+        if spec:
+            cordoned = {**node, "spec": {**(node.get("spec") or {}), **spec}}
+            phase = node_phase(self._progresses(cordoned, selecting, now))
+            annotations = (node.get("metadata") or {}).get("annotations") or {}
+            if phase is not None and annotations.get(api.PHASE_ANNOTATION) != phase:
+                notes[api.PHASE_ANNOTATION] = phase
         updated = await self._patch_node(node, spec, notes)
         if updated is None:
             return node
@@ -476,32 +509,7 @@ class NodeSync:
         want_cordon = any(m.cordon for m in granted)
         spec, notes = cordon.plan_cordon(node, want_cordon=want_cordon)
         node_name = str(node["metadata"]["name"])
-        pods = self.listers.node_pods(node_name)
-        progresses: list[NodeProgress] = [
-            evictionrequests.node_progress(
-                m,
-                node=node,
-                pods=pods,
-                request_of=self.listers.request_of,
-                now=now,
-                lease_holder=self.state.waiting_for_lease(node_name, m.name),
-            )
-            if m.by_eviction_request
-            else node_progress(
-                node=node,
-                pods=pods,
-                cordon=m.cordon,
-                drain=m.drain,
-                timeout=m.evacuation_timeout,
-                now=now,
-                lease_holder=self.state.waiting_for_lease(node_name, m.name),
-                eviction_blocks=self.state.blocks.get(node_name),
-                options=m.options,
-                workload=self.listers.workload,
-                invalid=m.invalid,
-            )
-            for m in selecting
-        ]
+        progresses = self._progresses(node, selecting, now)
         phase = node_phase(progresses)
         annotations = (node.get("metadata") or {}).get("annotations") or {}
         applied_value = ",".join(wanted_names) or None
@@ -527,6 +535,36 @@ class NodeSync:
                 updated, "Normal", "Uncordoned", "no NodeMaintenance cordons the node any more"
             )
         return pending
+
+    def _progresses(self, node: Obj, selecting: list[api.Maintenance], now: datetime) -> list[NodeProgress]:
+        """Each selecting maintenance's progress on the node, from the cache's pods."""
+        node_name = str(node["metadata"]["name"])
+        pods = self.listers.node_pods(node_name)
+        return [
+            evictionrequests.node_progress(
+                m,
+                node=node,
+                pods=pods,
+                request_of=self.listers.request_of,
+                now=now,
+                lease_holder=self.state.waiting_for_lease(node_name, m.name),
+            )
+            if m.by_eviction_request
+            else node_progress(
+                node=node,
+                pods=pods,
+                cordon=m.cordon,
+                drain=m.drain,
+                timeout=m.evacuation_timeout,
+                now=now,
+                lease_holder=self.state.waiting_for_lease(node_name, m.name),
+                eviction_blocks=self.state.blocks.get(node_name),
+                options=m.options,
+                workload=self.listers.workload,
+                invalid=m.invalid,
+            )
+            for m in selecting
+        ]
 
 
 @dataclass(frozen=True, slots=True)

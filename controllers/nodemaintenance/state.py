@@ -42,6 +42,10 @@ class DrainState:
     #: node -> pod uid -> the resourceVersion a request or withdrawal we wrote was planned on: while
     #: the cache still holds that version, the pod is not planned again (its update re-enqueues the node)
     written_pods: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: node -> (the resourceVersion our last patch of it was planned on, the node it answered):
+    #: while the cache still holds the version we patched over, the sync works from our answer,
+    #: so a phase or cordon already written is not written again
+    written_nodes: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     gauges: metrics.NodeGauges = field(default_factory=metrics.NodeGauges)
     waiting: metrics.WaitingGauges = field(default_factory=metrics.WaitingGauges)
     # maintenance name -> (its uid, the status we wrote last); the cache may still hold the old
@@ -58,6 +62,7 @@ class DrainState:
         self.eviction_failures.pop(node, None)
         self.evicted.pop(node, None)
         self.written_pods.pop(node, None)
+        self.written_nodes.pop(node, None)
         self.gauges.set(node, phase=None, pending=0)
 
     def waiting_for_lease(self, node: str, maintenance: str) -> str | None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import time
 
+import anyio
 import pytest
 
 from apiclient import KubeClient
 from apiclient.resources import NODEMAINTENANCES, PODS
 from controllers.nodemaintenance import NodeMaintenanceController
+from controllers.nodemaintenance.api import PHASE_ANNOTATION
 from controllers.nodemaintenance.config import NodeMaintenanceConfig
 from controllers.nodemaintenance.nodesync import PER_POD_WRITES_IN_FLIGHT
 from localcluster.cluster import LocalCluster
@@ -149,3 +151,36 @@ async def test_a_node_started_later_is_cordoned_within_a_round_of_a_full_nodes_r
     # of requests, none would be left.
     after = sum(1 for t in full_asked if t > cordoned)
     assert after >= len(names) // 4, (after, len(names))
+
+
+@pytest.mark.usefixtures("crd")
+async def test_a_drained_node_is_written_twice_the_cordon_with_its_phase_then_drained(
+    cluster: LocalCluster, kube: KubeClient, node_names: list[str]
+) -> None:
+    """`kubectl drain` writes a node once (its cordon); a NodeMaintenance adds only the phase
+    the node ends in. The phase it enters rides on the cordon, and a sync that runs before the
+    cache has the node's last write works from that write's answer, so nothing goes twice."""
+    target = node_names[0]
+    names = [f"{target}-app-{i}" for i in range(3)]
+    for name in names:
+        await make_pod(kube, name, target)
+    await started_by_their_kubelets(kube, len(names))
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES):
+        start = time.monotonic()
+        await kube.create(NODEMAINTENANCES, node_maintenance("twice", [target], drain=True))
+        await eventually(lambda: all_requested(kube, names), "every pod asked to evacuate", timeout=30)
+        for name in names:  # as their owners would, once replaced
+            await kube.delete(PODS, name, namespace=NS, grace_period_seconds=0)
+
+        async def drained() -> bool:
+            c = condition(await kube.get(NODEMAINTENANCES, "twice"), "Drained")
+            return bool(c and c["status"] == "True")
+
+        await eventually(drained, "the maintenance drained", timeout=30)
+        annotations = (await node(kube, target))["metadata"]["annotations"]
+        await anyio.sleep(1.0)  # anything written twice shows up by now
+    assert annotations[PHASE_ANNOTATION] == "Drained"
+    writes = [
+        w for w in cluster.requests.since(start) if w.resource == "nodes" and w.path.endswith(f"/{target}")
+    ]
+    assert [w.method for w in writes] == ["PATCH", "PATCH"], writes
