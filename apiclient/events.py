@@ -279,6 +279,23 @@ class EventCorrelator:
         return Correlated(observed, key, patch)
 
 
+def _log_event(event: Mapping[str, Any]) -> None:
+    """Every event at info level as it is recorded, as KCM's controllers do
+    (`StartStructuredLogging(0)`): the log says what a controller did even when the API server
+    never gets the Event (down, or the spam filter dropping it)."""
+    involved: Mapping[str, Any] = event.get("involvedObject") or {}
+    namespace, name = involved.get("namespace"), involved.get("name", "")
+    log.info(
+        "Event occurred",
+        object=f"{namespace}/{name}" if namespace else name,
+        kind=involved.get("kind", ""),
+        apiVersion=involved.get("apiVersion", ""),
+        type=event.get("type", ""),
+        reason=event.get("reason", ""),
+        message=event.get("message", ""),
+    )
+
+
 class EventRecorder:
     """What a controller holds: `event(obj, type_, reason, message)`, synchronous and non-blocking."""
 
@@ -348,6 +365,7 @@ class EventBroadcaster:
         return EventRecorder(self, component)
 
     def submit(self, event: dict[str, Any]) -> None:
+        _log_event(event)
         try:
             self._send.send_nowait(event)
         except anyio.WouldBlock:
