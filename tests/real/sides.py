@@ -154,11 +154,25 @@ class Side:
     ) -> int:
         """Pods the side's controllers created since `since` (epoch seconds), from two views that can
         each only miss some: the audit log's 201 answers to the side's creates, and the pods that came
-        and went (named in `after` but not in `before`, or deleted since while not in `before`).
+        and went (`pods_stored`).
 
         A SIGKILLed kube-apiserver loses the audit events of creates that reached etcd and were not
         yet logged (generateName creates are logged without the name, so the views cannot be joined);
         those pods still show up in the second view, so the larger of the two is the count."""
+        audited, _ = self._audited_pods(since, before)
+        return max(audited, len(self.pods_stored(since=since, before=before, after=after)))
+
+    def pods_stored(
+        self, *, since: float = 0.0, before: frozenset[str] = frozenset(), after: frozenset[str] = frozenset()
+    ) -> frozenset[str]:
+        """The pods that came and went since `since`: named in `after` but not in `before`, or
+        deleted since while not in `before`."""
+        _, deleted = self._audited_pods(since, before)
+        return (after - before) | deleted
+
+    def _audited_pods(self, since: float, before: frozenset[str]) -> tuple[int, frozenset[str]]:
+        """The side's pod creates answered 201 since `since`, and the pods deleted since then that
+        were not in `before`, by the audit log."""
         user = POD_CREATORS[self.name]
         audited = 0
         deleted: set[str] = set()
@@ -180,7 +194,27 @@ class Side:
                 and code == 201
             ):
                 audited += 1
-        return max(audited, len((after - before) | deleted))
+        return audited, frozenset(deleted)
+
+    def pods_created_unanswered(self, stored: frozenset[str]) -> int:
+        """Of `stored`, the pods aiokcm never learned it had created: their create reached etcd but
+        the answer was lost with the server (a SIGKILLed kube-apiserver, a dropped connection), so
+        the ReplicaSet controller, as KCM's, counted it failed and may create another in its place.
+
+        The manager logs each `SuccessfulCreate` event as it is recorded, once the answer is in,
+        so a stored pod its log never names is one whose answer never came."""
+        answered: set[str] = set()
+        for line in self.manager_output().splitlines():
+            if '"Event occurred"' not in line or '"SuccessfulCreate"' not in line:
+                continue
+            try:
+                entry = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            message = str(entry.get("message", ""))
+            if entry.get("reason") == "SuccessfulCreate" and message.startswith("Created pod: "):
+                answered.add(message.removeprefix("Created pod: "))
+        return len(stored - answered)
 
     async def pod_names(self, namespace: str) -> frozenset[str]:
         """The names of the pods in `namespace` now."""

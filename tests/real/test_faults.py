@@ -2,11 +2,12 @@
 
 Each scenario runs side by side (see `sides.py`): the same workload, the same fault at the same
 moment, on a plane run by the real KCM and on one run by aiokcm. Each must end in KCM's final
-state (pods per ReplicaSet, ReplicaSet status matching its pods) and create no pod beyond the
-minimum the change needs, and converge no later than 2 s after KCM once the server is back (a
-comparison between the two sides of one run, not an absolute time, won in one of three tries since
-both sides reconnect on jittered backoffs); a connection error during
-the outage must never put a bearer token in aiokcm's log. `python -m bench.faults` prints the
+state (pods per ReplicaSet, ReplicaSet status matching its pods), create no pod beyond the
+minimum the change needs and the creates whose answer the fault cut (stored, never answered: the
+manager's log names each pod it learned it created), and converge no later than 2 s after KCM
+once the server is back (a comparison between the two sides of one run, not an absolute time,
+won in one of three tries since both sides reconnect on jittered backoffs); a connection error
+during the outage must never put a bearer token in aiokcm's log. `python -m bench.faults` prints the
 recovery figures of both sides.
 
 One pair of planes serves the module (started once, ~9 s a pair with its stop). Each try gets
@@ -269,10 +270,16 @@ async def run_side(side: Side, scenario: Scenario) -> dict[str, Any]:
         back = time.monotonic()
     converged = await first_time(lambda: _truthy(scenario.settled(side)), timeout=60)
     await anyio.sleep(2.0)  # let anything extra show up, and the audit log catch up
+    after = await side.pod_names(NS)
+    stored = side.pod_creates(since=since, before=before, after=after)
+    unanswered = 0
+    if side.name == "aiokcm":
+        unanswered = side.pods_created_unanswered(side.pods_stored(since=since, before=before, after=after))
     return {
         "state": await scenario.settled(side),
         "recovery": converged - back,
-        "creates": side.pod_creates(since=since, before=before, after=await side.pod_names(NS)),
+        "creates": stored,
+        "unanswered": unanswered,
     }
 
 
@@ -285,7 +292,7 @@ async def _truthy(result: Awaitable[Any]) -> bool:
 async def test_fault_ends_in_kcms_state_as_fast_as_kcm(
     planes: dict[str, ControlPlane], scenario: Scenario
 ) -> None:
-    """Every try must end in KCM's state with no extra pod and no token logged. The recovery times
+    """Every try must end in KCM's state with no extra pod (beyond a cut create's) and no token logged. The recovery times
     are one draw each of two jittered reconnect backoffs (client-go's, up to twice the step on
     either side: after a 5 s outage, 3.2 to 6.4 s), so one try can lose by chance; aiokcm must come
     within the slack in one of `RECOVERY_TRIES` tries, and a loss in all of them fails."""
@@ -298,9 +305,14 @@ async def test_fault_ends_in_kcms_state_as_fast_as_kcm(
         assert got["state"] == want["state"], (
             f"{scenario.name}: aiokcm ended in {got['state']}, KCM in {want['state']}"
         )
-        assert got["creates"] == scenario.minimum_creates, (
+        # A create whose answer the fault cut is counted failed, as KCM counts it, and may be
+        # made again before the relist shows the first; every other pod beyond the change's is extra.
+        # A fault cuts the creates in flight, never most of a change's: more says the log lost its names.
+        assert 2 * got["unanswered"] <= got["creates"], got
+        allowed = scenario.minimum_creates + got["unanswered"]
+        assert scenario.minimum_creates <= got["creates"] <= allowed, (
             f"{scenario.name}: aiokcm created {got['creates']} pods, the change needs {scenario.minimum_creates} "
-            f"(KCM created {want['creates']})"
+            f"and {got['unanswered']} of its creates lost their answer (KCM created {want['creates']})"
         )
         for token in aiokcm.plane.tokens().values():
             assert token not in output, f"{scenario.name}: a bearer token reached aiokcm's log"
