@@ -125,7 +125,7 @@ async def test_recorder_never_blocks_and_the_run_task_writes(
 async def test_every_event_is_logged_when_recorded_even_if_it_is_never_written(
     fake_api: FakeApi, fake_client: KubeClient
 ) -> None:
-    """As KCM's `StartStructuredLogging(0)`: the log has each action, the buffer full or not."""
+    """As KCM's `StartStructuredLogging`: the log has each action, the buffer full or not."""
     broadcaster = EventBroadcaster(fake_client, host="h", max_queued=1)
     rec = broadcaster.recorder("replicaset-controller")
     with capture_logs() as logs:
@@ -134,8 +134,8 @@ async def test_every_event_is_logged_when_recorded_even_if_it_is_never_written(
     assert broadcaster.dropped == 1
     occurred = [e for e in logs if e["event"] == "Event occurred"]
     assert [(e["log_level"], e["object"], e["kind"], e["reason"], e["message"]) for e in occurred] == [
-        ("info", "shop/web-1", "Pod", "SuccessfulCreate", "Created pod: web-1"),
-        ("info", "n1", "Node", "RegisteredNode", "Node n1 event: Registered Node n1 in Controller"),
+        ("debug", "shop/web-1", "Pod", "SuccessfulCreate", "Created pod: web-1"),
+        ("debug", "n1", "Node", "RegisteredNode", "Node n1 event: Registered Node n1 in Controller"),
     ]
     assert occurred[0]["type"] == "Normal" and occurred[0]["apiVersion"] == "v1"
 

@@ -201,8 +201,8 @@ class Side:
         the answer was lost with the server (a SIGKILLed kube-apiserver, a dropped connection), so
         the ReplicaSet controller, as KCM's, counted it failed and may create another in its place.
 
-        The manager logs each `SuccessfulCreate` event as it is recorded, once the answer is in,
-        so a stored pod its log never names is one whose answer never came."""
+        The manager (at `-v 4`) logs each `SuccessfulCreate` event as it is recorded, once the
+        answer is in, so a stored pod its log never names is one whose answer never came."""
         answered: set[str] = set()
         for line in self.manager_output().splitlines():
             if '"Event occurred"' not in line or '"SuccessfulCreate"' not in line:
