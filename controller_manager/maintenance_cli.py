@@ -398,6 +398,24 @@ class Maintenance:
                 raise
         return await self.client.patch(NODEMAINTENANCES, name, {"spec": spec})
 
+    async def apply_all(self, nodes: Sequence[str], spec: dict[str, Any]) -> None:
+        """Every node's maintenance at once, not one after the other: as `kubectl drain` cordons
+        every node it is given before it evicts, so the replacements of the first node's pods do
+        not land on a node of the same command whose maintenance is not there yet (and move twice)."""
+        errors: list[Exception] = []
+
+        async def one(node: str) -> None:
+            try:
+                await self.apply(node, spec)
+            except Exception as exc:  # the first is raised as the command's one error line
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for n in nodes:
+                tg.start_soon(one, n)
+        if errors:
+            raise errors[0]
+
     async def get_nm(self, node: str) -> dict[str, Any] | None:
         return await self.client.get_or_none(NODEMAINTENANCES, maintenance_name(node))
 
@@ -696,8 +714,8 @@ class Maintenance:
                 self._warn_collisions(n, others, verb="draining it too")
         # Each pod's expected fate first, then each departure as it happens.
         leaving = await self._preview(nodes, dry_run=False, fates=self._fates)
+        await self.apply_all(nodes, drain_spec(self.args))
         for n in nodes:
-            await self.apply(n, drain_spec(self.args))
             print(f"nodemaintenance/{maintenance_name(n)} draining node {n}", file=self.out, flush=True)
         code = await self.follow(nodes, until="Drained", leaving=leaving)
         if code == 0:
@@ -710,11 +728,10 @@ class Maintenance:
             others = await self.others_on(found[n])
             if others:
                 self._warn_collisions(n, others, verb="it stays cordoned until every maintenance lets go")
-        for n in nodes:
-            spec: dict[str, Any] = {"cordon": True}
-            if self.args.reason:
-                spec["reason"] = self.args.reason
-            await self.apply(n, spec)
+        spec: dict[str, Any] = {"cordon": True}
+        if self.args.reason:
+            spec["reason"] = self.args.reason
+        await self.apply_all(nodes, spec)
         code = await self.follow(nodes, until="Cordoned")
         if code == 0:
             for n in nodes:

@@ -8,7 +8,7 @@ controller would. The CRD is the one users install: `deploy/crds/nodemaintenance
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -308,6 +308,46 @@ async def test_cli_drain_then_uncordon(kube: KubeClient, node_names: list[str]) 
         assert await nm_gone(kube, maintenance_name(target))
         assert not (await node(kube, target))["spec"].get("unschedulable")
         assert "also under NodeMaintenance ops" not in err.getvalue()  # ops does not cordon: no collision
+
+
+class _CreatesHeld:
+    """A client whose NodeMaintenance creates are answered only once `expected` of them are in
+    flight together: a command that waits for one answer before it sends the next never gets one."""
+
+    def __init__(self, kube: KubeClient, expected: int) -> None:
+        self._kube = kube
+        self._expected = expected
+        self.in_flight = 0
+        self._all_sent = anyio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kube, name)
+
+    async def create(self, resource: Any, body: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if resource is NODEMAINTENANCES:
+            self.in_flight += 1
+            if self.in_flight >= self._expected:
+                self._all_sent.set()
+            with anyio.fail_after(5):
+                await self._all_sent.wait()
+        return await self._kube.create(resource, body, **kw)
+
+
+@pytest.mark.usefixtures("crd")
+async def test_cli_drain_of_several_nodes_creates_every_maintenance_before_any_is_answered(
+    kube: KubeClient, node_names: list[str]
+) -> None:
+    """As `kubectl drain a b c` cordons all three before it evicts, so that the replacements of
+    a's pods do not land on b while b's maintenance is still to be sent."""
+    held = _CreatesHeld(kube, expected=len(node_names))
+    async with running_controllers(kube, NodeMaintenanceController, gates=GATES, configs=[NO_CLUSTER_LIMIT]):
+        out, err = io.StringIO(), io.StringIO()
+        args = build_parser().parse_args(["drain", *node_names, "--poll-interval", "0.1", "--timeout", "30s"])
+        assert await run(args, cast(KubeClient, held), out=out, err=err) == 0, err.getvalue()
+    assert held.in_flight == len(node_names)
+    for n in node_names:
+        assert (await node(kube, n))["spec"]["unschedulable"] is True
+        assert f"nodemaintenance/{maintenance_name(n)} draining node {n}" in out.getvalue()
 
 
 @pytest.mark.usefixtures("eviction")
