@@ -8,7 +8,9 @@ when none is left (and only if it was schedulable before). Order inside one sync
 eviction fallback one pod at a time), and last the node annotation listing the maintenances applied; that annotation is the commit record a
 deleted maintenance waits for before its finalizer goes. A sync that has just cordoned its node
 while other nodes wait on its shard stops there: the node's own update event brings it back behind
-them, so nodes started together are all cordoned before any of their pods is asked; and while
+them, so nodes started together are all cordoned before any of their pods is asked (across
+shards too: maintenances created within `STARTING_TOGETHER_SECONDS` of each other are one drain,
+as `kubectl drain a b` is one command, so a node's pods wait for the cordons they start); and while
 others wait, a sync asks one round of pods (`PER_POD_WRITES_IN_FLIGHT`) and comes back behind
 them, so a node whose maintenance starts later is cordoned within a round, not after this node's
 whole drain has been asked.
@@ -54,6 +56,7 @@ from evictionapi.served import EvictionAPI
 from informers import CONTROLLER_UID_INDEX
 from kubeutil.conditions import condition_index
 from kubeutil.nodeaffinity import selector_matches
+from kubeutil.timestamps import parse_time
 from maintenancerollout.planner import COMPLETE_ANNOTATION
 from nodemaintenancelease.gate import LeaseGate
 
@@ -70,6 +73,11 @@ _PER_POD_WRITES = frozenset({drain.Action.REQUEST, drain.Action.WITHDRAW})
 # A node that wrote one round while others waited on its shard is back this soon (behind them;
 # its pods' own update events usually bring it back first).
 NEXT_ROUND_SECONDS = 0.01
+# Maintenances created this close together are one drain, as `kubectl drain a b c` is one command
+# that cordons every node before it evicts: a node's pods are asked only once the others' cordons
+# are in (or this long after they were created, whatever holds them up). Rechecked this often.
+STARTING_TOGETHER_SECONDS = 5.0
+STARTING_TOGETHER_RECHECK_SECONDS = 0.1
 
 
 @dataclass(kw_only=True, eq=False)
@@ -125,6 +133,10 @@ class NodeSync:
                 pending = 1  # the statuses follow in a batch: nothing has left yet
                 return
             node = cordoned
+            if self._cordons_to_come(node_name, now):
+                log.debug("pods next, after the cordons of maintenances started together", node=node_name)
+                pending = 1
+                raise RequeueAfter(STARTING_TOGETHER_RECHECK_SECONDS)
             released = ",".join(sorted(set(applied) - {m.name for m in granted if m.drain}))
             retry = await self._pods(node_name, granted, now, released=released)
             pending = await self._commit(node, granted, selecting, wanted_names, waiting, now)
@@ -254,6 +266,28 @@ class NodeSync:
             log.info("cordoned node", maintenance=owners, node=str(node["metadata"]["name"]))
             self.recorder.event(updated, "Normal", "Cordoned", f"cordoned by NodeMaintenance {owners}")
         return updated
+
+    def _cordons_to_come(self, node_name: str, now: datetime) -> bool:
+        """Whether a maintenance created moments ago is still to cordon another node: its first
+        sync (which starts its nodes) has not run, or a node it started is not cordoned yet.
+
+        Otherwise the replacements of this node's pods could land on that node and move twice.
+        A maintenance the cluster's limit holds back, and one older than
+        `STARTING_TOGETHER_SECONDS` (whatever keeps its cordon: a lease, a failing write), holds
+        nobody up."""
+        for m in self.listers.all_maintenances():
+            if not m.cordon or m.deleting or m.name in self.state.held_by_cluster:
+                continue
+            created = parse_time(m.created)
+            if created is None or abs((now - created).total_seconds()) > STARTING_TOGETHER_SECONDS:
+                continue
+            if not self.state.knows(m):
+                return True
+            for name in self.state.working_on(m, None).cordoning:
+                cached = self.listers.nodes.get(name) if name != node_name else None
+                if cached is not None and not cordon.is_unschedulable(self._current(name, cached)):
+                    return True
+        return False
 
     async def _pods(
         self, node: str, granted: list[api.Maintenance], now: datetime, *, released: str

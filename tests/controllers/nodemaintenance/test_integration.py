@@ -350,6 +350,60 @@ async def test_cli_drain_of_several_nodes_creates_every_maintenance_before_any_i
         assert f"nodemaintenance/{maintenance_name(n)} draining node {n}" in out.getvalue()
 
 
+class _SlowCordon:
+    """The controller's client, with the patches of one node answered `delay` seconds late; it
+    notes whether that node's patch was answered before each pod status write was sent."""
+
+    def __init__(self, kube: KubeClient, node: str, delay: float) -> None:
+        self._kube = kube
+        self._node = node
+        self._delay = delay
+        self.node_patched = False
+        self.pod_writes_before: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kube, name)
+
+    async def patch(self, resource: Any, name: str, body: Any, **kw: Any) -> dict[str, Any]:
+        if resource is NODES and name == self._node:
+            await anyio.sleep(self._delay)
+            answer = await self._kube.patch(resource, name, body, **kw)
+            self.node_patched = True
+            return answer
+        if resource is PODS and kw.get("subresource") == "status" and not self.node_patched:
+            self.pod_writes_before.append(name)
+        return await self._kube.patch(resource, name, body, **kw)
+
+
+@pytest.mark.usefixtures("crd")
+async def test_maintenances_created_together_cordon_every_node_before_any_pod_is_asked(
+    kube: KubeClient, node_names: list[str]
+) -> None:
+    """Two maintenances made at once are one drain, as `kubectl drain a b` is: a's pods are not
+    asked while b's cordon is still on its way, or their replacements could land on b."""
+    first, second = node_names[0], node_names[1]
+    await make_pod(kube, "web", first)
+    slow = _SlowCordon(kube, second, delay=1.0)
+    async with running_controllers(
+        cast(KubeClient, slow),
+        NodeMaintenanceController,
+        gates=GATES,
+        configs=[NO_CLUSTER_LIMIT],
+        informer_client=kube,
+    ):
+        await kube.create(NODEMAINTENANCES, node_maintenance("a", [first], drain=True))
+        await kube.create(NODEMAINTENANCES, node_maintenance("b", [second], drain=True))
+
+        async def asked() -> bool:
+            c = condition(await pod(kube, "web"), "EvacuationRequest")
+            return c is not None and c["status"] == "True"
+
+        await eventually(asked, "web asked to evacuate", timeout=30)
+    assert slow.node_patched
+    assert slow.pod_writes_before == []
+    assert (await node(kube, second))["spec"]["unschedulable"] is True
+
+
 @pytest.mark.usefixtures("eviction")
 async def test_cli_fallback_refuses_what_kubectl_refuses(kube: KubeClient, node_names: list[str]) -> None:
     target = node_names[0]
