@@ -109,7 +109,9 @@ NS = "default"
 AGENT = "aiokcm-bench"  # the User-Agent base of every client the bench builds (then "/<component>")
 SETUP_COMPONENT = "bench"  # the set-up and sampling client: not an actor of the drain
 APPS = {"single": 1, "triple": 3, "guarded": 1}
-# The actors whose requests a real-plane run counts: users of the audit log.
+# The actors whose requests a real-plane run counts: users of the audit log. KCM's node lifecycle
+# controller is one: it taints a cordoned node `node.kubernetes.io/unschedulable`, a node write
+# of every drain, made by aiokcm's own (user `aiokcm`) where aiokcm replaces it.
 DRAIN_ACTORS = frozenset(
     {
         "aiokcm",
@@ -117,6 +119,7 @@ DRAIN_ACTORS = frozenset(
         "system:serviceaccount:kube-system:replicaset-controller",
         "system:serviceaccount:kube-system:deployment-controller",
         "system:serviceaccount:kube-system:disruption-controller",
+        "system:serviceaccount:kube-system:node-controller",
     }
 )
 SCALE_NODES = 30
@@ -518,8 +521,8 @@ KIND_LABELS = {
     ("nodemaintenances", "", "create"): "NodeMaintenance create",
     ("nodemaintenances", "status", "update"): "NodeMaintenance status",
     ("nodemaintenances", "status", "patch"): "NodeMaintenance status",
-    ("nodes", "", "patch"): "node (cordon)",
-    ("nodes", "", "update"): "node (cordon)",
+    ("nodes", "", "patch"): "node (cordon, taints)",
+    ("nodes", "", "update"): "node (cordon, taints)",
 }
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 HANDSHAKE_KIND = "pod status"
