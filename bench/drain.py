@@ -357,6 +357,18 @@ def _node_order(name: str) -> tuple[int, str]:
     return (int(digits) if digits else 0, name)
 
 
+def typical_nodes(nodes: list[str], pods: Iterable[Mapping[str, Any]], count: int) -> list[str]:
+    """The `count` nodes whose pod count is nearest the mean (ties in node order), in node order.
+
+    Each mode lays the apps out on a fresh plane and the scheduler breaks ties at random, so the
+    first nodes hold 20 pods in one mode and 23 in the next; nodes of the typical size make every
+    mode's drain move about the same pods, so their times compare the same work."""
+    on = Counter((p.get("spec") or {}).get("nodeName") for p in pods)
+    mean = sum(on[n] for n in nodes) / max(len(nodes), 1)
+    chosen = sorted(nodes, key=lambda n: (abs(on[n] - mean), _node_order(n)))[:count]
+    return sorted(chosen, key=_node_order)
+
+
 async def _run_drain(
     mode: str,
     args: argparse.Namespace,
@@ -369,8 +381,8 @@ async def _run_drain(
     requests: RequestLog | None = None,
     settle: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[float, float]:
-    """Lay the apps out, drain the first `run.drained_nodes` nodes; returns the drain's start and end
-    on the wall clock.
+    """Lay the apps out, drain the first `run.drained_nodes` nodes (with `--scale`, as many nodes of
+    the typical size: `typical_nodes`); returns the drain's start and end on the wall clock.
 
     Controllers are wired as `aiokcm run` wires them: a client (so a rate limiter) per controller,
     one for the event broadcaster and one for the informers, all at `--qps`/`--burst` while the drain
@@ -411,6 +423,8 @@ async def _run_drain(
         else:
             await set_layout(setup, targets[0], nodes[1:])
         await watcher.wait_for_cache_sync()
+        if args.scale:
+            targets = typical_nodes(nodes, pods.list(NS), run.drained_nodes)
         unreviewed = webhook is not None and not await surge_webhook.called(setup, webhook)
         # The roll-out's trailing work (status writes, buffered events) is not the drain's.
         with anyio.move_on_after(300):
