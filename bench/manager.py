@@ -34,7 +34,9 @@ env, resources and probes, the kubelet's status), 100 per Deployment, all in one
    Deployment controller's ReplicaSet patch), a NodeMaintenance for one node (the
    NodeMaintenance controller's first write). Samples are spaced so one's work (and its use
    of the client budget) is over before the next, and each kind starts once the manager has
-   settled (queues empty, no write for 2 s) after the previous kind.
+   settled (queues empty, no write for 2 s) after the previous kind. Each sample times from
+   the request that makes the change, so it includes this process serving that request; the
+   JSON line's `taint_patch_round_trip_ms` gives that part for each taint sample.
 
 Measured on 2026-12-02 (2 cores, the machine otherwise quiet: load 0.0 -> 0.5), `python -m
 bench.manager --nodes 20000 --pods 600000 --quiet 60 --idle 30 --samples 20 --timeout 1800`:
@@ -524,8 +526,16 @@ def _path_ends(*suffixes: str) -> Callable[[Write], bool]:
 
 
 async def taint_samples(
-    cluster: LocalCluster, kube: KubeClient, log: WriteLog, nodes: list[str], spacing: float
+    cluster: LocalCluster,
+    kube: KubeClient,
+    log: WriteLog,
+    nodes: list[str],
+    spacing: float,
+    patch_times: list[float] | None = None,
 ) -> list[float]:
+    """Seconds from sending each node's NoExecute taint to the manager's first write on its pods;
+    `patch_times` gets each taint PATCH's own round trip, the part of a sample spent in the
+    process that serves the API (this one) before the manager can have heard of the taint."""
     out: list[float] = []
     for node in nodes:
         on_node = {
@@ -537,9 +547,12 @@ async def taint_samples(
         taints = [*(n["spec"].get("taints") or []), TAINT]
         t0 = time.monotonic()
         await kube.patch(NODES, node, {"spec": {"taints": taints}})
+        answered = time.monotonic() - t0
         got = await log.first_after(t0, _pod_write_on(on_node))
         if got is not None:
             out.append(got)
+            if patch_times is not None:
+                patch_times.append(answered)
         # The node's evictions are two writes per pod (the DisruptionTarget condition, then the
         # DELETE) through the controller's one client budget: 30 pods take ~2 s at qps 20 and
         # 50 take ~4 s. A next taint sent before they are over measures its wait in that queue
@@ -674,7 +687,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
 
         node_names = [f"node-{1 + (i * 7919) % args.nodes}" for i in range(args.samples)]
         lat: dict[str, list[float]] = {}
-        lat["taint"] = await taint_samples(cluster, kube, log, node_names, args.spacing * 3)
+        taint_patches: list[float] = []
+        lat["taint"] = await taint_samples(
+            cluster, kube, log, node_names, args.spacing * 3, patch_times=taint_patches
+        )
+        f["taint_patch_round_trip_ms"] = [round(v * 1000, 1) for v in taint_patches]
         # Each kind starts on a settled manager: the taints' evictions leave hundreds of pods to
         # recreate and Deployment statuses to write, whose queue and client budget a scale would
         # otherwise wait behind (the same backlog in any controller manager, but not this
