@@ -35,8 +35,9 @@ env, resources and probes, the kubelet's status), 100 per Deployment, all in one
    NodeMaintenance controller's first write). Samples are spaced so one's work (and its use
    of the client budget) is over before the next, and each kind starts once the manager has
    settled (queues empty, no write for 2 s) after the previous kind. Each sample times from
-   the request that makes the change, so it includes this process serving that request; the
-   JSON line's `taint_patch_round_trip_ms` gives that part for each taint sample.
+   the request that makes the change, so it includes this process serving that request (its
+   round trip in the JSON line, `<kind>_request_round_trip_ms`); `<kind>_after_answer` is the
+   sample less that round trip, from the change stored to the manager's first write.
 
 Measured on 2026-12-02 (2 cores, the machine otherwise quiet: load 0.0 -> 0.5), `python -m
 bench.manager --nodes 20000 --pods 600000 --quiet 60 --idle 30 --samples 20 --timeout 1800`:
@@ -567,7 +568,11 @@ async def taint_samples(
 
 
 async def scale_samples(
-    kube: KubeClient, log: WriteLog, apps: list[tuple[str, str]], spacing: float
+    kube: KubeClient,
+    log: WriteLog,
+    apps: list[tuple[str, str]],
+    spacing: float,
+    patch_times: list[float] | None = None,
 ) -> list[float]:
     out: list[float] = []
     for i, (app, rs_name) in enumerate(apps):
@@ -575,26 +580,36 @@ async def scale_samples(
         replicas = int(d["spec"]["replicas"]) + (1 if i % 2 == 0 else -1)
         t0 = time.monotonic()
         await kube.patch(DEPLOYMENTS, app, {"spec": {"replicas": replicas}}, namespace=NS)
+        answered = time.monotonic() - t0
         got = await log.first_after(t0, _path_ends(f"/replicasets/{rs_name}"))
         if got is not None:
             out.append(got)
+            if patch_times is not None:
+                patch_times.append(answered)
         await anyio.sleep(spacing)
     return out
 
 
 async def maintenance_samples(
-    kube: KubeClient, log: WriteLog, nodes: list[str], spacing: float
+    kube: KubeClient,
+    log: WriteLog,
+    nodes: list[str],
+    spacing: float,
+    patch_times: list[float] | None = None,
 ) -> list[float]:
     out: list[float] = []
     for i, node in enumerate(nodes):
         name = f"bench-{i}"
         t0 = time.monotonic()
         await kube.create(NODEMAINTENANCES, node_maintenance(name, node, "bench", drain=False))
+        answered = time.monotonic() - t0
         got = await log.first_after(
             t0, _path_ends(f"/nodemaintenances/{name}", f"/nodemaintenances/{name}/status", f"/nodes/{node}")
         )
         if got is not None:
             out.append(got)
+            if patch_times is not None:
+                patch_times.append(answered)
         await anyio.sleep(spacing)
         await kube.delete(NODEMAINTENANCES, name)
         await anyio.sleep(spacing)
@@ -687,19 +702,27 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
 
         node_names = [f"node-{1 + (i * 7919) % args.nodes}" for i in range(args.samples)]
         lat: dict[str, list[float]] = {}
-        taint_patches: list[float] = []
+        trips: dict[str, list[float]] = {"taint": [], "scale": [], "nodemaintenance": []}
         lat["taint"] = await taint_samples(
-            cluster, kube, log, node_names, args.spacing * 3, patch_times=taint_patches
+            cluster, kube, log, node_names, args.spacing * 3, patch_times=trips["taint"]
         )
-        f["taint_patch_round_trip_ms"] = [round(v * 1000, 1) for v in taint_patches]
         # Each kind starts on a settled manager: the taints' evictions leave hundreds of pods to
         # recreate and Deployment statuses to write, whose queue and client budget a scale would
         # otherwise wait behind (the same backlog in any controller manager, but not this
         # measure's subject: event -> first write when the controller is free to act).
         await converged(log, m.port, quiet=2.0, timeout=args.timeout)
-        lat["scale"] = await scale_samples(kube, log, apps[: args.samples], args.spacing)
+        lat["scale"] = await scale_samples(
+            kube, log, apps[: args.samples], args.spacing, patch_times=trips["scale"]
+        )
         await converged(log, m.port, quiet=2.0, timeout=args.timeout)
-        lat["nodemaintenance"] = await maintenance_samples(kube, log, node_names, args.spacing)
+        lat["nodemaintenance"] = await maintenance_samples(
+            kube, log, node_names, args.spacing, patch_times=trips["nodemaintenance"]
+        )
+        for kind, values in list(lat.items()):
+            # From the change's answer: the sample less its own request's round trip, which is
+            # this process (serving the API) storing the change before any watch can carry it.
+            f[f"{kind}_request_round_trip_ms"] = [round(v * 1000, 1) for v in trips[kind]]
+            lat[f"{kind}_after_answer"] = [max(0.0, v - t) for v, t in zip(values, trips[kind], strict=True)]
         for kind, values in lat.items():
             f[f"{kind}_samples"] = len(values)
             f[f"{kind}_ms"] = [round(v * 1000, 1) for v in values]  # in sample order: a slow first one shows
@@ -762,7 +785,14 @@ def main() -> None:
             f"loop lag > 100 ms: {f['idle_loop_lag_ticks_over_100ms']} ticks)",
         ),
     ]
-    for kind in ("taint", "scale", "nodemaintenance"):
+    for kind in (
+        "taint",
+        "scale",
+        "nodemaintenance",
+        "taint_after_answer",
+        "scale_after_answer",
+        "nodemaintenance_after_answer",
+    ):
         rows.append(
             (
                 f"{kind} -> first write p50 / p99",
